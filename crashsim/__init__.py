@@ -1,0 +1,1 @@
+"""crashsim: trace reading, persistency models, crash-state enumeration and the checker runner."""

@@ -1,0 +1,1 @@
+"""harness: the crashcheck CLI, Hypothesis strategies, the fuzz loop and reports."""

@@ -1,0 +1,46 @@
+"""The `crashcheck` command: parses arguments and dispatches to one module per subcommand.
+
+Each subcommand module (harness/cmd_*.py) exposes `register(subparsers)`, which adds its parser
+and sets `func` to a callable taking the parsed arguments and returning an exit code. Errors the
+user can fix are raised as UsageError or TraceError and end here with one line and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from crashsim.trace import TraceError
+from harness.errors import UsageError
+
+# Subcommand modules, in the order `crashcheck --help` lists them.
+COMMAND_MODULES = ["harness.cmd_trace"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crashcheck",
+                                     description="Crash-consistency testing for persistent-memory structures.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, TraceError) as exc:
+        print(f"crashcheck: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("crashcheck: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

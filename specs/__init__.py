@@ -1,0 +1,1 @@
+"""specs: reference models, crash acceptance rules, leak and invariant policies."""
