@@ -1,0 +1,497 @@
+//===- CrashcheckPass.cpp - log every PM store, flush and fence -----------===//
+//
+// What it does
+//   After optimisation (OptimizerLastEP, which also runs at -O0) it inserts
+//   a call into the crashcheck runtime after every event that can touch
+//   persistent memory, passing the address, the size and a pointer to the
+//   event's source site (SiteTable.h).  The runtime keeps the events that
+//   fall inside registered PM regions.
+//
+// The IR it injects (runtime in instrument/runtime/rt_hooks.c)
+//   store (8 bytes)            __cc_store8(ptr, site)
+//   store / vector / atomic    __cc_store(ptr, size, origin, site)
+//   !nontemporal store         __cc_ntstore(ptr, size, origin, site)
+//   seq_cst store, atomicrmw   __cc_locked_store(ptr, size, origin, 1, site)
+//   cmpxchg                    __cc_locked_store(ptr, size, origin, success, site)
+//   memset/memcpy/memmove      __cc_store(dst, len, origin, site)   (intrinsics and libc calls)
+//   clflush/clflushopt/clwb    __cc_flush(ptr, kind, site)          (intrinsics and inline asm)
+//   sfence/mfence/seq_cst fence  __cc_fence(kind, site)             (release/acquire: nothing)
+//   pmem_* (libpmem)           __cc_pmem(addr, len, stored, mode, flags, site)
+//   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
+//   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
+//
+// How to run it
+//   clang-16 -g -fpass-plugin=build/libcrashcheck_pass.so ...  (or crashcheck-cc)
+//   CRASHCHECK_PASS_STATS=1 prints per-module counts of what was
+//   instrumented and what was skipped, and why.
+//
+// Phases (as in ThreadSanitizer): classify every instruction, choose (skip
+// accesses that provably cannot reach PM: stack and global variables),
+// then rewrite.
+//
+//===----------------------------------------------------------------------===//
+#include "AsmEvents.h"
+#include "SiteTable.h"
+
+#include "llvm/Analysis/ValueTracking.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InlineAsm.h"
+#include "llvm/IR/InstIterator.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/IntrinsicInst.h"
+#include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/PassManager.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/PassPlugin.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdlib>
+#include <map>
+
+using namespace llvm;
+using namespace crashcheck;
+
+namespace {
+
+// Runtime numbering (instrument/runtime/rt_internal.h, docs/trace-format.md).
+enum Origin { PLAIN = 0, ATOMIC = 1, RMW = 2, CMPXCHG = 3, MEMSET = 4, MEMCPY = 5,
+              MEMMOVE = 6, ASM = 7 };
+enum FlushKind { CLFLUSH = 1, CLFLUSHOPT = 2, CLWB = 3 };
+enum FenceKind { SFENCE = 1, MFENCE = 2, SEQ_CST = 4 };
+enum PmemMode { FLUSH_DRAIN = 0, FLUSH_ONLY = 1, DRAIN_ONLY = 2, BY_FLAGS = 3 };
+constexpr unsigned NO_STORE = 0xff;
+
+// Options, read once when the plugin loads (-mllvm cannot reach a late-loaded plugin).
+bool envFlag(const char *Name) {
+  const char *V = std::getenv(Name);
+  return V && *V && std::string(V) != "0";
+}
+
+// One libpmem entry point: where its address, length and flags are, and what it does.
+struct PmemCall {
+  int AddrArg, LenArg, FlagsArg;
+  unsigned Stored; // origin of the copy/fill it performs, or NO_STORE
+  PmemMode Mode;
+};
+
+const std::map<std::string, PmemCall> &pmemCalls() {
+  static const std::map<std::string, PmemCall> Calls = {
+      {"pmem_persist", {0, 1, -1, NO_STORE, FLUSH_DRAIN}},
+      {"pmem_msync", {0, 1, -1, NO_STORE, FLUSH_DRAIN}},
+      {"pmem_deep_persist", {0, 1, -1, NO_STORE, FLUSH_DRAIN}},
+      {"pmem_flush", {0, 1, -1, NO_STORE, FLUSH_ONLY}},
+      {"pmem_deep_flush", {0, 1, -1, NO_STORE, FLUSH_ONLY}},
+      {"pmem_drain", {-1, -1, -1, NO_STORE, DRAIN_ONLY}},
+      {"pmem_deep_drain", {-1, -1, -1, NO_STORE, DRAIN_ONLY}},
+      {"pmem_memcpy_persist", {0, 2, -1, MEMCPY, FLUSH_DRAIN}},
+      {"pmem_memmove_persist", {0, 2, -1, MEMMOVE, FLUSH_DRAIN}},
+      {"pmem_memset_persist", {0, 2, -1, MEMSET, FLUSH_DRAIN}},
+      {"pmem_memcpy_nodrain", {0, 2, -1, MEMCPY, FLUSH_ONLY}},
+      {"pmem_memmove_nodrain", {0, 2, -1, MEMMOVE, FLUSH_ONLY}},
+      {"pmem_memset_nodrain", {0, 2, -1, MEMSET, FLUSH_ONLY}},
+      {"pmem_memcpy", {0, 2, 3, MEMCPY, BY_FLAGS}},
+      {"pmem_memmove", {0, 2, 3, MEMMOVE, BY_FLAGS}},
+      {"pmem_memset", {0, 2, 3, MEMSET, BY_FLAGS}},
+  };
+  return Calls;
+}
+
+// libc copies and fills left as calls (e.g. -fno-builtin, or _chk forms).
+const std::map<std::string, unsigned> &libcWrites() {
+  static const std::map<std::string, unsigned> Calls = {
+      {"memcpy", MEMCPY}, {"memmove", MEMMOVE}, {"memset", MEMSET},
+      {"__memcpy_chk", MEMCPY}, {"__memmove_chk", MEMMOVE}, {"__memset_chk", MEMSET}};
+  return Calls;
+}
+
+struct Stats {
+  unsigned Stores = 0, NTStores = 0, Atomics = 0, MemOps = 0, Flushes = 0, Fences = 0,
+           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0;
+  unsigned SkippedStack = 0, SkippedGlobal = 0, SkippedWeakFence = 0, AsmUnknown = 0;
+};
+
+class Instrumenter {
+public:
+  Instrumenter(Module &M, bool Loads) : M(M), Sites(M), Loads(Loads), Ctx(M.getContext()) {
+    Ptr = PointerType::getUnqual(Ctx);
+    I32 = Type::getInt32Ty(Ctx);
+    I64 = Type::getInt64Ty(Ctx);
+    VoidTy = Type::getVoidTy(Ctx);
+  }
+
+  bool run() {
+    // Phase 1 + 2: classify and choose; remember each point with its site.
+    for (Function &F : M) {
+      if (F.isDeclaration() || F.getName().startswith("__cc_"))
+        continue;
+      for (Instruction &I : instructions(F))
+        classify(I);
+    }
+    if (Points.empty())
+      return false;
+    // Phase 3: the site table, then the rewrites.
+    Sites.finalize();
+    for (Point &P : Points)
+      rewrite(P);
+    for (Instruction *I : ToErase)
+      I->eraseFromParent();
+    if (envFlag("CRASHCHECK_PASS_STATS"))
+      printStats();
+    return true;
+  }
+
+private:
+  enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
+                    Fence, Asm, Pmem, Load, ApiOpBegin, ApiOpEnd, ApiMark, ApiAlloc,
+                    ApiFree, ApiHere };
+  struct Point {
+    Instruction *I;
+    Kind K;
+    unsigned Site;
+    unsigned Sub = 0;      // origin, flush or fence kind
+    std::vector<AsmEvent> Asm;
+  };
+
+  // Stack and global variables are never PM: skip accesses that provably
+  // stay in them (counted, so the numbers explain what was left out).
+  bool cannotBePM(Value *Ptr) {
+    const Value *Obj = getUnderlyingObject(Ptr);
+    if (isa<AllocaInst>(Obj)) {
+      S.SkippedStack++;
+      return true;
+    }
+    if (isa<GlobalVariable>(Obj)) {
+      S.SkippedGlobal++;
+      return true;
+    }
+    return false;
+  }
+
+  void add(Instruction &I, Kind K, unsigned Sub = 0) {
+    Points.push_back({&I, K, Sites.siteOf(I), Sub, {}});
+  }
+
+  void classify(Instruction &I) {
+    if (auto *SI = dyn_cast<StoreInst>(&I)) {
+      if (cannotBePM(SI->getPointerOperand()))
+        return;
+      if (SI->getMetadata(LLVMContext::MD_nontemporal))
+        return add(I, Kind::NTStore), void(S.NTStores++);
+      if (SI->isAtomic()) {
+        S.Atomics++;
+        // A seq_cst store is an xchg on x86: a locked instruction, a fence.
+        return add(I, SI->getOrdering() == AtomicOrdering::SequentiallyConsistent
+                          ? Kind::SeqCstStore : Kind::AtomicStore);
+      }
+      S.Stores++;
+      return add(I, Kind::Store);
+    }
+    if (auto *RI = dyn_cast<AtomicRMWInst>(&I)) {
+      if (cannotBePM(RI->getPointerOperand()))
+        return;
+      S.Atomics++;
+      return add(I, Kind::RMW);
+    }
+    if (auto *CI = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      if (cannotBePM(CI->getPointerOperand()))
+        return;
+      S.Atomics++;
+      return add(I, Kind::CmpXchg);
+    }
+    if (auto *FI = dyn_cast<FenceInst>(&I)) {
+      // Only seq_cst emits mfence on x86; acquire/release fences and
+      // single-thread fences are compiler barriers with no persistency effect.
+      if (FI->getOrdering() == AtomicOrdering::SequentiallyConsistent &&
+          FI->getSyncScopeID() == SyncScope::System) {
+        S.Fences++;
+        return add(I, Kind::Fence, SEQ_CST);
+      }
+      S.SkippedWeakFence++;
+      return;
+    }
+    if (auto *LI = dyn_cast<LoadInst>(&I)) {
+      if (Loads && !cannotBePM(LI->getPointerOperand())) {
+        S.Loads++;
+        add(I, Kind::Load);
+      }
+      return;
+    }
+    if (auto *MI = dyn_cast<AnyMemIntrinsic>(&I)) {
+      if (cannotBePM(MI->getRawDest()))
+        return;
+      S.MemOps++;
+      unsigned O = isa<AnyMemSetInst>(MI) ? MEMSET : isa<AnyMemMoveInst>(MI) ? MEMMOVE : MEMCPY;
+      return add(I, Kind::MemOp, O);
+    }
+    if (auto *II = dyn_cast<IntrinsicInst>(&I)) {
+      switch (II->getIntrinsicID()) {
+      case Intrinsic::x86_sse2_clflush: S.Flushes++; return add(I, Kind::Flush, CLFLUSH);
+      case Intrinsic::x86_clflushopt: S.Flushes++; return add(I, Kind::Flush, CLFLUSHOPT);
+      case Intrinsic::x86_clwb: S.Flushes++; return add(I, Kind::Flush, CLWB);
+      case Intrinsic::x86_sse_sfence: S.Fences++; return add(I, Kind::Fence, SFENCE);
+      case Intrinsic::x86_sse2_mfence: S.Fences++; return add(I, Kind::Fence, MFENCE);
+      default: return;
+      }
+    }
+    auto *CB = dyn_cast<CallBase>(&I);
+    if (!CB)
+      return;
+    if (CB->isInlineAsm()) {
+      std::vector<std::string> Unknown;
+      std::vector<AsmEvent> Events = parseAsmEvents(*CB, Unknown);
+      S.AsmUnknown += Unknown.size();
+      for (const std::string &U : Unknown)
+        if (envFlag("CRASHCHECK_PASS_STATS"))
+          errs() << "crashcheck-pass: unrecognised PM instruction in inline asm: " << U << "\n";
+      if (!Events.empty()) {
+        S.AsmEvents += Events.size();
+        add(I, Kind::Asm);
+        Points.back().Asm = std::move(Events);
+      }
+      return;
+    }
+    Function *Callee = CB->getCalledFunction();
+    if (!Callee)
+      return;
+    StringRef Name = Callee->getName();
+    if (pmemCalls().count(Name.str())) {
+      S.Pmem++;
+      return add(I, Kind::Pmem);
+    }
+    auto W = libcWrites().find(Name.str());
+    if (W != libcWrites().end() && CB->arg_size() >= 3) {
+      if (cannotBePM(CB->getArgOperand(0)))
+        return;
+      S.MemOps++;
+      return add(I, Kind::MemOp, W->second);
+    }
+    static const std::map<std::string, Kind> Api = {
+        {"crashcheck_op_begin", Kind::ApiOpBegin}, {"crashcheck_op_end", Kind::ApiOpEnd},
+        {"crashcheck_mark", Kind::ApiMark},        {"crashcheck_alloc", Kind::ApiAlloc},
+        {"crashcheck_free", Kind::ApiFree},        {"crashcheck_here", Kind::ApiHere}};
+    auto A = Api.find(Name.str());
+    if (A != Api.end()) {
+      S.Api++;
+      add(I, A->second);
+    }
+  }
+
+  FunctionCallee hook(StringRef Name, std::vector<Type *> Args, Type *Ret = nullptr) {
+    return M.getOrInsertFunction(Name, FunctionType::get(Ret ? Ret : VoidTy, Args, false));
+  }
+
+  Value *i64(IRBuilder<> &B, Value *V) { return B.CreateZExtOrTrunc(V, I64); }
+
+  unsigned storeSize(Type *T) {
+    return (unsigned)M.getDataLayout().getTypeStoreSize(T).getFixedValue();
+  }
+
+  // Address in an asm event: the argument (pointer, or integer register
+  // value) plus the displacement.
+  Value *asmAddress(IRBuilder<> &B, CallBase &CB, const AsmEvent &E) {
+    Value *A = CB.getArgOperand(E.Arg);
+    if (A->getType()->isIntegerTy())
+      A = B.CreateIntToPtr(A, Ptr);
+    else if (!A->getType()->isPointerTy())
+      return nullptr;
+    if (E.Disp)
+      A = B.CreateGEP(Type::getInt8Ty(Ctx), A, ConstantInt::get(I64, E.Disp));
+    return A;
+  }
+
+  void rewrite(Point &P) {
+    Instruction *I = P.I;
+    Constant *Site = Sites.ref(P.Site);
+    // Loads are logged before they happen; everything else right after, so
+    // the runtime can read the bytes a store wrote.
+    IRBuilder<> B(P.K == Kind::Load ? I : I->getNextNode());
+    B.SetCurrentDebugLocation(I->getDebugLoc());
+    switch (P.K) {
+    case Kind::Store: {
+      auto *SI = cast<StoreInst>(I);
+      unsigned N = storeSize(SI->getValueOperand()->getType());
+      if (N == 8)
+        B.CreateCall(hook("__cc_store8", {Ptr, Ptr}), {SI->getPointerOperand(), Site});
+      else
+        B.CreateCall(hook("__cc_store", {Ptr, I64, I32, Ptr}),
+                     {SI->getPointerOperand(), ConstantInt::get(I64, N),
+                      ConstantInt::get(I32, PLAIN), Site});
+      return;
+    }
+    case Kind::NTStore:
+    case Kind::AtomicStore: {
+      auto *SI = cast<StoreInst>(I);
+      bool NT = P.K == Kind::NTStore;
+      B.CreateCall(hook(NT ? "__cc_ntstore" : "__cc_store", {Ptr, I64, I32, Ptr}),
+                   {SI->getPointerOperand(),
+                    ConstantInt::get(I64, storeSize(SI->getValueOperand()->getType())),
+                    ConstantInt::get(I32, SI->isAtomic() ? ATOMIC : PLAIN), Site});
+      return;
+    }
+    case Kind::SeqCstStore: {
+      auto *SI = cast<StoreInst>(I);
+      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+                   {SI->getPointerOperand(),
+                    ConstantInt::get(I64, storeSize(SI->getValueOperand()->getType())),
+                    ConstantInt::get(I32, ATOMIC), ConstantInt::get(I32, 1), Site});
+      return;
+    }
+    case Kind::RMW: {
+      auto *RI = cast<AtomicRMWInst>(I);
+      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+                   {RI->getPointerOperand(), ConstantInt::get(I64, storeSize(RI->getType())),
+                    ConstantInt::get(I32, RMW), ConstantInt::get(I32, 1), Site});
+      return;
+    }
+    case Kind::CmpXchg: {
+      auto *CI = cast<AtomicCmpXchgInst>(I);
+      Value *Ok = B.CreateZExt(B.CreateExtractValue(CI, 1), I32);
+      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+                   {CI->getPointerOperand(),
+                    ConstantInt::get(I64, storeSize(CI->getNewValOperand()->getType())),
+                    ConstantInt::get(I32, CMPXCHG), Ok, Site});
+      return;
+    }
+    case Kind::MemOp: {
+      auto *CB = cast<CallBase>(I);
+      Value *Dst = CB->getArgOperand(0), *Len = CB->getArgOperand(2);
+      B.CreateCall(hook("__cc_store", {Ptr, I64, I32, Ptr}),
+                   {Dst, i64(B, Len), ConstantInt::get(I32, P.Sub), Site});
+      return;
+    }
+    case Kind::Flush:
+      B.CreateCall(hook("__cc_flush", {Ptr, I32, Ptr}),
+                   {cast<CallBase>(I)->getArgOperand(0), ConstantInt::get(I32, P.Sub), Site});
+      return;
+    case Kind::Fence:
+      B.CreateCall(hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, P.Sub), Site});
+      return;
+    case Kind::Load: {
+      auto *LI = cast<LoadInst>(I);
+      B.CreateCall(hook("__cc_load", {Ptr, I64, Ptr}),
+                   {LI->getPointerOperand(), ConstantInt::get(I64, storeSize(LI->getType())),
+                    Site});
+      return;
+    }
+    case Kind::Asm:
+      return rewriteAsm(B, *cast<CallBase>(I), P, Site);
+    case Kind::Pmem:
+      return rewritePmem(B, *cast<CallBase>(I), Site);
+    case Kind::ApiOpBegin:
+    case Kind::ApiOpEnd:
+    case Kind::ApiMark:
+    case Kind::ApiAlloc:
+    case Kind::ApiFree:
+      return rewriteApi(*cast<CallBase>(I), P.K, Site);
+    case Kind::ApiHere:
+      I->replaceAllUsesWith(Site);
+      ToErase.push_back(I);
+      return;
+    }
+  }
+
+  void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Constant *Site) {
+    for (const AsmEvent &E : P.Asm) {
+      switch (E.K) {
+      case AsmEvent::Fence:
+        B.CreateCall(hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, E.Sub), Site});
+        break;
+      case AsmEvent::Flush:
+        if (Value *A = asmAddress(B, CB, E))
+          B.CreateCall(hook("__cc_flush", {Ptr, I32, Ptr}), {A, ConstantInt::get(I32, E.Sub), Site});
+        break;
+      case AsmEvent::NTStore:
+        if (Value *A = asmAddress(B, CB, E))
+          B.CreateCall(hook("__cc_ntstore", {Ptr, I64, I32, Ptr}),
+                       {A, ConstantInt::get(I64, E.Size), ConstantInt::get(I32, ASM), Site});
+        break;
+      case AsmEvent::LockedStore:
+        if (Value *A = asmAddress(B, CB, E))
+          B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+                       {A, ConstantInt::get(I64, E.Size), ConstantInt::get(I32, ASM),
+                        ConstantInt::get(I32, 1), Site});
+        break;
+      }
+    }
+  }
+
+  void rewritePmem(IRBuilder<> &B, CallBase &CB, Constant *Site) {
+    const PmemCall &C = pmemCalls().at(CB.getCalledFunction()->getName().str());
+    auto Arg = [&](int N, Type *T) -> Value * {
+      if (N < 0 || (unsigned)N >= CB.arg_size())
+        return Constant::getNullValue(T);
+      Value *V = CB.getArgOperand(N);
+      return T->isPointerTy() ? V : B.CreateZExtOrTrunc(V, T);
+    };
+    B.CreateCall(hook("__cc_pmem", {Ptr, I64, I32, I32, I32, Ptr}),
+                 {Arg(C.AddrArg, Ptr), Arg(C.LenArg, I64), ConstantInt::get(I32, C.Stored),
+                  ConstantInt::get(I32, C.Mode), Arg(C.FlagsArg, I32), Site});
+  }
+
+  // crashcheck_X(args) -> the site-carrying form, same arguments plus the site.
+  void rewriteApi(CallBase &CB, Kind K, Constant *Site) {
+    IRBuilder<> B(&CB);
+    B.SetCurrentDebugLocation(CB.getDebugLoc());
+    std::vector<Value *> Args(CB.arg_begin(), CB.arg_end());
+    std::vector<Type *> Types;
+    for (Value *V : Args)
+      Types.push_back(V->getType());
+    Args.push_back(Site);
+    Types.push_back(Ptr);
+    const char *Name = K == Kind::ApiOpBegin ? "__cc_op_begin"
+                       : K == Kind::ApiOpEnd ? "__cc_op_end"
+                       : K == Kind::ApiMark  ? "__cc_mark"
+                       : K == Kind::ApiAlloc ? "crashcheck_alloc_at"
+                                             : "crashcheck_free_at";
+    B.CreateCall(hook(Name, Types), Args);
+    ToErase.push_back(&CB);
+  }
+
+  void printStats() {
+    errs() << "crashcheck-pass: " << M.getSourceFileName() << ": sites " << Sites.size()
+           << ", stores " << S.Stores << ", nt-stores " << S.NTStores << ", atomics "
+           << S.Atomics << ", mem-ops " << S.MemOps << ", flushes " << S.Flushes
+           << ", fences " << S.Fences << ", asm-events " << S.AsmEvents << ", libpmem "
+           << S.Pmem << ", loads " << S.Loads << ", api " << S.Api
+           << "; skipped: stack " << S.SkippedStack << ", global " << S.SkippedGlobal
+           << ", weak-fences " << S.SkippedWeakFence << ", asm-unknown " << S.AsmUnknown
+           << "\n";
+  }
+
+  Module &M;
+  SiteTable Sites;
+  bool Loads;
+  LLVMContext &Ctx;
+  Type *Ptr, *I32, *I64, *VoidTy;
+  std::vector<Point> Points;
+  std::vector<Instruction *> ToErase;
+  Stats S;
+};
+
+struct CrashcheckPass : PassInfoMixin<CrashcheckPass> {
+  PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
+    bool Loads = envFlag("CRASHCHECK_PASS_LOADS");
+    bool Changed = Instrumenter(M, Loads).run();
+    if (Loads) {
+      // Tells the runtime (and so the trace header) that loads were instrumented.
+      auto *GV = new GlobalVariable(M, Type::getInt32Ty(M.getContext()), true,
+                                    GlobalValue::WeakAnyLinkage,
+                                    ConstantInt::get(Type::getInt32Ty(M.getContext()), 1),
+                                    "__cc_module_loads");
+      (void)GV;
+      Changed = true;
+    }
+    return Changed ? PreservedAnalyses::none() : PreservedAnalyses::all();
+  }
+  static bool isRequired() { return true; } // run on optnone (-O0) functions too
+};
+
+} // namespace
+
+extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  return {LLVM_PLUGIN_API_VERSION, "crashcheck", "0.1", [](PassBuilder &PB) {
+            PB.registerOptimizerLastEPCallback(
+                [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(CrashcheckPass()); });
+          }};
+}

@@ -1,0 +1,210 @@
+/*
+ * rt_regions.c -- registered PM regions, pool files, and their initial images
+ *
+ * A region is a range the program declared persistent.  Only events inside
+ * a region are logged.  The hooks first test the hull of all regions
+ * (cc_pm_lo, cc_pm_span: one subtraction and compare), then, only when more
+ * than one region exists, the regions themselves.
+ *
+ * When a region is registered while tracing, its contents at that moment are
+ * written next to the trace as TRACE.regionN (a sparse file: only non-zero
+ * pages are written), so the crash simulator can rebuild any later image from
+ * that snapshot plus the logged stores.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#define CC_MAX_REGIONS 16
+#define CC_PAGE 4096
+
+uintptr_t cc_pm_lo;
+uintptr_t cc_pm_span;
+
+static struct { uintptr_t base; size_t size; } regions[CC_MAX_REGIONS];
+static unsigned nregions;
+
+/* cc_in_pm -- non-zero if [addr, addr+size) starts inside a registered region */
+int cc_in_pm(uintptr_t addr, size_t size)
+{
+	(void)size;
+	if (addr - cc_pm_lo >= cc_pm_span)
+		return 0;
+	if (nregions == 1)
+		return 1;
+	for (unsigned i = 0; i < nregions; i++)
+		if (addr - regions[i].base < regions[i].size)
+			return 1;
+	return 0;
+}
+
+/* page_is_zero -- non-zero if the N bytes at P are all zero (internal) */
+static int page_is_zero(const unsigned char *p, size_t n)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	for (size_t i = 0; i < n / 8; i++)
+		if (w[i])
+			return 0;
+	for (size_t i = n & ~(size_t)7; i < n; i++)
+		if (p[i])
+			return 0;
+	return 1;
+}
+
+/* write_image -- snapshot [base, base+size) into PATH as a sparse file (internal) */
+static int write_image(const char *path, const unsigned char *base, size_t size)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		cc_set_error("cannot create region image %s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (ftruncate(fd, (off_t)size) != 0) {
+		cc_set_error("cannot size region image %s: %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	for (size_t off = 0; off < size; off += CC_PAGE) {
+		size_t n = size - off < CC_PAGE ? size - off : CC_PAGE;
+		if (page_is_zero(base + off, n))
+			continue;
+		if (pwrite(fd, base + off, n, (off_t)off) != (ssize_t)n) {
+			cc_set_error("cannot write region image %s: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	close(fd);
+	return 0;
+}
+
+/* update_hull -- recompute the fast filter from the regions (internal) */
+static void update_hull(void)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (unsigned i = 0; i < nregions; i++) {
+		if (regions[i].base < lo)
+			lo = regions[i].base;
+		if (regions[i].base + regions[i].size > hi)
+			hi = regions[i].base + regions[i].size;
+	}
+	cc_pm_lo = lo;
+	/* The filter only opens while tracing: untraced runs pay one compare per access. */
+	__atomic_store_n(&cc_pm_span, cc_trace_enabled() && nregions ? hi - lo : 0, __ATOMIC_RELEASE);
+}
+
+/* crashcheck_register_pm -- declare [addr, addr+len) persistent */
+int crashcheck_register_pm(void *addr, size_t len)
+{
+	uintptr_t base = (uintptr_t)addr;
+	if (len == 0) {
+		cc_set_error("cannot register an empty PM region");
+		return -1;
+	}
+	if (nregions == CC_MAX_REGIONS) {
+		cc_set_error("too many PM regions (at most %d)", CC_MAX_REGIONS);
+		return -1;
+	}
+	for (unsigned i = 0; i < nregions; i++) {
+		if (base < regions[i].base + regions[i].size && regions[i].base < base + len) {
+			cc_set_error("PM region %#" PRIxPTR "+%zu overlaps registered region %#" PRIxPTR "+%zu",
+				     base, len, regions[i].base, regions[i].size);
+			return -1;
+		}
+	}
+	unsigned index = nregions;
+	if (cc_trace_enabled()) {
+		char image[4200];
+		snprintf(image, sizeof(image), "%s.region%u", cc_trace_path(), index);
+		if (write_image(image, addr, len) != 0)
+			return -1;
+		const char *name = strrchr(image, '/');
+		cc_trace_set_pool(base, len);
+		cc_emit_region(index, base, len, name ? name + 1 : image);
+	}
+	regions[index].base = base;
+	regions[index].size = len;
+	nregions++;
+	update_hull();
+	return 0;
+}
+
+/* pool_address -- ADDR, or $CRASHCHECK_POOL_ADDR, or the default (internal) */
+static uintptr_t pool_address(uintptr_t addr)
+{
+	if (addr)
+		return addr;
+	const char *env = getenv("CRASHCHECK_POOL_ADDR");
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 0);
+		if (*end == '\0' && v)
+			return (uintptr_t)v;
+	}
+	return CRASHCHECK_DEFAULT_POOL_ADDR;
+}
+
+/* crashcheck_pool_open -- map a pool file at a fixed address and register it */
+void *crashcheck_pool_open(const char *path, size_t size, uintptr_t addr, int flags)
+{
+	addr = pool_address(addr);
+	if (size == 0 || size % CC_PAGE) {
+		cc_set_error("pool size %zu is not a positive multiple of %d", size, CC_PAGE);
+		return NULL;
+	}
+	int oflags = O_RDWR | O_CLOEXEC;
+	if (flags & CRASHCHECK_POOL_CREATE)
+		oflags |= O_CREAT | O_TRUNC;
+	int fd = open(path, oflags, 0644);
+	if (fd < 0) {
+		cc_set_error("cannot open pool file %s: %s", path, strerror(errno));
+		return NULL;
+	}
+	struct stat st;
+	if (flags & CRASHCHECK_POOL_CREATE) {
+		if (ftruncate(fd, (off_t)size) != 0) {
+			cc_set_error("cannot size pool file %s to %zu bytes: %s", path, size, strerror(errno));
+			close(fd);
+			return NULL;
+		}
+	} else if (fstat(fd, &st) != 0 || (size_t)st.st_size < size) {
+		cc_set_error("pool file %s has %lld bytes, smaller than the %zu expected",
+			     path, (long long)st.st_size, size);
+		close(fd);
+		return NULL;
+	}
+	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+	int err = errno;
+	close(fd);
+	if (p == MAP_FAILED || p != (void *)addr) {
+		if (p != MAP_FAILED)
+			munmap(p, size); /* a kernel without MAP_FIXED_NOREPLACE placed it elsewhere */
+		if (p != MAP_FAILED || err == EEXIST)
+			cc_set_error("cannot map pool %s at %#" PRIxPTR ": address range already mapped "
+				     "(choose another with CRASHCHECK_POOL_ADDR)", path, addr);
+		else
+			cc_set_error("cannot map pool %s at %#" PRIxPTR ": %s", path, addr, strerror(err));
+		return NULL;
+	}
+	if (crashcheck_register_pm(p, size) != 0) {
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+/* crashcheck_pool_close -- unmap a pool (it stays registered: its address is reserved) */
+void crashcheck_pool_close(void *pool, size_t size)
+{
+	munmap(pool, size);
+}
