@@ -15,11 +15,13 @@ VERSION = 1
 HEADER = struct.Struct("<8sIIQQIIII16x")
 CHUNK = struct.Struct("<IIQ")
 CHUNK_MAGIC = 0x56454343
-EVENT = struct.Struct("<BBHIQII")
+EVENT = struct.Struct("<BBHIQ")
+ADDR_MASK = (1 << 48) - 1
 NO_SITE = 0xFFFFFFFF
 
 KINDS = {1: "store", 2: "ntstore", 3: "flush", 4: "fence", 5: "op_begin", 6: "op_end",
          7: "alloc", 8: "free", 9: "mark", 10: "load", 11: "region", 12: "end"}
+PAYLOAD_KINDS = frozenset({1, 2, 7, 9, 11})   # store, ntstore, alloc, mark, region
 FLUSH_SUBS = {1: "clflush", 2: "clflushopt", 3: "clwb"}
 FENCE_SUBS = {1: "sfence", 2: "mfence", 3: "locked", 4: "seq_cst"}
 STORE_ORIGINS = {0: "plain", 1: "atomic", 2: "rmw", 3: "cmpxchg", 4: "memset", 5: "memcpy",
@@ -110,6 +112,22 @@ class Trace:
         return data[:region.size]
 
 
+def encode_event(kind: int, sub: int, tid: int, site: int, addr: int, size: int = 0,
+                 data: bytes = b"") -> bytes:
+    """One event in the binary format. DATA is the payload of store/ntstore/mark/region; an
+    alloc's SIZE (the object size) goes into its payload as the format says."""
+    if kind == 7:
+        data = struct.pack("<Q", size)
+    if kind in PAYLOAD_KINDS:
+        size = len(data)
+    else:
+        data = b""
+    if size > 0xFFFF or addr > ADDR_MASK:
+        raise ValueError(f"event too large for the format (size {size}, addr {addr:#x})")
+    pad = (-len(data)) % 8
+    return EVENT.pack(kind, sub, tid, site, addr | (size << 48)) + data + bytes(pad)
+
+
 def _read_str(buf: memoryview, pos: int) -> tuple[str, int]:
     (n,) = struct.unpack_from("<H", buf, pos)
     pos += 2
@@ -180,13 +198,15 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                 if not cut:
                     raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} holds fewer events than it says")
                 break
-            kind, sub, tid, site, addr, size, elen = unpack(buf, pos)
+            kind, sub, tid, site, word = unpack(buf, pos)
+            addr, size = word & ADDR_MASK, word >> 48
+            elen = (size + 7) & ~7 if kind in PAYLOAD_KINDS else 0
             if pos + EVENT.size + elen > end:
                 if not cut:
                     raise TraceError(f"{path}: corrupt trace: event {len(events)} runs past its chunk")
                 break
             name = KINDS.get(kind)
-            if name is None or elen % 8:
+            if name is None:
                 raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} "
                                  f"has kind {kind}, payload {elen}")
             payload = buf[pos + EVENT.size: pos + EVENT.size + elen]
@@ -212,6 +232,10 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
             elif name == "mark":
                 subname = ""
                 data = bytes(payload[:size])
+            elif name == "alloc":
+                subname = ""
+                data = b""
+                (size,) = struct.unpack_from("<Q", payload, 0)
             else:
                 subname = ""
                 data = b""

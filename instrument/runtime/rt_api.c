@@ -71,7 +71,8 @@ void crashcheck_alloc_at(void *obj, size_t size, crashcheck_site_t site)
 {
 	if (!cc_in_pm((uintptr_t)obj, size))
 		return;
-	cc_emit(CC_EV_ALLOC, 0, cc_site_id(site), (uintptr_t)obj, (uint32_t)size, NULL, 0);
+	uint64_t size64 = size;
+	cc_emit(CC_EV_ALLOC, 0, cc_site_id(site), (uintptr_t)obj, 8, &size64, 8);
 }
 
 /* crashcheck_free_at -- OBJ was freed at SITE */

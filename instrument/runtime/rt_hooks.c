@@ -34,8 +34,10 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 {
 	if (!FILTER(addr))
 		return;
-	if (cc_in_pm((uintptr_t)addr, 8))
-		cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_site_id(site), (uintptr_t)addr, 8, addr, 8);
+	if (cc_nregions > 1 && !cc_in_pm_slow((uintptr_t)addr))
+		return;
+	if (!cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
+		cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_hook_site(site), (uintptr_t)addr, 8, addr, 8);
 }
 
 /* __cc_store -- a store of SIZE bytes (plain, atomic, vector, memset/memcpy/memmove, asm) */
@@ -43,7 +45,7 @@ void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_sit
 {
 	if (!FILTER(addr) || size == 0)
 		return;
-	log_store(CC_EV_STORE, addr, size, origin, cc_site_id(site));
+	log_store(CC_EV_STORE, addr, size, origin, cc_hook_site(site));
 }
 
 /* __cc_ntstore -- a non-temporal store */
@@ -51,7 +53,7 @@ void __cc_ntstore(const void *addr, uint64_t size, uint32_t origin, crashcheck_s
 {
 	if (!FILTER(addr) || size == 0)
 		return;
-	log_store(CC_EV_NTSTORE, addr, size, origin, cc_site_id(site));
+	log_store(CC_EV_NTSTORE, addr, size, origin, cc_hook_site(site));
 }
 
 /* __cc_locked_store -- a locked instruction (RMW, xchg): a fence, then its store if STORED */
@@ -62,7 +64,7 @@ void __cc_locked_store(const void *addr, uint64_t size, uint32_t origin, uint32_
 		return;
 	if (!cc_in_pm((uintptr_t)addr, size))
 		return;
-	uint32_t id = cc_site_id(site);
+	uint32_t id = cc_hook_site(site);
 	cc_emit(CC_EV_FENCE, CC_FENCE_LOCKED, id, 0, 0, NULL, 0);
 	if (stored)
 		log_store(CC_EV_STORE, addr, size, origin, id);
@@ -74,7 +76,7 @@ void __cc_flush(const void *addr, uint32_t kind, crashcheck_site_t site)
 	if (!FILTER(addr) || !cc_in_pm((uintptr_t)addr, 1))
 		return;
 	uintptr_t line = (uintptr_t)addr & ~(uintptr_t)(CC_LINE_SIZE - 1);
-	cc_emit(CC_EV_FLUSH, (uint8_t)kind, cc_site_id(site), line, CC_LINE_SIZE, NULL, 0);
+	cc_emit(CC_EV_FLUSH, (uint8_t)kind, cc_hook_site(site), line, CC_LINE_SIZE, NULL, 0);
 }
 
 /*
@@ -86,7 +88,7 @@ void __cc_fence(uint32_t kind, crashcheck_site_t site)
 {
 	if (cc_pm_span == 0)
 		return;
-	cc_emit(CC_EV_FENCE, (uint8_t)kind, cc_site_id(site), 0, 0, NULL, 0);
+	cc_emit(CC_EV_FENCE, (uint8_t)kind, cc_hook_site(site), 0, 0, NULL, 0);
 }
 
 /* __cc_load -- a load of SIZE bytes (only with load instrumentation) */
@@ -94,7 +96,7 @@ void __cc_load(const void *addr, uint64_t size, crashcheck_site_t site)
 {
 	if (!FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
 		return;
-	cc_emit(CC_EV_LOAD, 0, cc_site_id(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
+	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
 }
 
 /* libpmem modes, decided by the pass from the function's name */
@@ -114,7 +116,7 @@ void __cc_pmem(const void *addr, uint64_t len, uint32_t stored, uint32_t mode, u
 {
 	if (cc_pm_span == 0)
 		return;
-	uint32_t id = cc_site_id(site);
+	uint32_t id = cc_hook_site(site);
 	int flush = mode != PMEM_DRAIN_ONLY, drain = mode == PMEM_FLUSH_DRAIN || mode == PMEM_DRAIN_ONLY;
 	if (mode == PMEM_BY_FLAGS) {
 		flush = !(flags & PMEM_F_MEM_NOFLUSH);

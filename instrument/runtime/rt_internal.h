@@ -61,7 +61,15 @@ struct crashcheck_site {
 extern uintptr_t cc_pm_lo;
 extern uintptr_t cc_pm_span;
 
-/* rt_trace.c */
+/* rt_trace.c: the event buffer is global so the hot hooks can append inline. */
+extern unsigned char *cc_buf;
+extern size_t cc_buf_len;
+extern uint32_t cc_buf_events;
+extern const struct crashcheck_site __start_cc_sites[] __attribute__((weak));
+extern const struct crashcheck_site __stop_cc_sites[] __attribute__((weak));
+#define CC_BUF_SIZE (1u << 20)
+#define CC_EV_HEAD 16
+#define CC_ADDR_MASK ((1ull << 48) - 1)
 int cc_trace_enabled(void);
 const char *cc_trace_path(void);
 void cc_emit(uint8_t kind, uint8_t sub, uint32_t site, uint64_t addr, uint32_t size,
@@ -71,12 +79,24 @@ uint32_t cc_site_id(crashcheck_site_t site);
 void cc_trace_set_pool(uintptr_t base, size_t size);
 
 /* rt_regions.c */
-int cc_in_pm(uintptr_t addr, size_t size);
+extern unsigned cc_nregions;
+int cc_in_pm_slow(uintptr_t addr);
+
+/* cc_in_pm -- non-zero if ADDR lies inside a registered region (tracing only) */
+static inline int cc_in_pm(uintptr_t addr, size_t size)
+{
+	(void)size;
+	if (addr - cc_pm_lo >= cc_pm_span)
+		return 0;
+	return cc_nregions == 1 || cc_in_pm_slow(addr);
+}
 
 /* rt_threads.c */
 extern int cc_mt_mode;
 extern __thread int cc_tl_tid;
 int cc_assign_tid(void);
+#include <pthread.h>
+int cc_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg);
 void cc_lock(void);
 void cc_unlock(void);
 
@@ -87,6 +107,34 @@ static inline int cc_tid(void)
 {
 	int t = cc_tl_tid;
 	return t >= 0 ? t : cc_assign_tid();
+}
+
+/* cc_hook_site -- id of a site pointer the pass passed (always in the table, or NULL) */
+static inline uint32_t cc_hook_site(crashcheck_site_t site)
+{
+	return site ? (uint32_t)(site - __start_cc_sites) : CC_NO_SITE;
+}
+
+/*
+ * cc_append_store8 -- the hot path: log a plain 8-byte store from a
+ * single-threaded program without any call.  Returns 0 if the caller must
+ * take the general path (locked logging, buffer full).
+ */
+static inline int cc_append_store8(uintptr_t addr, uint32_t site)
+{
+	if (cc_mt_mode || cc_buf_len + CC_EV_HEAD + 8 > CC_BUF_SIZE)
+		return 0;
+	unsigned char *p = cc_buf + cc_buf_len;
+	uint64_t w0 = (uint64_t)CC_EV_STORE | ((uint64_t)(uint16_t)cc_tid() << 16) | ((uint64_t)site << 32);
+	uint64_t w1 = ((uint64_t)addr & CC_ADDR_MASK) | ((uint64_t)8 << 48);
+	uint64_t v;
+	__builtin_memcpy(&v, (const void *)addr, 8);
+	__builtin_memcpy(p, &w0, 8);
+	__builtin_memcpy(p + 8, &w1, 8);
+	__builtin_memcpy(p + 16, &v, 8);
+	cc_buf_len += CC_EV_HEAD + 8;
+	cc_buf_events++;
+	return 1;
 }
 
 #endif /* CC_RT_INTERNAL_H */

@@ -31,16 +31,12 @@ uintptr_t cc_pm_lo;
 uintptr_t cc_pm_span;
 
 static struct { uintptr_t base; size_t size; } regions[CC_MAX_REGIONS];
-static unsigned nregions;
+unsigned cc_nregions;
+#define nregions cc_nregions
 
-/* cc_in_pm -- non-zero if [addr, addr+size) starts inside a registered region */
-int cc_in_pm(uintptr_t addr, size_t size)
+/* cc_in_pm_slow -- non-zero if ADDR lies inside one of several regions */
+int cc_in_pm_slow(uintptr_t addr)
 {
-	(void)size;
-	if (addr - cc_pm_lo >= cc_pm_span)
-		return 0;
-	if (nregions == 1)
-		return 1;
 	for (unsigned i = 0; i < nregions; i++)
 		if (addr - regions[i].base < regions[i].size)
 			return 1;

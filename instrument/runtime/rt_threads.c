@@ -45,8 +45,8 @@ void cc_unlock(void)
 
 typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
-/* pthread_create -- turn locked logging on, then create the thread as libc would */
-int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
+/* cc_real_pthread_create -- libc's pthread_create, for the runtime's own writer thread */
+int cc_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
 	static pthread_create_fn real;
 	if (real == NULL) {
@@ -56,9 +56,15 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 			abort();
 		}
 	}
+	return real(thread, attr, start, arg);
+}
+
+/* pthread_create -- turn locked logging on, then create the thread as libc would */
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
+{
 	if (!cc_mt_mode) {
 		cc_tid(); /* the creator is thread 0 if it has not logged yet */
 		__atomic_store_n(&cc_mt_mode, 1, __ATOMIC_SEQ_CST);
 	}
-	return real(thread, attr, start, arg);
+	return cc_real_pthread_create(thread, attr, start, arg);
 }

@@ -2,14 +2,18 @@
  * rt_trace.c -- the trace file: header, site table, chunked event buffer
  *
  * Design
- *   Events are appended to one pre-faulted, reused buffer that starts with a
- *   reserved chunk header.  When the buffer fills (or at exit, or on a fatal
- *   signal) it is written with one write(2) as a complete chunk, so a
- *   process that dies leaves every chunk written so far readable, and the
- *   reader can tell a cut trace from a complete one by the `end` event.
- *   The header and site table go out with the first chunk, because the pool
- *   (whose base and size the header carries) is usually registered after
- *   the program starts.
+ *   Events are appended to the current buffer of a small ring of
+ *   pre-faulted, reused 1 MiB buffers; each starts with a reserved chunk
+ *   header.  A full buffer is handed to a writer thread, which writes it
+ *   with one write(2) as a complete chunk while the program fills the next
+ *   one (the copy into the page cache costs as much as the logging itself,
+ *   so doing it on another core halves the slowdown).  The thread starts at
+ *   the first full buffer, so short traces never create it.  A process that
+ *   dies leaves every chunk handed over so far readable (a fatal signal
+ *   also writes the buffer in progress), and the reader can tell a cut
+ *   trace from a complete one by the `end` event.  The header and site
+ *   table go out before the first chunk, because the pool (whose base and
+ *   size the header carries) is usually registered after the program starts.
  *
  * Ordering
  *   A single-threaded program appends without locking.  Before a second
@@ -27,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rt_internal.h"
@@ -35,23 +40,33 @@
 #define CC_HEADER_SIZE 64
 #define CC_CHUNK_HDR 16
 #define CC_CHUNK_MAGIC 0x56454343u
-#define CC_EV_HEAD 24
-/* 1 MiB: big enough that write(2) costs little per event, small enough to pre-fault quickly. */
-#define CC_BUF_SIZE (1u << 20)
-/* Stores wider than this are logged as several events so one never outgrows the buffer. */
-#define CC_MAX_PAYLOAD (CC_BUF_SIZE / 2)
+/* Stores wider than this are logged as several events: the size field has 16 bits. */
+#define CC_MAX_PAYLOAD (32u * 1024)
 
-extern const struct crashcheck_site __start_cc_sites[] __attribute__((weak));
-extern const struct crashcheck_site __stop_cc_sites[] __attribute__((weak));
 /* Defined (weak) by every module the pass compiled with load instrumentation. */
 extern const int __cc_module_loads __attribute__((weak));
 
 static int trace_fd = -1;
 static char trace_path[4096];
-static unsigned char *buf;
-static size_t buf_len = CC_CHUNK_HDR;   /* bytes used, chunk header included */
-static uint32_t buf_events;
+/* CC_BUF_SIZE: big enough that write(2) costs little per event, small enough to pre-fault. */
+#define NSLOTS 4
+unsigned char *cc_buf;
+size_t cc_buf_len = CC_CHUNK_HDR;   /* bytes used, chunk header included */
+uint32_t cc_buf_events;
+#define buf cc_buf
+#define buf_len cc_buf_len
+#define buf_events cc_buf_events
 static int header_written;
+
+/* The ring: slot (handed % NSLOTS) is being filled; handed - written slots wait for the writer. */
+static unsigned char *slots[NSLOTS];
+static size_t slot_len[NSLOTS];
+static unsigned handed, written;
+static pthread_mutex_t ring_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ring_ready = PTHREAD_COND_INITIALIZER, ring_free = PTHREAD_COND_INITIALIZER;
+static pthread_t writer;
+static int writer_state; /* 0 not started, 1 running, -1 could not start: write inline */
+static int writer_stop;
 static uintptr_t pool_base;
 static size_t pool_size;
 
@@ -164,7 +179,37 @@ static void write_header(void)
 	header_written = 1;
 }
 
-/* flush_buffer -- write the buffered events as one chunk (internal; caller holds the lock) */
+/* writer_main -- write handed-over chunks in order (internal; the writer thread) */
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&ring_mu);
+	for (;;) {
+		while (written == handed && !writer_stop)
+			pthread_cond_wait(&ring_ready, &ring_mu);
+		if (written == handed)
+			break;
+		unsigned i = written % NSLOTS;
+		pthread_mutex_unlock(&ring_mu);
+		write_all(trace_fd, slots[i], slot_len[i]);
+		pthread_mutex_lock(&ring_mu);
+		__atomic_store_n(&written, written + 1, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&ring_free);
+	}
+	pthread_mutex_unlock(&ring_mu);
+	return NULL;
+}
+
+/* drain -- wait until the writer has written every handed-over chunk (internal) */
+static void drain(void)
+{
+	pthread_mutex_lock(&ring_mu);
+	while (written != handed)
+		pthread_cond_wait(&ring_free, &ring_mu);
+	pthread_mutex_unlock(&ring_mu);
+}
+
+/* flush_buffer -- hand the buffered events over as one chunk (internal; caller holds the lock) */
 static void flush_buffer(void)
 {
 	if (trace_fd < 0)
@@ -178,12 +223,29 @@ static void flush_buffer(void)
 	memcpy(buf, &magic, 4);
 	memcpy(buf + 4, &buf_events, 4);
 	memcpy(buf + 8, &payload, 8);
-	write_all(trace_fd, buf, buf_len);
+	if (writer_state == 0)
+		writer_state = cc_real_pthread_create(&writer, NULL, writer_main, NULL) == 0 ? 1 : -1;
+	if (writer_state < 0) {
+		write_all(trace_fd, buf, buf_len);
+	} else {
+		pthread_mutex_lock(&ring_mu);
+		slot_len[handed % NSLOTS] = buf_len;
+		handed++;
+		pthread_cond_signal(&ring_ready);
+		while (handed - written >= NSLOTS)
+			pthread_cond_wait(&ring_free, &ring_mu);
+		pthread_mutex_unlock(&ring_mu);
+		buf = slots[handed % NSLOTS];
+	}
 	buf_len = CC_CHUNK_HDR;
 	buf_events = 0;
 }
 
-/* append -- one event into the buffer (internal; caller holds the lock) */
+/*
+ * append -- one event into the buffer (internal; caller holds the lock).
+ * SIZE is the event's size field; LEN bytes of PAYLOAD follow, zero-padded
+ * to 8 (docs/trace-format.md says which kinds carry one).
+ */
 static inline void append(uint8_t kind, uint8_t sub, uint32_t site, uint64_t addr,
 			  uint32_t size, const void *payload, uint32_t len)
 {
@@ -194,10 +256,9 @@ static inline void append(uint8_t kind, uint8_t sub, uint32_t site, uint64_t add
 	unsigned char *p = buf + buf_len;
 	uint64_t w0 = (uint64_t)kind | ((uint64_t)sub << 8) |
 		      ((uint64_t)(uint16_t)cc_tid() << 16) | ((uint64_t)site << 32);
-	uint64_t w2 = (uint64_t)size | ((uint64_t)plen << 32);
+	uint64_t w1 = (addr & CC_ADDR_MASK) | ((uint64_t)(size & 0xffff) << 48);
 	memcpy(p, &w0, 8);
-	memcpy(p + 8, &addr, 8);
-	memcpy(p + 16, &w2, 8);
+	memcpy(p + 8, &w1, 8);
 	if (len) {
 		memcpy(p + CC_EV_HEAD, payload, len);
 		if (plen != len)
@@ -241,7 +302,8 @@ void cc_emit_region(unsigned index, uintptr_t base, size_t size, const char *ima
 	memcpy(payload, &sz, 8);
 	memcpy(payload + 8, &nlen, 8);
 	memcpy(payload + 16, image_name, nlen);
-	cc_emit(CC_EV_REGION, (uint8_t)index, CC_NO_SITE, base, 0, payload, (uint32_t)(16 + nlen));
+	cc_emit(CC_EV_REGION, (uint8_t)index, CC_NO_SITE, base, (uint32_t)(16 + nlen), payload,
+		(uint32_t)(16 + nlen));
 }
 
 /* crashcheck_trace_flush -- write buffered events now */
@@ -253,6 +315,8 @@ void crashcheck_trace_flush(void)
 	if (locked)
 		cc_lock();
 	flush_buffer();
+	if (writer_state > 0)
+		drain();
 	if (locked)
 		cc_unlock();
 }
@@ -264,6 +328,14 @@ static void trace_finish(void)
 		return;
 	cc_emit(CC_EV_END, 0, CC_NO_SITE, 0, 0, NULL, 0);
 	crashcheck_trace_flush();
+	if (writer_state > 0) {
+		pthread_mutex_lock(&ring_mu);
+		writer_stop = 1;
+		pthread_cond_signal(&ring_ready);
+		pthread_mutex_unlock(&ring_mu);
+		pthread_join(writer, NULL);
+		writer_state = 0;
+	}
 	close(trace_fd);
 	trace_fd = -1;
 	cc_pm_span = 0;
@@ -281,7 +353,21 @@ static struct sigaction old_actions[sizeof(fatal_signals) / sizeof(fatal_signals
 static void on_fatal(int sig)
 {
 	if (trace_fd >= 0) {
-		flush_buffer();
+		/* Chunks must stay in order: give the writer up to ~2 s to finish its queue. */
+		for (int i = 0; i < 2000 && __atomic_load_n(&written, __ATOMIC_ACQUIRE) != handed; i++) {
+			struct timespec ms = { 0, 1000000 };
+			nanosleep(&ms, NULL);
+		}
+		if (!header_written)
+			write_header();
+		if (buf_events) {
+			uint32_t magic = CC_CHUNK_MAGIC;
+			uint64_t payload = buf_len - CC_CHUNK_HDR;
+			memcpy(buf, &magic, 4);
+			memcpy(buf + 4, &buf_events, 4);
+			memcpy(buf + 8, &payload, 8);
+			write_all(trace_fd, buf, buf_len);
+		}
 		trace_fd = -1;
 	}
 	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++)
@@ -293,6 +379,8 @@ static void on_fatal(int sig)
 /* in_child -- a forked child stops tracing (internal) */
 static void in_child(void)
 {
+	/* The writer thread does not exist here; nothing of the parent's is written. */
+	writer_state = -1;
 	trace_fd = -1;
 	cc_pm_span = 0;
 	buf_len = CC_CHUNK_HDR;
@@ -310,13 +398,16 @@ static void trace_start(void)
 		fprintf(stderr, "crashcheck: CRASHCHECK_TRACE path too long\n");
 		exit(2);
 	}
-	/* Pre-fault the reused buffer once, so appends never take a page fault. */
-	buf = malloc(CC_BUF_SIZE);
-	if (buf == NULL) {
-		fprintf(stderr, "crashcheck: cannot allocate the trace buffer\n");
-		exit(2);
+	/* Pre-fault the reused buffers once, so appends never take a page fault. */
+	for (int i = 0; i < NSLOTS; i++) {
+		slots[i] = malloc(CC_BUF_SIZE);
+		if (slots[i] == NULL) {
+			fprintf(stderr, "crashcheck: cannot allocate the trace buffers\n");
+			exit(2);
+		}
+		memset(slots[i], 0, CC_BUF_SIZE);
 	}
-	memset(buf, 0, CC_BUF_SIZE);
+	buf = slots[0];
 	trace_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (trace_fd < 0) {
 		fprintf(stderr, "crashcheck: cannot create trace file %s: %s\n", path, strerror(errno));

@@ -1,0 +1,145 @@
+"""`crashcheck trace show|stats FILE`: print a trace, one event a line, or its counts.
+
+Owns the human and JSON views of a trace; the format itself is crashsim/trace.py's.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+
+from crashsim.trace import Event, Trace, read_trace
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("trace", help="show a trace file or count its events")
+    tsub = parser.add_subparsers(dest="trace_command", metavar="ACTION")
+    tsub.required = True
+    show = tsub.add_parser("show", help="print every event, one a line")
+    show.add_argument("file", help="trace file written by a program built with crashcheck-cc")
+    show.add_argument("--json", action="store_true", help="one JSON object per event")
+    show.set_defaults(func=run_show)
+    stats = tsub.add_parser("stats", help="counts per kind, per operation and per site")
+    stats.add_argument("file")
+    stats.add_argument("--top", type=int, default=20, help="sites to list (default 20)")
+    stats.add_argument("--json", action="store_true", help="one JSON object")
+    stats.set_defaults(func=run_stats)
+
+
+def _load(path: str) -> Trace:
+    trace = read_trace(path)
+    if not trace.complete:
+        print(f"crashcheck: warning: {path}: trace cut: {trace.cut_reason}", file=sys.stderr)
+    return trace
+
+
+def event_json(trace: Trace, ev: Event) -> dict:
+    """The JSON view of one event (documented in docs/trace-format.md's reader section)."""
+    site = trace.site(ev.site)
+    obj = {"seq": ev.seq, "tid": ev.tid, "kind": ev.kind, "sub": ev.sub}
+    if ev.kind in ("op_begin", "op_end"):
+        obj["op"] = ev.addr
+    else:
+        obj["addr"] = ev.addr
+        obj["off"] = ev.off
+        obj["region"] = ev.region
+        obj["size"] = ev.size
+    if ev.kind in ("store", "ntstore"):
+        obj["data"] = ev.data.hex()
+    elif ev.kind == "mark":
+        obj["label"] = ev.data.decode("utf-8", "replace")
+    obj["file"] = site.file if site else ""
+    obj["line"] = site.line if site else 0
+    obj["column"] = site.column if site else 0
+    obj["func"] = site.func if site else ""
+    if site and (site.inlined_line or site.inlined_func):
+        obj["inlined_at"] = {"file": site.inlined_file, "line": site.inlined_line,
+                             "column": site.inlined_column, "func": site.inlined_func}
+    return obj
+
+
+def event_text(trace: Trace, ev: Event) -> str:
+    site = trace.site(ev.site)
+    where = site.describe() if site else "?"
+    kind = f"{ev.kind}.{ev.sub}" if ev.sub else ev.kind
+    if ev.kind in ("op_begin", "op_end"):
+        what = f"op {ev.addr}"
+    elif ev.kind == "fence":
+        what = ""
+    elif ev.kind == "mark":
+        what = repr(ev.data.decode("utf-8", "replace"))
+    else:
+        place = f"+{ev.off:#x}" if ev.off is not None else f"{ev.addr:#x}"
+        what = f"{place} size {ev.size}"
+        if ev.kind in ("store", "ntstore"):
+            hexdata = ev.data[:32].hex()
+            what += f" = {hexdata}{'...' if ev.size > 32 else ''}"
+    return f"{ev.seq:>8} t{ev.tid:<3} {kind:<18} {what:<48} {where}"
+
+
+def run_show(args: argparse.Namespace) -> int:
+    trace = _load(args.file)
+    out = sys.stdout
+    if args.json:
+        for ev in trace.events:
+            out.write(json.dumps(event_json(trace, ev)) + "\n")
+    else:
+        out.write(f"# trace {trace.path}: version {trace.version}, pool {trace.pool_base:#x} "
+                  f"size {trace.pool_size}, line {trace.line_size}, pid {trace.pid}, "
+                  f"{len(trace.events)} events, {len(trace.sites)} sites\n")
+        for ev in trace.events:
+            out.write(event_text(trace, ev) + "\n")
+    return 0
+
+
+def compute_stats(trace: Trace) -> dict:
+    """Counts per kind (and flavour), per operation, and per site."""
+    per_kind: Counter[str] = Counter()
+    per_op: dict[int, Counter[str]] = defaultdict(Counter)
+    per_site: dict[int, Counter[str]] = defaultdict(Counter)
+    current: int | None = None
+    for ev in trace.events:
+        per_kind[f"{ev.kind}.{ev.sub}" if ev.sub else ev.kind] += 1
+        if ev.kind == "op_begin":
+            current = ev.addr
+            continue
+        if ev.kind == "op_end":
+            current = None
+            continue
+        if current is not None:
+            per_op[current][ev.kind] += 1
+        per_site[ev.site][ev.kind] += 1
+    sites = []
+    for sid, counts in sorted(per_site.items(), key=lambda kv: -sum(kv[1].values())):
+        site = trace.site(sid)
+        sites.append({"site": sid, "where": site.describe() if site else "?",
+                      "total": sum(counts.values()), "kinds": dict(counts)})
+    return {"events": len(trace.events), "complete": trace.complete,
+            "kinds": dict(sorted(per_kind.items())),
+            "ops": {str(op): dict(c) for op, c in sorted(per_op.items())},
+            "sites": sites}
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    trace = _load(args.file)
+    stats = compute_stats(trace)
+    if args.json:
+        print(json.dumps(stats))
+        return 0
+    print(f"{stats['events']} events{'' if trace.complete else ' (trace cut)'}")
+    print("\nper kind:")
+    for kind, n in stats["kinds"].items():
+        print(f"  {kind:<20} {n:>10}")
+    ops = stats["ops"]
+    if ops:
+        cols = ["store", "ntstore", "flush", "fence", "alloc", "free"]
+        print(f"\nper operation ({len(ops)}):")
+        print("  " + f"{'op':>8} " + " ".join(f"{c:>8}" for c in cols))
+        for op, counts in ops.items():
+            print("  " + f"{op:>8} " + " ".join(f"{counts.get(c, 0):>8}" for c in cols))
+    print(f"\nper site (top {min(args.top, len(stats['sites']))} of {len(stats['sites'])}):")
+    for row in stats["sites"][:args.top]:
+        kinds = ", ".join(f"{k} {n}" for k, n in sorted(row["kinds"].items()))
+        print(f"  {row['total']:>8}  {row['where']}  [{kinds}]")
+    return 0
