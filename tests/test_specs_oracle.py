@@ -1,0 +1,77 @@
+"""The reference model and the crash oracle: acceptance sets and bug classes on hand-made cases."""
+import pytest
+
+from specs.ordered_map import Op, parse_op, prefix_states, run, step, EMPTY
+from specs.oracle import CrashPoint, acceptable, judge_recovery
+
+
+def k(n):
+    return n.to_bytes(8, "big")
+
+
+def v(n):
+    return n.to_bytes(8, "little")
+
+
+def dump(*pairs):
+    return [[k(a).hex(), v(b).hex()] for a, b in pairs]
+
+
+def ok(d, followup=None):
+    return {"status": "ok", "result": {"recovered": True, "recover_status": 0, "dump": d,
+                                       "violations": [], "followup": followup or []}}
+
+
+HISTORY = [parse_op(line) for line in
+           ["insert 1 10", "insert 2 20", "update 1 11", "delete 2", "insert 3 30"]]
+
+
+def test_model_results_match_driver_notation():
+    state, out = run([parse_op(x) for x in ["insert 5 50", "insert 5 51", "lookup 5", "update 6 1",
+                                             "insert 2 20", "scan 0 10", "delete 5", "lookup 5"]])
+    assert out == ["ok", "exists", "value 50", "notfound", "ok", "scan 2 20 5 50", "ok", "notfound"]
+    assert state == ((k(2), v(20)),)
+    assert Op("scan", k(3), count=2).text() == "scan 3 2"
+
+
+def test_acceptable_states_in_flight_and_between():
+    states = prefix_states(HISTORY)
+    assert acceptable(HISTORY, CrashPoint(2, 2)) == [states[2], states[3]]
+    assert acceptable(HISTORY, CrashPoint(2, None)) == [states[2]]
+    # an op that changes nothing (lookup) adds no second state
+    ops = HISTORY + [parse_op("lookup 1")]
+    assert len(acceptable(ops, CrashPoint(5, 5))) == 1
+
+
+@pytest.mark.parametrize("point, result, cls", [
+    (CrashPoint(3, 3), ok(dump((1, 11), (2, 20))), None),            # delete in flight: not applied
+    (CrashPoint(3, 3), ok(dump((1, 11))), None),                     # delete in flight: applied
+    (CrashPoint(4, None), ok(dump((1, 11), (2, 20))), "resurrected-delete"),
+    (CrashPoint(3, None), ok(dump((1, 10), (2, 20))), "lost-durable-write"),   # update lost
+    (CrashPoint(2, None), ok(dump((1, 10))), "lost-durable-write"),            # insert lost
+    (CrashPoint(2, None), ok(dump((1, 10), (2, 99))), "wrong-value"),
+    (CrashPoint(2, None), ok(dump((1, 10), (2, 20), (7, 70))), "wrong-value"),  # never inserted
+    (CrashPoint(2, None), {"status": "signal", "signal": 11, "result": None, "stderr": ""}, "recovery-crash"),
+    (CrashPoint(2, None), {"status": "timeout", "result": None}, "recovery-hang"),
+    (CrashPoint(2, None), {"status": "ok", "result": {"recovered": True, "dump": dump((1, 10), (2, 20)),
+                                                      "violations": ["node 0x40: bad depth"]}},
+     "invariant-violation"),
+])
+def test_classes(point, result, cls):
+    verdict = judge_recovery(HISTORY, point, result)
+    assert verdict.ok == (cls is None)
+    assert verdict.cls == cls
+
+
+def test_torn_wide_value():
+    ops = [Op("insert", b"ab", b"A" * 16), Op("update", b"ab", b"B" * 16)]
+    res = ok([[b"ab".hex(), (b"B" * 8 + b"A" * 8).hex()]])
+    assert judge_recovery(ops, CrashPoint(2, None), res).cls == "torn-update"
+
+
+def test_post_recovery_divergence():
+    follow = [parse_op("lookup 1"), parse_op("insert 9 90")]
+    good = judge_recovery(HISTORY, CrashPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), follow)
+    assert good.ok
+    bad = judge_recovery(HISTORY, CrashPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
+    assert bad.cls == "post-recovery-divergence" and "insert 9 90" in bad.detail
