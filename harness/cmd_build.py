@@ -1,0 +1,82 @@
+"""`crashcheck build NAME SOURCES... --adapter ADAPTER.c`: put a user's own structure under test.
+
+Owns compiling a user's structure into drivers like the built-in trees': the sources, the adapter
+(trees/common/cc_tree.h) and trees/common (driver, pool allocator) are compiled with crashcheck-cc
+into build/user/NAME/driver, natively into driver-native, and, for every entry of a bugs.json
+beside the adapter (or given with --bugs), into driver-bug-<name> with -D<define>. A meta.json
+records where the catalog and expectation file live, so every other command accepts NAME.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from harness import structures
+from harness.errors import UsageError
+from harness.report import write_atomic
+
+ROOT = structures.ROOT
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("build", help="compile your own structure with the pass so every command accepts it")
+    p.add_argument("name", help="the name to give it (letters, digits, - and _)")
+    p.add_argument("sources", nargs="+", help="the structure's C/C++ sources")
+    p.add_argument("--adapter", required=True, help="the adapter file defining `cc_adapter` (see trees/common/cc_tree.h)")
+    p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
+    p.add_argument("--cflags", default="", help="extra compiler flags, e.g. \"-DMY_OPTION -Iinclude\"")
+    p.set_defaults(func=run)
+
+
+def _compile(cc: list[str], out: Path, args: list[str]) -> None:
+    res = subprocess.run(cc + args + ["-o", str(out)], capture_output=True, text=True)
+    if res.returncode != 0:
+        lines = (res.stderr or res.stdout).strip().splitlines()
+        first = next((line for line in lines if "error" in line), lines[0] if lines else "")
+        raise UsageError(f"compiling {out.name} failed: {first}")
+
+
+def run(args: argparse.Namespace) -> int:
+    name = args.name
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise UsageError(f"structure name {name!r}: use letters, digits, - and _")
+    if name in structures.builtin_names():
+        raise UsageError(f"{name!r} is a built-in structure; choose another name")
+    sources = [Path(s).resolve() for s in args.sources]
+    adapter = Path(args.adapter).resolve()
+    for path in sources + [adapter]:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such source file")
+    bugs_path = Path(args.bugs).resolve() if args.bugs else adapter.parent / "bugs.json"
+    bugs = []
+    if bugs_path.exists():
+        try:
+            bugs = json.loads(bugs_path.read_text())
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{bugs_path}: not valid JSON ({exc})") from None
+    elif args.bugs:
+        raise UsageError(f"{bugs_path}: no such bug catalog")
+    clang = shutil.which("clang-16")
+    wrapper = ROOT / "instrument" / "bin" / "crashcheck-cc"
+    runtime = structures.BUILD / "libcrashcheck_rt.a"
+    if clang is None or not runtime.exists():
+        raise UsageError("clang-16 or the runtime is missing; run scripts/setup first")
+    common = sorted(str(p) for p in (ROOT / "trees" / "common").glob("*.c"))
+    flags = ["-O2", "-g", "-std=gnu11", f"-I{ROOT}/trees/common", f"-I{ROOT}/instrument/include",
+             f"-I{ROOT}/instrument/runtime", f"-I{adapter.parent}"] + args.cflags.split()
+    srcs = [str(s) for s in sources] + [str(adapter)] + common
+    out = structures.BUILD / "user" / name
+    out.mkdir(parents=True, exist_ok=True)
+    _compile([str(wrapper)], out / "driver", flags + srcs)
+    _compile([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])
+    for bug in bugs:
+        _compile([str(wrapper)], out / f"driver-bug-{bug['name']}", flags + [f"-D{bug['define']}"] + srcs)
+    meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
+            "adapter": str(adapter), "cflags": args.cflags, "bugs": str(bugs_path) if bugs else None}
+    write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")
+    print(f"built {name}: {out}/driver (traced), driver-native"
+          + (f", {len(bugs)} seeded-bug variant{'s' if len(bugs) != 1 else ''}" if bugs else ""))
+    return 0

@@ -1,0 +1,148 @@
+"""HTML reports: render a results file (docs/bug-record.md) with the Jinja2 templates in reports/.
+
+Owns turning bug records into what a person reads: the summary rows, the per-bug diff between the
+closest acceptable state and the recovered dump, source excerpts, store tables and the timeline
+picture. Reads nothing but the results it is given (records carry their own source excerpts), so a
+report renders the same anywhere. Writes atomically.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup, escape
+
+from harness.timeline import render_timeline
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "reports" / "templates"
+
+
+def site_text(site: dict | None) -> str:
+    if not site:
+        return "unknown site"
+    text = f"{site.get('file') or '?'}:{site.get('line', 0)} in {site.get('func') or '?'}"
+    at = site.get("inlined_at")
+    if at:
+        text += f" (inlined into {at.get('func') or '?'} at {at.get('file')}:{at.get('line')})"
+    return text
+
+
+def _source(bug: dict, site: dict | None) -> Markup:
+    """A few lines of source around SITE, its line highlighted (from the record's `sources`)."""
+    if not site:
+        return Markup("")
+    src = bug.get("sources", {}).get(f"{site.get('file')}:{site.get('line')}")
+    if not src:
+        return Markup(f'<p class="srcname">{escape(site_text(site))} (source not available)</p>')
+    lines = "".join(
+        f'<span class="{"hit" if n == src["line"] else ""}">{n:>5}  {escape(text)}</span>'
+        for n, text in src["lines"])
+    return Markup(f'<div class="srcname">{escape(site_text(site))}</div><pre class="src">{lines}</pre>')
+
+
+def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
+    rows = "".join(
+        f'<tr class="{kind}"><td class="num">#{s["seq"]}</td><td class="mono">+{s["off"]:#x}</td>'
+        f'<td class="num">{s["size"]}</td><td class="mono">{escape(s.get("data", ""))}</td>'
+        f'<td>{escape(site_text(s.get("site")))}</td></tr>' for s in stores)
+    table = (f'<table><tr><th>event</th><th>offset</th><th>bytes</th><th>data</th><th>source</th></tr>'
+             f'{rows}</table>')
+    seen, excerpts = set(), []
+    for s in stores:
+        site = s.get("site")
+        key = (site or {}).get("file"), (site or {}).get("line")
+        if site and key not in seen and len(excerpts) < 3:
+            seen.add(key)
+            excerpts.append(_source(bug, site))
+    return Markup(table + "".join(excerpts))
+
+
+def _diff(expected: list[list[list[str]]], actual: list[list[str]] | None) -> list[dict]:
+    """Rows of the closest expected state vs the recovered dump (driver notation pairs)."""
+    if actual is None or not expected:
+        return []
+    got = dict(map(tuple, actual))
+
+    def distance(state):
+        want = dict(map(tuple, state))
+        return sum(1 for k in set(want) | set(got) if want.get(k) != got.get(k))
+    want = dict(map(tuple, min(expected, key=distance)))
+    rows = []
+    for key in sorted(set(want) | set(got), key=lambda k: (len(k), k)):
+        w, g = want.get(key), got.get(key)
+        status = ("same" if w == g else "missing" if g is None else "extra" if w is None else "changed")
+        rows.append({"key": key, "want": w if w is not None else "-", "got": g if g is not None else "-",
+                     "status": status})
+    # Differences first; unchanged keys after them, so a long dump does not hide the point.
+    return sorted(rows, key=lambda r: r["status"] == "same")
+
+
+def _crash_text(bug: dict) -> str:
+    crash = bug["crash"]
+    what = {"fence": "just before a fence", "op_begin": "before an operation started",
+            "op_end": "right after an operation returned", "end": "at the end of the run"}
+    text = f"Power failed {what.get(crash.get('kind'), crash.get('kind', ''))} (trace event #{crash['event']})"
+    if crash.get("inflight") is not None:
+        text += f", during operation {crash['inflight']}"
+    return text + "."
+
+
+def prepare(results: dict) -> dict:
+    """The template's context: derived rows, counts and per-bug views."""
+    bugs = []
+    by_class: dict[str, Counter] = {}
+    for raw in results.get("bugs", []):
+        bug = dict(raw)
+        bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
+        bug["crash_text"] = _crash_text(bug)
+        timeline = bug.get("timeline") or []
+        crash_index = next((i for i, ev in enumerate(timeline) if ev.get("kind") == "crash"), None)
+        events = [ev for ev in timeline if ev.get("kind") != "crash"]
+        bug["timeline_svg"] = render_timeline(events, crash_index) if events else ""
+        bugs.append(bug)
+        counts = by_class.setdefault(bug["class"], Counter())
+        counts["expected" if bug.get("expected") else "unexpected"] += 1
+    # Unexpected bugs first: they are what the run is about.
+    bugs.sort(key=lambda b: (bool(b.get("expected")), b["structure"], b["class"], b["id"]))
+    rows = results.get("per_structure") or [{
+        "structure": ", ".join(results.get("structures", [])), "bug": None, "stats": results["stats"],
+        "unexpected": sum(1 for b in bugs if not b.get("expected")),
+        "expected": sum(1 for b in bugs if b.get("expected"))}]
+    title = ", ".join(results.get("structures", [])) or "run"
+    return {"results": results, "rows": rows, "bugs": bugs, "title": title,
+            "by_class": {k: {"unexpected": v["unexpected"], "expected": v["expected"]}
+                         for k, v in sorted(by_class.items())}}
+
+
+def render(results: dict) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(source=_source, stores=_stores, site_text=site_text)
+    return env.get_template("report.html.j2").render(**prepare(results))
+
+
+def write_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write TEXT to PATH so readers never see a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_report(results: dict, path: str | os.PathLike) -> Path:
+    write_atomic(path, render(results))
+    return Path(path)
+
+
+def load_results(path: str | os.PathLike) -> dict:
+    return json.loads(Path(path).read_text())

@@ -1,0 +1,111 @@
+"""Hypothesis strategies for operation histories.
+
+Owns what a generated history looks like: key distributions, operation mixes, lengths. A history
+first draws a small pool of distinct keys and then draws operations over that pool, so updates,
+deletes and lookups hit existing keys, and shrinking can shorten the history and simplify keys
+and values independently.
+
+Key distributions (8-byte integer keys, as in the WORT thesis):
+  dense      consecutive integers from a small base: long shared prefixes, full nodes
+  sparse     uniform 64-bit integers: short prefixes, path compression everywhere
+  clustered  a few random 64-bit cluster bases plus small offsets: dense inside, sparse between
+Byte-string keys (for structures with CC_KEYS_BYTES, e.g. HART): 1..24 bytes built from a few
+shared prefixes, so tries split at many depths.
+
+Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and updates), and
+delete-heavy.
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from specs.ordered_map import Op
+
+KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "mixed")
+MIXES = ("insert-heavy", "ycsb", "delete-heavy", "mixed")
+
+# Relative weights of insert, update, delete, lookup, scan.
+_WEIGHTS = {
+    "insert-heavy": (6, 1, 1, 1, 1),
+    "ycsb": (2, 4, 0, 4, 1),
+    "delete-heavy": (4, 1, 4, 1, 0),
+}
+_KINDS = ("insert", "update", "delete", "lookup", "scan")
+
+
+def _u64_keys(distribution: str, n: int) -> st.SearchStrategy[list[int]]:
+    if distribution == "dense":
+        return st.integers(0, 1 << 12).map(lambda base: [base + i for i in range(n)])
+    if distribution == "sparse":
+        return st.lists(st.integers(0, (1 << 64) - 1), min_size=n, max_size=n, unique=True)
+    if distribution == "clustered":
+        def build(args: tuple[list[int], list[tuple[int, int]]]) -> list[int]:
+            bases, picks = args
+            keys = []
+            for cluster, offset in picks:
+                k = (bases[cluster % len(bases)] + offset) % (1 << 64)
+                if k not in keys:
+                    keys.append(k)
+            return keys or [bases[0]]
+        return st.tuples(st.lists(st.integers(0, (1 << 64) - 1).map(lambda b: b & ~0xFFF), min_size=1,
+                                  max_size=3),
+                         st.lists(st.tuples(st.integers(0, 2), st.integers(0, 255)), min_size=n, max_size=n)
+                         ).map(build)
+    raise ValueError(f"unknown key distribution {distribution!r} (one of {', '.join(KEY_DISTRIBUTIONS)})")
+
+
+def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
+    prefixes = st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=3)
+
+    def build(args: tuple[list[bytes], list[tuple[int, bytes]]]) -> list[bytes]:
+        pre, picks = args
+        keys: list[bytes] = []
+        for i, suffix in picks:
+            k = (pre[i % len(pre)] + suffix)[:24] or b"\0"
+            if k not in keys:
+                keys.append(k)
+        return keys
+    return st.tuples(prefixes, st.lists(st.tuples(st.integers(0, 2), st.binary(min_size=0, max_size=12)),
+                                        min_size=n, max_size=n)).map(build)
+
+
+@st.composite
+def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
+              key_kind: str = "u64", value_size: int = 8, max_keys: int = 8) -> list[Op]:
+    """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys."""
+    if keys == "mixed":
+        keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:3]))
+    if mix == "mixed":
+        mix = draw(st.sampled_from(MIXES[:3]))
+    if mix not in _WEIGHTS:
+        raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
+    nkeys = draw(st.integers(1, max_keys))
+    if key_kind == "bytes":
+        pool = draw(_byte_keys(nkeys))
+    else:
+        pool = [k.to_bytes(8, "big") for k in draw(_u64_keys(keys, nkeys))]
+    n = draw(st.integers(min_ops, max_ops))
+    weights = _WEIGHTS[mix]
+    kinds = [kind for kind, w in zip(_KINDS, weights) for _ in range(w)]
+    ops: list[Op] = []
+    # ycsb: load the keys first, as YCSB's load phase does.
+    if mix == "ycsb":
+        for key in pool[:n]:
+            ops.append(Op("insert", key, draw(_values(value_size))))
+    while len(ops) < n:
+        kind = draw(st.sampled_from(kinds))
+        key = draw(st.sampled_from(pool))
+        if kind in ("insert", "update"):
+            ops.append(Op(kind, key, draw(_values(value_size))))
+        elif kind == "scan":
+            ops.append(Op("scan", key, count=draw(st.integers(1, 8))))
+        else:
+            ops.append(Op(kind, key))
+    return ops
+
+
+def _values(size: int) -> st.SearchStrategy[bytes]:
+    # Small numbers read well in reports and shrink to 1; distinct values make lost updates visible.
+    if size == 8:
+        return st.integers(1, 9999).map(lambda v: v.to_bytes(8, "little"))
+    return st.binary(min_size=size, max_size=size)
