@@ -14,7 +14,8 @@ from crashsim.trace import TraceError
 from harness.errors import UsageError
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
-COMMAND_MODULES = ["harness.cmd_trace"]
+COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_replay", "harness.cmd_report",
+                   "harness.cmd_build", "harness.cmd_trace", "harness.cmd_stats", "harness.cmd_states"]
 
 
 def build_parser() -> argparse.ArgumentParser:

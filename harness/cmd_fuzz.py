@@ -1,0 +1,168 @@
+"""`crashcheck fuzz STRUCTURE...`: generate histories, crash them everywhere, report the bugs.
+
+Owns the command line of a fuzz run, its progress display, its console summary, and writing the
+results file, the per-bug records and the HTML report (all atomically). Exit status: 0 when
+nothing unexpected was found, 1 when bugs were found, 2 on a usage or set-up error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from crashsim.model import MODELS
+from crashsim.states import STRATEGIES
+from harness import structures
+from harness.errors import UsageError
+from harness.fuzz import Config, TargetResult, fuzz_targets
+from harness.pipeline import Settings
+from harness.report import write_atomic, write_report
+from harness.strategies import KEY_DISTRIBUTIONS, MIXES
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fuzz", help="fuzz structures with crash states and report bugs")
+    p.add_argument("structures", nargs="+", metavar="STRUCTURE", help="one or more (see `crashcheck list`)")
+    p.add_argument("--bug", help="fuzz this seeded-bug variant (one structure only)")
+    p.add_argument("--model", choices=MODELS, default="adr", help="persistency model (default adr)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="bounded", help="crash-state strategy (default bounded)")
+    p.add_argument("--limit", type=int, default=64, help="bounded strategy: states per crash point (default 64)")
+    p.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--budget", type=float, help="seconds per structure (default 20)")
+    g.add_argument("--examples", type=int, help="histories per structure (deterministic)")
+    p.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
+    p.add_argument("--max-ops", type=int, default=10, help="longest history (default 10)")
+    p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default="mixed", help="key distribution")
+    p.add_argument("--mix", choices=MIXES, default="mixed", help="operation mix")
+    p.add_argument("--json", dest="json_out", help="write the results file here")
+    p.add_argument("--report", help="write the HTML report here")
+    p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=run)
+
+
+def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    if args.bug and len(args.structures) != 1:
+        raise UsageError("--bug names a seeded bug of one structure; give exactly one STRUCTURE")
+    if args.limit < 1 or args.jobs < 1 or args.max_ops < 1:
+        raise UsageError("--limit, --jobs and --max-ops must be positive")
+    if args.examples is not None and args.examples < 1:
+        raise UsageError("--examples must be positive")
+    if args.budget is not None and args.budget <= 0:
+        raise UsageError("--budget must be positive")
+    targets = []
+    for name in args.structures:
+        s = structures.get(name)
+        if args.model not in s.models:
+            raise UsageError(f"{name} is not meant for the {args.model} model (models: {', '.join(s.models)})")
+        if args.bug:
+            s.bug(args.bug)
+        s.driver(args.bug)
+        targets.append((name, args.bug))
+    return targets
+
+
+def results_json(results: list[TargetResult], settings: Settings, command: str) -> dict:
+    total = {"histories": 0, "crash_points": 0, "states_legal": 0, "states_explored": 0,
+             "states_checked": 0, "elapsed_s": 0.0}
+    rows, bugs = [], []
+    for r in results:
+        st = r.stats.as_json()
+        for k in ("histories", "crash_points", "states_explored", "states_checked"):
+            total[k] += st[k]
+        total["states_legal"] += r.stats.states_legal
+        total["elapsed_s"] += st["elapsed_s"]
+        rows.append({"structure": r.structure, "bug": r.bug, "stats": st,
+                     "unexpected": sum(1 for b in r.records if not b["expected"]),
+                     "expected": sum(1 for b in r.records if b["expected"]),
+                     "first_unexpected_s": r.first_unexpected_s})
+        bugs.extend(r.records)
+    if total["states_legal"] >= 2 ** 53:
+        total["states_legal"] = str(total["states_legal"])
+    total["elapsed_s"] = round(total["elapsed_s"], 2)
+    total["states_per_s"] = round(total["states_explored"] / total["elapsed_s"], 1) if total["elapsed_s"] else 0.0
+    return {"crashcheck": 1, "structures": [r.structure for r in results], "model": settings.model,
+            "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
+            "command": command, "stats": total, "per_structure": rows, "bugs": bugs}
+
+
+def _summary(console: Console, res: dict) -> None:
+    for row in res["per_structure"]:
+        st = row["stats"]
+        name = row["structure"] + (f" --bug {row['bug']}" if row["bug"] else "")
+        expected = f", {row['expected']} expected" if row["expected"] else ""
+        console.print(f"{name}: {st['histories']} histories, {st['crash_points']} crash points, "
+                      f"{st['states_explored']} states explored of {st['states_legal']} legal "
+                      f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
+                      f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
+                      highlight=False)
+    for b in res["bugs"]:
+        tag = "expected " if b["expected"] else ""
+        where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
+        console.print(f"  {tag}{b['class']}: {b['detail']}{where}", highlight=False, markup=False)
+        console.print(f"      history: {'; '.join(b['history'])}", highlight=False, markup=False)
+        console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
+
+
+def run(args: argparse.Namespace) -> int:
+    targets = _check_args(args)
+    settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed)
+    config = Config(examples=args.examples, budget=None if args.examples else (args.budget or 20.0),
+                    max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs)
+    json_out = Path(args.json_out) if args.json_out else None
+    bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
+    command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["fuzz"] else ""
+    console = Console(stderr=True)
+    live_ok = not args.quiet and console.is_terminal and args.jobs == 1
+    t0 = time.monotonic()
+
+    if live_ok:
+        live = Live(Text("starting..."), console=console, transient=True, refresh_per_second=4)
+        live.start()
+
+        def progress(p: dict) -> None:
+            el = max(p["elapsed"], 1e-6)
+            live.update(Text(f"{p['structure']}{' --bug ' + p['bug'] if p['bug'] else ''}: "
+                             f"{p['histories']} histories, {p['states']} crash states checked "
+                             f"({p['states'] / el:.0f}/s), {p['bugs']} bugs so far, {el:.0f} s"))
+    else:
+        live = None
+        last = [time.monotonic()]
+
+        def progress(p: dict) -> None:
+            if args.quiet or time.monotonic() - last[0] < 10:
+                return
+            last[0] = time.monotonic()
+            el = max(p["elapsed"], 1e-6)
+            print(f"crashcheck: {p['structure']}: {p['histories']} histories, {p['states']} states "
+                  f"({p['states'] / el:.0f}/s), {p['bugs']} bugs so far", file=sys.stderr)
+    try:
+        results = fuzz_targets(targets, settings, config, progress, bugdir)
+    finally:
+        if live is not None:
+            live.stop()
+    res = results_json(results, settings, command)
+    res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
+    if res["bugs"]:
+        bugdir.mkdir(parents=True, exist_ok=True)
+        for b in res["bugs"]:
+            write_atomic(bugdir / f"{b['id']}.json", json.dumps(b, indent=1) + "\n")
+    if json_out:
+        write_atomic(json_out, json.dumps(res, indent=1) + "\n")
+    if args.report:
+        write_report(res, args.report)
+    out = Console(soft_wrap=True)
+    _summary(out, res)
+    if json_out:
+        out.print(f"results: {json_out}", highlight=False)
+    if args.report:
+        out.print(f"report:  {args.report}", highlight=False)
+    return 1 if any(not b["expected"] for b in res["bugs"]) else 0

@@ -1,0 +1,106 @@
+"""`crashcheck replay BUG.json`: rerun one bug record and print it.
+
+Owns replaying: the record's history is traced again with the same driver, the crash point and
+crash state it names are checked again, and the oracle judges the result. Exit status 1 when the
+bug reproduces (as `fuzz` exits 1 on bugs), 0 when it no longer does (fixed), 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness import structures
+from harness.errors import UsageError
+from harness.pipeline import Checker, Settings, oracle_point
+from harness.report import site_text
+from specs import leaks as leak_policy
+from specs.ordered_map import parse_op, prefix_states
+from specs.oracle import judge_recovery
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="rerun one bug record (from fuzz) and print it")
+    p.add_argument("record", help="a bug record (RESULTS.bugs/<id>.json) or a results file with --id")
+    p.add_argument("--id", help="which bug of a results file")
+    p.set_defaults(func=run)
+
+
+def load_record(path: str, ident: str | None) -> dict:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such bug record") from None
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}: not a bug record ({exc})") from None
+    if isinstance(data, dict) and "bugs" in data:
+        if ident is None:
+            if len(data["bugs"]) != 1:
+                raise UsageError(f"{path} is a results file with {len(data['bugs'])} bugs; choose one with --id")
+            return data["bugs"][0]
+        for b in data["bugs"]:
+            if b["id"] == ident:
+                return b
+        raise UsageError(f"{path}: no bug {ident!r}")
+    if not isinstance(data, dict) or "history" not in data or "crash" not in data:
+        raise UsageError(f"{path}: not a bug record (no history/crash)")
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    rec = load_record(args.record, args.id)
+    s = structures.get(rec["structure"])
+    settings = Settings(model=rec["model"], strategy=rec.get("strategy", "bounded"),
+                        limit=rec.get("limit", 64), seed=rec.get("seed", 0))
+    try:
+        ops = [parse_op(line) for line in rec["history"]]
+        follow = [parse_op(line) for line in rec.get("followup", [])]
+    except (ValueError, IndexError) as exc:
+        raise UsageError(f"{args.record}: bad history line ({exc})") from None
+    print(f"replaying {rec['id']}: {rec['class']} in {rec['structure']}"
+          f"{' (seeded bug ' + rec['bug'] + ')' if rec.get('bug') else ''}, model {rec['model']}")
+    print("history:")
+    for i, line in enumerate(rec["history"]):
+        print(f"  {i:>3}  {line}")
+    crash = rec["crash"]
+    with Checker(s, rec.get("bug"), settings) as checker:
+        trace, lines = checker.trace(ops)
+        if crash.get("index") is None:
+            print(f"no crash needed: {rec['detail']}")
+            return 1
+        cp = checker.point_at(trace, crash["index"])
+        choice = tuple(crash["choice"])
+        if len(choice) != len(cp.units):
+            print("the trace changed since the record was made (crash point has other pending stores); "
+                  "the bug does not replay as recorded")
+            return 0
+        [res] = checker.recheck(trace, cp.index, [choice], "".join(op.text() + "\n" for op in follow))
+    point = oracle_point(cp, len(ops))
+    site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
+    print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
+          + (f", during operation {point.inflight}" if point.inflight is not None else ""))
+    lost = [p for u, k in zip(cp.units, choice) for p in u.pieces[k:]]
+    for p in sorted(lost, key=lambda p: p.id):
+        s_ = trace.site(trace.events[p.seq].site)
+        print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
+    verdict = judge_recovery(ops, point, {"status": res.status, "signal": res.signal, "exit": res.exit,
+                                          "result": res.result, "stderr": res.stderr}, follow,
+                             prefix_states(ops))
+    if rec["class"] == "leak":
+        objs = leak_policy.unreachable(res.result)
+        if objs:
+            attributed = leak_policy.attribute(trace, objs, cp.event)
+            print(f"reproduced: leak: {leak_policy.describe(attributed)}")
+            for o in attributed:
+                print(f"  leaked +{o['off']:#x} {o['size']} bytes, allocated at {site_text(o.get('site'))}")
+            return 1
+        print("not reproduced: nothing leaks in this crash state any more")
+        return 0
+    if not verdict.ok and verdict.cls == rec["class"]:
+        print(f"reproduced: {verdict.cls}: {verdict.detail}")
+        return 1
+    if not verdict.ok:
+        print(f"a different bug now: {verdict.cls}: {verdict.detail}")
+        return 1
+    print("not reproduced: recovery now leaves an acceptable state")
+    return 0

@@ -1,0 +1,405 @@
+"""Checking one history end to end: trace it, crash it everywhere, recover, judge.
+
+Owns the data flow of the design for a single history: run the traced driver on the history,
+read the trace, stream crash points and states through crashsim.explore into the checker runner,
+judge every answer with specs.oracle (consistency) and specs.leaks (leaks), and shrink a failing
+crash state to the fewest lost pieces that still fail. Never decides what to fuzz (harness/fuzz.py)
+and never formats reports (harness/records.py, harness/report.py).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crashsim.explore import StateOutcome, explore
+from crashsim.image import encode_writes
+from crashsim.model import ModelOptions, Piece
+from crashsim.runner import CheckResult, Runner, RunnerError
+from crashsim.simulate import CrashPoint as SimPoint, Simulator
+from crashsim.states import StateCodec
+from crashsim.trace import Trace, TraceError, read_trace
+from harness.errors import UsageError
+from harness.structures import Structure
+from specs import leaks as leak_policy
+from specs.ordered_map import Op, State, key_text, prefix_states, run as model_run
+from specs.oracle import CrashPoint, Verdict, judge_recovery
+
+DEFAULT_POOL = 8 << 20      # bytes; small pools keep base-image loads cheap
+DEFAULT_TIMEOUT_MS = 2000
+DEFAULT_MEM_MB = 512
+
+
+@dataclass
+class Settings:
+    """How a history is checked (one fuzz run uses one Settings)."""
+    model: str = "adr"
+    strategy: str = "bounded"
+    limit: int = 64
+    seed: int = 0
+    pool_size: int = DEFAULT_POOL
+    timeout_ms: int = DEFAULT_TIMEOUT_MS
+    mem_mb: int = DEFAULT_MEM_MB
+    followup: bool = True
+    clflush_guarantees: bool = False
+
+    def options(self) -> ModelOptions:
+        return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees)
+
+
+@dataclass
+class Finding:
+    """One failing crash state (or a failure of the crash-free run, with point None)."""
+    cls: str
+    detail: str
+    group: tuple[str, str]               # (class, site key): findings alike are one bug
+    expected: bool = False
+    expected_reason: str = ""
+    point: SimPoint | None = None
+    choice: tuple[int, ...] = ()
+    verdict: Verdict | None = None
+    result: CheckResult | None = None
+    leaks: list[dict] = field(default_factory=list)
+    occurrences: int = 1
+
+    @property
+    def lost(self) -> list[Piece]:
+        if self.point is None:
+            return []
+        out = [p for u, k in zip(self.point.units, self.choice) for p in u.pieces[k:]]
+        return sorted(out, key=lambda p: p.id)
+
+    @property
+    def kept(self) -> list[Piece]:
+        return self.point.kept(self.choice) if self.point is not None else []
+
+
+@dataclass
+class HistoryOutcome:
+    ops: list[Op]
+    followup: list[Op]
+    trace: Trace | None
+    findings: list[Finding]
+    crash_points: int = 0
+    states_legal: int = 0
+    states_explored: int = 0
+    states_checked: int = 0
+    elapsed: float = 0.0
+
+
+def followup_ops(ops: list[Op], key_kind: str, value_size: int) -> list[Op]:
+    """A short deterministic workload run after every recovery: lookups of the history's keys, an
+    insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything."""
+    keys: list[bytes] = []
+    for op in ops:
+        if op.key not in keys:
+            keys.append(op.key)
+    if key_kind == "bytes":
+        fresh = b"\xfe" + bytes(len(keys) % 7 + 1)
+    else:
+        top = max((int.from_bytes(k, "big") for k in keys), default=0)
+        fresh = ((top + 0x1000) % (1 << 64)).to_bytes(8, "big")
+    value = (1 << 20) + 7
+    val = value.to_bytes(8, "little") if value_size == 8 else value.to_bytes(value_size, "little")
+    val2 = (value + 1).to_bytes(value_size, "little")
+    out = [Op("lookup", k) for k in keys[:4]]
+    out.append(Op("insert", fresh, val))
+    if keys:
+        out.append(Op("update", keys[0], val2))
+        out.append(Op("delete", keys[-1]))
+    out.append(Op("lookup", fresh))
+    out.append(Op("scan", b"\0" * (8 if key_kind != "bytes" else 1), count=64))
+    return out
+
+
+def history_text(ops: list[Op]) -> str:
+    return "".join(op.text() + "\n" for op in ops)
+
+
+def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
+    """file:line of a site; with CALLER, of the line it was inlined into (a fence inside a
+    persist helper is best named by the line that called the helper)."""
+    site = trace.site(site_id)
+    if site is None:
+        return "?"
+    if caller and site.inlined_line:
+        return f"{site.inlined_file}:{site.inlined_line}"
+    return f"{site.file}:{site.line}"
+
+
+def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
+    """Findings with the same class and the same first lost store (or, with nothing lost, the
+    same crash site) are one bug."""
+    lost = f.lost
+    if lost:
+        return (f.cls, site_key(trace, store_site(trace, lost[0])))
+    return (f.cls, "crash@" + site_key(trace, _crash_site(trace, f.point), caller=True))
+
+
+def store_site(trace: Trace, piece: Piece) -> int:
+    return trace.events[piece.seq].site
+
+
+def oracle_point(cp: SimPoint, nops: int) -> CrashPoint:
+    """Crash point in history terms: completed operations and the one in flight."""
+    done = (cp.last_done + 1) if cp.last_done is not None else 0
+    if cp.op is not None:
+        done = min(done, cp.op)
+    return CrashPoint(min(done, nops), cp.op)
+
+
+class Checker:
+    """Checks histories for one structure (or seeded-bug variant) with one runner process."""
+
+    def __init__(self, structure: Structure, bug: str | None, settings: Settings,
+                 workdir: str | os.PathLike | None = None) -> None:
+        self.structure = structure
+        self.bug = bug
+        self.settings = settings
+        self.driver = structure.driver(bug)
+        self._tmp = tempfile.TemporaryDirectory(prefix="crashcheck-") if workdir is None else None
+        self.workdir = Path(workdir or self._tmp.name)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._runner: Runner | None = None
+        self._next_state = 0
+        self.key_kind = structure.key_kind
+        self.value_size = structure.value_size
+
+    # -- the runner ------------------------------------------------------------------------
+
+    def runner(self) -> Runner:
+        if self._runner is None or self._runner.closed:
+            s = self.settings
+            try:
+                self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size),
+                                       "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
+                                      env=_clean_env())
+            except RunnerError as exc:
+                raise UsageError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
+            self._next_state = 0
+        return self._runner
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def __enter__(self) -> "Checker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- tracing ---------------------------------------------------------------------------
+
+    def trace(self, ops: list[Op]) -> tuple[Trace, list[str]]:
+        """Run the traced driver on OPS; returns the trace and the driver's result lines."""
+        hist = self.workdir / "history"
+        hist.write_text(history_text(ops))
+        trace_path = self.workdir / "trace"
+        pool = self.workdir / "pool"
+        env = _clean_env()
+        env["CRASHCHECK_TRACE"] = str(trace_path)
+        proc = subprocess.run([str(self.driver), "run", "--pool", str(pool), "--create",
+                               "--size", str(self.settings.pool_size), str(hist)],
+                              env=env, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0 and proc.returncode != 1:
+            raise DriverFailure(f"the traced run of {self.structure.name} died "
+                                f"(status {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        try:
+            trace = read_trace(trace_path)
+        except TraceError as exc:
+            raise DriverFailure(f"the traced run left no readable trace: {exc}") from None
+        return trace, proc.stdout.splitlines()
+
+    # -- checking --------------------------------------------------------------------------
+
+    def check(self, ops: list[Op], progress=None) -> HistoryOutcome:
+        t0 = time.monotonic()
+        follow = followup_ops(ops, self.key_kind, self.value_size) if self.settings.followup else []
+        states = prefix_states(ops)
+        try:
+            trace, lines = self.trace(ops)
+        except DriverFailure as exc:
+            f = Finding("recovery-crash" if "died" in str(exc) else "wrong-value", str(exc),
+                        ("run-failure", str(exc)[:60]))
+            return HistoryOutcome(ops, follow, None, [f], elapsed=time.monotonic() - t0)
+        outcome = HistoryOutcome(ops, follow, trace, [])
+        # The crash-free run must already agree with the model.
+        _, want = model_run(ops)
+        if lines[:len(want)] != want:
+            i = next((i for i, (a, b) in enumerate(zip(lines, want)) if a != b), min(len(lines), len(want)))
+            got = lines[i] if i < len(lines) else "nothing"
+            outcome.findings.append(Finding(
+                "wrong-value", f"without any crash, `{ops[i].text()}` returned `{got}`, the model "
+                f"`{want[i] if i < len(want) else 'nothing'}`", ("no-crash", str(i))))
+            outcome.elapsed = time.monotonic() - t0
+            return outcome
+        runner = self.runner()
+        follow_text = history_text(follow)
+        by_group: dict[tuple[str, str], Finding] = {}
+        verdicts: dict[tuple[int, int, int | None], tuple[Verdict, list[dict]]] = {}
+        points = set()
+        # Crash points before the first operation fall in pool formatting and the structure's
+        # create, which are set-up, not part of the history.
+        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin"), len(trace.events))
+        for out in explore(trace, options=self.settings.options(), strategy=self.settings.strategy,
+                           limit=self.settings.limit, seed=self.settings.seed, runner=runner,
+                           followup=follow_text, first_state=self._next_state, progress=progress):
+            self._next_state = out.id + 1
+            if out.point.event < first_op:
+                continue
+            outcome.states_explored += 1
+            if out.point.index not in points:
+                points.add(out.point.index)
+                outcome.crash_points += 1
+                outcome.states_legal += out.point.legal
+            for f in self._judge(trace, ops, states, follow, out, verdicts):
+                prev = by_group.get(f.group)
+                if prev is None:
+                    by_group[f.group] = f
+                else:
+                    prev.occurrences += 1
+        outcome.states_checked = runner.stats.states
+        regrouped: dict[tuple[str, str], Finding] = {}
+        for f in by_group.values():
+            if f.point is not None and f.cls != "leak":
+                self.shrink_state(trace, ops, states, follow, f)
+                f.group = finding_group(trace, f)
+            prev = regrouped.get(f.group)
+            if prev is None:
+                regrouped[f.group] = f
+            else:
+                prev.occurrences += f.occurrences
+        outcome.findings = list(regrouped.values())
+        outcome.elapsed = time.monotonic() - t0
+        return outcome
+
+    def _judge(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
+               out: StateOutcome, cache: dict) -> list[Finding]:
+        res = out.result
+        if res is None:
+            return []
+        point = oracle_point(out.point, len(ops))
+        key = (res.first, point.done, point.inflight)
+        if key not in cache:
+            verdict = judge_recovery(ops, point, _as_dict(res), follow, states)
+            leaked = leak_policy.unreachable(res.result) if verdict.ok or verdict.cls != "recovery-crash" else []
+            cache[key] = (verdict, leaked)
+        verdict, leaked = cache[key]
+        found: list[Finding] = []
+        if not verdict.ok:
+            f = Finding(verdict.cls, verdict.detail, (verdict.cls, ""), point=out.point,
+                        choice=out.choice, verdict=verdict, result=res)
+            f.group = finding_group(trace, f)
+            found.append(f)
+        if leaked:
+            objs = leak_policy.attribute(trace, leaked, out.point.event)
+            known = leak_policy.expected(self.structure.known, objs)
+            first = objs[0]
+            group_site = f"{first['site']['file']}:{first['site']['line']}" if first.get("site") else "?"
+            f = Finding("leak", leak_policy.describe(objs), ("leak", group_site),
+                        expected=known is not None, expected_reason=(known or {}).get("reason", ""),
+                        point=out.point, choice=out.choice, result=res, leaks=objs)
+            found.append(f)
+        return found
+
+    # -- shrinking a crash state -----------------------------------------------------------
+
+    def recheck(self, trace: Trace, cp_index: int, choices: list[tuple[int, ...]], follow_text: str
+                ) -> list[CheckResult]:
+        """Check specific choice vectors at one crash point of TRACE (used by shrinking/replay)."""
+        runner = self.runner()
+        sim = Simulator.from_trace(trace, self.settings.options())
+        runner.queue_base(trace.regions[0].image)
+        for cp in sim.crash_points():
+            if cp.patch:
+                runner.queue_patch(encode_writes(cp.patch))
+            if cp.index != cp_index:
+                continue
+            codec = StateCodec(cp, sim.image)
+            ids = []
+            for choice in choices:
+                _, writes = codec.encode(tuple(choice))
+                ids.append(self._next_state)
+                runner.queue_state(self._next_state, writes, follow_text)
+                self._next_state += 1
+            answers = dict(runner.flush())
+            return [answers[i] for i in ids]
+        raise ValueError(f"no crash point {cp_index} in {trace.path}")
+
+    def point_at(self, trace: Trace, cp_index: int) -> SimPoint:
+        sim = Simulator.from_trace(trace, self.settings.options())
+        for cp in sim.crash_points():
+            if cp.index == cp_index:
+                return cp
+        raise ValueError(f"no crash point {cp_index} in {trace.path}")
+
+    def shrink_state(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
+                     f: Finding) -> None:
+        """Move F to the state with the fewest lost pieces that still fails with F's class:
+        first let whole units persist, then let each remaining unit keep as much as it can."""
+        cp = f.point
+        choice = list(f.choice)
+        radices = cp.radices
+        follow_text = history_text(follow)
+        point = oracle_point(cp, len(ops))
+
+        def fails(cands: list[list[int]]) -> list[Verdict | None]:
+            out = []
+            for res in self.recheck(trace, cp.index, [tuple(c) for c in cands], follow_text):
+                v = judge_recovery(ops, point, _as_dict(res), follow, states)
+                out.append(v if (not v.ok and v.cls == f.cls) else None)
+            return out
+
+        for j in range(len(choice)):
+            if choice[j] < radices[j]:
+                cand = choice.copy()
+                cand[j] = radices[j]
+                [v] = fails([cand])
+                if v is not None:
+                    choice = cand
+        for j in range(len(choice)):
+            if choice[j] < radices[j] - 1:
+                cands = []
+                for k in range(radices[j] - 1, choice[j], -1):
+                    c = choice.copy()
+                    c[j] = k
+                    cands.append(c)
+                for c, v in zip(cands, fails(cands)):
+                    if v is not None:
+                        choice = c
+                        break
+        if tuple(choice) != f.choice:
+            [res] = self.recheck(trace, cp.index, [tuple(choice)], follow_text)
+            v = judge_recovery(ops, point, _as_dict(res), follow, states)
+            f.choice, f.result, f.verdict, f.detail = tuple(choice), res, v, v.detail
+
+
+class DriverFailure(Exception):
+    """The traced driver could not run the history."""
+
+
+def _crash_site(trace: Trace, cp: SimPoint) -> int:
+    if cp.event < len(trace.events):
+        return trace.events[cp.event].site
+    return 0xFFFFFFFF
+
+
+def _as_dict(res: CheckResult) -> dict:
+    return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
+            "stderr": res.stderr}
+
+
+def _clean_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("CRASHCHECK_TRACE", None)
+    return env
+
+
+__all__ = ["Checker", "Finding", "HistoryOutcome", "Settings", "followup_ops", "history_text", "key_text"]

@@ -1,0 +1,153 @@
+"""Bug records: a finding, its history and its trace, as the JSON of docs/bug-record.md.
+
+Owns everything a record must carry so that the report and `crashcheck replay` need nothing else:
+the crash point and its source site, the lost and persisted stores with sites, expected vs actual
+dumps in driver notation, leaked objects, the timeline of the operation in flight, and a few lines
+of source around every site named. Never judges anything (specs/) and never renders HTML.
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from crashsim.model import Piece
+from crashsim.trace import Trace
+from harness.pipeline import Finding, HistoryOutcome, Settings, _crash_site
+from specs.ordered_map import State, key_text, value_text
+
+CONTEXT_LINES = 3
+
+
+def site_dict(trace: Trace, site_id: int) -> dict | None:
+    site = trace.site(site_id)
+    if site is None:
+        return None
+    out = {"file": site.file, "line": site.line, "column": site.column, "func": site.func}
+    if site.inlined_func or site.inlined_line:
+        out["inlined_at"] = {"file": site.inlined_file, "line": site.inlined_line,
+                             "column": site.inlined_column, "func": site.inlined_func}
+    return out
+
+
+def state_pairs(state: State | None) -> list[list[str]] | None:
+    if state is None:
+        return None
+    return [[key_text(k), value_text(v)] for k, v in state]
+
+
+def _store(trace: Trace, p: Piece) -> dict:
+    return {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
+            "site": site_dict(trace, trace.events[p.seq].site)}
+
+
+def _timeline(trace: Trace, f: Finding) -> list[dict]:
+    """Events of the operation in flight (or the last one begun) up to the crash, then the crash
+    marker and the events right after it that never happened."""
+    cp = f.point
+    end = cp.event
+    start = 0
+    for i in range(min(end, len(trace.events)) - 1, -1, -1):
+        if trace.events[i].kind == "op_begin":
+            start = i
+            break
+    lost = {p.seq for p in f.lost}
+    kept = {p.seq for p in f.kept}
+    out = []
+    for ev in trace.events[start:end]:
+        if ev.kind not in ("store", "ntstore", "flush", "fence", "op_begin", "op_end"):
+            continue
+        site = trace.site(ev.site)
+        entry = {"seq": ev.seq, "kind": ev.kind, "sub": ev.sub, "off": ev.off, "size": ev.size,
+                 "line": site.line if site else 0}
+        if ev.kind in ("store", "ntstore"):
+            entry["state"] = "lost" if ev.seq in lost else "persisted" if ev.seq in kept else "durable"
+        out.append(entry)
+    out.append({"seq": end, "kind": "crash"})
+    return out
+
+
+def _sources(sites: list[dict | None]) -> dict:
+    """A few lines around every site, read now so the record is self-contained."""
+    out: dict[str, dict] = {}
+    cache: dict[str, list[str] | None] = {}
+    for site in sites:
+        if not site or not site.get("file") or not site.get("line"):
+            continue
+        for s in (site, site.get("inlined_at")):
+            if not s or not s.get("line"):
+                continue
+            key = f"{s['file']}:{s['line']}"
+            if key in out:
+                continue
+            if s["file"] not in cache:
+                try:
+                    cache[s["file"]] = Path(s["file"]).read_text(errors="replace").splitlines()
+                except OSError:
+                    cache[s["file"]] = None
+            text = cache[s["file"]]
+            if text is None:
+                continue
+            lo = max(1, s["line"] - CONTEXT_LINES)
+            hi = min(len(text), s["line"] + CONTEXT_LINES)
+            out[key] = {"file": s["file"], "line": s["line"], "lines": [[n, text[n - 1]] for n in range(lo, hi + 1)]}
+    return out
+
+
+def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
+                 finding: Finding, ident: str, bugdir: Path) -> dict:
+    trace = outcome.trace
+    f = finding
+    cp = f.point
+    verdict = f.verdict
+    record = {
+        "id": ident,
+        "class": f.cls,
+        "expected": f.expected,
+        "expected_reason": f.expected_reason,
+        "structure": structure,
+        "bug": bug,
+        "model": settings.model,
+        "seed": settings.seed,
+        "strategy": settings.strategy,
+        "limit": settings.limit,
+        "history": [op.text() for op in outcome.ops],
+        "followup": [op.text() for op in outcome.followup],
+        "detail": f.detail,
+        "occurrences": f.occurrences,
+        "crash": None,
+        "lost": [],
+        "persisted": [],
+        "sites": [],
+        "expected_states": [state_pairs(s) for s in verdict.expected] if verdict else [],
+        "actual": state_pairs(verdict.actual) if verdict else None,
+        "leaks": f.leaks,
+        "timeline": [],
+        "sources": {},
+        "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
+    }
+    if trace is not None and cp is not None:
+        from harness.pipeline import oracle_point
+        point = oracle_point(cp, len(outcome.ops))
+        crash_site = site_dict(trace, _crash_site(trace, cp))
+        kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
+        record["crash"] = {"event": cp.event, "index": cp.index, "kind": kind, "op": cp.op,
+                           "done": point.done, "inflight": point.inflight, "site": crash_site,
+                           "choice": list(f.choice)}
+        record["lost"] = [_store(trace, p) for p in f.lost]
+        record["persisted"] = [_store(trace, p) for p in f.kept]
+        sites = []
+        for s in record["lost"]:
+            site = s["site"]
+            if site:
+                key = f"{site['file']}:{site['line']}"
+                if key not in sites:
+                    sites.append(key)
+        record["sites"] = sites
+        record["timeline"] = _timeline(trace, f)
+        record["sources"] = _sources([crash_site] + [s["site"] for s in record["lost"][:6]]
+                                     + [s["site"] for s in record["persisted"][:3]]
+                                     + [leak.get("site") for leak in f.leaks[:3]])
+    else:
+        record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
+                           "inflight": None, "site": None, "choice": []}
+    return record
