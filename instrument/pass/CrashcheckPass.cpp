@@ -45,6 +45,7 @@
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/Local.h"
 
 #include <cstdlib>
 #include <map>
@@ -238,6 +239,10 @@ private:
     if (!CB)
       return;
     if (CB->isInlineAsm()) {
+      if (CB->isTerminator()) { // asm goto (callbr): no single point after it
+        S.AsmUnknown++;
+        return;
+      }
       std::vector<std::string> Unknown;
       std::vector<AsmEvent> Events = parseAsmEvents(*CB, Unknown);
       S.AsmUnknown += Unknown.size();
@@ -301,6 +306,12 @@ private:
   }
 
   void rewrite(Point &P) {
+    // C++ calls libpmem, libc and the crashcheck API through `invoke` when
+    // a destructor must run on unwind.  None of them throws (all are C), so
+    // the invoke becomes a plain call: the hook can then go right after it,
+    // and API calls can be replaced, without touching the block's terminator.
+    if (auto *II = dyn_cast<InvokeInst>(P.I))
+      P.I = changeToCall(II);
     Instruction *I = P.I;
     Constant *Site = Sites.ref(P.Site);
     // Loads are logged before they happen; everything else right after, so

@@ -42,7 +42,13 @@ unsigned SiteTable::siteOf(const Instruction &I) {
     File = fileOf(Loc->getScope());
     Line = Loc->getLine();
     Col = Loc->getColumn();
-    if (const DILocation *At = Loc->getInlinedAt()) {
+    // The inlined-at site is the outermost caller: a fence inside cc_mfence inside
+    // persistent() inside tree_insert is reported at tree_insert's line, the line a
+    // person can act on.  (With one level of inlining it is the immediate caller.)
+    const DILocation *At = Loc->getInlinedAt();
+    while (At && At->getInlinedAt())
+      At = At->getInlinedAt();
+    if (At) {
       InlFile = fileOf(At->getScope());
       InlLine = At->getLine();
       InlCol = At->getColumn();

@@ -1,0 +1,74 @@
+"""The instrumentation corpus, table-driven: one test per (program, optimisation level).
+
+Each program in tests/corpus/ exercises one construct and states, in its header comment, the exact
+events it must leave in the trace (format: tests/corpus/README.md). This file only builds, runs
+and compares; the expectations are data.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corpus import corpuslib
+from crashsim.trace import read_trace
+
+PROGRAMS = corpuslib.programs()
+CASES = [pytest.param(p, lv, id=f"{p.name}-{lv}") for p in PROGRAMS for lv in p.levels]
+
+
+@pytest.fixture(scope="session")
+def corpus_builds(instrument_built, tmp_path_factory):
+    return corpuslib.build_all(tmp_path_factory.getbasetemp() / "corpus-builds")
+
+
+def test_corpus_is_well_formed():
+    """Every program parses, names a construct, and expects something at every level."""
+    assert len(PROGRAMS) >= 25
+    names = {p.name for p in PROGRAMS}
+    assert len(names) == len(PROGRAMS)
+    for p in PROGRAMS:
+        for lv in p.levels:
+            assert p.expected(lv), f"{p.name} expects no events at -{lv}"
+
+
+@pytest.mark.parametrize("prog, level", CASES)
+def test_corpus(prog: corpuslib.Program, level: str, corpus_builds, tmp_path: Path):
+    missing = [f for f in prog.cpu if f not in corpuslib.cpu_flags()]
+    if missing:
+        pytest.skip(f"this CPU lacks {', '.join(missing)}")
+    build = corpus_builds[(prog.name, level)]
+    assert not build.error, f"build failed:\n{build.error}"
+
+    res, tr = corpuslib.run(build.exe, tmp_path)
+    assert res.returncode == prog.exit, (
+        f"{prog.name} -{level} exited {res.returncode}, expected {prog.exit}\n{res.stderr}")
+    trace = read_trace(tr)
+
+    # Header: the pool of corpus.h, loads only when asked for.
+    assert (trace.pool_base, trace.pool_size) == (corpuslib.DEFAULT_POOL_ADDR, corpuslib.POOL_SIZE)
+    assert trace.loads == prog.loads
+    assert trace.complete == prog.complete, trace.cut_reason
+    if not prog.complete:
+        assert f"read {len(trace.events)} events" in trace.cut_reason
+
+    # Every event's site is in this program's source (its own file, and the inlined-at file).
+    for ev in trace.events:
+        site = trace.site(ev.site)
+        assert site is not None, f"event {ev.seq} ({ev.kind}) has no site"
+        assert Path(site.file).resolve() == prog.path, site.describe()
+        if site.inlined_line:
+            assert Path(site.inlined_file).resolve() == prog.path, site.describe()
+
+    expected = prog.expected(level)
+    actual = [corpuslib.actual_record(trace, ev) for ev in trace.events]
+    if prog.per_thread:
+        # Threads interleave freely; each thread's own events are in program order, none lost.
+        for tid in sorted({e["tid"] for e in expected} | {e["tid"] for e in actual}):
+            want = [corpuslib.describe(e) for e in expected if e["tid"] == tid]
+            got = [corpuslib.describe(e) for e in actual if e["tid"] == tid]
+            assert got == want, f"thread {tid} of {prog.name} -{level}"
+    else:
+        want = [corpuslib.describe(e) for e in expected]
+        got = [corpuslib.describe(e) for e in actual]
+        assert got == want, f"{prog.name} -{level} ({prog.construct}); markers {prog.markers}"
