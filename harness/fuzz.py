@@ -53,6 +53,7 @@ class Config:
     batch: int = 8
     shrink_budget: float = 8.0
     jobs: int = 1
+    stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
 
 
 @dataclass
@@ -94,6 +95,7 @@ class TargetResult:
     stats: Stats
     records: list[dict] = field(default_factory=list)
     first_unexpected_s: float | None = None
+    first_by_class: dict[str, float] = field(default_factory=dict)   # unexpected findings only
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -114,6 +116,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
         strategy = histories(keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size)
         shrink_until: list[float] = []
+        shrinking: set[str] = set()
 
         def prop(ops):
             now = time.monotonic()
@@ -131,13 +134,17 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             for f in outcome.findings:
                 entry = registry.get(f.group)
                 size = _size(outcome)
+                improves = entry is None or size < entry.size
                 if entry is None:
                     registry[f.group] = Entry(size, outcome, f, f.occurrences, time.monotonic() - t0)
                 else:
                     entry.occurrences += f.occurrences
-                    if size < entry.size:
+                    if improves:
                         entry.size, entry.outcome, entry.finding = size, outcome, f
-                if not f.expected:
+                # Only a new bug, or a smaller example of a known one, is worth starting to
+                # shrink; once this batch shrinks a class, every failure of that class counts
+                # (Hypothesis's shrinker also moves sideways, to examples no smaller by our measure).
+                if not f.expected and (improves or f.cls in shrinking):
                     unexpected.append(f)
                     if not first_unexpected:
                         first_unexpected.append(time.monotonic() - t0)
@@ -148,7 +155,9 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             if unexpected:
                 if not shrink_until:
                     shrink_until.append(time.monotonic() + config.shrink_budget)
-                worst = min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
+                same = [f for f in unexpected if f.cls in shrinking]
+                worst = same[0] if same else min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
+                shrinking.add(worst.cls)
                 raise FOUND.get(worst.cls, Found)(worst.detail)
 
         jobs = max(1, config.jobs)
@@ -163,6 +172,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                 break
             n = config.batch if mine is None else min(config.batch, mine - done_examples)
             shrink_until.clear()
+            shrinking.clear()
             test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
                              phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,
                              suppress_health_check=list(HealthCheck), print_blob=False)(
@@ -174,9 +184,29 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                     raise
             done_examples += n
             batch_no += jobs
+            if config.stop_on_class and any(e.finding.cls == config.stop_on_class and not e.finding.expected
+                                            for e in registry.values()):
+                break
+        # Shrink the crash state of every example that will be reported, then merge examples
+        # that turn out to be the same bug once shrunk (same class, same first lost store).
+        merged: dict[tuple[str, str], Entry] = {}
+        for entry in sorted(registry.values(), key=lambda e: e.size):
+            checker.finalize(entry.outcome, entry.finding)
+            have = merged.get(entry.finding.group)
+            if have is None:
+                merged[entry.finding.group] = entry
+            else:
+                have.occurrences += entry.occurrences
+                have.first_seen = min(have.first_seen, entry.first_seen)
+        registry = merged
     stats.elapsed_s = time.monotonic() - t0
     result = TargetResult(structure, bug, stats,
                           first_unexpected_s=first_unexpected[0] if first_unexpected else None)
+    for entry in registry.values():
+        if not entry.finding.expected:
+            cls = entry.finding.cls
+            result.first_by_class[cls] = round(min(result.first_by_class.get(cls, entry.first_seen),
+                                                   entry.first_seen), 2)
     counters: dict[str, int] = {}
     for (cls, _), entry in sorted(registry.items(), key=lambda kv: (kv[1].finding.expected, kv[0])):
         counters[cls] = counters.get(cls, 0) + 1
@@ -226,6 +256,8 @@ def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, conf
             out.stats.add(p.stats)
             if p.first_unexpected_s is not None:
                 out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
+            for cls, t in p.first_by_class.items():
+                out.first_by_class[cls] = min(out.first_by_class.get(cls, t), t)
             for rec in p.records:
                 key = (rec["class"], tuple(rec["sites"]) or rec["crash"].get("event"))
                 have = best.get(key)

@@ -241,6 +241,7 @@ class Checker:
             outcome.elapsed = time.monotonic() - t0
             return outcome
         runner = self.runner()
+        checked_before = runner.stats.states
         follow_text = history_text(follow)
         by_group: dict[tuple[str, str], Finding] = {}
         verdicts: dict[tuple[int, int, int | None], tuple[Verdict, list[dict]]] = {}
@@ -265,18 +266,8 @@ class Checker:
                     by_group[f.group] = f
                 else:
                     prev.occurrences += 1
-        outcome.states_checked = runner.stats.states
-        regrouped: dict[tuple[str, str], Finding] = {}
-        for f in by_group.values():
-            if f.point is not None and f.cls != "leak":
-                self.shrink_state(trace, ops, states, follow, f)
-                f.group = finding_group(trace, f)
-            prev = regrouped.get(f.group)
-            if prev is None:
-                regrouped[f.group] = f
-            else:
-                prev.occurrences += f.occurrences
-        outcome.findings = list(regrouped.values())
+        outcome.states_checked = runner.stats.states - checked_before
+        outcome.findings = list(by_group.values())
         outcome.elapsed = time.monotonic() - t0
         return outcome
 
@@ -340,45 +331,76 @@ class Checker:
                 return cp
         raise ValueError(f"no crash point {cp_index} in {trace.path}")
 
+    def finalize(self, outcome: HistoryOutcome, f: Finding) -> None:
+        """Make F, found while fuzzing, ready to report: trace its history again (traces are
+        deterministic, so its crash point has the same index), shrink its crash state, and
+        recompute its group from the shrunk state."""
+        if f.point is None or f.cls == "leak":
+            return
+        trace, _ = self.trace(outcome.ops)
+        f.point = self.point_at(trace, f.point.index)
+        if len(f.point.units) != len(f.choice):
+            raise DriverFailure(f"{self.structure.name}: the same history traced twice gave different "
+                                "traces (the structure or its driver is not deterministic)")
+        outcome.trace = trace
+        self.shrink_state(trace, outcome.ops, prefix_states(outcome.ops), outcome.followup, f)
+        f.group = finding_group(trace, f)
+
     def shrink_state(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
                      f: Finding) -> None:
         """Move F to the state with the fewest lost pieces that still fails with F's class:
-        first let whole units persist, then let each remaining unit keep as much as it can."""
+        first let whole units persist, then let each remaining unit keep as much as it can.
+        Candidates are checked in batches (one pass over the trace per batch)."""
         cp = f.point
-        choice = list(f.choice)
         radices = cp.radices
         follow_text = history_text(follow)
         point = oracle_point(cp, len(ops))
 
-        def fails(cands: list[list[int]]) -> list[Verdict | None]:
+        def failing(cands: list[tuple[int, ...]]) -> list[bool]:
             out = []
-            for res in self.recheck(trace, cp.index, [tuple(c) for c in cands], follow_text):
+            for res in self.recheck(trace, cp.index, cands, follow_text):
                 v = judge_recovery(ops, point, _as_dict(res), follow, states)
-                out.append(v if (not v.ok and v.cls == f.cls) else None)
+                out.append(not v.ok and v.cls == f.cls)
             return out
 
+        def release(choice: tuple[int, ...], moves: list[tuple[int, int]]) -> tuple[int, ...]:
+            c = list(choice)
+            for j, k in moves:
+                c[j] = k
+            return tuple(c)
+
+        choice = tuple(f.choice)
+        # 1. Units that can persist entirely, each alone; then all of them together.
+        units = [j for j in range(len(choice)) if choice[j] < radices[j]]
+        cands = [release(choice, [(j, radices[j])]) for j in units]
+        ok = [j for j, good in zip(units, failing(cands) if cands else []) if good]
+        if ok:
+            together = release(choice, [(j, radices[j]) for j in ok])
+            if len(ok) == 1 or failing([together])[0]:
+                choice = together
+            else:
+                for j in ok:      # greedy, one at a time
+                    cand = release(choice, [(j, radices[j])])
+                    if failing([cand])[0]:
+                        choice = cand
+        # 2. For each unit still holding pieces back, the longest prefix that still fails.
+        moves, cands = [], []
         for j in range(len(choice)):
-            if choice[j] < radices[j]:
-                cand = choice.copy()
-                cand[j] = radices[j]
-                [v] = fails([cand])
-                if v is not None:
-                    choice = cand
-        for j in range(len(choice)):
-            if choice[j] < radices[j] - 1:
-                cands = []
-                for k in range(radices[j] - 1, choice[j], -1):
-                    c = choice.copy()
-                    c[j] = k
-                    cands.append(c)
-                for c, v in zip(cands, fails(cands)):
-                    if v is not None:
-                        choice = c
-                        break
-        if tuple(choice) != f.choice:
-            [res] = self.recheck(trace, cp.index, [tuple(choice)], follow_text)
+            for k in range(radices[j] - 1, choice[j], -1):
+                moves.append((j, k))
+                cands.append(release(choice, [(j, k)]))
+        best: dict[int, int] = {}
+        for (j, k), good in zip(moves, failing(cands) if cands else []):
+            if good and k > best.get(j, -1):
+                best[j] = k
+        if best:
+            together = release(choice, list(best.items()))
+            if len(best) == 1 or failing([together])[0]:
+                choice = together
+        if choice != tuple(f.choice):
+            [res] = self.recheck(trace, cp.index, [choice], follow_text)
             v = judge_recovery(ops, point, _as_dict(res), follow, states)
-            f.choice, f.result, f.verdict, f.detail = tuple(choice), res, v, v.detail
+            f.choice, f.result, f.verdict, f.detail = choice, res, v, v.detail
 
 
 class DriverFailure(Exception):

@@ -1,0 +1,52 @@
+"""The crash-consistency gate, through the project's own pytest plugin: every structure passes
+with no unexpected finding, and every seeded bug is found with the class its catalog names.
+
+Deterministic: fixed seed and a fixed number of histories per structure.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TREES = sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c"))
+EXAMPLE = ROOT / "examples" / "pmhash"
+
+
+def _catalog(folder: Path, structure: str):
+    path = folder / "bugs.json"
+    if not path.exists():
+        return []
+    return [pytest.param(structure, b["name"], b["class"], id=f"{structure}-{b['name']}")
+            for b in json.loads(path.read_text())]
+
+
+SEEDED = [p for t in TREES for p in _catalog(ROOT / "trees" / t, t)] + _catalog(EXAMPLE, "pmhash")
+
+
+@pytest.fixture(scope="session")
+def built(instrument_built):
+    """Every tree and the example structure, built once."""
+    res = subprocess.run(["make", "-s", "trees"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    res = subprocess.run([sys.executable, "-m", "harness.cli", "build", "pmhash", str(EXAMPLE / "pmhash.c"),
+                          "--adapter", str(EXAMPLE / "adapter.c")], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    return True
+
+
+@pytest.mark.parametrize("structure", TREES + ["pmhash"])
+def test_structure_passes_gate(built, crashcheck, structure):
+    result = crashcheck.check(structure, seed=1, examples=24)
+    assert result.results["stats"]["states_explored"] > 0
+    assert result.report.exists()
+
+
+@pytest.mark.parametrize("structure, bug, cls", SEEDED)
+def test_seeded_bug_found_with_its_class(built, crashcheck, structure, bug, cls):
+    result = crashcheck.run(structure, bug=bug, seed=1, examples=48, stop_on_class=cls)
+    assert cls in result.classes, (
+        f"{structure} --bug {bug}: expected a {cls} finding, got {sorted(result.classes) or 'none'} "
+        f"(report: {result.report})")
