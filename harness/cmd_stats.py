@@ -1,0 +1,178 @@
+"""`crashcheck stats STRUCTURE --keys dense|sparse|clustered --ops N [--json] [--seed S]`.
+
+Owns the per-operation write cost of a structure: it runs N inserts, then N updates, N lookups and
+N deletes of the same keys with the traced driver (build/trees/<t>/driver), reads the traces, and
+prints the average stores, flushes and fences per operation of each kind (events between an
+operation's op_begin and op_end; recovery and pool formatting are not counted).
+
+Long runs are cut into segments of at most SEGMENT operations, each a driver process on the same
+pool with its own trace, so no trace has to hold millions of events in memory at once.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crashsim.trace import read_trace
+from harness import keys as keygen
+from harness.errors import UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+KINDS = ("insert", "update", "lookup", "delete")
+SEGMENT = 10_000
+# Pool bytes per key, generous for the sparse case (one 192-byte node, a leaf and a value per
+# key at most, plus partly filled chunks); never below the driver's default 64 MiB.
+POOL_PER_KEY = 512
+MIN_POOL = 64 << 20
+
+
+@dataclass
+class Counts:
+    ops: int = 0
+    stores: int = 0
+    flushes: int = 0
+    fences: int = 0
+
+    def averages(self) -> dict[str, float]:
+        n = self.ops or 1
+        return {"stores": self.stores / n, "flushes": self.flushes / n, "fences": self.fences / n}
+
+
+@dataclass
+class StatsRun:
+    structure: str
+    keys: str
+    ops: int
+    seed: int
+    counts: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in KINDS})
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("stats", help="stores, flushes and fences per insert/update/lookup/delete")
+    parser.add_argument("structure", help="a tree under trees/ (e.g. wort)")
+    parser.add_argument("--keys", choices=sorted(keygen.GENERATORS), default="dense",
+                        help="key distribution of the thesis (default dense)")
+    parser.add_argument("--ops", type=int, default=1000, help="operations of each kind (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of keys, values and order (default 0)")
+    parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
+    parser.set_defaults(func=run)
+
+
+def known_structures() -> list[str]:
+    return sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c"))
+
+
+def traced_driver(structure: str) -> Path:
+    known = known_structures()
+    if structure not in known:
+        raise UsageError(f"unknown structure {structure!r} (known: {', '.join(known) or 'none'})")
+    driver = ROOT / "build" / "trees" / structure / "driver"
+    if not driver.is_file():
+        raise UsageError(f"{driver} is not built; run `make trees` in {ROOT}")
+    return driver
+
+
+def histories(keys: list[int], seed: int) -> dict[str, list[str]]:
+    """The four phases: each key inserted, updated, looked up and deleted, each phase shuffled."""
+    rng = random.Random(seed)
+    mask = (1 << 64) - 1
+
+    def order() -> list[int]:
+        out = list(keys)
+        rng.shuffle(out)
+        return out
+
+    return {
+        "insert": [f"insert {k} {rng.getrandbits(64) & mask}" for k in keys],
+        "update": [f"update {k} {rng.getrandbits(64) & mask}" for k in order()],
+        "lookup": [f"lookup {k}" for k in order()],
+        "delete": [f"delete {k}" for k in order()],
+    }
+
+
+def count_trace(path: Path, into: Counts) -> int:
+    """Add the events inside operations of one trace to INTO; returns operations seen."""
+    trace = read_trace(path)
+    if not trace.complete:
+        raise UsageError(f"{path}: the traced driver did not finish its trace ({trace.cut_reason})")
+    in_op = False
+    ops = 0
+    for ev in trace.events:
+        kind = ev.kind
+        if kind == "op_begin":
+            in_op = True
+            ops += 1
+        elif kind == "op_end":
+            in_op = False
+        elif in_op:
+            if kind in ("store", "ntstore"):
+                into.stores += 1
+            elif kind == "flush":
+                into.flushes += 1
+            elif kind == "fence":
+                into.fences += 1
+    return ops
+
+
+def run_segment(driver: Path, pool: Path, size: int, create: bool, lines: list[str],
+                tmp: Path, counts: Counts, expect: set[str]) -> None:
+    trace = tmp / "trace"
+    cmd = [str(driver), "run", "--pool", str(pool), "--size", str(size)]
+    if create:
+        cmd.append("--create")
+    env = dict(os.environ, CRASHCHECK_TRACE=str(trace))
+    res = subprocess.run(cmd, input="\n".join(lines) + "\n", capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise UsageError(f"{driver.name} failed (exit {res.returncode}): {res.stderr.strip()[:300]}")
+    results = res.stdout.splitlines()
+    bad = [(line, got) for line, got in zip(lines, results) if got.split(" ")[0] not in expect]
+    if len(results) != len(lines) or bad:
+        what = bad[0] if bad else f"{len(results)} results for {len(lines)} operations"
+        raise UsageError(f"{driver.parent.name} misbehaved during stats: {what}")
+    seen = count_trace(trace, counts)
+    if seen != len(lines):
+        raise UsageError(f"trace {trace} holds {seen} operations, expected {len(lines)}")
+    counts.ops += seen
+    for f in tmp.glob("trace*"):
+        f.unlink()
+
+
+def collect(structure: str, keys_kind: str, n: int, seed: int) -> StatsRun:
+    if n <= 0:
+        raise UsageError(f"--ops must be positive, got {n}")
+    driver = traced_driver(structure)
+    keys = keygen.generate(keys_kind, n, seed)
+    result = StatsRun(structure, keys_kind, n, seed)
+    size = max(MIN_POOL, n * POOL_PER_KEY)
+    expect = {"insert": {"ok"}, "update": {"ok"}, "lookup": {"value"}, "delete": {"ok"}}
+    with tempfile.TemporaryDirectory(prefix="crashcheck-stats-") as d:
+        tmp = Path(d)
+        pool = tmp / "pool"
+        create = True
+        for kind, lines in histories(keys, seed).items():
+            for start in range(0, len(lines), SEGMENT):
+                run_segment(driver, pool, size, create, lines[start:start + SEGMENT], tmp,
+                            result.counts[kind], expect[kind])
+                create = False
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    stats = collect(args.structure, args.keys, args.ops, args.seed)
+    table = {kind: stats.counts[kind].averages() for kind in KINDS}
+    if args.json:
+        print(json.dumps(table))
+        return 0
+    print(f"{stats.structure}: {stats.keys} keys, {stats.ops} operations of each kind (seed {stats.seed}), "
+          f"averages per operation")
+    print(f"{'operation':<10}{'stores':>10}{'flushes':>10}{'fences':>10}")
+    for kind in KINDS:
+        row = table[kind]
+        print(f"{kind:<10}{row['stores']:>10.2f}{row['flushes']:>10.2f}{row['fences']:>10.2f}")
+    return 0

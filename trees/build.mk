@@ -1,0 +1,71 @@
+# trees/build.mk -- builds every structure under test: each folder trees/<t>/ (other than
+# common/) that has an adapter.c, generically, into build/trees/<t>/:
+#   driver-native       clang -O2 -g, no pass, linked with the runtime (speed baseline, tests)
+#   driver              built with instrument/bin/crashcheck-cc (the pass) at -O2: traced runs
+#   driver-bug-<name>   one per entry of trees/<t>/bugs.json, like driver plus -D<define>
+# Every binary is one clang command over the tree's .c files and trees/common/*.c.  When the
+# wrapper is missing, the traced variants are built natively so work on the trees can go on.
+# Included by the top-level Makefile (which defines BUILD, CLANG and instrument's variables).
+
+TREES_RT      := $(or $(RUNTIME_A),$(BUILD)/libcrashcheck_rt.a)
+TREES_PASS    := $(or $(PASS_SO),$(BUILD)/libcrashcheck_pass.so)
+TREES_WRAPPER := instrument/bin/crashcheck-cc
+TREES         := $(filter-out common,$(patsubst trees/%/adapter.c,%,$(wildcard trees/*/adapter.c)))
+
+TREES_COMMON_SRCS := $(wildcard trees/common/*.c)
+TREES_COMMON_HDRS := $(wildcard trees/common/*.h) instrument/include/crashcheck.h \
+                     $(wildcard instrument/runtime/runner.h)
+# -Iinstrument/runtime only for runner.h (the checker runner's fork server, used by `serve`)
+# TREES_EXTRA_CFLAGS: e.g. -DCC_FLUSH=CC_FLUSH_CLWB (see trees/common/persist.h); `make -B trees ...`
+TREES_EXTRA_CFLAGS ?=
+TREES_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -fno-omit-frame-pointer \
+                -Itrees/common -Iinstrument/include -Iinstrument/runtime $(TREES_EXTRA_CFLAGS)
+
+ifneq ($(wildcard $(TREES_WRAPPER)),)
+TREES_TRACE_CC   := $(TREES_WRAPPER)
+TREES_TRACE_DEPS := $(TREES_WRAPPER) $(TREES_PASS) $(TREES_RT)
+TREES_TRACE_LIBS :=
+else
+TREES_TRACE_CC   := $(CLANG)
+TREES_TRACE_DEPS := $(TREES_RT)
+TREES_TRACE_LIBS := $(TREES_RT) -lpthread -ldl
+endif
+
+# trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json
+trees_bugs = $(shell python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], b["define"]) for b in json.load(open(sys.argv[1]))))' trees/$(1)/bugs.json $(1))
+
+TREES_TARGETS :=
+
+# TREE_RULES -- the native and traced drivers of tree $(1)
+define TREE_RULES
+TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(TREES_COMMON_SRCS)
+TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/$(1)/*.h) $$(TREES_COMMON_HDRS)
+
+$(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_DEPS) $$(TREES_RT)
+	@mkdir -p $$(@D)
+	$$(CLANG) $$(TREES_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_RT) -lpthread -ldl
+
+$(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_DEPS) $$(TREES_TRACE_DEPS)
+	@mkdir -p $$(@D)
+	$$(TREES_TRACE_CC) $$(TREES_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+
+TREES_TARGETS += $(BUILD)/trees/$(1)/driver-native $(BUILD)/trees/$(1)/driver
+endef
+
+# BUG_RULE -- driver-bug-$(2) of tree $(1), built with -D$(3)
+define BUG_RULE
+$(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_DEPS) trees/$(1)/bugs.json $$(TREES_TRACE_DEPS)
+	@mkdir -p $$(@D)
+	$$(TREES_TRACE_CC) $$(TREES_CFLAGS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+
+TREES_TARGETS += $(BUILD)/trees/$(1)/driver-bug-$(2)
+endef
+
+$(foreach t,$(TREES),$(eval $(call TREE_RULES,$(t))))
+$(foreach t,$(TREES),$(if $(wildcard trees/$(t)/bugs.json),\
+  $(foreach b,$(call trees_bugs,$(t)),\
+    $(eval $(call BUG_RULE,$(word 1,$(subst :, ,$(b))),$(word 2,$(subst :, ,$(b))),$(word 3,$(subst :, ,$(b))))))))
+
+.PHONY: trees
+all: trees
+trees: $(TREES_TARGETS)

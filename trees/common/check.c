@@ -1,0 +1,271 @@
+/*
+ * check.c -- recover an image and print the check JSON (see check.h)
+ *
+ * Besides the adapter's own invariants, three generic ones hold for every
+ * structure: the dump is in strictly increasing key order; every dumped key
+ * is found by lookup with the dumped value; every reachable object is an
+ * allocated object (when the adapter reports allocations) and is reached
+ * once.  The adapter's check runs first, before any lookup, because a
+ * lookup may repair lazily.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "check.h"
+#include "format.h"
+#include "history.h"
+#include "ops.h"
+#include "pm_alloc.h"
+
+#define MAX_VIOLATIONS 200   /* beyond this a summary line says how many more */
+
+struct pair {
+	uint8_t key[CC_KEY_MAX];
+	size_t klen;
+	uint8_t val[CC_VAL_MAX];
+	size_t vlen;
+};
+
+struct obj {
+	uintptr_t addr;
+	size_t size;
+};
+
+struct vec {
+	void *items;
+	size_t n, cap, width;
+};
+
+/* vec_push -- append one item of the vector's width; aborts on out of memory (internal) */
+static void *vec_push(struct vec *v)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 64;
+		v->items = realloc(v->items, v->cap * v->width);
+		if (!v->items) {
+			fprintf(stderr, "check: out of memory\n");
+			abort();
+		}
+	}
+	return (char *)v->items + v->n++ * v->width;
+}
+
+struct violations {
+	struct vec texts;   /* char * */
+	size_t total;
+};
+
+/* add_violation -- cc_violation_fn collecting copies (internal) */
+static void add_violation(void *ctx, const char *text)
+{
+	struct violations *v = ctx;
+	if (v->total++ < MAX_VIOLATIONS)
+		*(char **)vec_push(&v->texts) = strdup(text);
+}
+
+/* add_pair -- cc_kv_fn collecting the dump (internal) */
+static int add_pair(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
+{
+	struct pair *p = vec_push(ctx);
+	memset(p, 0, sizeof(*p));
+	p->klen = klen < CC_KEY_MAX ? klen : CC_KEY_MAX;
+	p->vlen = vlen < CC_VAL_MAX ? vlen : CC_VAL_MAX;
+	memcpy(p->key, key, p->klen);
+	memcpy(p->val, val, p->vlen);
+	return 0;
+}
+
+/* add_obj -- cc_obj_fn collecting objects (internal) */
+static void add_obj(void *ctx, const void *obj, size_t size)
+{
+	struct obj *o = vec_push(ctx);
+	o->addr = (uintptr_t)obj;
+	o->size = size;
+}
+
+static int obj_cmp(const void *a, const void *b)
+{
+	const struct obj *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* key_cmp -- byte order, a proper prefix first (internal) */
+static int key_cmp(const struct pair *a, const struct pair *b)
+{
+	size_t n = a->klen < b->klen ? a->klen : b->klen;
+	int c = memcmp(a->key, b->key, n);
+	return c ? c : (a->klen > b->klen) - (a->klen < b->klen);
+}
+
+/* generic_checks -- the invariants every structure shares (internal) */
+static void generic_checks(const struct cc_adapter *a, void *t, const struct vec *dump,
+			   const struct vec *alloc, struct vec *reach, struct violations *v)
+{
+	char text[256];
+	const struct pair *p = dump->items;
+	for (size_t i = 0; i < dump->n; i++) {
+		if (i && key_cmp(&p[i - 1], &p[i]) >= 0) {
+			snprintf(text, sizeof(text), "dump is not in increasing key order at pair %zu", i);
+			add_violation(v, text);
+		}
+		uint8_t val[CC_VAL_MAX];
+		size_t vlen = 0;
+		int st = a->lookup(t, p[i].key, p[i].klen, val, &vlen);
+		if (st != CC_OK || vlen != p[i].vlen || memcmp(val, p[i].val, vlen)) {
+			FILE *m;
+			char *buf = NULL;
+			size_t len = 0;
+			if ((m = open_memstream(&buf, &len))) {
+				fputs("key ", m);
+				cc_print_key(m, p[i].key, p[i].klen);
+				if (st != CC_OK)
+					fputs(" is in the dump but lookup does not find it", m);
+				else
+					fputs(" is in the dump but lookup returns another value", m);
+				fclose(m);
+				add_violation(v, buf);
+				free(buf);
+			}
+		}
+	}
+	struct obj *r = reach->items;
+	qsort(r, reach->n, sizeof(*r), obj_cmp);
+	for (size_t i = 1; i < reach->n; i++)
+		if (r[i].addr == r[i - 1].addr) {
+			snprintf(text, sizeof(text), "object at %#lx is reachable more than once",
+				 (unsigned long)r[i].addr);
+			add_violation(v, text);
+		}
+	if (!a->allocated)
+		return;
+	const struct obj *al = alloc->items;
+	size_t j = 0;
+	for (size_t i = 0; i < reach->n; i++) {
+		while (j < alloc->n && al[j].addr < r[i].addr)
+			j++;
+		if (j == alloc->n || al[j].addr != r[i].addr || al[j].size < r[i].size) {
+			snprintf(text, sizeof(text), "reachable object at %#lx (%zu bytes) is not an allocated object",
+				 (unsigned long)r[i].addr, r[i].size);
+			add_violation(v, text);
+		}
+	}
+}
+
+/* print_objs -- [[offset, size], ...] relative to BASE (internal) */
+static void print_objs(FILE *out, const struct obj *o, size_t n, uintptr_t base)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s[%lu, %zu]", i ? ", " : "", (unsigned long)(o[i].addr - base), o[i].size);
+	fputc(']', out);
+}
+
+/* run_followup -- run FOLLOWUP after recovery, one JSON string per result (internal) */
+static void run_followup(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out)
+{
+	fputc('[', out);
+	for (size_t i = 0; i < h->n; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+		if (!m)
+			abort();
+		cc_run_op(a, t, &h->ops[i], m);
+		fclose(m);
+		if (len && buf[len - 1] == '\n')
+			buf[len - 1] = '\0';
+		fputs(i ? ", " : "", out);
+		cc_print_json_string(out, buf);
+		free(buf);
+		fflush(out); /* a later op that crashes must not take earlier results with it */
+	}
+	fputc(']', out);
+}
+
+/* cc_check_image -- recover and judge one image, one JSON line to OUT */
+int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
+		   const char *followup, FILE *out)
+{
+	struct cc_history fh = {0};
+	char err[300] = "", why[256];
+	if (followup && *followup &&
+	    cc_history_parse(followup, a->key_kind, a->value_size, &fh, why, sizeof(why)))
+		snprintf(err, sizeof(err), "followup: %s", why);
+
+	void *t = NULL;
+	int status = -1;
+	if (pm_pool_attach(pool, size) == 0 && (t = a->open(pool, size)) != NULL)
+		status = a->recover(t);
+	else if (!*err)
+		snprintf(err, sizeof(err), "the image holds no pool the structure can open");
+
+	struct vec dump = {.width = sizeof(struct pair)};
+	struct vec alloc = {.width = sizeof(struct obj)};
+	struct vec reach = {.width = sizeof(struct obj)};
+	struct violations v = {.texts = {.width = sizeof(char *)}};
+	if (t && status == 0) {
+		a->dump(t, add_pair, &dump);
+		a->check(t, add_violation, &v);
+		if (a->allocated)
+			a->allocated(t, add_obj, &alloc);
+		a->reachable(t, add_obj, &reach);
+		qsort(alloc.items, alloc.n, sizeof(struct obj), obj_cmp);
+		generic_checks(a, t, &dump, &alloc, &reach, &v);
+	}
+
+	fprintf(out, "{\"recovered\": %s, \"recover_status\": %d, \"dump\": [",
+		t && status == 0 ? "true" : "false", status);
+	const struct pair *p = dump.items;
+	for (size_t i = 0; i < dump.n; i++) {
+		fputs(i ? ", [\"" : "[\"", out);
+		cc_print_hex(out, p[i].key, p[i].klen);
+		fputs("\", \"", out);
+		cc_print_hex(out, p[i].val, p[i].vlen);
+		fputs("\"]", out);
+	}
+	fputs("], \"violations\": [", out);
+	char **texts = v.texts.items;
+	for (size_t i = 0; i < v.texts.n; i++) {
+		fputs(i ? ", " : "", out);
+		cc_print_json_string(out, texts[i]);
+		free(texts[i]);
+	}
+	if (v.total > MAX_VIOLATIONS)
+		fprintf(out, ", \"... and %zu more violations\"", v.total - MAX_VIOLATIONS);
+	fputs("], \"allocated\": ", out);
+	print_objs(out, alloc.items, alloc.n, (uintptr_t)pool);
+	fputs(", \"unreachable\": ", out);
+	/* allocated objects no root reaches, matched by address */
+	const struct obj *al = alloc.items, *r = reach.items;
+	struct vec lost = {.width = sizeof(struct obj)};
+	for (size_t i = 0, j = 0; i < alloc.n; i++) {
+		while (j < reach.n && r[j].addr < al[i].addr)
+			j++;
+		if (j == reach.n || r[j].addr != al[i].addr)
+			*(struct obj *)vec_push(&lost) = al[i];
+	}
+	print_objs(out, lost.items, lost.n, (uintptr_t)pool);
+	fputs(", \"followup\": ", out);
+	fflush(out);
+	/* operations on a structure known to be broken prove nothing more and may
+	 * crash, taking the violations with them: the followup runs on sound ones */
+	if (t && status == 0 && !*err && v.total == 0)
+		run_followup(a, t, &fh, out);
+	else
+		fputs("[]", out);
+	if (*err) {
+		fputs(", \"error\": ", out);
+		cc_print_json_string(out, err);
+	}
+	fputs("}\n", out);
+	fflush(out);
+	if (t && a->close)
+		a->close(t);
+	cc_history_free(&fh);
+	free(dump.items);
+	free(alloc.items);
+	free(reach.items);
+	free(lost.items);
+	free(v.texts.items);
+	return 0;
+}

@@ -1,0 +1,321 @@
+/*
+ * driver.c -- the driver program of a structure under test (one binary per tree)
+ *
+ *     driver run --pool FILE [--size BYTES] [--create] [--dump] [HISTORY|-]
+ *     driver check --pool IMAGE [--size BYTES] [--followup FILE]
+ *     driver serve [--size BYTES] [--timeout-ms N] [--mem-mb N]
+ *     driver info
+ *
+ * It knows the structure only through `cc_adapter` (cc_tree.h) and the pool
+ * only through pm_alloc.h, so a user's structure gets the same driver by
+ * linking its own adapter.  docs/trees.md describes the commands, the
+ * history format and the check JSON.  User errors print one line on stderr
+ * and exit 2.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cc_tree.h"
+#include "check.h"
+#include "crashcheck.h"
+#include "history.h"
+#include "ops.h"
+#include "pm_alloc.h"
+
+#if __has_include("runner.h")
+#include "runner.h"
+#define HAVE_RUNNER 1
+#endif
+
+#define DEFAULT_POOL_SIZE ((size_t)64 << 20)
+
+static const char *prog = "driver";
+
+/* usage_error -- one line on stderr, exit 2 (internal) */
+__attribute__((noreturn, format(printf, 1, 2)))
+static void usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+/* parse_size -- BYTES with an optional k/m/g suffix (internal) */
+static size_t parse_size(const char *opt, const char *s)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s || errno || *s == '-')
+		usage_error("%s: bad size '%s' (bytes, optionally with k, m or g)", opt, s);
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	}
+	if (*end)
+		usage_error("%s: bad size '%s' (bytes, optionally with k, m or g)", opt, s);
+	return (size_t)v;
+}
+
+/* read_text -- a whole file ("-" = stdin) as a NUL-terminated string (internal) */
+static char *read_text(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	if (!f)
+		usage_error("cannot open %s: %s", path, strerror(errno));
+	size_t cap = 1 << 16, n = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		if (!buf)
+			usage_error("out of memory reading %s", path);
+		n += fread(buf + n, 1, cap - n - 1, f);
+		if (n < cap - 1)
+			break;
+		cap *= 2;
+		buf = realloc(buf, cap);
+	}
+	if (ferror(f))
+		usage_error("cannot read %s: %s", path, strerror(errno));
+	if (f != stdin)
+		fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* parse_history -- a history file parsed for this adapter, or exit 2 (internal) */
+static void parse_history(const char *path, struct cc_history *h)
+{
+	char *text = read_text(path);
+	char err[256];
+	if (cc_history_parse(text, cc_adapter.key_kind, cc_adapter.value_size, h, err, sizeof(err)))
+		usage_error("%s: %s", strcmp(path, "-") ? path : "<stdin>", err);
+	free(text);
+}
+
+/* file_size -- size of an existing file, or exit 2 (internal) */
+static size_t file_size(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st))
+		usage_error("cannot open pool %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		usage_error("pool %s is not a regular file", path);
+	return (size_t)st.st_size;
+}
+
+/* pool_address -- where pools are mapped: $CRASHCHECK_POOL_ADDR or the default (internal) */
+static uintptr_t pool_address(void)
+{
+	const char *env = getenv("CRASHCHECK_POOL_ADDR");
+	if (env && *env) {
+		char *end;
+		unsigned long long v = strtoull(env, &end, 0);
+		if (*end || !v)
+			usage_error("CRASHCHECK_POOL_ADDR='%s' is not an address", env);
+		return (uintptr_t)v;
+	}
+	return CRASHCHECK_DEFAULT_POOL_ADDR;
+}
+
+/* map_private -- map SIZE bytes of FD (or anonymous memory if FD < 0) privately
+ * at the pool address, so checks never change the image file (internal) */
+static void *map_private(int fd, size_t size)
+{
+	uintptr_t addr = pool_address();
+	int flags = MAP_PRIVATE | MAP_FIXED_NOREPLACE | (fd < 0 ? MAP_ANONYMOUS : 0);
+	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE, flags, fd, 0);
+	if (p == MAP_FAILED || p != (void *)addr)
+		usage_error("cannot map the pool at %#lx: %s (choose another with CRASHCHECK_POOL_ADDR)",
+			    (unsigned long)addr, p == MAP_FAILED ? strerror(errno) : "address taken");
+	if (crashcheck_register_pm(p, size))
+		usage_error("cannot register the pool: %s", crashcheck_last_error());
+	return p;
+}
+
+/* cmd_run -- run a history on a new or existing pool (internal) */
+static int cmd_run(int argc, char **argv)
+{
+	const char *pool_path = NULL, *hist = "-";
+	size_t size = 0;
+	int create = 0, dump = 0, have_hist = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--pool") && i + 1 < argc)
+			pool_path = argv[++i];
+		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			size = parse_size("--size", argv[++i]);
+		else if (!strcmp(argv[i], "--create"))
+			create = 1;
+		else if (!strcmp(argv[i], "--dump"))
+			dump = 1;
+		else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !have_hist)
+			hist = argv[i], have_hist = 1;
+		else
+			usage_error("run: unexpected argument '%s' (usage: run --pool FILE [--size BYTES] "
+				    "[--create] [--dump] [HISTORY|-])", argv[i]);
+	}
+	if (!pool_path)
+		usage_error("run: --pool FILE is required");
+	struct cc_history h;
+	parse_history(hist, &h);
+	if (!size)
+		size = create ? DEFAULT_POOL_SIZE : file_size(pool_path);
+	else if (!create && file_size(pool_path) < size)
+		usage_error("pool %s is smaller than --size %zu", pool_path, size);
+	void *pool = crashcheck_pool_open(pool_path, size, 0, create ? CRASHCHECK_POOL_CREATE : 0);
+	if (!pool)
+		usage_error("%s", crashcheck_last_error());
+	void *t;
+	if (create) {
+		if (pm_pool_format(pool, size))
+			exit(2); /* pm_pool_format said why, on one line */
+		if (!(t = cc_adapter.create(pool, size)))
+			usage_error("%s: create failed on pool %s", cc_adapter.name, pool_path);
+	} else {
+		if (pm_pool_attach(pool, size))
+			usage_error("pool %s holds no formatted pool (use --create for a new one)", pool_path);
+		if (!(t = cc_adapter.open(pool, size)))
+			usage_error("%s: cannot open pool %s", cc_adapter.name, pool_path);
+		int st = cc_adapter.recover(t);
+		if (st) {
+			fprintf(stderr, "%s: recovery of %s failed with status %d\n", prog, pool_path, st);
+			return 1;
+		}
+	}
+	static char outbuf[1 << 16];
+	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+	cc_run_history(&cc_adapter, t, &h, stdout);
+	if (dump)
+		cc_print_dump(&cc_adapter, t, stdout);
+	fflush(stdout);
+	if (cc_adapter.close)
+		cc_adapter.close(t);
+	cc_history_free(&h);
+	crashcheck_trace_flush();
+	return 0;
+}
+
+/* cmd_check -- recover an image (privately mapped) and print the check JSON (internal) */
+static int cmd_check(int argc, char **argv)
+{
+	const char *pool_path = NULL, *followup = NULL;
+	size_t size = 0;
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--pool") && i + 1 < argc)
+			pool_path = argv[++i];
+		else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			size = parse_size("--size", argv[++i]);
+		else if (!strcmp(argv[i], "--followup") && i + 1 < argc)
+			followup = argv[++i];
+		else
+			usage_error("check: unexpected argument '%s' (usage: check --pool IMAGE "
+				    "[--size BYTES] [--followup FILE])", argv[i]);
+	}
+	if (!pool_path)
+		usage_error("check: --pool IMAGE is required");
+	char *text = NULL;
+	if (followup) {
+		struct cc_history h;
+		parse_history(followup, &h); /* user errors before any mapping */
+		cc_history_free(&h);
+		text = read_text(followup);
+	}
+	size_t have = file_size(pool_path);
+	if (!size)
+		size = have;
+	if (have < size)
+		usage_error("image %s has %zu bytes, --size says %zu", pool_path, have, size);
+	if (size == 0)
+		usage_error("image %s is empty", pool_path);
+	int fd = open(pool_path, O_RDONLY);
+	if (fd < 0)
+		usage_error("cannot open image %s: %s", pool_path, strerror(errno));
+	void *pool = map_private(fd, size);
+	close(fd);
+	cc_check_image(&cc_adapter, pool, size, text, stdout);
+	free(text);
+	return 0;
+}
+
+#ifdef HAVE_RUNNER
+/* serve_check -- the runner's CHECK: the image is in place at the pool address (internal) */
+static int serve_check(void *ctx, const char *followup, FILE *out)
+{
+	size_t size = *(size_t *)ctx;
+	return cc_check_image(&cc_adapter, (void *)pool_address(), size, followup, out);
+}
+#endif
+
+/* cmd_serve -- the fork server of the checker runner (internal) */
+static int cmd_serve(int argc, char **argv)
+{
+	size_t size = DEFAULT_POOL_SIZE;
+#ifdef HAVE_RUNNER
+	struct cc_runner_limits lim = CC_RUNNER_DEFAULT_LIMITS;
+#endif
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--size") && i + 1 < argc) {
+			size = parse_size("--size", argv[++i]);
+		} else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) {
+			size_t ms = parse_size("--timeout-ms", argv[++i]);
+#ifdef HAVE_RUNNER
+			lim.timeout_ms = (unsigned)ms;
+#endif
+			(void)ms;
+		} else if (!strcmp(argv[i], "--mem-mb") && i + 1 < argc) {
+			size_t mb = parse_size("--mem-mb", argv[++i]);
+#ifdef HAVE_RUNNER
+			lim.mem_bytes = mb << 20;
+#endif
+			(void)mb;
+		} else {
+			usage_error("serve: unexpected argument '%s' (usage: serve [--size BYTES] "
+				    "[--timeout-ms N] [--mem-mb N])", argv[i]);
+		}
+	}
+	if (size == 0)
+		usage_error("serve: --size must be positive");
+#ifdef HAVE_RUNNER
+	/* the runner maps the pool itself (private, fixed) and forks one child per state */
+	static size_t pool_size;
+	pool_size = size;
+	return cc_runner_serve(0, 1, (void *)pool_address(), size, serve_check, &pool_size, &lim) ? 1 : 0;
+#else
+	usage_error("serve: this driver was built without the checker runner (instrument/runtime/runner.h)");
+#endif
+}
+
+/* cmd_info -- the structure's name and key/value shape as JSON (internal) */
+static int cmd_info(int argc, char **argv)
+{
+	(void)argv;
+	if (argc)
+		usage_error("info takes no arguments");
+	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu}\n", cc_adapter.name,
+	       cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
+		{"run", cmd_run}, {"check", cmd_check}, {"serve", cmd_serve}, {"info", cmd_info},
+	};
+	prog = cc_adapter.name;
+	if (argc < 2)
+		usage_error("usage: %s run|check|serve|info ... (see docs/trees.md)", argv[0]);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 2, argv + 2);
+	usage_error("unknown command '%s' (run, check, serve, info)", argv[1]);
+}

@@ -1,0 +1,21 @@
+/*
+ * format.h -- how the driver writes keys, values and JSON
+ *
+ * Result lines use the history notation: an 8-byte key as a decimal u64
+ * (big-endian), an 8-byte value as a decimal u64 (little-endian), anything
+ * else as x:HEX.  JSON output carries plain lower-case hex strings.
+ */
+#ifndef CC_FORMAT_H
+#define CC_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+void cc_print_key(FILE *out, const uint8_t *key, size_t klen);
+void cc_print_value(FILE *out, const uint8_t *val, size_t vlen);
+void cc_print_hex(FILE *out, const uint8_t *b, size_t n);
+/* cc_print_json_string -- S as a JSON string literal (quotes included) */
+void cc_print_json_string(FILE *out, const char *s);
+
+#endif /* CC_FORMAT_H */

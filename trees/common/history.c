@@ -1,0 +1,189 @@
+/*
+ * history.c -- parse the driver's history text into operations (see history.h)
+ *
+ * Every mistake is a user error: the reason names the line and what was
+ * expected, so the driver can print it and exit 2.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "history.h"
+
+/* fail -- format a one-line reason into ERR and return -1 (internal) */
+static int fail(char *err, size_t errlen, unsigned line, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, errlen, "line %u: ", line);
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < errlen)
+		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* parse_u64 -- a decimal u64 filling all of S; 0 or -1 (internal) */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	if (!*s)
+		return -1;
+	for (const char *p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, NULL, 10);
+	if (errno == ERANGE)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* hexval -- value of a hex digit or -1 (internal) */
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)tolower((unsigned char)c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/*
+ * parse_bytes -- a decimal u64 (BIG_ENDIAN selects key order) or x:HEX into
+ * OUT of at most MAX bytes; returns the length or -1 with WHY set (internal)
+ */
+static long parse_bytes(const char *s, int big_endian, uint8_t *out, size_t max, const char **why)
+{
+	if (s[0] == 'x' && s[1] == ':') {
+		size_t n = strlen(s + 2);
+		if (n == 0 || n % 2) {
+			*why = "x:HEX needs an even number of hex digits, at least two";
+			return -1;
+		}
+		if (n / 2 > max) {
+			*why = "too many bytes";
+			return -1;
+		}
+		for (size_t i = 0; i < n / 2; i++) {
+			int hi = hexval(s[2 + 2 * i]), lo = hexval(s[3 + 2 * i]);
+			if (hi < 0 || lo < 0) {
+				*why = "not a hex digit";
+				return -1;
+			}
+			out[i] = (uint8_t)(hi << 4 | lo);
+		}
+		return (long)(n / 2);
+	}
+	uint64_t v;
+	if (parse_u64(s, &v)) {
+		*why = "expected a decimal u64 or x:HEX";
+		return -1;
+	}
+	for (int i = 0; i < 8; i++)
+		out[big_endian ? 7 - i : i] = (uint8_t)(v >> (8 * i));
+	return 8;
+}
+
+/* parse_line -- one non-blank, non-comment line into OP (internal) */
+static int parse_line(char *s, unsigned line, int key_kind, size_t value_size,
+		      struct cc_op *op, char *err, size_t errlen)
+{
+	char *tok[4];
+	int nt = 0;
+	for (char *p = strtok(s, " \t\r"); p; p = strtok(NULL, " \t\r")) {
+		if (nt == 4)
+			return fail(err, errlen, line, "too many words");
+		tok[nt++] = p;
+	}
+	static const struct { const char *name; enum cc_op_kind kind; int args; } verbs[] = {
+		{"insert", OP_INSERT, 2}, {"update", OP_UPDATE, 2}, {"delete", OP_DELETE, 1},
+		{"lookup", OP_LOOKUP, 1}, {"scan", OP_SCAN, 2},
+	};
+	size_t v;
+	for (v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++)
+		if (!strcmp(tok[0], verbs[v].name))
+			break;
+	if (v == sizeof(verbs) / sizeof(verbs[0]))
+		return fail(err, errlen, line, "unknown operation '%s' (insert, update, delete, lookup, scan)", tok[0]);
+	if (nt - 1 != verbs[v].args)
+		return fail(err, errlen, line, "%s takes %d argument%s, got %d", tok[0],
+			    verbs[v].args, verbs[v].args > 1 ? "s" : "", nt - 1);
+	memset(op, 0, sizeof(*op));
+	op->kind = verbs[v].kind;
+	op->line = line;
+	const char *why = "";
+	long n = parse_bytes(tok[1], 1, op->key, CC_KEY_MAX, &why);
+	if (n < 0)
+		return fail(err, errlen, line, "bad key '%s': %s", tok[1], why);
+	if (key_kind == CC_KEYS_U64 && n != 8)
+		return fail(err, errlen, line, "bad key '%s': this structure takes 8-byte keys", tok[1]);
+	op->klen = (size_t)n;
+	if (op->kind == OP_SCAN) {
+		if (parse_u64(tok[2], &op->count))
+			return fail(err, errlen, line, "bad scan count '%s': expected a decimal number", tok[2]);
+	} else if (nt == 3) {
+		n = parse_bytes(tok[2], 0, op->val, CC_VAL_MAX, &why);
+		if (n < 0)
+			return fail(err, errlen, line, "bad value '%s': %s", tok[2], why);
+		if ((size_t)n != value_size)
+			return fail(err, errlen, line, "bad value '%s': this structure takes %zu-byte values",
+				    tok[2], value_size);
+		op->vlen = (size_t)n;
+	}
+	return 0;
+}
+
+/* cc_history_parse -- parse a whole history text */
+int cc_history_parse(const char *text, int key_kind, size_t value_size,
+		     struct cc_history *h, char *err, size_t errlen)
+{
+	size_t cap = 64;
+	h->n = 0;
+	h->ops = malloc(cap * sizeof(*h->ops));
+	char *copy = strdup(text);
+	if (!h->ops || !copy) {
+		free(copy);
+		cc_history_free(h);
+		return fail(err, errlen, 0, "out of memory");
+	}
+	unsigned line = 0;
+	char *next = copy;
+	while (next) {
+		char *s = next;
+		next = strchr(s, '\n');
+		if (next)
+			*next++ = '\0';
+		line++;
+		while (*s == ' ' || *s == '\t' || *s == '\r')
+			s++;
+		if (!*s || *s == '#')
+			continue;
+		if (h->n == cap) {
+			struct cc_op *ops = realloc(h->ops, 2 * cap * sizeof(*ops));
+			if (!ops) {
+				free(copy);
+				cc_history_free(h);
+				return fail(err, errlen, line, "out of memory");
+			}
+			h->ops = ops;
+			cap *= 2;
+		}
+		if (parse_line(s, line, key_kind, value_size, &h->ops[h->n], err, errlen)) {
+			free(copy);
+			cc_history_free(h);
+			return -1;
+		}
+		h->n++;
+	}
+	free(copy);
+	return 0;
+}
+
+/* cc_history_free -- release a parsed history */
+void cc_history_free(struct cc_history *h)
+{
+	free(h->ops);
+	h->ops = NULL;
+	h->n = 0;
+}

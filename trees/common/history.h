@@ -1,0 +1,44 @@
+/*
+ * history.h -- the history text format of the driver: parsing into operations
+ *
+ * One operation per line:
+ *     insert K V    update K V    delete K    lookup K    scan K N
+ * Blank lines and lines starting with '#' are ignored.  K and V are a
+ * decimal u64 (K becomes 8 bytes big-endian, V 8 bytes little-endian) or
+ * x:HEX raw bytes.  N is a decimal count.  docs/trees.md has the details.
+ */
+#ifndef CC_HISTORY_H
+#define CC_HISTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cc_tree.h"
+
+enum cc_op_kind { OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN };
+
+struct cc_op {
+	enum cc_op_kind kind;
+	uint8_t key[CC_KEY_MAX];
+	size_t klen;
+	uint8_t val[CC_VAL_MAX];
+	size_t vlen;
+	uint64_t count;    /* scan: pairs wanted */
+	unsigned line;     /* line number in the history text */
+};
+
+struct cc_history {
+	struct cc_op *ops;
+	size_t n;
+};
+
+/*
+ * cc_history_parse -- parse TEXT (NUL-terminated) for an adapter with
+ * KEY_KIND and VALUE_SIZE.  Returns 0 and fills H (free with
+ * cc_history_free), or -1 with a one-line reason naming the line in ERR.
+ */
+int cc_history_parse(const char *text, int key_kind, size_t value_size,
+		     struct cc_history *h, char *err, size_t errlen);
+
+void cc_history_free(struct cc_history *h);
+
+#endif /* CC_HISTORY_H */

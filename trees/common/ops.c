@@ -1,0 +1,84 @@
+/*
+ * ops.c -- run operations through the adapter table and print result lines (see ops.h)
+ */
+#include "crashcheck.h"
+#include "format.h"
+#include "ops.h"
+
+/* print_pair -- " K V" for scan and dump output (internal) */
+static int print_pair(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
+{
+	FILE *out = ctx;
+	fputc(' ', out);
+	cc_print_key(out, key, klen);
+	fputc(' ', out);
+	cc_print_value(out, val, vlen);
+	return 0;
+}
+
+/* status_word -- the result line of a status without payload (internal) */
+static const char *status_word(int st)
+{
+	switch (st) {
+	case CC_OK: return "ok";
+	case CC_EXISTS: return "exists";
+	case CC_NOTFOUND: return "notfound";
+	case CC_NOSPACE: return "nospace";
+	default: return "error";
+	}
+}
+
+/* cc_run_op -- run one operation and print its result line */
+int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE *out)
+{
+	int st;
+	uint8_t val[CC_VAL_MAX];
+	size_t vlen = 0;
+	switch (op->kind) {
+	case OP_INSERT:
+		st = a->insert(t, op->key, op->klen, op->val, op->vlen);
+		break;
+	case OP_UPDATE:
+		st = a->update(t, op->key, op->klen, op->val, op->vlen);
+		break;
+	case OP_DELETE:
+		st = a->remove(t, op->key, op->klen);
+		break;
+	case OP_LOOKUP:
+		st = a->lookup(t, op->key, op->klen, val, &vlen);
+		if (st == CC_OK) {
+			fputs("value ", out);
+			cc_print_value(out, val, vlen < sizeof(val) ? vlen : sizeof(val));
+			fputc('\n', out);
+			return st;
+		}
+		break;
+	case OP_SCAN:
+		fputs("scan", out);
+		a->scan(t, op->key, op->klen, (size_t)op->count, print_pair, out);
+		fputc('\n', out);
+		return CC_OK;
+	default:
+		st = CC_ERROR;
+	}
+	fprintf(out, "%s\n", status_word(st));
+	return st;
+}
+
+/* cc_run_history -- run all operations with op markers */
+void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		crashcheck_op_begin(i);
+		cc_run_op(a, t, &h->ops[i], out);
+		crashcheck_op_end(i);
+	}
+}
+
+/* cc_print_dump -- the whole structure on one line */
+void cc_print_dump(const struct cc_adapter *a, void *t, FILE *out)
+{
+	fputs("dump", out);
+	a->dump(t, print_pair, out);
+	fputc('\n', out);
+}

@@ -1,0 +1,25 @@
+/*
+ * ops.h -- run parsed operations against an adapter and print their results
+ *
+ * Result lines: ok, exists, notfound, nospace, error, value V, scan K V K V ...
+ */
+#ifndef CC_OPS_H
+#define CC_OPS_H
+
+#include <stdio.h>
+#include "cc_tree.h"
+#include "history.h"
+
+/* cc_run_op -- run OP on tree T, write its result line to OUT; returns the cc_status */
+int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE *out);
+
+/*
+ * cc_run_history -- run every operation of H, each bracketed by
+ * crashcheck_op_begin/op_end with its index, results to OUT (one per line)
+ */
+void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out);
+
+/* cc_print_dump -- "dump K V K V ..." on one line */
+void cc_print_dump(const struct cc_adapter *a, void *t, FILE *out);
+
+#endif /* CC_OPS_H */
