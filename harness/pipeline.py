@@ -291,10 +291,13 @@ class Checker:
             found.append(f)
         if leaked:
             objs = leak_policy.attribute(trace, leaked, out.point.event)
-            known = leak_policy.expected(self.structure.known, objs)
+            known = leak_policy.expected(self.structure.known, objs,
+                                         leak_policy.touched_in_flight(trace, out.point.event))
             first = objs[0]
             group_site = f"{first['site']['file']}:{first['site']['line']}" if first.get("site") else "?"
-            f = Finding("leak", leak_policy.describe(objs), ("leak", group_site),
+            # Expected and unexpected leaks from one allocation site are different findings.
+            f = Finding("leak", leak_policy.describe(objs),
+                        ("leak", group_site + (" (expected)" if known is not None else "")),
                         expected=known is not None, expected_reason=(known or {}).get("reason", ""),
                         point=out.point, choice=out.choice, result=res, leaks=objs)
             found.append(f)

@@ -4,8 +4,15 @@ Owns what counts as a leak and when it is known-by-design. The driver reports, a
 the objects the image's allocator marks in use but the structure cannot reach (`unreachable`).
 If the structure's own recovery reclaims such objects they are no longer allocated, so whatever
 is still listed is a leak. The allocation site of a leaked object comes from the trace: the last
-`alloc` event for its address before the crash. A structure's expect.json may declare leaks from
-given allocating functions known-by-design; those are reported, marked expected.
+`alloc` event for its address before the crash.
+
+Known-by-design leaks: a structure's expect.json may declare that objects allocated by given
+functions can leak when power fails. That covers only the window of the operation in flight: an
+object that operation allocates (and has not linked yet) or frees (after unlinking it). So a
+leak is expected only if the crash happened during an operation, the object's allocating
+function is declared, and the in-flight operation allocates or frees that very object. Anything
+else (a leak at a crash between operations, or an object no operation in flight touches, such
+as an old node a completed update forgot to free) is a bug.
 """
 from __future__ import annotations
 
@@ -53,13 +60,39 @@ def attribute(trace: Trace, objects: list[tuple[int, int]], before_event: int) -
     return out
 
 
-def expected(known: list[dict], objects: list[dict]) -> dict | None:
-    """The expect.json entry covering every leaked object (by allocating function), or None."""
+def touched_in_flight(trace: Trace, crash_event: int) -> set[int]:
+    """Pool offsets the operation in flight at CRASH_EVENT allocates or frees (its whole span,
+    also after the crash: what it would have done had power not failed). Empty between ops."""
+    events = trace.events
+    begin = None
+    for i in range(min(crash_event, len(events)) - 1, -1, -1):
+        kind = events[i].kind
+        if kind == "op_end":
+            return set()
+        if kind == "op_begin":
+            begin = i
+            break
+    if begin is None:
+        return set()
+    out = set()
+    for ev in events[begin + 1:]:
+        if ev.kind == "op_end":
+            break
+        if ev.kind in ("alloc", "free") and ev.region == 0:
+            out.add(ev.off)
+    return out
+
+
+def expected(known: list[dict], objects: list[dict], in_flight: set[int] | None = None) -> dict | None:
+    """The expect.json entry covering every leaked object, or None (see the module note).
+    IN_FLIGHT: offsets the operation in flight allocates or frees (touched_in_flight)."""
     leaks = [k for k in known if k.get("class") == "leak"]
     if not leaks or not objects:
         return None
     match = None
     for obj in objects:
+        if in_flight is not None and obj["off"] not in in_flight:
+            return None
         site = obj.get("site") or {}
         funcs = {site.get("func"), (site.get("inlined_at") or {}).get("func")}
         hit = next((k for k in leaks if k.get("alloc_func") in funcs), None)
