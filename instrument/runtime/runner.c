@@ -22,13 +22,16 @@
  *   away from the protocol (stdout and stderr both go to a capture file),
  *   installs its limits and calls CHECK, which writes one JSON object to a
  *   second capture file.  Both capture files are memfds reused for every
- *   state (truncated before each fork), so the parent never has to drain a
- *   pipe while it waits, and output size is bounded by RLIMIT_FSIZE.
+ *   state (rewound before each fork; the child's file offset tells how much
+ *   it wrote), so the parent never has to drain a pipe while it waits, and
+ *   output size is bounded by RLIMIT_FSIZE.  The fatal-signal handlers, the
+ *   alternate stack and RLIMIT_CORE = 0 are set once in the parent and
+ *   inherited, to keep per-state system calls few.
  *
  * Limits and how a child ends
- *   The parent waits on a pidfd with the wall-clock timeout and SIGKILLs the
- *   child when it runs out ("timeout").  RLIMIT_CPU (SIGXCPU) also counts as
- *   "timeout".  RLIMIT_AS is the runner's mapped size at fork time plus
+ *   The parent waits (sigtimedwait on SIGCHLD, blocked while serving) with
+ *   the wall-clock timeout and SIGKILLs the child's process group when it
+ *   runs out ("timeout").  RLIMIT_CPU (SIGXCPU) also counts as "timeout".  RLIMIT_AS is the runner's mapped size at fork time plus
  *   mem_bytes.  When memory runs out, malloc returns NULL and the check then
  *   dies in whatever way it handles that (SIGSEGV on the NULL, abort, exit);
  *   to tell that apart from an ordinary crash, the child's fatal-signal
@@ -36,7 +39,7 @@
  *   min(mem_bytes / 8, 8 MiB)) and note in a shared page when it is nearly
  *   full: an abnormal end with a nearly full address space is "oom".  The
  *   handler runs on an alternate stack, so stack overflow is reported as the
- *   SIGSEGV it is.  Core dumps are switched off in the child.
+ *   SIGSEGV it is.  Core dumps are switched off.
  *
  * Results and deduplication
  *   The child's output is validated as JSON and compacted onto one line; an
@@ -47,7 +50,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -57,7 +59,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -86,6 +87,7 @@ enum req_kind {
 #define OUTPUT_SHOW_BYTES 4096           /* raw text kept from an invalid result */
 #define ALTSTACK_SIZE (64 * 1024)
 #define JSON_MAX_DEPTH 512
+#define SENDQ_FLUSH (64 * 1024)          /* write held answers once this many bytes wait */
 
 /* A growable byte buffer (answers, request bodies, captured output). */
 struct buf {
@@ -110,7 +112,8 @@ struct runner {
 	void *altstack;
 	size_t vm_bytes;       /* runner's address space size, for RLIMIT_AS */
 	int vm_stale;
-	struct buf req, ans, body, out, err;
+	struct buf inb, ans, sendq, body, out, err;
+	size_t inpos;               /* bytes of inb already consumed */
 	struct seen *seen;
 	size_t seen_cap, seen_len;
 };
@@ -151,6 +154,8 @@ static int buf_reserve(struct buf *b, size_t n, int *vm_stale)
 /* buf_add -- append N bytes (internal) */
 static int buf_add(struct runner *r, struct buf *b, const void *data, size_t n)
 {
+	if (n == 0)
+		return 0;   /* B may have no storage yet */
 	if (buf_reserve(b, n, &r->vm_stale) < 0)
 		return -1;
 	memcpy(b->p + b->len, data, n);
@@ -534,23 +539,6 @@ static int seen_lookup(struct runner *r, uint64_t a, uint64_t b, uint64_t id, ui
 	return 0;
 }
 
-/* read_full -- read exactly N bytes; 0 on success, 1 on EOF before any byte, -1 (internal) */
-static int read_full(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k = read(fd, (char *)p + got, n - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0)
-			return got == 0 ? 1 : -1;
-		got += (size_t)k;
-	}
-	return 0;
-}
-
 /* write_full -- write all N bytes (internal) */
 static int write_full(int fd, const void *p, size_t n)
 {
@@ -566,16 +554,31 @@ static int write_full(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* send_answer -- write the answer buffer as one line (internal) */
+/* flush_answers -- write every held answer (internal) */
+static int flush_answers(struct runner *r)
+{
+	if (r->sendq.len == 0)
+		return 0;
+	int rc = write_full(r->out_fd, r->sendq.p, r->sendq.len);
+	r->sendq.len = 0;
+	if (rc < 0)
+		fprintf(stderr, "crashcheck runner: cannot write answers: %s\n", strerror(errno));
+	return rc;
+}
+
+/*
+ * send_answer -- queue the answer buffer as one line.  Answers are held
+ * while more requests are already buffered (see next_request), so a client
+ * that sends a batch wakes up once per batch, not once per state (internal)
+ */
 static int send_answer(struct runner *r)
 {
-	if (buf_add(r, &r->ans, "\n", 1) < 0)
+	if (buf_add(r, &r->ans, "\n", 1) < 0 || buf_add(r, &r->sendq, r->ans.p, r->ans.len) < 0)
 		return -1;
-	int rc = write_full(r->out_fd, r->ans.p, r->ans.len);
 	r->ans.len = 0;
-	if (rc < 0)
-		fprintf(stderr, "crashcheck runner: cannot write an answer: %s\n", strerror(errno));
-	return rc;
+	if (r->sendq.len >= SENDQ_FLUSH)
+		return flush_answers(r);
+	return 0;
 }
 
 /* send_ack -- {"ack": WHAT, "id": ID} (internal) */
@@ -757,9 +760,53 @@ static void child_exit(void)
 	probe_oom();
 }
 
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGSYS, SIGTRAP };
+#define NFATAL (sizeof(fatal_signals) / sizeof(fatal_signals[0]))
+
+/* What install_child_handlers replaced, for restore_handlers. */
+struct saved_state {
+	struct sigaction fatal[NFATAL];
+	stack_t altstack;
+	struct rlimit core;
+};
+
+/*
+ * install_child_handlers -- give the process the fatal-signal handlers,
+ * alternate stack and core limit every child needs.  Done once in the
+ * parent (fork copies them) instead of eight system calls per child; the
+ * parent's own behaviour on a fatal signal stays the same (the handler
+ * re-raises it).  Undone by restore_handlers (internal)
+ */
+static void install_child_handlers(struct runner *r, struct saved_state *old)
+{
+	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 };
+	sigaltstack(&ss, &old->altstack);
+	for (size_t i = 0; i < NFATAL; i++) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = child_fatal;
+		sa.sa_flags = SA_ONSTACK;
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, &old->fatal[i]);
+	}
+	getrlimit(RLIMIT_CORE, &old->core);
+	struct rlimit none = { 0, old->core.rlim_max };
+	setrlimit(RLIMIT_CORE, &none);
+}
+
+/* restore_handlers -- undo install_child_handlers (internal) */
+static void restore_handlers(const struct saved_state *old)
+{
+	for (size_t i = 0; i < NFATAL; i++)
+		sigaction(fatal_signals[i], &old->fatal[i], NULL);
+	sigaltstack(&old->altstack, NULL);
+	setrlimit(RLIMIT_CORE, &old->core);
+}
+
 /* child_main -- the forked child: apply the state, limit, run CHECK (internal) */
 static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup)
 {
+	setpgid(0, 0);   /* its own group: a timeout kills whatever it forked too */
 	apply_writes(r->pool, writes, wlen);
 
 	/* Keep the protocol fds out of reach: stray prints land in the capture. */
@@ -771,25 +818,14 @@ static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, con
 	if (r->out_fd > 2)
 		close(r->out_fd);
 
+	/* Handlers, the alternate stack and RLIMIT_CORE come from the parent
+	 * (install_child_handlers); only what differs from it is set here. */
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	signal(SIGCHLD, SIG_DFL);
-	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 };
-	sigaltstack(&ss, NULL);
-	static const int fatal[] = { SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGSYS, SIGTRAP };
-	for (size_t i = 0; i < sizeof(fatal) / sizeof(fatal[0]); i++) {
-		struct sigaction sa;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = child_fatal;
-		sa.sa_flags = SA_ONSTACK;
-		sigemptyset(&sa.sa_mask);
-		sigaction(fatal[i], &sa, NULL);
-	}
 
-	struct rlimit rl = { 0, 0 };
-	setrlimit(RLIMIT_CORE, &rl);
+	struct rlimit rl;
 	rl.rlim_cur = rl.rlim_max = FSIZE_LIMIT;
 	setrlimit(RLIMIT_FSIZE, &rl);
 	if (r->lim.cpu_seconds) {
@@ -816,14 +852,17 @@ static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, con
 	_exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
 }
 
-/* read_capture -- the contents of a capture memfd into B (internal) */
+/*
+ * read_capture -- what the child wrote to capture file FD (as far as its
+ * offset), or its last TAIL bytes if TAIL is non-zero, into B (internal)
+ */
 static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
 {
-	struct stat st;
 	b->len = 0;
-	if (fstat(fd, &st) < 0)
+	off_t end = lseek(fd, 0, SEEK_CUR);
+	if (end < 0)
 		return -1;
-	size_t size = (size_t)st.st_size;
+	size_t size = (size_t)end;
 	size_t from = tail && size > tail ? size - tail : 0;
 	if (buf_reserve(b, size - from + 1, &r->vm_stale) < 0)
 		return -1;
@@ -838,7 +877,7 @@ static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
 	return 0;
 }
 
-/* stderr_tail -- [*start, len) of ERR: its last STDERR_TAIL_LINES lines (internal) */
+/* stderr_tail -- offset in ERR where its last STDERR_TAIL_LINES lines start (internal) */
 static size_t stderr_tail(const struct buf *err)
 {
 	size_t end = err->len, lines = 0, i = end;
@@ -852,47 +891,42 @@ static size_t stderr_tail(const struct buf *err)
 	return 0;
 }
 
-/* wait_child -- reap PID within the timeout; kills it if time runs out (internal) */
+/*
+ * wait_child -- reap PID within the timeout; kills it if time runs out.
+ * SIGCHLD is blocked while the runner serves, so sigtimedwait() sleeps
+ * until a child ends or the deadline passes: two system calls per state in
+ * the common case.  A SIGCHLD left over from an earlier child only costs
+ * one more round of the loop (internal)
+ */
 static int wait_child(struct runner *r, pid_t pid, int *status, struct rusage *ru, int *timed_out)
 {
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
 	*timed_out = 0;
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	int64_t deadline = r->lim.timeout_ms ? now_ms() + r->lim.timeout_ms : 0;
-	if (pfd >= 0) {
-		for (;;) {
-			int wait = -1;
-			if (deadline) {
-				int64_t left = deadline - now_ms();
-				wait = left > 0 ? (int)left : 0;
-			}
-			struct pollfd p = { pfd, POLLIN, 0 };
-			int n = poll(&p, 1, wait);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n == 0) {
-				*timed_out = 1;
-				kill(pid, SIGKILL);
-			}
+	for (;;) {
+		struct timespec ts, *tp = NULL;
+		if (deadline) {
+			int64_t left = deadline - now_ms();
+			if (left < 0)
+				left = 0;
+			ts.tv_sec = left / 1000;
+			ts.tv_nsec = (left % 1000) * 1000000;
+			tp = &ts;
+		}
+		int expired = sigtimedwait(&chld, NULL, tp) < 0 && errno == EAGAIN;
+		pid_t w = wait4(pid, status, WNOHANG, ru);
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -1;
+		if (expired && deadline && now_ms() >= deadline)
 			break;
-		}
-		close(pfd);
-	} else {
-		/* No pidfds (old kernel): poll with a short sleep. */
-		for (;;) {
-			pid_t w = wait4(pid, status, WNOHANG, ru);
-			if (w == pid)
-				return 0;
-			if (w < 0 && errno != EINTR)
-				return -1;
-			if (deadline && now_ms() >= deadline) {
-				*timed_out = 1;
-				kill(pid, SIGKILL);
-				break;
-			}
-			struct timespec ts = { 0, 200000 };
-			nanosleep(&ts, NULL);
-		}
 	}
+	*timed_out = 1;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);   /* in case it had not reached setpgid yet */
 	for (;;) {
 		pid_t w = wait4(pid, status, 0, ru);
 		if (w == pid)
@@ -925,9 +959,10 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 		r->vm_bytes = vm_size();
 		r->vm_stale = 0;
 	}
-	if (ftruncate(r->res_fd, 0) < 0 || ftruncate(r->err_fd, 0) < 0 ||
-	    lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0)
-		return send_error(r, id, "cannot reset the capture files: %s", strerror(errno));
+	/* Rewind the capture files; the child's writes move the shared offsets,
+	 * which then tell how much it wrote (stale bytes beyond are ignored). */
+	if (lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0)
+		return send_error(r, id, "cannot rewind the capture files: %s", strerror(errno));
 	shared->oom = 0;
 	fflush(NULL);
 
@@ -1004,20 +1039,58 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 	return send_answer(r);
 }
 
+/*
+ * fill_input -- make at least N unconsumed bytes available in the input
+ * buffer.  Requests are read in large chunks (one read(2) usually brings a
+ * whole batch); held answers are written first, since the read may block.
+ * Returns 0, 1 on a clean end of input (nothing buffered), -1 (internal)
+ */
+static int fill_input(struct runner *r, size_t n)
+{
+	struct buf *b = &r->inb;
+	if (b->len - r->inpos >= n)
+		return 0;
+	if (r->inpos) {  /* drop consumed bytes */
+		memmove(b->p, b->p + r->inpos, b->len - r->inpos);
+		b->len -= r->inpos;
+		r->inpos = 0;
+	}
+	if (flush_answers(r) < 0)
+		return -1;
+	while (b->len < n) {
+		size_t want = n - b->len > (1 << 16) ? n - b->len : (1 << 16);
+		if (buf_reserve(b, want, &r->vm_stale) < 0) {
+			fprintf(stderr, "crashcheck runner: out of memory reading a request of %zu bytes\n", n);
+			return -1;
+		}
+		ssize_t k = read(r->in_fd, b->p + b->len, b->cap - b->len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			fprintf(stderr, "crashcheck runner: cannot read requests: %s\n", strerror(errno));
+			return -1;
+		}
+		if (k == 0) {
+			if (b->len == 0)
+				return 1;
+			fprintf(stderr, "crashcheck runner: input ended inside a request\n");
+			return -1;
+		}
+		b->len += (size_t)k;
+	}
+	return 0;
+}
+
 /* serve_loop -- read and answer requests until quit or EOF (internal) */
 static int serve_loop(struct runner *r)
 {
 	for (;;) {
-		uint8_t head[REQ_HEAD];
-		int got = read_full(r->in_fd, head, REQ_HEAD);
-		if (got == 1)
-			return 0;
-		if (got < 0) {
-			fprintf(stderr, "crashcheck runner: request cut short or unreadable\n");
-			return -1;
-		}
+		int got = fill_input(r, REQ_HEAD);
+		if (got != 0)
+			return got == 1 ? 0 : -1;
 		uint32_t kind, len;
 		uint64_t id;
+		const uint8_t *head = (const uint8_t *)r->inb.p + r->inpos;
 		memcpy(&kind, head, 4);
 		memcpy(&len, head + 4, 4);
 		memcpy(&id, head + 8, 8);
@@ -1025,26 +1098,21 @@ static int serve_loop(struct runner *r)
 			send_error(r, id, "request body of %u bytes is too large", len);
 			return -1;
 		}
-		r->req.len = 0;
-		if (buf_reserve(&r->req, (size_t)len + 1, &r->vm_stale) < 0) {
-			send_error(r, id, "out of memory reading a request of %u bytes", len);
+		if (fill_input(r, REQ_HEAD + (size_t)len) != 0)
 			return -1;
-		}
-		if (len && read_full(r->in_fd, r->req.p, len) != 0) {
-			fprintf(stderr, "crashcheck runner: request body cut short\n");
-			return -1;
-		}
-		r->req.len = len;
-		r->req.p[len] = '\0';
-		uint8_t *body = (uint8_t *)r->req.p;
+		uint8_t *body = (uint8_t *)r->inb.p + r->inpos + REQ_HEAD;
+		r->inpos += REQ_HEAD + (size_t)len;
 		int rc;
 		char why[600];
 		const char *bad;
 		switch (kind) {
 		case REQ_BASE:
+			r->body.len = 0;
 			if (memchr(body, '\0', len))
 				rc = send_error(r, id, "base image path contains a NUL byte");
-			else if (load_base(r, (const char *)body, why, sizeof(why)) < 0)
+			else if (buf_add(r, &r->body, body, len) < 0 || buf_add(r, &r->body, "", 1) < 0)
+				rc = send_error(r, id, "out of memory");
+			else if (load_base(r, r->body.p, why, sizeof(why)) < 0)
 				rc = send_error(r, id, "%s", why);
 			else
 				rc = send_ack(r, "base", id);
@@ -1068,9 +1136,11 @@ static int serve_loop(struct runner *r)
 			break;
 		case REQ_QUIT:
 			send_ack(r, "quit", id);
+			flush_answers(r);
 			return 0;
 		default:
 			send_error(r, id, "unknown request kind %u (protocol out of step)", kind);
+			flush_answers(r);
 			return -1;
 		}
 		if (rc < 0)
@@ -1127,6 +1197,10 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	sigaction(SIGCHLD, &sa, &old_chld);
 	sa.sa_handler = SIG_IGN;   /* a vanished client is an EPIPE, not a death */
 	sigaction(SIGPIPE, &sa, &old_pipe);
+	sigset_t chld, old_mask;  /* wait_child collects SIGCHLD with sigtimedwait */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old_mask);
 	fflush(NULL);
 
 	if (check == NULL || pool_size == 0 || (uintptr_t)pool_addr % page) {
@@ -1164,10 +1238,13 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	if (probe_bytes < page)
 		probe_bytes = page;
 
-	if (hello(&r) < 0)
-		goto out;
-	ret = serve_loop(&r);
+	struct saved_state saved;
+	install_child_handlers(&r, &saved);
+	if (hello(&r) == 0)
+		ret = serve_loop(&r);
+	restore_handlers(&saved);
 out:
+	flush_answers(&r);
 	if (r.pool)
 		munmap(r.pool, r.map_size);
 	if (shared) {
@@ -1181,12 +1258,18 @@ out:
 	if (r.null_fd >= 0)
 		close(r.null_fd);
 	free(r.altstack);
-	free(r.req.p);
+	free(r.inb.p);
 	free(r.ans.p);
+	free(r.sendq.p);
 	free(r.body.p);
 	free(r.out.p);
 	free(r.err.p);
 	free(r.seen);
+	/* Drop a SIGCHLD still pending from our children before unblocking it. */
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
 	return ret;

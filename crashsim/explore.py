@@ -1,0 +1,196 @@
+"""The streaming pipeline the harness uses: trace -> crash points -> states -> results.
+
+Owns: driving the simulator, a strategy, the image cache and (optionally) a Runner together, in
+order, with bounded memory for the states in flight.
+
+    for out in explore(trace, runner=runner, strategy="bounded", limit=100, seed=1):
+        if out.result and not out.result.ok: ...
+
+Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
+its result. States whose image (and followup) equals one already checked, at this or an earlier
+crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
+as explored. Results arrive in batches, so outcomes are yielded a batch at a time, in state order.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from .image import encode_writes
+from .model import ModelOptions, Piece
+from .runner import CheckResult, Runner
+from .simulate import CrashPoint, Simulator
+from .states import DEFAULT_LIMIT, STRATEGIES, Choice, StateCodec, select
+from .trace import Trace, TraceError, read_trace
+
+Followup = str | Callable[[CrashPoint], str]
+
+
+@dataclass
+class StateOutcome:
+    """One explored crash state and, with a runner, its check result."""
+    point: CrashPoint
+    choice: Choice
+    id: int
+    fp: int                              # fingerprint of the post-crash image
+    cached_from: int | None              # earlier state with the same image and followup, if any
+    result: CheckResult | None = None
+    followup: str = ""
+
+    @property
+    def kept(self) -> list[Piece]:
+        """Pending pieces this state keeps (beyond the guarantee), in trace order."""
+        return self.point.kept(self.choice)
+
+    @property
+    def lost(self) -> list[Piece]:
+        """Pending pieces this state drops, in trace order."""
+        out = [p for u, k in zip(self.point.units, self.choice) for p in u.pieces[k:]]
+        out.sort(key=lambda p: p.id)
+        return out
+
+
+@dataclass
+class Progress:
+    points_done: int
+    points_total: int
+    legal: int            # legal states over the crash points done (exact)
+    explored: int         # states chosen by the strategy
+    checked: int          # states sent to the runner and answered
+    cached: int           # explored states answered from the image cache
+    elapsed: float
+
+
+def _load(source: Trace | str | Path) -> Trace:
+    if isinstance(source, Trace):
+        return source
+    return read_trace(source)
+
+
+def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | None = None,
+            strategy: str = "bounded", limit: int = DEFAULT_LIMIT, seed: int = 0,
+            runner: Runner | None = None, followup: Followup = "",
+            progress: Callable[[Progress], None] | None = None, batch: int = 256,
+            cache: bool = True, first_state: int | None = None,
+            start_event: int = 0) -> Iterator[StateOutcome]:
+    """Stream every explored state of a trace, with results when RUNNER is given.
+
+    source      a Trace, a trace file, or a fresh Simulator over events in memory (then
+                `options` is the simulator's own and must not be given)
+    options     the persistency model (crashsim.model.ModelOptions; default x86-ADR)
+    strategy    "exhaustive" or "bounded" (see crashsim.states)
+    limit, seed the bounded strategy's state limit per crash point and its seed
+    runner      a started Runner whose pool matches the trace's; its base is (re)loaded here
+    followup    text attached to every state, or a function of the crash point
+    progress    called after every crash point and at the end
+    batch       states sent to the runner per exchange
+    cache       reuse results for repeated images (turn off to check every state)
+    first_state the first state id; by default 0, or the runner's next free id (ids must
+                increase within one runner session)
+    start_event crash points before this event index are simulated (the image stays in step)
+                but not explored: set-up such as pool formatting or a history's load phase
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if isinstance(source, Simulator):
+        if options is not None:
+            raise ValueError("explore(Simulator, options=...): the simulator already has its options")
+        sim = source
+        if runner is not None:
+            if sim.image.size != runner.pool_size:
+                raise TraceError(f"image of {sim.image.size} bytes does not match the runner's pool "
+                                 f"({runner.pool_size} bytes)")
+            # No image file: start from an all-zero pool and patch in the initial image.
+            runner.queue_base(os.devnull)
+            writes = _nonzero_pages(sim.image.base)
+            if writes:
+                runner.queue_patch(encode_writes(writes))
+    else:
+        trace = _load(source)
+        sim = Simulator.from_trace(trace, options)
+        if runner is not None:
+            if not trace.regions:
+                raise TraceError(f"{trace.path}: the trace registered no PM region, nothing to check")
+            region = trace.regions[0]
+            if region.base != runner.pool_base or region.size != runner.pool_size:
+                raise TraceError(f"{trace.path}: pool 0x{region.base:x} ({region.size} bytes) does not "
+                                 f"match the runner's 0x{runner.pool_base:x} ({runner.pool_size} bytes)")
+            runner.queue_base(region.image)
+    if first_state is None:
+        first_state = runner.next_state if runner is not None else 0
+    return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
+                    start_event)
+
+
+def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int, bytes]]:
+    zero = bytes(page)
+    out = []
+    for off in range(0, len(image), page):
+        chunk = bytes(image[off:off + page])
+        if chunk != zero[:len(chunk)]:
+            out.append((off, chunk))
+    return out
+
+
+def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runner | None,
+             followup: Followup, progress: Callable[[Progress], None] | None, batch: int,
+             cache: bool, next_id: int, start_event: int = 0) -> Iterator[StateOutcome]:
+    t0 = time.monotonic()
+    total = sim.count_crash_points() if progress else 0
+    seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
+    results: dict[int, CheckResult] = {}           # first state id -> its result
+    waiting: list[StateOutcome] = []
+    stats = Progress(0, total, 0, 0, 0, 0, 0.0)
+
+    def drain() -> Iterator[StateOutcome]:
+        if runner is not None:
+            for sid, res in runner.flush():
+                results[sid] = res
+                stats.checked += 1
+            for out in waiting:
+                out.result = results[out.id if out.cached_from is None else out.cached_from]
+        yield from waiting
+        waiting.clear()
+
+    fixed = followup if isinstance(followup, str) else None
+    for cp in sim.crash_points():
+        if runner is not None and cp.patch:
+            runner.queue_patch(encode_writes(cp.patch))
+        if cp.event < start_event:
+            continue
+        fu = fixed if fixed is not None else followup(cp)
+        codec = StateCodec(cp, sim.image)
+        encode = codec.encode
+        stats.legal += cp.legal
+        for choice in select(cp, strategy, limit, seed):
+            fp, writes = encode(choice)
+            sid = next_id
+            next_id += 1
+            first = seen.get((fp, fu)) if cache else None
+            if first is None:
+                seen[(fp, fu)] = sid
+                if runner is not None:
+                    runner.queue_state(sid, writes, fu)
+            else:
+                stats.cached += 1
+                if runner is not None and sid >= runner.next_state:
+                    runner.next_state = sid + 1      # reserve the id: dup_of may not name it
+            waiting.append(StateOutcome(cp, choice, sid, fp, first, None, fu))
+            stats.explored += 1
+            # Drain when a batch of checks is queued, or when cache hits alone pile up.
+            if runner is None or runner.queued_states >= batch or len(waiting) >= 16 * batch:
+                if len(waiting) >= batch:
+                    yield from drain()
+        if runner is None and waiting:
+            yield from drain()
+        stats.points_done += 1
+        if progress:
+            stats.elapsed = time.monotonic() - t0
+            progress(stats)
+    yield from drain()
+    if progress:
+        stats.elapsed = time.monotonic() - t0
+        progress(stats)

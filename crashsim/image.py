@@ -1,0 +1,192 @@
+"""Post-crash images: the guaranteed base image of region 0, its fingerprint, and state overlays.
+
+Owns: the bytes. The simulator tells it which pieces became guaranteed (in trace order); it keeps
+region 0's image at the current crash point's guaranteed state, a fingerprint of that image, and
+the list of slots changed since the previous crash point (the runner's base patch). A crash state
+is never materialised as a whole image: `overlay` returns only the slots the state's kept pieces
+change, already merged with the base, plus the fingerprint delta.
+
+Slots. A slot is one aligned failure-atomic unit (8 bytes by default). Every piece lies inside
+one slot, so images are compared, hashed and patched slot by slot.
+
+Fingerprint. fp(image) = sum over slots of H(slot, bytes) - H(slot, initial bytes), mod 2^128,
+with H a 128-bit BLAKE2b. It changes incrementally (only touched slots are rehashed), equal images
+have equal fingerprints, and two different images collide with probability about 2^-128.
+
+Out-of-order durability (why there is slot history). Within one cache line pieces become durable
+in trace order. Non-temporal (NT) stores break that: an NT piece is durable at its thread's next
+fence, independently of the cached pieces of its line, and NT pieces of two threads are durable at
+two different fences. The image is defined as "the initial image with every persisted piece
+applied in trace order", so a piece that becomes durable (or is kept in a state) after a *later*
+piece of the same slot must not overwrite the later piece's bytes. Only slots that ever received
+an NT piece can see this, so only those slots keep a history (every piece stored to the slot from
+its first NT piece on); `mask` trims a piece by the guaranteed later pieces of its slot. A piece
+stored before the slot's first NT piece can only be overtaken by a piece from that history: an
+earlier-stored cached piece of the same line is always guaranteed no later than it.
+"""
+from __future__ import annotations
+
+import mmap
+import struct
+from hashlib import blake2b
+from typing import Iterable
+
+from .model import Piece
+
+FP_MOD = 1 << 128
+WRITE = struct.Struct("<QI")   # runner write record head: offset, length (docs/runner-protocol.md)
+
+Writes = list[tuple[int, bytes]]   # (region-0 offset, bytes), sorted, non-overlapping
+
+
+def slot_hash(off: int, data: bytes) -> int:
+    """H(slot, bytes): 128-bit hash of a slot's contents at its offset."""
+    return int.from_bytes(blake2b(off.to_bytes(8, "little") + data, digest_size=16).digest(), "little")
+
+
+def encode_writes(writes: Iterable[tuple[int, bytes]]) -> bytes:
+    """Writes in the runner's wire format: (u64 offset, u32 length, bytes)*."""
+    pack = WRITE.pack
+    return b"".join(pack(off, len(data)) + data for off, data in writes)
+
+
+def decode_writes(blob: bytes) -> Writes:
+    """Inverse of encode_writes (tests and tools)."""
+    out, pos = [], 0
+    while pos < len(blob):
+        off, n = WRITE.unpack_from(blob, pos)
+        pos += WRITE.size
+        out.append((off, bytes(blob[pos:pos + n])))
+        pos += n
+    return out
+
+
+def apply_writes(image: bytearray, writes: Iterable[tuple[int, bytes]]) -> bytearray:
+    for off, data in writes:
+        image[off:off + len(data)] = data
+    return image
+
+
+def _coalesce(slots: list[tuple[int, bytes]]) -> Writes:
+    """Merge slot writes (sorted by offset) that touch into longer runs."""
+    out: Writes = []
+    for off, data in slots:
+        if out and out[-1][0] + len(out[-1][1]) == off:
+            out[-1] = (out[-1][0], out[-1][1] + data)
+        else:
+            out.append((off, data))
+    return out
+
+
+class ImageState:
+    """Region `region`'s image at the current crash point's guaranteed state.
+
+    base    the image (bytearray of the region's size): initial image plus guaranteed pieces.
+    fp      its fingerprint (0 for the initial image).
+    """
+
+    def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int, region: int = 0) -> None:
+        # A private mapping is already a copy-on-write copy; anything else is copied.
+        self.base: bytearray | mmap.mmap = initial if isinstance(initial, mmap.mmap) else bytearray(initial)
+        self.size = len(self.base)
+        self.unit = unit
+        self.region = region
+        self.fp = 0
+        self._dirty: dict[int, bytes] = {}          # slot -> bytes before its first change since commit
+        self._history: dict[int, list[Piece]] = {}  # slot -> pieces since its first NT piece
+
+    def _check(self, p: Piece) -> None:
+        if p.off + len(p.data) > self.size:
+            raise ValueError(f"piece {p.describe()} lies outside region {self.region} "
+                             f"({self.size} bytes)")
+
+    def record(self, p: Piece) -> None:
+        """Note a new piece (called for every piece, in trace order)."""
+        if p.region != self.region:
+            return
+        self._check(p)
+        slot = p.off - p.off % self.unit
+        hist = self._history.get(slot)
+        if hist is None:
+            if not p.nt:
+                return
+            hist = self._history[slot] = []
+        hist.append(p)
+
+    def mask(self, p: Piece) -> list[tuple[int, int]]:
+        """Byte ranges [a, b) (region offsets) of P not overwritten by a later guaranteed piece."""
+        start, end = p.off, p.off + len(p.data)
+        hist = self._history.get(start - start % self.unit)
+        if hist is None:
+            return [(start, end)]
+        ranges = [(start, end)]
+        for q in hist:
+            if q.id > p.id and q.g:
+                qa, qb = q.off, q.off + len(q.data)
+                cut = []
+                for a, b in ranges:
+                    if qb <= a or qa >= b:
+                        cut.append((a, b))
+                        continue
+                    if a < qa:
+                        cut.append((a, qa))
+                    if qb < b:
+                        cut.append((qb, b))
+                ranges = cut
+        return ranges
+
+    def guarantee(self, pieces: Iterable[Piece]) -> None:
+        """Make PIECES (in trace order) durable: mark them and write them into the base."""
+        base, unit, dirty, history = self.base, self.unit, self._dirty, self._history
+        for p in pieces:
+            if p.region == self.region:
+                for a, b in self.mask(p):
+                    slot = a - a % unit
+                    if slot not in dirty:
+                        dirty[slot] = bytes(base[slot:slot + unit])
+                    base[a:b] = p.data[a - p.off:b - p.off]
+                # A durable piece covering its whole slot masks every older piece of the slot
+                # entirely, and older pieces never mask newer ones: drop them from the history,
+                # so a slot written over and over with NT stores keeps a short one.
+                hist = history.get(p.off - p.off % unit)
+                if hist is not None and len(p.data) == unit and hist[0].id < p.id:
+                    hist[:] = [q for q in hist if q.id >= p.id]
+            p.g = True
+
+    def commit(self) -> Writes:
+        """Fold the changes since the last commit into fp; return them as writes (the base patch)."""
+        changed = []
+        base, unit = self.base, self.unit
+        fp = self.fp
+        for slot in sorted(self._dirty):
+            old = self._dirty[slot]
+            new = bytes(base[slot:slot + unit])
+            if new != old:
+                fp += slot_hash(slot, new) - slot_hash(slot, old)
+                changed.append((slot, new))
+        self._dirty.clear()
+        self.fp = fp % FP_MOD
+        return _coalesce(changed)
+
+    def overlay(self, pieces: Iterable[Piece]) -> tuple[int, Writes]:
+        """Fingerprint delta and writes of base + PIECES (pending pieces, in trace order)."""
+        base, unit = self.base, self.unit
+        slots: dict[int, bytearray] = {}
+        for p in pieces:
+            if p.region != self.region:
+                continue
+            for a, b in self.mask(p):
+                slot = a - a % unit
+                buf = slots.get(slot)
+                if buf is None:
+                    buf = slots[slot] = bytearray(base[slot:slot + unit])
+                buf[a - slot:b - slot] = p.data[a - p.off:b - p.off]
+        delta = 0
+        changed = []
+        for slot in sorted(slots):
+            new = bytes(slots[slot])
+            old = bytes(base[slot:slot + unit])
+            if new != old:
+                delta += slot_hash(slot, new) - slot_hash(slot, old)
+                changed.append((slot, new))
+        return delta, _coalesce(changed)

@@ -1,0 +1,157 @@
+"""Reference crash-state enumerator: brute force, written to be obviously right, never fast.
+
+Owns: the persistency rules stated a second time, directly from their definitions, so the fast
+simulator (crashsim/simulate.py + crashsim/states.py) can be tested against it. For each crash
+point it re-reads the trace prefix, decides per piece whether it is guaranteed, then tries every
+subset of the pending pieces and keeps the subsets the model allows. Exponential in the number of
+pending pieces: use it on small traces only.
+
+Rules (the same as the fast simulator's, phrased per piece):
+  adr   a cached piece P is guaranteed at crash point C if some flush of P's line comes after P
+        and before C, and either the flushing thread fences after that flush and before C, or
+        (option) the flush is a clflush and clflush alone guarantees. An NT piece is guaranteed
+        if its thread fences after it and before C. A subset S of the pending pieces is a legal
+        state if, for every line, the persisted cached pieces (guaranteed ones plus S) are a
+        prefix of that line's cached pieces in trace order. NT pieces are unconstrained.
+  eadr  pieces stored before the previous crash point are guaranteed; S is legal if it is a
+        prefix, in trace order, of the pieces stored since.
+The image of a state is the initial image with all persisted pieces applied in trace order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Sequence
+
+from .model import ModelOptions, split_points
+from .trace import Event
+
+PieceKey = tuple[int, int]   # (event index, part)
+
+
+@dataclass(frozen=True)
+class RefPiece:
+    key: PieceKey
+    tid: int
+    nt: bool
+    off: int          # region-0 offset (None-region stores are skipped)
+    data: bytes
+    line: int         # absolute line number
+
+
+@dataclass
+class RefPoint:
+    event: int
+    kind: str
+    op: int | None
+    guaranteed: frozenset[PieceKey]
+    pending: tuple[PieceKey, ...]
+    states: set[frozenset[PieceKey]]
+
+    def image(self, initial: bytes, pieces: dict[PieceKey, RefPiece], kept: frozenset[PieceKey]) -> bytes:
+        img = bytearray(initial)
+        for key in sorted(self.guaranteed | kept):
+            p = pieces[key]
+            img[p.off:p.off + len(p.data)] = p.data
+        return bytes(img)
+
+
+def ref_pieces(events: Sequence[Event], options: ModelOptions, line_size: int) -> list[RefPiece]:
+    out = []
+    for i, ev in enumerate(events):
+        if ev.kind not in ("store", "ntstore") or ev.off is None:
+            continue
+        for part, (a, b) in enumerate(split_points(ev.addr, ev.size, options.atomic_unit)):
+            out.append(RefPiece((i, part), ev.tid, ev.kind == "ntstore", ev.off + a - ev.addr,
+                                ev.data[a - ev.addr:b - ev.addr], a // line_size))
+    return out
+
+
+def ref_crash_points(events: Sequence[Event], options: ModelOptions) -> list[tuple[int, str]]:
+    """(event index, kind) of every crash point."""
+    out = []
+    for i, ev in enumerate(events):
+        if ev.kind in ("fence", "op_begin", "op_end"):
+            out.append((i, ev.kind))
+        elif (ev.kind == "flush" and ev.sub == "clflush" and options.clflush_guarantees
+              and options.model == "adr"):
+            out.append((i, "clflush"))
+    out.append((len(events), "end"))
+    return out
+
+
+def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: ModelOptions,
+                    line_size: int) -> bool:
+    s = p.key[0]
+    if p.nt:
+        return any(events[f].kind == "fence" and events[f].tid == p.tid for f in range(s + 1, c))
+    for f in range(s + 1, c):
+        ev = events[f]
+        if ev.kind != "flush" or ev.addr // line_size != p.line:
+            continue
+        if ev.sub == "clflush" and options.clflush_guarantees:
+            return True
+        if any(events[g].kind == "fence" and events[g].tid == ev.tid for g in range(f + 1, c)):
+            return True
+    return False
+
+
+def _op_in_flight(events: Sequence[Event], c: int) -> int | None:
+    """The operation in flight at crash point C: begun before C and not ended at or before C
+    (at op_end(i) the operation has returned)."""
+    open_ops: list[int] = []
+    for i, ev in enumerate(events[:c + 1]):
+        if ev.kind == "op_begin" and i < c:
+            open_ops.append(ev.addr)
+        elif ev.kind == "op_end" and ev.addr in open_ops:
+            open_ops.remove(ev.addr)
+    return open_ops[-1] if open_ops else None
+
+
+def reference(events: Sequence[Event], options: ModelOptions | None = None,
+              line_size: int = 64, max_pending: int = 16) -> tuple[list[RefPoint], dict[PieceKey, RefPiece]]:
+    """Every crash point with its full set of legal states (as sets of kept pending pieces)."""
+    options = options or ModelOptions()
+    line_size = options.validate(line_size)
+    pieces = ref_pieces(events, options, line_size)
+    by_key = {p.key: p for p in pieces}
+    points = []
+    prev_c = 0
+    for c, kind in ref_crash_points(events, options):
+        before = [p for p in pieces if p.key[0] < c]
+        if options.model == "eadr":
+            guaranteed = frozenset(p.key for p in before if p.key[0] < prev_c)
+        else:
+            guaranteed = frozenset(p.key for p in before
+                                   if _guaranteed_adr(p, events, c, options, line_size))
+        pending = tuple(p.key for p in before if p.key not in guaranteed)
+        if len(pending) > max_pending:
+            raise ValueError(f"reference enumerator: {len(pending)} pending pieces at event {c} "
+                             f"(more than {max_pending}); use a smaller trace")
+        states = set()
+        for r in range(len(pending) + 1):
+            for subset in combinations(pending, r):
+                kept = frozenset(subset)
+                if _legal(kept, before, guaranteed, pending, options):
+                    states.add(kept)
+        points.append(RefPoint(c, kind, _op_in_flight(events, c), guaranteed, pending, states))
+        prev_c = c
+    return points, by_key
+
+
+def _legal(kept: frozenset[PieceKey], before: list[RefPiece], guaranteed: frozenset[PieceKey],
+           pending: tuple[PieceKey, ...], options: ModelOptions) -> bool:
+    persisted = guaranteed | kept
+    if options.model == "eadr":
+        # kept must be a prefix of the pending pieces in trace order
+        return set(pending[:len(kept)]) == kept
+    lines: dict[int, list[RefPiece]] = {}
+    for p in before:
+        if not p.nt:
+            lines.setdefault(p.line, []).append(p)
+    for seq in lines.values():
+        flags = [p.key in persisted for p in seq]
+        # a prefix: no persisted piece after a lost one
+        if any(not flags[i] and flags[j] for i in range(len(flags)) for j in range(i + 1, len(flags))):
+            return False
+    return True

@@ -1,0 +1,309 @@
+"""Client of the checker runner (instrument/runtime/runner.c): spawns `DRIVER serve ...` and talks
+the protocol of docs/runner-protocol.md.
+
+Owns: the Python end of the wire. Requests are queued and sent in batches; the answers come back
+one JSON line per request, in order. Writing a whole batch before reading could deadlock once both
+pipes are full, so a batch is exchanged with poll(): requests are written while answers are read.
+
+    with Runner([driver, "serve", "--size", str(size)], pool_base=base, pool_size=size) as r:
+        r.load_base(trace.regions[0].image)
+        r.queue_state(0, writes, "")
+        [res] = r.flush()
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import select
+import struct
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+REQ = struct.Struct("<IIQ")
+REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT = 1, 2, 3, 4, 5
+STATUSES = ("ok", "signal", "exit", "timeout", "oom")
+# Most answers are duplicates; parse those without the JSON decoder.
+_DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
+
+
+class RunnerError(Exception):
+    """The runner could not be started or broke the protocol; the message carries its stderr."""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """How one check ended. Shared by every state whose answer was identical (see `first`).
+
+    status   "ok" (exit 0), "exit" (non-zero exit), "signal", "timeout" (wall clock or CPU
+             limit), "oom" (ended abnormally with its address-space limit exhausted)
+    signal   the signal that ended it, or None
+    exit     its exit status, or None
+    result   the check's JSON object, or None if it wrote none or an invalid one
+    stderr   the last lines of its stdout/stderr
+    output   the raw text it wrote when that was not one JSON object, else None
+    first    the state that first produced this answer
+    """
+    status: str
+    signal: int | None
+    exit: int | None
+    result: dict[str, Any] | None
+    stderr: str
+    output: str | None
+    first: int
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.result is not None
+
+
+@dataclass
+class RunnerStats:
+    requests: int = 0
+    states: int = 0
+    dups: int = 0          # answers the runner deduplicated
+    wait_s: float = 0.0    # time spent waiting for the runner inside flush()
+    bytes_out: int = 0
+
+
+class Runner:
+    """One runner process. Not thread-safe."""
+
+    def __init__(self, argv: Sequence[str], *, pool_base: int | None = None, pool_size: int | None = None,
+                 env: dict[str, str] | None = None, cwd: str | None = None,
+                 stall_timeout: float = 120.0) -> None:
+        self.argv = list(argv)
+        self.stall_timeout = stall_timeout
+        self._err = tempfile.TemporaryFile()
+        try:
+            self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._err, env=env, cwd=cwd)
+        except OSError as exc:
+            raise RunnerError(f"cannot start the runner {self.argv[0]}: {exc.strerror}") from None
+        self._in = self._proc.stdin.fileno()
+        self._out = self._proc.stdout.fileno()
+        os.set_blocking(self._in, False)
+        self._rest = b""
+        self._queue: list[bytes] = []
+        self._kinds: list[int] = []
+        self._next_id = 0
+        self.next_state = 0            # state ids must increase within a session (dup_of names them)
+        self._unique: dict[int, CheckResult] = {}
+        self.stats = RunnerStats()
+        self.closed = False
+        [hello] = self._read_lines(1, b"", startup=True)
+        if "error" in hello:
+            self._fail(f"runner refused to start: {hello['error']}")
+        if hello.get("runner") != 1:
+            self._fail(f"not a crashcheck runner (first line {hello!r})")
+        self.hello = hello
+        self.pool_base = int(hello["pool"], 16)
+        self.pool_size = int(hello["size"])
+        self.pid = int(hello["pid"])
+        if pool_base is not None and pool_base != self.pool_base:
+            self._fail(f"runner maps the pool at 0x{self.pool_base:x}, the trace's pool is at "
+                       f"0x{pool_base:x} (set CRASHCHECK_POOL_ADDR for both)")
+        if pool_size is not None and pool_size != self.pool_size:
+            self._fail(f"runner's pool has {self.pool_size} bytes, the trace's {pool_size} "
+                       f"(pass the trace's size to the driver)")
+
+    # -- queueing --------------------------------------------------------------------------
+
+    def _push(self, kind: int, body: bytes, ident: int | None = None) -> None:
+        if ident is None:
+            ident = self._next_id
+            self._next_id += 1
+        self._queue.append(REQ.pack(kind, len(body), ident) + body)
+        self._kinds.append(kind)
+
+    def queue_base(self, path: str | os.PathLike) -> None:
+        """Load an image file as the base (the runner zeroes the pool first)."""
+        self._push(REQ_BASE, os.fsencode(os.path.abspath(path)))
+
+    def queue_patch(self, writes: bytes) -> None:
+        """Apply encoded writes (crashsim.image.encode_writes) to the base."""
+        self._push(REQ_PATCH, writes)
+
+    def queue_state(self, state: int, writes: bytes, followup: str = "") -> None:
+        """Check base + WRITES as state number STATE. Ids must increase within a session: the
+        runner's dup_of answers name earlier states by id."""
+        if state < self.next_state:
+            raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
+        self.next_state = state + 1
+        fu = followup.encode()
+        self._push(REQ_STATE, struct.pack("<I", len(fu)) + fu + writes, state)
+
+    def queue_reset(self) -> None:
+        self._push(REQ_RESET, b"")
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def queued_states(self) -> int:
+        return self._kinds.count(REQ_STATE)
+
+    def flush(self) -> list[tuple[int, CheckResult]]:
+        """Send every queued request; return (state id, result) for the queued states, in order.
+        Raises RunnerError if the runner rejects a request or dies."""
+        if not self._queue:
+            return []
+        payload = b"".join(self._queue)
+        kinds = self._kinds
+        self._queue, self._kinds = [], []
+        self.stats.requests += len(kinds)
+        self.stats.bytes_out += len(payload)
+        answers = self._read_lines(len(kinds), payload)
+        out = []
+        for kind, ans in zip(kinds, answers):
+            if "error" in ans:
+                raise RunnerError(f"runner rejected a request: {ans['error']}")
+            if kind != REQ_STATE:
+                continue
+            sid = ans["state"]
+            self.stats.states += 1
+            dup = ans.get("dup_of")
+            if dup is not None:
+                self.stats.dups += 1
+                res = self._unique.get(dup)
+                if res is None:
+                    raise RunnerError(f"runner answered state {sid} as a duplicate of unknown state {dup}")
+            else:
+                res = CheckResult(ans["status"], ans["signal"], ans["exit"], ans["result"],
+                                  ans["stderr"], ans.get("output"), sid)
+                self._unique[sid] = res
+            out.append((sid, res))
+        return out
+
+    # -- convenience -------------------------------------------------------------------------
+
+    def load_base(self, path: str | os.PathLike) -> None:
+        self.queue_base(path)
+        self.flush()
+
+    def patch(self, writes: bytes) -> None:
+        self.queue_patch(writes)
+        self.flush()
+
+    def check(self, states: Sequence[tuple[int, bytes, str]]) -> list[tuple[int, CheckResult]]:
+        for sid, writes, followup in states:
+            self.queue_state(sid, writes, followup)
+        return self.flush()
+
+    # -- the wire ----------------------------------------------------------------------------
+
+    def _stderr_tail(self, limit: int = 2000) -> str:
+        try:
+            self._err.seek(0, os.SEEK_END)
+            size = self._err.tell()
+            self._err.seek(max(0, size - limit))
+            return self._err.read().decode("utf-8", "replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def _fail(self, msg: str) -> None:
+        self.close(kill=True)
+        tail = self._stderr_tail()
+        raise RunnerError(msg + (f"; runner stderr: {tail}" if tail else ""))
+
+    def _read_lines(self, n: int, payload: bytes, startup: bool = False) -> list[dict[str, Any]]:
+        """Write PAYLOAD while reading N answer lines (poll-driven, so neither side blocks)."""
+        lines: list[bytes] = []
+        buf = self._rest
+        view = memoryview(payload)
+        pos = 0
+        poller = select.poll()
+        if payload:
+            poller.register(self._in, select.POLLOUT)
+        poller.register(self._out, select.POLLIN)
+        last = time.monotonic()
+        t0 = last
+        while True:
+            while len(lines) < n:
+                cut = buf.find(b"\n")
+                if cut < 0:
+                    break
+                lines.append(buf[:cut])
+                buf = buf[cut + 1:]
+            if len(lines) >= n:
+                break
+            events = poller.poll(1000)
+            if not events:
+                if self._proc.poll() is not None:
+                    self._fail(f"runner exited with status {self._proc.returncode} "
+                               f"after {len(lines)} of {n} answers")
+                if time.monotonic() - last > self.stall_timeout:
+                    self._fail(f"runner made no progress for {self.stall_timeout:.0f} s")
+                continue
+            for fd, ev in events:
+                if fd == self._in:
+                    if ev & (select.POLLERR | select.POLLHUP):
+                        poller.unregister(self._in)
+                        continue
+                    try:
+                        pos += os.write(self._in, view[pos:pos + (1 << 20)])
+                    except BlockingIOError:
+                        pass
+                    except BrokenPipeError:
+                        poller.unregister(self._in)
+                        continue
+                    if pos >= len(payload):
+                        poller.unregister(self._in)
+                else:
+                    chunk = os.read(self._out, 1 << 20)
+                    if not chunk:
+                        self._proc.wait()
+                        what = "could not start" if startup else "died"
+                        self._fail(f"runner {what} (status {self._proc.returncode}) "
+                                   f"after {len(lines)} of {n} answers")
+                    buf += chunk
+                    last = time.monotonic()
+        self._rest = buf
+        if not startup:
+            self.stats.wait_s += time.monotonic() - t0
+        out = []
+        match = _DUP.fullmatch
+        try:
+            for line in lines:
+                m = match(line)
+                out.append({"state": int(m[1]), "dup_of": int(m[2])} if m else json.loads(line))
+        except json.JSONDecodeError as exc:
+            self._fail(f"runner sent a line that is not JSON ({exc})")
+        return out
+
+    def close(self, kill: bool = False) -> int | None:
+        """Ask the runner to quit (or kill it); returns its exit status."""
+        if self.closed:
+            return self._proc.returncode
+        self.closed = True
+        if not kill and self._proc.poll() is None:
+            try:
+                os.set_blocking(self._in, True)
+                os.write(self._in, REQ.pack(REQ_QUIT, 0, self._next_id))
+                self._proc.stdin.close()
+                self._proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                kill = True
+        if kill and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        for f in (self._proc.stdin, self._proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        return self._proc.returncode
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(kill=exc[0] is not None)
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            self.close(kill=True)

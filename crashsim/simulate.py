@@ -1,0 +1,288 @@
+"""The fast persistency simulator: one pass over the events, yielding crash points with their
+pending units, while the guaranteed image is kept up to date incrementally.
+
+Owns: the x86-ADR and eADR rules, crash points, and the pending state at each of them.
+
+x86-ADR (default)
+  - Every store is split into failure-atomic pieces (crashsim.model.split_points).
+  - Cached pieces of one cache line persist in trace order: at a crash, each line holds a prefix
+    of its pieces, at least its guaranteed prefix.
+  - A flush of a line (clflush, clflushopt, clwb; by any thread) covers every piece of the line
+    stored before it, by any thread. The coverage becomes a guarantee when the flushing thread
+    next fences (sfence, mfence, locked RMW, seq_cst fence). With clflush_guarantees, a clflush
+    guarantees at once.
+  - Non-temporal (NT) stores bypass the cache, so they are not part of any line's prefix order:
+    each NT piece is an independent unit that may or may not have persisted until its thread's
+    next fence, which guarantees it. (A flush does not guarantee an NT piece: it sits in the
+    issuing core's write-combining buffer, which only that core's fence drains.) When an NT piece
+    and a cached piece of the same bytes both persist, the later one in trace order wins.
+  - Multi-threaded traces use the recorded global order.
+
+eADR
+  - Caches are persistent: every store is durable once made, and a crash leaves a prefix of the
+    global piece order. Flushes and fences change nothing. So that every instant between two
+    crash points is covered, the pending unit at a crash point is the sequence of pieces stored
+    since the previous crash point (any prefix of it persisted); everything earlier is durable.
+    NT stores are treated like any other store.
+
+Crash points
+  Before every fence, at every op_begin and op_end, and at the end of the trace (with
+  clflush_guarantees also before every clflush, since durability changes there and a crash just
+  before it would otherwise never be examined). A crash point at op_begin(i) is the moment before
+  operation i starts; at op_end(i) the moment after it returned (so i is complete, not in flight).
+
+Pending units (what a crash state chooses)
+  A crash state picks, for every pending unit, how many of its pending pieces persisted: for a
+  line unit any prefix length 0..n, for an NT unit 0 or 1, for the eADR global unit any prefix.
+  The number of legal states is the product of (n + 1) over the units.
+
+Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
+and checked; pieces of other regions count in the states and their numbers, and leave the image
+unchanged. Stores outside every region are ignored (counted in `unplaced`).
+
+Streaming: the simulator's `image` is the yielded crash point's guaranteed image only until the
+next crash point is requested; consume a crash point's states before advancing the generator.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from .image import ImageState, Writes
+from .model import ModelOptions, Piece, split_points
+from .trace import Event, Trace, TraceError
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One pending unit: kind "line" (a line's pending cached pieces, persisting as a prefix),
+    "nt" (one NT piece), or "global" (eADR: the pieces since the previous crash point)."""
+    kind: str
+    line: int | None          # line address (absolute), None for "global"
+    pieces: tuple[Piece, ...]
+
+    @property
+    def choices(self) -> int:
+        return len(self.pieces) + 1
+
+
+@dataclass
+class CrashPoint:
+    """A point at which power may fail.
+
+    index      crash point number, from 0, in trace order
+    event      index of the event the crash happens before (len(events) for the end of trace)
+    kind       "fence", "clflush", "op_begin", "op_end" or "end"
+    op         the operation in flight (the latest begun and not ended), None between operations
+    in_flight  every operation begun and not ended (more than one only in multi-threaded traces)
+    last_done  the latest operation that ended, None before the first op_end
+    units      the pending units; a state chooses a prefix length per unit
+    legal      exact number of legal crash states (product of unit choices)
+    patch      region-0 writes that became guaranteed since the previous crash point
+    fp         fingerprint of the guaranteed image
+    """
+    index: int
+    event: int
+    kind: str
+    op: int | None
+    in_flight: tuple[int, ...]
+    last_done: int | None
+    units: tuple[Unit, ...]
+    legal: int
+    patch: Writes = field(repr=False, default_factory=list)
+    fp: int = 0
+    line_size: int = 64
+
+    @property
+    def radices(self) -> list[int]:
+        return [len(u.pieces) for u in self.units]
+
+    @property
+    def pending_lines(self) -> list[int]:
+        """Addresses of the cache lines holding pending pieces, sorted, no repeats."""
+        return sorted({p.line * self.line_size for u in self.units for p in u.pieces})
+
+    @property
+    def pending_pieces(self) -> int:
+        return sum(len(u.pieces) for u in self.units)
+
+    def kept(self, choice: Sequence[int]) -> list[Piece]:
+        """The pending pieces a state keeps (persisted beyond the guarantee), in trace order."""
+        out = [p for u, k in zip(self.units, choice) for p in u.pieces[:k]]
+        out.sort(key=lambda p: p.id)
+        return out
+
+
+def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
+    """Region INDEX's initial image, mapped copy-on-write: a pool of 64 MiB holding a small
+    structure is neither read nor copied whole, only the pages the simulator writes are."""
+    region = trace.regions[index]
+    if region.size == 0:
+        return b""
+    try:
+        with open(region.image, "rb") as f:
+            if os.fstat(f.fileno()).st_size < region.size:
+                return trace.region_image(index)      # raises the reader's error
+            return mmap.mmap(f.fileno(), region.size, flags=mmap.MAP_PRIVATE,
+                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except FileNotFoundError:
+        return trace.region_image(index)              # raises the reader's error
+
+
+class Simulator:
+    """Streams the crash points of a list of events under a persistency model.
+
+    events        the trace's events (crashsim.trace.Event), in recorded order
+    image         region 0's initial image (Trace.region_image(0)); b"" if there is none
+    line_size     cache-line size (ModelOptions.line_size overrides it)
+    """
+
+    def __init__(self, events: Sequence[Event], image: bytes | bytearray = b"", *,
+                 line_size: int = 64, region_base: int = 0,
+                 options: ModelOptions | None = None) -> None:
+        self.options = options or ModelOptions()
+        self.line_size = self.options.validate(line_size)
+        self.unit = self.options.atomic_unit
+        if region_base % self.unit:
+            raise TraceError(f"region 0 base 0x{region_base:x} is not aligned to the atomic unit "
+                             f"({self.unit} bytes)")
+        self.events = events
+        self.image = ImageState(image, self.unit, region=0)
+        self.unplaced = 0      # stores outside every registered region (ignored)
+        self.pieces = 0        # pieces made so far
+
+    @classmethod
+    def from_trace(cls, trace: Trace, options: ModelOptions | None = None) -> "Simulator":
+        image = _map_region(trace, 0) if trace.regions else b""
+        base = trace.regions[0].base if trace.regions else trace.pool_base
+        return cls(trace.events, image, line_size=trace.line_size, region_base=base, options=options)
+
+    def count_crash_points(self) -> int:
+        """How many crash points crash_points() will yield (a cheap pass, for progress bars)."""
+        clflush = self.options.clflush_guarantees and self.options.model == "adr"
+        n = 1
+        for ev in self.events:
+            k = ev.kind
+            if k in ("fence", "op_begin", "op_end") or (clflush and k == "flush" and ev.sub == "clflush"):
+                n += 1
+        return n
+
+    def crash_points(self) -> Iterator[CrashPoint]:
+        opts = self.options
+        eadr = opts.model == "eadr"
+        clflush_now = opts.clflush_guarantees and not eadr
+        line_size, unit, image = self.line_size, self.unit, self.image
+        record = image.record
+
+        pend: dict[int, list[Piece]] = {}          # line -> pending cached pieces, in order
+        total: dict[int, int] = {}                 # line -> cached pieces stored so far
+        gprefix: dict[int, int] = {}               # line -> guaranteed prefix length
+        nt_pend: dict[int, list[Piece]] = {}       # thread -> NT pieces awaiting its fence
+        flushed: dict[int, dict[int, int]] = {}    # thread -> line -> pieces its flushes cover
+        glob: list[Piece] = []                     # eadr: pieces since the previous crash point
+        in_flight: list[int] = []
+        last_done: int | None = None
+        pid = 0
+        index = 0
+
+        def point(i: int, kind: str) -> CrashPoint:
+            nonlocal index
+            if eadr:
+                units = (Unit("global", None, tuple(glob)),) if glob else ()
+            else:
+                units = tuple(Unit("line", line * line_size, tuple(pend[line])) for line in sorted(pend))
+                if nt_pend:
+                    nts = sorted((p for ps in nt_pend.values() for p in ps), key=lambda p: p.id)
+                    units += tuple(Unit("nt", p.line * line_size, (p,)) for p in nts)
+            legal = 1
+            for u in units:
+                legal *= len(u.pieces) + 1
+            patch = image.commit()
+            cp = CrashPoint(index, i, kind, in_flight[-1] if in_flight else None, tuple(in_flight),
+                            last_done, units, legal, patch, image.fp, line_size)
+            index += 1
+            return cp
+
+        def guarantee_line(line: int, count: int, out: list[Piece]) -> None:
+            g = gprefix.get(line, 0)
+            if count <= g:
+                return
+            pieces = pend[line]
+            out.extend(pieces[:count - g])
+            rest = pieces[count - g:]
+            if rest:
+                pend[line] = rest
+            else:
+                del pend[line]
+            gprefix[line] = count
+
+        for i, ev in enumerate(self.events):
+            kind = ev.kind
+            if kind == "store" or kind == "ntstore":
+                if ev.off is None or ev.region is None:
+                    self.unplaced += 1
+                    continue
+                nt = kind == "ntstore"
+                data, addr, tid = ev.data, ev.addr, ev.tid
+                for part, (a, b) in enumerate(split_points(addr, ev.size, unit)):
+                    line = a // line_size
+                    p = Piece(pid, i, part, tid, nt, ev.region, ev.off + (a - addr), a,
+                              data[a - addr:b - addr], line, a // unit)
+                    pid += 1
+                    record(p)
+                    if eadr:
+                        glob.append(p)
+                    elif nt:
+                        nt_pend.setdefault(tid, []).append(p)
+                    else:
+                        lst = pend.get(line)
+                        if lst is None:
+                            pend[line] = [p]
+                        else:
+                            lst.append(p)
+                        total[line] = total.get(line, 0) + 1
+            elif kind == "fence":
+                yield point(i, "fence")
+                if eadr:
+                    image.guarantee(glob)
+                    glob.clear()
+                    continue
+                newly: list[Piece] = []
+                for line, count in flushed.pop(ev.tid, {}).items():
+                    guarantee_line(line, count, newly)
+                newly.extend(nt_pend.pop(ev.tid, ()))
+                if newly:
+                    newly.sort(key=lambda p: p.id)
+                    image.guarantee(newly)
+            elif kind == "flush":
+                if eadr:
+                    continue
+                line = ev.addr // line_size
+                count = total.get(line, 0)
+                if clflush_now and ev.sub == "clflush":
+                    yield point(i, "clflush")
+                    newly = []
+                    guarantee_line(line, count, newly)
+                    image.guarantee(newly)
+                elif count:
+                    cover = flushed.setdefault(ev.tid, {})
+                    if count > cover.get(line, 0):
+                        cover[line] = count
+            elif kind == "op_begin":
+                yield point(i, "op_begin")
+                if eadr:
+                    image.guarantee(glob)
+                    glob.clear()
+                in_flight.append(ev.addr)
+            elif kind == "op_end":
+                if ev.addr in in_flight:
+                    in_flight.remove(ev.addr)
+                last_done = ev.addr
+                yield point(i, "op_end")
+                if eadr:
+                    image.guarantee(glob)
+                    glob.clear()
+        self.pieces = pid
+        yield point(len(self.events), "end")

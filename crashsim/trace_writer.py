@@ -1,0 +1,229 @@
+"""Hand-made traces: build events in Python, get them as crashsim.trace.Event lists or write them as
+binary trace files in exactly the format of docs/trace-format.md.
+
+Owns: writing the trace format from Python (tests, hand-made traces, synthetic benchmarks). The
+runtime (instrument/runtime/) is the real writer; crashsim/trace.py is the reader this must agree
+with.
+
+    w = TraceWriter(pool_size=4096)
+    w.op_begin(0)
+    w.store(0x40, (7).to_bytes(8, "little"))
+    w.flush(0x40, "clwb"); w.fence("sfence")
+    w.op_end(0)
+    events = w.events()          # in memory, as read_trace would return them
+    w.write("t.trace")           # t.trace + t.trace.region0
+
+Addresses given to the methods are offsets in region 0 (the pool) unless `absolute=True`.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from .trace import (CHUNK, CHUNK_MAGIC, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC, NO_SITE,
+                    STORE_ORIGINS, VERSION, Event, encode_event)
+
+KIND_IDS = {name: k for k, name in KINDS.items()}
+FLUSH_IDS = {name: k for k, name in FLUSH_SUBS.items()}
+FENCE_IDS = {name: k for k, name in FENCE_SUBS.items()}
+ORIGIN_IDS = {name: k for k, name in STORE_ORIGINS.items()}
+DEFAULT_POOL = 0x600000000000
+
+
+@dataclass
+class _Rec:
+    kind: int
+    sub: int
+    tid: int
+    site: int
+    addr: int
+    size: int
+    payload: bytes
+
+
+@dataclass
+class _SiteRec:
+    file: str
+    line: int
+    column: int
+    func: str
+    inlined_file: str
+    inlined_line: int
+    inlined_column: int
+    inlined_func: str
+
+
+class TraceWriter:
+    """Collects events in order; `events()` and `write()` render them."""
+
+    def __init__(self, *, pool_base: int = DEFAULT_POOL, pool_size: int = 4096, line_size: int = 64,
+                 image: bytes | None = None, pid: int = 0, loads: bool = False) -> None:
+        if image is not None and len(image) != pool_size:
+            raise ValueError(f"image has {len(image)} bytes, the pool {pool_size}")
+        self.pool_base = pool_base
+        self.pool_size = pool_size
+        self.line_size = line_size
+        self.pid = pid
+        self.loads = loads
+        self.sites: list[_SiteRec] = []
+        self.records: list[_Rec] = []
+        self.regions: list[tuple[int, int, bytes]] = []   # (base, size, initial image)
+        self.region(pool_base, pool_size, image, absolute=True)
+
+    # -- addresses and sites ---------------------------------------------------------------
+
+    def _abs(self, addr: int, absolute: bool) -> int:
+        return addr if absolute else self.pool_base + addr
+
+    def site(self, file: str, line: int, func: str = "", column: int = 0, inlined_file: str = "",
+             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "") -> int:
+        """Add a site; returns its id for the `site=` argument of the event methods."""
+        self.sites.append(_SiteRec(file, line, column, func, inlined_file, inlined_line,
+                                   inlined_column, inlined_func))
+        return len(self.sites) - 1
+
+    def _add(self, kind: str, sub: int = 0, tid: int = 0, site: int = NO_SITE, addr: int = 0,
+             size: int = 0, payload: bytes = b"") -> None:
+        self.records.append(_Rec(KIND_IDS[kind], sub, tid, site, addr, size, payload))
+
+    # -- events ----------------------------------------------------------------------------
+
+    def region(self, addr: int, size: int, image: bytes | None = None, *, absolute: bool = False) -> int:
+        """Register a PM region (region 0 is registered by the constructor). Returns its index."""
+        index = len(self.regions)
+        self.regions.append((self._abs(addr, absolute), size, image if image is not None else bytes(size)))
+        self._add("region", index, 0, NO_SITE, self._abs(addr, absolute), 0, b"")
+        return index
+
+    def store(self, addr: int, data: bytes, *, tid: int = 0, site: int = NO_SITE, origin: str = "plain",
+              nt: bool = False, absolute: bool = False) -> None:
+        self._add("ntstore" if nt else "store", ORIGIN_IDS[origin], tid, site, self._abs(addr, absolute),
+                  len(data), bytes(data))
+
+    def ntstore(self, addr: int, data: bytes, **kw) -> None:
+        self.store(addr, data, nt=True, **kw)
+
+    def flush(self, addr: int, kind: str = "clwb", *, tid: int = 0, site: int = NO_SITE,
+              absolute: bool = False) -> None:
+        """Flush the line holding ADDR (the event carries the line address, as the runtime logs it)."""
+        a = self._abs(addr, absolute)
+        self._add("flush", FLUSH_IDS[kind], tid, site, a - a % self.line_size, self.line_size)
+
+    def fence(self, kind: str = "sfence", *, tid: int = 0, site: int = NO_SITE) -> None:
+        self._add("fence", FENCE_IDS[kind], tid, site)
+
+    def persist(self, addr: int, size: int, *, tid: int = 0, flush: str = "clwb", fence: str = "sfence",
+                absolute: bool = False) -> None:
+        """Flush every line of [ADDR, ADDR+SIZE), then fence (a persist() of libpmem's kind)."""
+        a = self._abs(addr, absolute)
+        line = a - a % self.line_size
+        while line < a + size:
+            self.flush(line, flush, tid=tid, absolute=True)
+            line += self.line_size
+        self.fence(fence, tid=tid)
+
+    def op_begin(self, index: int, *, tid: int = 0) -> None:
+        self._add("op_begin", 0, tid, NO_SITE, index)
+
+    def op_end(self, index: int, *, tid: int = 0) -> None:
+        self._add("op_end", 0, tid, NO_SITE, index)
+
+    def alloc(self, addr: int, size: int, *, tid: int = 0, site: int = NO_SITE, absolute: bool = False) -> None:
+        self._add("alloc", 0, tid, site, self._abs(addr, absolute), size)
+
+    def free(self, addr: int, *, tid: int = 0, site: int = NO_SITE, absolute: bool = False) -> None:
+        self._add("free", 0, tid, site, self._abs(addr, absolute))
+
+    def mark(self, label: str, *, tid: int = 0) -> None:
+        data = label.encode()
+        self._add("mark", 0, tid, NO_SITE, 0, len(data), data)
+
+    def load(self, addr: int, size: int, *, tid: int = 0, site: int = NO_SITE, absolute: bool = False) -> None:
+        self._add("load", 0, tid, site, self._abs(addr, absolute), size)
+
+    # -- rendering -------------------------------------------------------------------------
+
+    def events(self) -> list[Event]:
+        """The events as crashsim.trace.read_trace returns them (region events folded away)."""
+        out: list[Event] = []
+        known: list[tuple[int, int, int]] = []
+        for r in self.records:
+            name = KINDS[r.kind]
+            if name == "region":
+                base, size, _ = self.regions[r.sub]
+                known.append((base, base + size, r.sub))
+                continue
+            if name in ("store", "ntstore"):
+                sub = STORE_ORIGINS[r.sub]
+            elif name == "flush":
+                sub = FLUSH_SUBS[r.sub]
+            elif name == "fence":
+                sub = FENCE_SUBS[r.sub]
+            else:
+                sub = ""
+            region = off = None
+            if name not in ("op_begin", "op_end", "mark", "fence"):
+                for base, end, index in known:
+                    if base <= r.addr < end:
+                        region, off = index, r.addr - base
+                        break
+            data = r.payload if name in ("store", "ntstore", "mark") else b""
+            out.append(Event(len(out), r.tid, name, sub, r.addr, r.size, data, r.site, region, off))
+        return out
+
+    def image(self, index: int = 0) -> bytes:
+        return self.regions[index][2]
+
+    def write(self, path: str | os.PathLike, *, complete: bool = True, chunk_events: int = 4096) -> Path:
+        """Write the trace file and its region images next to it. Without COMPLETE no `end`."""
+        path = Path(path)
+        sites = b"".join(_pack_site(s) for s in self.sites)
+        header = HEADER.pack(MAGIC, VERSION, HEADER.size, self.regions[0][0], self.regions[0][1],
+                             self.line_size, 1 if self.loads else 0, self.pid, len(self.sites))
+        records = list(self.records)
+        names = [f"{path.name}.region{i}" for i in range(len(self.regions))]
+        encoded = []
+        for r in records:
+            payload = r.payload
+            if KINDS[r.kind] == "region":
+                base, size, _ = self.regions[r.sub]
+                name = names[r.sub].encode()
+                payload = struct.pack("<QQ", size, len(name)) + name
+            encoded.append(encode_event(r.kind, r.sub, r.tid, r.site, r.addr, r.size, payload))
+        if complete:
+            encoded.append(encode_event(KIND_IDS["end"], 0, 0, NO_SITE, 0))
+        with open(path, "wb") as f:
+            f.write(header)
+            f.write(sites)
+            for i in range(0, len(encoded), chunk_events):
+                chunk = encoded[i:i + chunk_events]
+                body = b"".join(chunk)
+                f.write(CHUNK.pack(CHUNK_MAGIC, len(chunk), len(body)))
+                f.write(body)
+        for (base, size, image), name in zip(self.regions, names):
+            _write_sparse(path.parent / name, image, size)
+        return path
+
+
+def _pack_str(s: str) -> bytes:
+    data = s.encode()
+    return struct.pack("<H", len(data)) + data
+
+
+def _pack_site(s: _SiteRec) -> bytes:
+    return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
+            + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
+
+
+def _write_sparse(path: Path, image: bytes, size: int, page: int = 4096) -> None:
+    """A file of exactly SIZE bytes with IMAGE's non-zero pages written (the rest are holes)."""
+    with open(path, "wb") as f:
+        f.truncate(size)
+        zero = bytes(page)
+        for off in range(0, len(image), page):
+            chunk = image[off:off + page]
+            if chunk != zero[:len(chunk)]:
+                f.seek(off)
+                f.write(chunk)

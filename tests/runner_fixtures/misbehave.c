@@ -1,0 +1,183 @@
+/*
+ * misbehave.c -- a checker-runner fixture whose CHECK misbehaves on demand
+ *
+ * The first u64 of the pool image selects what CHECK does, so one runner
+ * process serves states of every kind (the test sends states whose writes
+ * set that word).  Usage:
+ *
+ *   misbehave serve SIZE [TIMEOUT_MS MEM_MB CPU_S]   serve at the pool address
+ *   misbehave premap SIZE                          map the pool address first
+ *                                                   (the runner must refuse)
+ *
+ * The pool address is $CRASHCHECK_POOL_ADDR (hex) or 0x600000000000.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runner.h"
+
+enum cmd {
+	CMD_OK = 0,         /* {"cmd":0,"sum":...,"followup":...} */
+	CMD_SEGV = 1,       /* write through NULL */
+	CMD_ABORT = 2,
+	CMD_SPIN = 3,       /* busy loop forever */
+	CMD_HOG = 4,        /* malloc+touch 1 MiB blocks forever, then use the NULL */
+	CMD_EXIT3 = 5,      /* exit(3) without output */
+	CMD_BADJSON = 6,
+	CMD_NOISY = 7,      /* 100 lines on stdout and stderr, then a result */
+	CMD_RC5 = 8,        /* a result, then return 5 */
+	CMD_PRETTY = 9,     /* a multi-line (pretty-printed) result */
+	CMD_RECURSE = 10,   /* stack overflow */
+	CMD_SLEEP = 11,     /* blocked in a system call forever */
+	CMD_XMALLOC = 12,   /* checked allocation that aborts on failure */
+	CMD_SCRIBBLE = 13,  /* writes into the pool, then a result */
+	CMD_BYTES = 14,     /* non-UTF-8 bytes on stderr, unicode in the result */
+	CMD_BIG = 15,       /* a result of several MB */
+	CMD_FORK = 16,      /* forks; child and grandchild both hang (pids on stderr) */
+	CMD_ECHO = 17,      /* writes the followup text verbatim as its output */
+};
+
+static uint64_t *pool;
+/* Allocations are chained here so the compiler cannot elide them. */
+static void *volatile hoard;
+
+/* words_sum -- sum of pool words 1..15 (what "ok" reports) */
+static uint64_t words_sum(void)
+{
+	uint64_t s = 0;
+	for (int i = 1; i < 16; i++)
+		s += pool[i];
+	return s;
+}
+
+/* recurse -- eat the stack (the endless recursion is the point) */
+#pragma clang diagnostic ignored "-Winfinite-recursion"
+static int recurse(volatile char *prev, int depth)
+{
+	volatile char frame[4096];
+	frame[0] = (char)depth;
+	frame[4095] = prev ? prev[0] : 0;
+	return recurse(frame, depth + 1) + frame[100];
+}
+
+/* check -- the misbehaving CHECK */
+static int check(void *ctx, const char *followup, FILE *out)
+{
+	(void)ctx;
+	switch (pool[0]) {
+	case CMD_OK:
+		fprintf(out, "{\"cmd\":0,\"sum\":%llu,\"followup\":\"%s\"}\n",
+			(unsigned long long)words_sum(), followup);
+		return 0;
+	case CMD_SEGV:
+		fprintf(stderr, "about to crash\n");
+		*(volatile int *)(uintptr_t)8 = 1;
+		return 0;
+	case CMD_ABORT:
+		fprintf(stderr, "about to abort\n");
+		abort();
+	case CMD_SPIN:
+		for (volatile uint64_t i = 0;; i++)
+			;
+	case CMD_HOG:
+		for (;;) {
+			char *p = malloc(1 << 20);
+			memset(p, 1, 1 << 20);   /* NULL once the limit is reached: SIGSEGV */
+			*(void **)p = hoard;
+			hoard = p;
+		}
+	case CMD_EXIT3:
+		exit(3);
+	case CMD_BADJSON:
+		fprintf(out, "{\"cmd\": 6, oops}\n");
+		return 0;
+	case CMD_NOISY:
+		for (int i = 0; i < 100; i++) {
+			printf("stdout line %d\n", i);
+			fprintf(stderr, "stderr line %d\n", i);
+		}
+		fprintf(out, "{\"cmd\":7}\n");
+		return 0;
+	case CMD_RC5:
+		fprintf(out, "{\"cmd\":8}\n");
+		return 5;
+	case CMD_PRETTY:
+		fprintf(out, "{\n  \"cmd\": 9,\n  \"list\": [1, 2,\n 3],\n  \"s\": \"a b\"\n}\n");
+		return 0;
+	case CMD_RECURSE:
+		return recurse(NULL, 0);
+	case CMD_SLEEP:
+		for (;;)
+			pause();
+	case CMD_XMALLOC:
+		for (;;) {
+			char *p = malloc(1 << 20);
+			if (p == NULL) {
+				fprintf(stderr, "out of memory\n");
+				abort();
+			}
+			memset(p, 1, 1 << 20);
+			*(void **)p = hoard;
+			hoard = p;
+		}
+	case CMD_SCRIBBLE:
+		memset(pool + 1, 0xff, 15 * 8);
+		fprintf(out, "{\"cmd\":13,\"sum\":%llu}\n", (unsigned long long)words_sum());
+		return 0;
+	case CMD_BYTES:
+		fprintf(stderr, "bad bytes: \xff\xfe \xc3\x28 end\n");
+		fprintf(out, "{\"cmd\":14,\"s\":\"caf\xc3\xa9 \\u00e9\"}\n");
+		return 0;
+	case CMD_BIG:
+		fprintf(out, "{\"cmd\":15,\"items\":[");
+		for (int i = 0; i < 200000; i++)
+			fprintf(out, "%s[%d,\"%08x\"]", i ? "," : "", i, i * 2654435761u);
+		fprintf(out, "]}\n");
+		return 0;
+	case CMD_FORK:
+		if (fork() == 0)
+			fprintf(stderr, "grandchild %d\n", (int)getpid());
+		else
+			fprintf(stderr, "child %d\n", (int)getpid());
+		fflush(stderr);
+		for (;;)
+			pause();
+	case CMD_ECHO:
+		fputs(followup, out);
+		return 0;
+	default:
+		fprintf(out, "{\"cmd\":%llu,\"unknown\":true}\n", (unsigned long long)pool[0]);
+		return 0;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: misbehave serve|premap SIZE [TIMEOUT_MS MEM_MB CPU_S]\n");
+		return 2;
+	}
+	const char *env = getenv("CRASHCHECK_POOL_ADDR");
+	uintptr_t addr = env ? (uintptr_t)strtoull(env, NULL, 0) : (uintptr_t)0x600000000000ULL;
+	size_t size = (size_t)strtoull(argv[2], NULL, 0);
+	struct cc_runner_limits lim = CC_RUNNER_DEFAULT_LIMITS;
+	if (argc >= 6) {
+		lim.timeout_ms = (unsigned)atoi(argv[3]);
+		lim.mem_bytes = (size_t)atoi(argv[4]) << 20;
+		lim.cpu_seconds = (unsigned)atoi(argv[5]);
+	}
+	if (strcmp(argv[1], "premap") == 0) {
+		void *p = mmap((void *)addr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (p == MAP_FAILED) {
+			perror("premap");
+			return 2;
+		}
+	}
+	pool = (uint64_t *)addr;
+	return cc_runner_serve(0, 1, (void *)addr, size, check, NULL, &lim) == 0 ? 0 : 1;
+}
