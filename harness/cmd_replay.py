@@ -14,6 +14,7 @@ from harness import structures
 from harness.errors import UsageError
 from harness.pipeline import Checker, Settings, oracle_point
 from harness.report import site_text
+from harness.strategies import with_load
 from specs import leaks as leak_policy
 from specs.ordered_map import parse_op, prefix_states
 from specs.oracle import judge_recovery
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     settings = Settings(model=rec["model"], strategy=rec.get("strategy", "bounded"),
                         limit=rec.get("limit", 64), seed=rec.get("seed", 0))
     try:
-        ops = [parse_op(line) for line in rec["history"]]
+        ops = with_load([parse_op(line) for line in rec["history"]], int(rec.get("load", 0)))
         follow = [parse_op(line) for line in rec.get("followup", [])]
     except (ValueError, IndexError) as exc:
         raise UsageError(f"{args.record}: bad history line ({exc})") from None

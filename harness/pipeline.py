@@ -248,13 +248,15 @@ class Checker:
         points = set()
         # Crash points before the first operation fall in pool formatting and the structure's
         # create, which are set-up, not part of the history.
-        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin"), len(trace.events))
+        # The same goes for a history's load phase (strategies.History.load).
+        load = getattr(ops, "load", 0)
+        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
+                        len(trace.events))
         for out in explore(trace, options=self.settings.options(), strategy=self.settings.strategy,
                            limit=self.settings.limit, seed=self.settings.seed, runner=runner,
-                           followup=follow_text, first_state=self._next_state, progress=progress):
+                           followup=follow_text, first_state=self._next_state, progress=progress,
+                           start_event=first_op):
             self._next_state = out.id + 1
-            if out.point.event < first_op:
-                continue
             outcome.states_explored += 1
             if out.point.index not in points:
                 points.add(out.point.index)

@@ -111,6 +111,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "strategy": settings.strategy,
         "limit": settings.limit,
         "history": [op.text() for op in outcome.ops],
+        "load": getattr(outcome.ops, "load", 0),
         "followup": [op.text() for op in outcome.followup],
         "detail": f.detail,
         "occurrences": f.occurrences,

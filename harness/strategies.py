@@ -9,13 +9,16 @@ Key distributions (8-byte integer keys, as in the WORT thesis):
   dense      consecutive integers from a small base: long shared prefixes, full nodes
   sparse     uniform 64-bit integers: short prefixes, path compression everywhere
   clustered  a few random 64-bit cluster bases plus small offsets: dense inside, sparse between
+  nested     one random base with a few bytes varied at three depths: groups inside groups,
+             some of one key, so path-compressed nodes split and merge at every level
 Byte-string keys (for structures with CC_KEYS_BYTES, e.g. HART): 1..24 bytes built from a few
 shared prefixes, so tries split at many depths.
 
-Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and updates), and
-delete-heavy.
+Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and updates),
+delete-heavy, and churn (insert every key, then delete them all in a random order: every node
+grows and then shrinks and merges away).
 
-Bulk load: some histories start by inserting 17..48 keys, so nodes grow past their small forms
+Bulk load: a third of the histories start by inserting 17..48 keys, so nodes grow past their small forms
 (ART's NODE16 -> NODE48 needs 17 children under one parent); Hypothesis shrinks it away when a
 bug does not need it.
 """
@@ -25,8 +28,8 @@ from hypothesis import strategies as st
 
 from specs.ordered_map import Op
 
-KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "mixed")
-MIXES = ("insert-heavy", "ycsb", "delete-heavy", "mixed")
+KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "nested", "mixed")
+MIXES = ("insert-heavy", "ycsb", "delete-heavy", "churn", "mixed")
 
 # Relative weights of insert, update, delete, lookup, scan.
 _WEIGHTS = {
@@ -55,6 +58,19 @@ def _u64_keys(distribution: str, n: int) -> st.SearchStrategy[list[int]]:
                                   max_size=3),
                          st.lists(st.tuples(st.integers(0, 2), st.integers(0, 255)), min_size=n, max_size=n)
                          ).map(build)
+    if distribution == "nested":
+        def nest(args: tuple[int, list[tuple[int, int, int]]]) -> list[int]:
+            base, picks = args
+            keys = []
+            for hi, mid, lo in picks:
+                # byte 1 takes one of 2 values, byte 4 one of 3, byte 7 one of 4
+                k = base ^ (hi << 48) ^ (mid << 24) ^ lo
+                if k not in keys:
+                    keys.append(k)
+            return keys
+        return st.tuples(st.integers(0, (1 << 64) - 1),
+                         st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, 3)),
+                                  min_size=n, max_size=n)).map(nest)
     raise ValueError(f"unknown key distribution {distribution!r} (one of {', '.join(KEY_DISTRIBUTIONS)})")
 
 
@@ -73,26 +89,45 @@ def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
                                         min_size=n, max_size=n)).map(build)
 
 
+class History(list):
+    """A list of operations whose first `load` operations are a load phase: set-up that is run
+    (and traced) but not crash-checked."""
+    load: int = 0
+
+
+def with_load(ops: list[Op], load: int) -> History:
+    h = History(ops)
+    h.load = load
+    return h
+
+
 @st.composite
 def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
               key_kind: str = "u64", value_size: int = 8, max_keys: int = 8) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys."""
     if keys == "mixed":
-        keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:3]))
+        keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:4]))
     if mix == "mixed":
-        mix = draw(st.sampled_from(MIXES[:3]))
-    if mix not in _WEIGHTS:
+        mix = draw(st.sampled_from(MIXES[:4]))
+    if mix not in _WEIGHTS and mix != "churn":
         raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
-    bulk = draw(st.integers(0, 3)) == 0
+    bulk = draw(st.integers(0, 2)) == 0
     nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
     if key_kind == "bytes":
         pool = draw(_byte_keys(nkeys))
     else:
         pool = [k.to_bytes(8, "big") for k in draw(_u64_keys(keys, nkeys))]
+    if mix == "churn":
+        order = draw(st.permutations(pool))
+        ops = [Op("insert", k, draw(_values(value_size))) for k in pool]
+        ops += [Op("delete", k) for k in order]
+        return with_load(ops[:max(min_ops, 2 * len(pool))], 0)
     n = draw(st.integers(min_ops, max_ops))
     if bulk:
-        # Load every key first, then the random operations (n of them) over the same keys.
-        load = [Op("insert", key, draw(_values(value_size))) for key in pool]
+        # Load most keys first (not crash-checked), then the random operations over all of them,
+        # so the checked part still inserts into, and deletes from, the grown nodes.
+        spare = draw(st.integers(0, 4))
+        load = [Op("insert", key, draw(_values(value_size))) for key in pool[:len(pool) - spare]]
         n += len(load)
     else:
         load = []
@@ -103,16 +138,27 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     if mix == "ycsb" and not load:
         for key in pool[:n]:
             ops.append(Op("insert", key, draw(_values(value_size))))
+    # Inserts mostly pick keys not present yet and the other operations keys that are, so
+    # histories change the structure instead of bouncing off it (an insert into a full NODE48,
+    # a delete that leaves a node with one inner child).
+    present = {op.key for op in ops}
     while len(ops) < n:
         kind = draw(st.sampled_from(kinds))
-        key = draw(st.sampled_from(pool))
+        absent = [k for k in pool if k not in present]
+        there = [k for k in pool if k in present]
+        preferred = absent if kind == "insert" else there
+        key = draw(st.sampled_from(preferred if preferred and draw(st.integers(0, 3)) else pool))
         if kind in ("insert", "update"):
             ops.append(Op(kind, key, draw(_values(value_size))))
+            present.add(key)
         elif kind == "scan":
             ops.append(Op("scan", key, count=draw(st.integers(1, 8))))
+        elif kind == "delete":
+            ops.append(Op(kind, key))
+            present.discard(key)
         else:
             ops.append(Op(kind, key))
-    return ops
+    return with_load(ops, len(load))
 
 
 def _values(size: int) -> st.SearchStrategy[bytes]:
