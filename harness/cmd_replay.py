@@ -69,6 +69,14 @@ def run(args: argparse.Namespace) -> int:
         if crash.get("index") is None:
             print(f"no crash needed: {rec['detail']}")
             return 1
+        history_point = None
+        if rec.get("recovery_of"):
+            # a crash inside recovery: rebuild the original post-crash image, trace its recovery
+            orig = rec["recovery_of"]
+            ocp, image = checker.image_at(trace, orig["index"], tuple(orig["choice"]))
+            history_point = oracle_point(ocp, len(ops))
+            trace = checker.trace_recovery(image)
+            print(f"recovery of the crash state at event #{ocp.event} was itself interrupted")
         cp = checker.point_at(trace, crash["index"])
         choice = tuple(crash["choice"])
         if len(choice) != len(cp.units):
@@ -76,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
                   "the bug does not replay as recorded")
             return 0
         [res] = checker.recheck(trace, cp.index, [choice], "".join(op.text() + "\n" for op in follow))
-    point = oracle_point(cp, len(ops))
+    point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
           + (f", during operation {point.inflight}" if point.inflight is not None else ""))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashsim.explore import StateOutcome, explore
-from crashsim.image import encode_writes
+from crashsim.image import apply_writes, decode_writes, encode_writes
 from crashsim.model import ModelOptions, Piece
 from crashsim.runner import CheckResult, Runner, RunnerError
 from crashsim.simulate import CrashPoint as SimPoint, Simulator
@@ -45,6 +45,10 @@ class Settings:
     mem_mb: int = DEFAULT_MEM_MB
     followup: bool = True
     clflush_guarantees: bool = False
+    # Post-crash images per history whose own recovery is traced and crashed (0: off). Recovery
+    # must be idempotent: a crash while it repairs or replays a log, then recovery again, must
+    # still end in a state acceptable for the original crash.
+    recovery_crashes: int = 4
 
     def options(self) -> ModelOptions:
         return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees)
@@ -64,6 +68,11 @@ class Finding:
     result: CheckResult | None = None
     leaks: list[dict] = field(default_factory=list)
     occurrences: int = 1
+    # For a crash inside recovery: the original crash (its point index and choice) whose image
+    # recovery was working on, and the trace of that recovery run (where `point` lives).
+    recovery_of: tuple[int, tuple[int, ...]] | None = None
+    recovery_trace: Trace | None = None
+    history_point: CrashPoint | None = None      # the original crash, in history terms
 
     @property
     def lost(self) -> list[Piece]:
@@ -132,11 +141,14 @@ def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
 
 def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     """Findings with the same class and the same first lost store (or, with nothing lost, the
-    same crash site) are one bug."""
+    same crash site) are one bug. Crashes inside recovery are told apart by a prefix."""
+    pre = "in recovery: " if f.recovery_of is not None else ""
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
     lost = f.lost
     if lost:
-        return (f.cls, site_key(trace, store_site(trace, lost[0])))
-    return (f.cls, "crash@" + site_key(trace, _crash_site(trace, f.point), caller=True))
+        return (f.cls, pre + site_key(trace, store_site(trace, lost[0])))
+    return (f.cls, pre + "crash@" + site_key(trace, _crash_site(trace, f.point), caller=True))
 
 
 def store_site(trace: Trace, piece: Piece) -> int:
@@ -246,6 +258,11 @@ class Checker:
         by_group: dict[tuple[str, str], Finding] = {}
         verdicts: dict[tuple[int, int, int | None], tuple[Verdict, list[dict]]] = {}
         points = set()
+        # Post-crash images to crash again inside their recovery: recovered fine, mid-operation,
+        # some pending stores persisted and some lost (a half-done change is where recovery has
+        # work), distinct images only.
+        candidates: list[tuple[int, tuple[int, ...]]] = []
+        seen_images: set[int] = set()
         # Crash points before the first operation fall in pool formatting and the structure's
         # create, which are set-up, not part of the history.
         # The same goes for a history's load phase (strategies.History.load).
@@ -262,6 +279,11 @@ class Checker:
                 points.add(out.point.index)
                 outcome.crash_points += 1
                 outcome.states_legal += out.point.legal
+            if (out.point.op is not None and out.fp not in seen_images and out.result is not None
+                    and out.result.ok and any(k < len(u.pieces) for u, k in zip(out.point.units, out.choice))
+                    and any(k > 0 for k in out.choice)):
+                seen_images.add(out.fp)
+                candidates.append((out.point.index, tuple(out.choice)))
             for f in self._judge(trace, ops, states, follow, out, verdicts):
                 prev = by_group.get(f.group)
                 if prev is None:
@@ -269,6 +291,13 @@ class Checker:
                 else:
                     prev.occurrences += 1
         outcome.states_checked = runner.stats.states - checked_before
+        if self.settings.recovery_crashes and candidates:
+            for f in self.crash_recoveries(trace, ops, states, follow, candidates, outcome):
+                prev = by_group.get(f.group)
+                if prev is None:
+                    by_group[f.group] = f
+                else:
+                    prev.occurrences += f.occurrences
         outcome.findings = list(by_group.values())
         outcome.elapsed = time.monotonic() - t0
         return outcome
@@ -336,6 +365,80 @@ class Checker:
                 return cp
         raise ValueError(f"no crash point {cp_index} in {trace.path}")
 
+    # -- crashes inside recovery -----------------------------------------------------------
+
+    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
+        """The post-crash image of one crash state (for tracing its recovery)."""
+        sim = Simulator.from_trace(trace, self.settings.options())
+        for cp in sim.crash_points():
+            if cp.index == cp_index:
+                _, writes = StateCodec(cp, sim.image).encode(tuple(choice))
+                image = bytearray(sim.image.base)
+                apply_writes(image, decode_writes(writes))
+                return cp, bytes(image)
+        raise ValueError(f"no crash point {cp_index} in {trace.path}")
+
+    def trace_recovery(self, image: bytes, tag: str = "recovery") -> Trace:
+        """Run the structure's recovery (an empty history on IMAGE) with tracing on."""
+        pool = self.workdir / f"{tag}.pool"
+        pool.write_bytes(image)
+        trace_path = self.workdir / f"{tag}.trace"
+        env = _clean_env()
+        env["CRASHCHECK_TRACE"] = str(trace_path)
+        proc = subprocess.run([str(self.driver), "run", "--pool", str(pool), "--size",
+                               str(self.settings.pool_size), os.devnull],
+                              env=env, capture_output=True, text=True, timeout=120)
+        if proc.returncode != 0:
+            raise DriverFailure(f"recovery of a post-crash image failed in the traced run "
+                                f"(status {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        return read_trace(trace_path)
+
+    def crash_recoveries(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
+                         candidates: list[tuple[int, tuple[int, ...]]], outcome: HistoryOutcome
+                         ) -> list[Finding]:
+        """Crash inside the recovery of a few post-crash images; judge each second recovery
+        against what the original crash allowed."""
+        n = self.settings.recovery_crashes
+        # Spread the picks over the history: evenly spaced candidates.
+        picks = [candidates[round(i * (len(candidates) - 1) / max(1, n - 1))] for i in range(min(n, len(candidates)))]
+        runner = self.runner()
+        follow_text = history_text(follow)
+        found: dict[tuple[str, str], Finding] = {}
+        for cp_index, choice in dict.fromkeys(picks):
+            cp, image = self.image_at(trace, cp_index, choice)
+            try:
+                rtrace = self.trace_recovery(image)
+            except (DriverFailure, TraceError):
+                continue      # the plain check of this state already judged its recovery
+            if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
+                continue      # recovery wrote nothing: crashing inside it changes nothing
+            point = oracle_point(cp, len(ops))
+            before = runner.stats.states
+            for out in explore(rtrace, options=self.settings.options(), strategy=self.settings.strategy,
+                               limit=self.settings.limit, seed=self.settings.seed, runner=runner,
+                               followup=follow_text, first_state=self._next_state):
+                self._next_state = out.id + 1
+                outcome.states_explored += 1
+                outcome.crash_points += 1 if out.choice == tuple(0 for _ in out.choice) else 0
+                res = out.result
+                if res is None:
+                    continue
+                verdict = judge_recovery(ops, point, _as_dict(res), follow, states)
+                if verdict.ok:
+                    continue
+                f = Finding(verdict.cls, "crash during recovery, then recovery again: " + verdict.detail,
+                            (verdict.cls, ""), point=out.point, choice=out.choice, verdict=verdict,
+                            result=res, recovery_of=(cp_index, tuple(choice)), recovery_trace=rtrace,
+                            history_point=point)
+                f.group = finding_group(trace, f)
+                prev = found.get(f.group)
+                if prev is None:
+                    found[f.group] = f
+                else:
+                    prev.occurrences += 1
+            outcome.states_checked += runner.stats.states - before
+        return list(found.values())
+
     def finalize(self, outcome: HistoryOutcome, f: Finding) -> None:
         """Make F, found while fuzzing, ready to report: trace its history again (traces are
         deterministic, so its crash point has the same index), shrink its crash state, and
@@ -343,23 +446,35 @@ class Checker:
         if f.point is None or f.cls == "leak":
             return
         trace, _ = self.trace(outcome.ops)
+        outcome.trace = trace
+        if f.recovery_of is not None:
+            cp_index, choice = f.recovery_of
+            _, image = self.image_at(trace, cp_index, choice)
+            rtrace = self.trace_recovery(image, "recovery-final")
+            f.recovery_trace = rtrace
+            f.point = self.point_at(rtrace, f.point.index)
+            states = prefix_states(outcome.ops)
+            orig = oracle_point(self.point_at(trace, cp_index), len(outcome.ops))
+            f.history_point = orig
+            self.shrink_state(rtrace, outcome.ops, states, outcome.followup, f, orig)
+            f.group = finding_group(trace, f)
+            return
         f.point = self.point_at(trace, f.point.index)
         if len(f.point.units) != len(f.choice):
             raise DriverFailure(f"{self.structure.name}: the same history traced twice gave different "
                                 "traces (the structure or its driver is not deterministic)")
-        outcome.trace = trace
         self.shrink_state(trace, outcome.ops, prefix_states(outcome.ops), outcome.followup, f)
         f.group = finding_group(trace, f)
 
     def shrink_state(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
-                     f: Finding) -> None:
+                     f: Finding, point: CrashPoint | None = None) -> None:
         """Move F to the state with the fewest lost pieces that still fails with F's class:
         first let whole units persist, then let each remaining unit keep as much as it can.
         Candidates are checked in batches (one pass over the trace per batch)."""
         cp = f.point
         radices = cp.radices
         follow_text = history_text(follow)
-        point = oracle_point(cp, len(ops))
+        point = point or oracle_point(cp, len(ops))
 
         def failing(cands: list[tuple[int, ...]]) -> list[bool]:
             out = []

@@ -95,8 +95,9 @@ def _sources(sites: list[dict | None]) -> dict:
 
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path) -> dict:
-    trace = outcome.trace
     f = finding
+    # A crash inside recovery lives in the trace of that recovery run.
+    trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
     cp = f.point
     verdict = f.verdict
     record = {
@@ -122,6 +123,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "expected_states": [state_pairs(s) for s in verdict.expected] if verdict else [],
         "actual": state_pairs(verdict.actual) if verdict else None,
         "leaks": f.leaks,
+        "recovery_of": ({"index": f.recovery_of[0], "choice": list(f.recovery_of[1])}
+                        if f.recovery_of is not None else None),
         "timeline": [],
         "sources": {},
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
@@ -129,6 +132,9 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     if trace is not None and cp is not None:
         from harness.pipeline import oracle_point
         point = oracle_point(cp, len(outcome.ops))
+        if f.history_point is not None:
+            # a crash inside recovery: the history's position is that of the original crash
+            point = f.history_point
         crash_site = site_dict(trace, _crash_site(trace, cp))
         kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
         record["crash"] = {"event": cp.event, "index": cp.index, "kind": kind, "op": cp.op,

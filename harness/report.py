@@ -83,6 +83,12 @@ def _diff(expected: list[list[list[str]]], actual: list[list[str]] | None) -> li
 
 def _crash_text(bug: dict) -> str:
     crash = bug["crash"]
+    if bug.get("recovery_of"):
+        text = (f"Power failed during recovery (trace event #{crash['event']} of the recovery run), "
+                f"while it repaired the image left by an earlier crash")
+        if crash.get("inflight") is not None:
+            text += f" during operation {crash['inflight']}"
+        return text + "; then recovery ran again. The lost stores below are recovery's own."
     what = {"fence": "just before a fence", "op_begin": "before an operation started",
             "op_end": "right after an operation returned", "end": "at the end of the run"}
     text = f"Power failed {what.get(crash.get('kind'), crash.get('kind', ''))} (trace event #{crash['event']})"
