@@ -39,7 +39,8 @@ TREES_TARGETS :=
 # TREE_RULES -- the native and traced drivers of tree $(1)
 define TREE_RULES
 TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(TREES_COMMON_SRCS)
-TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/$(1)/*.h) $$(TREES_COMMON_HDRS)
+# A tree may include another tree's files (ART+CoW shares WOART's engine): depend on them all.
+TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/*/*.h trees/*/*.c) $$(TREES_COMMON_HDRS)
 
 $(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_DEPS) $$(TREES_RT)
 	@mkdir -p $$(@D)
