@@ -24,7 +24,7 @@ ROOT = structures.ROOT
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile your own structure with the pass so every command accepts it")
     p.add_argument("name", help="the name to give it (letters, digits, - and _)")
-    p.add_argument("sources", nargs="+", help="the structure's C/C++ sources")
+    p.add_argument("sources", nargs="*", help="the structure's C/C++ sources (none if all is in the adapter)")
     p.add_argument("--adapter", required=True, help="the adapter file defining `cc_adapter` (see trees/common/cc_tree.h)")
     p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
     p.add_argument("--cflags", default="", help="extra compiler flags, e.g. \"-DMY_OPTION -Iinclude\"")

@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-ops", type=int, default=10, help="longest history (default 10)")
     p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default="mixed", help="key distribution")
     p.add_argument("--mix", choices=MIXES, default="mixed", help="operation mix")
+    p.add_argument("--recovery-crashes", type=int, default=4, metavar="N",
+                   help="post-crash images per history whose recovery is crashed too (default 4; 0: off)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
     p.add_argument("--report", help="write the HTML report here")
     p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
@@ -114,7 +116,10 @@ def _summary(console: Console, res: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     targets = _check_args(args)
-    settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed)
+    if args.recovery_crashes < 0:
+        raise UsageError("--recovery-crashes must be 0 or more")
+    settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
+                        recovery_crashes=args.recovery_crashes)
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or 20.0),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs)
     json_out = Path(args.json_out) if args.json_out else None

@@ -12,7 +12,8 @@ Design notes
   and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
   history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
   Hypothesis's own end-of-run report (or a flaky replay) is never needed.
-- Shrinking has a budget of its own, so one stubborn bug cannot eat the run.
+- Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
+  stays deterministic), so one stubborn bug cannot eat the run.
 """
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ class Config:
     keys: str = "mixed"
     mix: str = "mixed"
     batch: int = 8
-    shrink_budget: float = 8.0
+    shrink_calls: int = 80           # histories Hypothesis may try while shrinking, per batch
     jobs: int = 1
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
 
@@ -115,14 +116,15 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
     with Checker(s, bug, settings) as checker:
         strategy = histories(keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size)
-        shrink_until: list[float] = []
+        shrink_left: list[int] = []        # set when this batch found a failure to shrink
         shrinking: set[str] = set()
 
         def prop(ops):
-            now = time.monotonic()
-            if shrink_until and now > shrink_until[0]:
-                return      # out of shrink budget: let Hypothesis finish
-            if deadline and now > deadline and not shrink_until:
+            if shrink_left:
+                if shrink_left[0] <= 0:
+                    return      # out of shrink budget: let Hypothesis finish
+                shrink_left[0] -= 1
+            elif deadline and time.monotonic() > deadline:
                 return
             outcome = checker.check(ops)
             stats.histories += 1
@@ -153,8 +155,8 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                           "states": stats.states_explored, "bugs": sum(1 for e in registry.values() if not e.finding.expected),
                           "elapsed": time.monotonic() - t0})
             if unexpected:
-                if not shrink_until:
-                    shrink_until.append(time.monotonic() + config.shrink_budget)
+                if not shrink_left:
+                    shrink_left.append(config.shrink_calls)
                 same = [f for f in unexpected if f.cls in shrinking]
                 worst = same[0] if same else min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
                 shrinking.add(worst.cls)
@@ -171,7 +173,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             if deadline and time.monotonic() > deadline:
                 break
             n = config.batch if mine is None else min(config.batch, mine - done_examples)
-            shrink_until.clear()
+            shrink_left.clear()
             shrinking.clear()
             test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
                              phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,

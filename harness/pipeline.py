@@ -414,12 +414,16 @@ class Checker:
                 continue      # recovery wrote nothing: crashing inside it changes nothing
             point = oracle_point(cp, len(ops))
             before = runner.stats.states
+            rpoints: set[int] = set()
             for out in explore(rtrace, options=self.settings.options(), strategy=self.settings.strategy,
                                limit=self.settings.limit, seed=self.settings.seed, runner=runner,
                                followup=follow_text, first_state=self._next_state):
                 self._next_state = out.id + 1
                 outcome.states_explored += 1
-                outcome.crash_points += 1 if out.choice == tuple(0 for _ in out.choice) else 0
+                if out.point.index not in rpoints:
+                    rpoints.add(out.point.index)
+                    outcome.crash_points += 1
+                    outcome.states_legal += out.point.legal
                 res = out.result
                 if res is None:
                     continue

@@ -162,7 +162,9 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
 
 
 def _values(size: int) -> st.SearchStrategy[bytes]:
-    # Small numbers read well in reports and shrink to 1; distinct values make lost updates visible.
-    if size == 8:
-        return st.integers(1, 9999).map(lambda v: v.to_bytes(8, "little"))
+    # Small numbers read well in reports and shrink to 1; distinct values make lost updates
+    # visible. Wider values repeat the number in every 8-byte piece, so a value torn between
+    # two writes shows up as pieces of two different numbers.
+    if size % 8 == 0:
+        return st.integers(1, 9999).map(lambda v: v.to_bytes(8, "little") * (size // 8))
     return st.binary(min_size=size, max_size=size)
