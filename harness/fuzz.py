@@ -52,7 +52,7 @@ class Config:
     keys: str = "mixed"
     mix: str = "mixed"
     batch: int = 8
-    shrink_calls: int = 80           # histories Hypothesis may try while shrinking, per batch
+    shrink_calls: int = 40           # histories Hypothesis may try while shrinking, per batch
     jobs: int = 1
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
 

@@ -314,6 +314,7 @@ class Checker:
             leaked = leak_policy.unreachable(res.result) if verdict.ok or verdict.cls != "recovery-crash" else []
             cache[key] = (verdict, leaked)
         verdict, leaked = cache[key]
+        leak_key = ("leak", res.first, out.point.index)
         found: list[Finding] = []
         if not verdict.ok:
             f = Finding(verdict.cls, verdict.detail, (verdict.cls, ""), point=out.point,
@@ -321,9 +322,14 @@ class Checker:
             f.group = finding_group(trace, f)
             found.append(f)
         if leaked:
-            objs = leak_policy.attribute(trace, leaked, out.point.event)
-            known = leak_policy.expected(self.structure.known, objs,
-                                         leak_policy.touched_in_flight(trace, out.point.event))
+            if leak_key not in cache:
+                index = cache.get("leak-index")
+                if index is None:
+                    index = cache["leak-index"] = leak_policy.LeakIndex(trace)
+                objs = index.attribute(leaked, out.point.event)
+                cache[leak_key] = (objs, leak_policy.expected(self.structure.known, objs,
+                                                              index.touched_in_flight(out.point.event)))
+            objs, known = cache[leak_key]
             first = objs[0]
             group_site = f"{first['site']['file']}:{first['site']['line']}" if first.get("site") else "?"
             # Expected and unexpected leaks from one allocation site are different findings.
@@ -339,15 +345,25 @@ class Checker:
     def recheck(self, trace: Trace, cp_index: int, choices: list[tuple[int, ...]], follow_text: str
                 ) -> list[CheckResult]:
         """Check specific choice vectors at one crash point of TRACE (used by shrinking/replay)."""
+        return self.state_checker(trace, cp_index, follow_text)(choices)
+
+    def state_checker(self, trace: Trace, cp_index: int, follow_text: str):
+        """Simulate TRACE up to crash point CP_INDEX once, with the runner's image following, and
+        return a function that checks choice vectors there. Valid until the runner is used for
+        anything else."""
         runner = self.runner()
         sim = Simulator.from_trace(trace, self.settings.options())
         runner.queue_base(trace.regions[0].image)
         for cp in sim.crash_points():
             if cp.patch:
                 runner.queue_patch(encode_writes(cp.patch))
-            if cp.index != cp_index:
-                continue
-            codec = StateCodec(cp, sim.image)
+            if cp.index == cp_index:
+                codec = StateCodec(cp, sim.image)
+                break
+        else:
+            raise ValueError(f"no crash point {cp_index} in {trace.path}")
+
+        def check(choices: list[tuple[int, ...]]) -> list[CheckResult]:
             ids = []
             for choice in choices:
                 _, writes = codec.encode(tuple(choice))
@@ -356,7 +372,7 @@ class Checker:
                 self._next_state += 1
             answers = dict(runner.flush())
             return [answers[i] for i in ids]
-        raise ValueError(f"no crash point {cp_index} in {trace.path}")
+        return check
 
     def point_at(self, trace: Trace, cp_index: int) -> SimPoint:
         sim = Simulator.from_trace(trace, self.settings.options())
@@ -369,14 +385,27 @@ class Checker:
 
     def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
         """The post-crash image of one crash state (for tracing its recovery)."""
+        return self.images_at(trace, [(cp_index, choice)])[0]
+
+    def images_at(self, trace: Trace, states: list[tuple[int, tuple[int, ...]]]
+                  ) -> list[tuple[SimPoint, bytes]]:
+        """The post-crash images of several crash states, in one pass over the trace."""
+        wanted: dict[int, list[int]] = {}
+        for i, (cp_index, _) in enumerate(states):
+            wanted.setdefault(cp_index, []).append(i)
+        out: list[tuple[SimPoint, bytes] | None] = [None] * len(states)
         sim = Simulator.from_trace(trace, self.settings.options())
         for cp in sim.crash_points():
-            if cp.index == cp_index:
-                _, writes = StateCodec(cp, sim.image).encode(tuple(choice))
+            for i in wanted.pop(cp.index, []):
+                _, writes = StateCodec(cp, sim.image).encode(tuple(states[i][1]))
                 image = bytearray(sim.image.base)
                 apply_writes(image, decode_writes(writes))
-                return cp, bytes(image)
-        raise ValueError(f"no crash point {cp_index} in {trace.path}")
+                out[i] = (cp, bytes(image))
+            if not wanted:
+                break
+        if wanted:
+            raise ValueError(f"no crash point {min(wanted)} in {trace.path}")
+        return out
 
     def trace_recovery(self, image: bytes, tag: str = "recovery") -> Trace:
         """Run the structure's recovery (an empty history on IMAGE) with tracing on."""
@@ -404,8 +433,8 @@ class Checker:
         runner = self.runner()
         follow_text = history_text(follow)
         found: dict[tuple[str, str], Finding] = {}
-        for cp_index, choice in dict.fromkeys(picks):
-            cp, image = self.image_at(trace, cp_index, choice)
+        picks = list(dict.fromkeys(picks))
+        for (cp_index, choice), (cp, image) in zip(picks, self.images_at(trace, picks)):
             try:
                 rtrace = self.trace_recovery(image)
             except (DriverFailure, TraceError):
@@ -480,9 +509,11 @@ class Checker:
         follow_text = history_text(follow)
         point = point or oracle_point(cp, len(ops))
 
+        check = self.state_checker(trace, cp.index, follow_text)
+
         def failing(cands: list[tuple[int, ...]]) -> list[bool]:
             out = []
-            for res in self.recheck(trace, cp.index, cands, follow_text):
+            for res in check(cands):
                 v = judge_recovery(ops, point, _as_dict(res), follow, states)
                 out.append(not v.ok and v.cls == f.cls)
             return out
@@ -522,7 +553,7 @@ class Checker:
             if len(best) == 1 or failing([together])[0]:
                 choice = together
         if choice != tuple(f.choice):
-            [res] = self.recheck(trace, cp.index, [choice], follow_text)
+            [res] = check([choice])
             v = judge_recovery(ops, point, _as_dict(res), follow, states)
             f.choice, f.result, f.verdict, f.detail = choice, res, v, v.detail
 

@@ -16,6 +16,8 @@ as an old node a completed update forgot to free) is a bug.
 """
 from __future__ import annotations
 
+import bisect
+
 from crashsim.trace import Trace
 
 
@@ -37,50 +39,69 @@ def _site_dict(trace: Trace, site_id: int) -> dict | None:
     return out
 
 
+class LeakIndex:
+    """One pass over a trace: every allocation per pool offset, and what each operation
+    allocates or frees, so leaks at any crash point are attributed without rescanning."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.allocs: dict[int, list[tuple[int, int]]] = {}   # off -> [(event index, site)]
+        self.spans: list[tuple[int, int, set[int]]] = []      # (op_begin index, op_end index, offsets)
+        current: tuple[int, set[int]] | None = None
+        for i, ev in enumerate(trace.events):
+            kind = ev.kind
+            if kind == "op_begin":
+                current = (i, set())
+            elif kind == "op_end":
+                if current is not None:
+                    self.spans.append((current[0], i, current[1]))
+                current = None
+            elif kind in ("alloc", "free") and ev.region == 0:
+                if kind == "alloc":
+                    self.allocs.setdefault(ev.off, []).append((i, ev.site))
+                if current is not None:
+                    current[1].add(ev.off)
+        if current is not None:
+            self.spans.append((current[0], len(trace.events), current[1]))
+        self._begins = [b for b, _, _ in self.spans]
+
+    def attribute(self, objects: list[tuple[int, int]], before_event: int) -> list[dict]:
+        """Each leaked object with the site of its last allocation before BEFORE_EVENT, or, if
+        the allocator had marked it in use but its alloc marker came after the crash, the next.
+        (A free marker before the crash does not clear the site: the image may still mark the
+        object in use, unlinked but not yet freed durably, and then this allocation leaked.)"""
+        out = []
+        for off, size in objects:
+            sid = None
+            entries = self.allocs.get(off, [])
+            k = bisect.bisect_left(entries, (before_event, -1))
+            if k > 0:
+                sid = entries[k - 1][1]
+            elif entries:
+                sid = entries[0][1]
+            out.append({"off": off, "size": size,
+                        "site": _site_dict(self.trace, sid) if sid is not None else None})
+        return out
+
+    def touched_in_flight(self, crash_event: int) -> set[int]:
+        """Pool offsets the operation in flight at CRASH_EVENT allocates or frees (its whole span,
+        also after the crash: what it would have done had power not failed). Empty between ops
+        (a crash at op_end(i) still counts as inside operation i: its marker is not yet logged)."""
+        k = bisect.bisect_left(self._begins, crash_event) - 1
+        if k < 0:
+            return set()
+        begin, end, offs = self.spans[k]
+        return offs if crash_event <= end else set()
+
+
 def attribute(trace: Trace, objects: list[tuple[int, int]], before_event: int) -> list[dict]:
-    """Each leaked object with the site of its last allocation before event BEFORE_EVENT, or,
-    if the allocator had marked it in use but its alloc marker came after the crash, the next."""
-    sites: dict[int, int] = {}
-    later: dict[int, int] = {}
-    for i, ev in enumerate(trace.events):
-        if ev.region != 0 or ev.kind not in ("alloc", "free"):
-            continue
-        if i < before_event:
-            # A free marker before the crash does not clear the site: the image may still
-            # mark the object in use (unlinked, not yet freed durably), and then it is this
-            # allocation that leaked.
-            if ev.kind == "alloc":
-                sites[ev.off] = ev.site
-        elif ev.kind == "alloc":
-            later.setdefault(ev.off, ev.site)
-    out = []
-    for off, size in objects:
-        sid = sites.get(off, later.get(off))
-        out.append({"off": off, "size": size, "site": _site_dict(trace, sid) if sid is not None else None})
-    return out
+    """LeakIndex(trace).attribute(...), for one-off use."""
+    return LeakIndex(trace).attribute(objects, before_event)
 
 
 def touched_in_flight(trace: Trace, crash_event: int) -> set[int]:
-    """Pool offsets the operation in flight at CRASH_EVENT allocates or frees (its whole span,
-    also after the crash: what it would have done had power not failed). Empty between ops."""
-    events = trace.events
-    begin = None
-    for i in range(min(crash_event, len(events)) - 1, -1, -1):
-        kind = events[i].kind
-        if kind == "op_end":
-            return set()
-        if kind == "op_begin":
-            begin = i
-            break
-    if begin is None:
-        return set()
-    out = set()
-    for ev in events[begin + 1:]:
-        if ev.kind == "op_end":
-            break
-        if ev.kind in ("alloc", "free") and ev.region == 0:
-            out.add(ev.off)
-    return out
+    """LeakIndex(trace).touched_in_flight(...), for one-off use."""
+    return LeakIndex(trace).touched_in_flight(crash_event)
 
 
 def expected(known: list[dict], objects: list[dict], in_flight: set[int] | None = None) -> dict | None:
