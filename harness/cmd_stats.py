@@ -21,6 +21,7 @@ from pathlib import Path
 
 from crashsim.trace import read_trace
 from harness import keys as keygen
+from harness import structures
 from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,10 +79,19 @@ def traced_driver(structure: str) -> Path:
     return driver
 
 
-def histories(keys: list[int], seed: int) -> dict[str, list[str]]:
-    """The four phases: each key inserted, updated, looked up and deleted, each phase shuffled."""
+def histories(keys: list[int], seed: int, value_size: int = 8) -> dict[str, list[str]]:
+    """The four phases: each key inserted, updated, looked up and deleted, each phase shuffled.
+    Values are 64-bit numbers; for a structure with wider values (HART: 16 bytes) each is
+    repeated to VALUE_SIZE bytes, so every structure sees the same workload."""
     rng = random.Random(seed)
     mask = (1 << 64) - 1
+
+    def value() -> str:
+        v = rng.getrandbits(64) & mask
+        if value_size == 8:
+            return str(v)
+        reps = -(-value_size // 8)
+        return "x:" + (v.to_bytes(8, "little") * reps)[:value_size].hex()
 
     def order() -> list[int]:
         out = list(keys)
@@ -89,8 +99,8 @@ def histories(keys: list[int], seed: int) -> dict[str, list[str]]:
         return out
 
     return {
-        "insert": [f"insert {k} {rng.getrandbits(64) & mask}" for k in keys],
-        "update": [f"update {k} {rng.getrandbits(64) & mask}" for k in order()],
+        "insert": [f"insert {k} {value()}" for k in keys],
+        "update": [f"update {k} {value()}" for k in order()],
         "lookup": [f"lookup {k}" for k in order()],
         "delete": [f"delete {k}" for k in order()],
     }
@@ -155,7 +165,8 @@ def collect(structure: str, keys_kind: str, n: int, seed: int) -> StatsRun:
         tmp = Path(d)
         pool = tmp / "pool"
         create = True
-        for kind, lines in histories(keys, seed).items():
+        value_size = structures.get(structure).value_size
+        for kind, lines in histories(keys, seed, value_size).items():
             for start in range(0, len(lines), SEGMENT):
                 run_segment(driver, pool, size, create, lines[start:start + SEGMENT], tmp,
                             result.counts[kind], expect[kind])
