@@ -44,6 +44,14 @@ class Site:
     inlined_column: int = 0
     inlined_func: str = ""
 
+    def as_dict(self) -> dict:
+        """The JSON form used by `trace show --json`, bug records and reports."""
+        out = {"file": self.file, "line": self.line, "column": self.column, "func": self.func}
+        if self.inlined_func or self.inlined_line:
+            out["inlined_at"] = {"file": self.inlined_file, "line": self.inlined_line,
+                                 "column": self.inlined_column, "func": self.inlined_func}
+        return out
+
     def describe(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else (self.file or "?")
         text = f"{where} in {self.func or '?'}"

@@ -49,13 +49,7 @@ def event_json(trace: Trace, ev: Event) -> dict:
         obj["data"] = ev.data.hex()
     elif ev.kind == "mark":
         obj["label"] = ev.data.decode("utf-8", "replace")
-    obj["file"] = site.file if site else ""
-    obj["line"] = site.line if site else 0
-    obj["column"] = site.column if site else 0
-    obj["func"] = site.func if site else ""
-    if site and (site.inlined_line or site.inlined_func):
-        obj["inlined_at"] = {"file": site.inlined_file, "line": site.inlined_line,
-                             "column": site.inlined_column, "func": site.inlined_func}
+    obj.update(site.as_dict() if site else {"file": "", "line": 0, "column": 0, "func": ""})
     return obj
 
 

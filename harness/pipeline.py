@@ -274,30 +274,18 @@ class Checker:
                            followup=follow_text, first_state=self._next_state, progress=progress,
                            start_event=first_op):
             self._next_state = out.id + 1
-            outcome.states_explored += 1
-            if out.point.index not in points:
-                points.add(out.point.index)
-                outcome.crash_points += 1
-                outcome.states_legal += out.point.legal
+            _count_point(outcome, points, out)
             if (out.point.op is not None and out.fp not in seen_images and out.result is not None
                     and out.result.ok and any(k < len(u.pieces) for u, k in zip(out.point.units, out.choice))
                     and any(k > 0 for k in out.choice)):
                 seen_images.add(out.fp)
                 candidates.append((out.point.index, tuple(out.choice)))
             for f in self._judge(trace, ops, states, follow, out, verdicts):
-                prev = by_group.get(f.group)
-                if prev is None:
-                    by_group[f.group] = f
-                else:
-                    prev.occurrences += 1
+                _add_finding(by_group, f)
         outcome.states_checked = runner.stats.states - checked_before
         if self.settings.recovery_crashes and candidates:
             for f in self.crash_recoveries(trace, ops, states, follow, candidates, outcome):
-                prev = by_group.get(f.group)
-                if prev is None:
-                    by_group[f.group] = f
-                else:
-                    prev.occurrences += f.occurrences
+                _add_finding(by_group, f)
         outcome.findings = list(by_group.values())
         outcome.elapsed = time.monotonic() - t0
         return outcome
@@ -448,11 +436,7 @@ class Checker:
                                limit=self.settings.limit, seed=self.settings.seed, runner=runner,
                                followup=follow_text, first_state=self._next_state):
                 self._next_state = out.id + 1
-                outcome.states_explored += 1
-                if out.point.index not in rpoints:
-                    rpoints.add(out.point.index)
-                    outcome.crash_points += 1
-                    outcome.states_legal += out.point.legal
+                _count_point(outcome, rpoints, out)
                 res = out.result
                 if res is None:
                     continue
@@ -464,11 +448,7 @@ class Checker:
                             result=res, recovery_of=(cp_index, tuple(choice)), recovery_trace=rtrace,
                             history_point=point)
                 f.group = finding_group(trace, f)
-                prev = found.get(f.group)
-                if prev is None:
-                    found[f.group] = f
-                else:
-                    prev.occurrences += 1
+                _add_finding(found, f)
             outcome.states_checked += runner.stats.states - before
         return list(found.values())
 
@@ -556,6 +536,24 @@ class Checker:
             [res] = check([choice])
             v = judge_recovery(ops, point, _as_dict(res), follow, states)
             f.choice, f.result, f.verdict, f.detail = choice, res, v, v.detail
+
+
+def _count_point(outcome: HistoryOutcome, seen: set[int], out: StateOutcome) -> None:
+    """Count OUT's state as explored, and its crash point (with its legal states) once."""
+    outcome.states_explored += 1
+    if out.point.index not in seen:
+        seen.add(out.point.index)
+        outcome.crash_points += 1
+        outcome.states_legal += out.point.legal
+
+
+def _add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
+    """Keep the first finding of each group; later ones only add to its occurrences."""
+    prev = groups.get(f.group)
+    if prev is None:
+        groups[f.group] = f
+    else:
+        prev.occurrences += f.occurrences
 
 
 class DriverFailure(Exception):

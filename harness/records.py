@@ -20,13 +20,7 @@ CONTEXT_LINES = 3
 
 def site_dict(trace: Trace, site_id: int) -> dict | None:
     site = trace.site(site_id)
-    if site is None:
-        return None
-    out = {"file": site.file, "line": site.line, "column": site.column, "func": site.func}
-    if site.inlined_func or site.inlined_line:
-        out["inlined_at"] = {"file": site.inlined_file, "line": site.inlined_line,
-                             "column": site.inlined_column, "func": site.inlined_func}
-    return out
+    return site.as_dict() if site is not None else None
 
 
 def state_pairs(state: State | None) -> list[list[str]] | None:
