@@ -124,10 +124,18 @@ def prepare(results: dict) -> dict:
                          for k, v in sorted(by_class.items())}}
 
 
+def big(n) -> str:
+    """A count for a table cell: exact up to 10^12, then like 1.49e+36 (legal crash states grow
+    beyond any column; results.json keeps the exact figure)."""
+    n = int(n)
+    return f"{n:,}" if n < 10 ** 12 else f"{n:.2e}"
+
+
 def render(results: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(source=_source, stores=_stores, site_text=site_text)
+    env.filters["big"] = big
     return env.get_template("report.html.j2").render(**prepare(results))
 
 
@@ -136,6 +144,10 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    # mkstemp makes the file private (0600); give it the mode a plain open() would.
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
