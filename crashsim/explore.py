@@ -48,9 +48,7 @@ class StateOutcome:
     @property
     def lost(self) -> list[Piece]:
         """Pending pieces this state drops, in trace order."""
-        out = [p for u, k in zip(self.point.units, self.choice) for p in u.pieces[k:]]
-        out.sort(key=lambda p: p.id)
-        return out
+        return self.point.lost(self.choice)
 
 
 @dataclass

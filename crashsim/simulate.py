@@ -114,6 +114,12 @@ class CrashPoint:
         out.sort(key=lambda p: p.id)
         return out
 
+    def lost(self, choice: Sequence[int]) -> list[Piece]:
+        """The pending pieces a state drops (did not persist), in trace order."""
+        out = [p for u, k in zip(self.units, choice) for p in u.pieces[k:]]
+        out.sort(key=lambda p: p.id)
+        return out
+
 
 def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
     """Region INDEX's initial image, mapped copy-on-write: a pool of 64 MiB holding a small

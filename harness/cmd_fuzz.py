@@ -7,7 +7,6 @@ nothing unexpected was found, 1 when bugs were found, 2 on a usage or set-up err
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 import time
@@ -23,7 +22,7 @@ from harness import structures
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, fuzz_targets
 from harness.pipeline import Settings
-from harness.report import write_atomic, write_report
+from harness.report import write_run
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
 
 
@@ -156,14 +155,7 @@ def run(args: argparse.Namespace) -> int:
             live.stop()
     res = results_json(results, settings, command)
     res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
-    if res["bugs"]:
-        bugdir.mkdir(parents=True, exist_ok=True)
-        for b in res["bugs"]:
-            write_atomic(bugdir / f"{b['id']}.json", json.dumps(b, indent=1) + "\n")
-    if json_out:
-        write_atomic(json_out, json.dumps(res, indent=1) + "\n")
-    if args.report:
-        write_report(res, args.report)
+    write_run(res, bugdir, json_out, args.report)
     out = Console(soft_wrap=True)
     _summary(out, res)
     if json_out:

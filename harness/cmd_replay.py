@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import structures
 from harness.errors import UsageError
-from harness.pipeline import Checker, Settings, oracle_point
+from harness.pipeline import Checker, Settings, history_text, oracle_point, result_dict
 from harness.report import site_text
 from harness.strategies import with_load
 from specs import leaks as leak_policy
@@ -83,18 +83,15 @@ def run(args: argparse.Namespace) -> int:
             print("the trace changed since the record was made (crash point has other pending stores); "
                   "the bug does not replay as recorded")
             return 0
-        [res] = checker.recheck(trace, cp.index, [choice], "".join(op.text() + "\n" for op in follow))
+        [res] = checker.recheck(trace, cp.index, [choice], history_text(follow))
     point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
           + (f", during operation {point.inflight}" if point.inflight is not None else ""))
-    lost = [p for u, k in zip(cp.units, choice) for p in u.pieces[k:]]
-    for p in sorted(lost, key=lambda p: p.id):
+    for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
-    verdict = judge_recovery(ops, point, {"status": res.status, "signal": res.signal, "exit": res.exit,
-                                          "result": res.result, "stderr": res.stderr}, follow,
-                             prefix_states(ops))
+    verdict = judge_recovery(ops, point, result_dict(res), follow, prefix_states(ops))
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

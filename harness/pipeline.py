@@ -76,10 +76,7 @@ class Finding:
 
     @property
     def lost(self) -> list[Piece]:
-        if self.point is None:
-            return []
-        out = [p for u, k in zip(self.point.units, self.choice) for p in u.pieces[k:]]
-        return sorted(out, key=lambda p: p.id)
+        return self.point.lost(self.choice) if self.point is not None else []
 
     @property
     def kept(self) -> list[Piece]:
@@ -213,16 +210,21 @@ class Checker:
         """Run the traced driver on OPS; returns the trace and the driver's result lines."""
         hist = self.workdir / "history"
         hist.write_text(history_text(ops))
-        trace_path = self.workdir / "trace"
-        pool = self.workdir / "pool"
+        return self._run_traced(self.workdir / "pool", hist, "trace", create=True,
+                                what=f"the traced run of {self.structure.name} died", ok=(0, 1))
+
+    def _run_traced(self, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
+                    what: str, ok: tuple[int, ...] = (0,)) -> tuple[Trace, list[str]]:
+        """`driver run` on POOL with HISTORY, traced into workdir/TAG; the trace and the result
+        lines. Any exit status outside OK raises DriverFailure(WHAT ...)."""
+        trace_path = self.workdir / tag
         env = _clean_env()
         env["CRASHCHECK_TRACE"] = str(trace_path)
-        proc = subprocess.run([str(self.driver), "run", "--pool", str(pool), "--create",
-                               "--size", str(self.settings.pool_size), str(hist)],
+        argv = [str(self.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
+        proc = subprocess.run(argv + ["--size", str(self.settings.pool_size), str(history)],
                               env=env, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0 and proc.returncode != 1:
-            raise DriverFailure(f"the traced run of {self.structure.name} died "
-                                f"(status {proc.returncode}): {proc.stderr.strip()[-300:]}")
+        if proc.returncode not in ok:
+            raise DriverFailure(f"{what} (status {proc.returncode}): {proc.stderr.strip()[-300:]}")
         try:
             trace = read_trace(trace_path)
         except TraceError as exc:
@@ -298,7 +300,7 @@ class Checker:
         point = oracle_point(out.point, len(ops))
         key = (res.first, point.done, point.inflight)
         if key not in cache:
-            verdict = judge_recovery(ops, point, _as_dict(res), follow, states)
+            verdict = judge_recovery(ops, point, result_dict(res), follow, states)
             leaked = leak_policy.unreachable(res.result) if verdict.ok or verdict.cls != "recovery-crash" else []
             cache[key] = (verdict, leaked)
         verdict, leaked = cache[key]
@@ -399,16 +401,9 @@ class Checker:
         """Run the structure's recovery (an empty history on IMAGE) with tracing on."""
         pool = self.workdir / f"{tag}.pool"
         pool.write_bytes(image)
-        trace_path = self.workdir / f"{tag}.trace"
-        env = _clean_env()
-        env["CRASHCHECK_TRACE"] = str(trace_path)
-        proc = subprocess.run([str(self.driver), "run", "--pool", str(pool), "--size",
-                               str(self.settings.pool_size), os.devnull],
-                              env=env, capture_output=True, text=True, timeout=120)
-        if proc.returncode != 0:
-            raise DriverFailure(f"recovery of a post-crash image failed in the traced run "
-                                f"(status {proc.returncode}): {proc.stderr.strip()[-300:]}")
-        return read_trace(trace_path)
+        trace, _ = self._run_traced(pool, os.devnull, f"{tag}.trace", create=False,
+                                    what="recovery of a post-crash image failed in the traced run")
+        return trace
 
     def crash_recoveries(self, trace: Trace, ops: list[Op], states: list[State], follow: list[Op],
                          candidates: list[tuple[int, tuple[int, ...]]], outcome: HistoryOutcome
@@ -440,7 +435,7 @@ class Checker:
                 res = out.result
                 if res is None:
                     continue
-                verdict = judge_recovery(ops, point, _as_dict(res), follow, states)
+                verdict = judge_recovery(ops, point, result_dict(res), follow, states)
                 if verdict.ok:
                     continue
                 f = Finding(verdict.cls, "crash during recovery, then recovery again: " + verdict.detail,
@@ -494,7 +489,7 @@ class Checker:
         def failing(cands: list[tuple[int, ...]]) -> list[bool]:
             out = []
             for res in check(cands):
-                v = judge_recovery(ops, point, _as_dict(res), follow, states)
+                v = judge_recovery(ops, point, result_dict(res), follow, states)
                 out.append(not v.ok and v.cls == f.cls)
             return out
 
@@ -534,7 +529,7 @@ class Checker:
                 choice = together
         if choice != tuple(f.choice):
             [res] = check([choice])
-            v = judge_recovery(ops, point, _as_dict(res), follow, states)
+            v = judge_recovery(ops, point, result_dict(res), follow, states)
             f.choice, f.result, f.verdict, f.detail = choice, res, v, v.detail
 
 
@@ -566,7 +561,8 @@ def _crash_site(trace: Trace, cp: SimPoint) -> int:
     return 0xFFFFFFFF
 
 
-def _as_dict(res: CheckResult) -> dict:
+def result_dict(res: CheckResult) -> dict:
+    """A runner answer in the form specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
             "stderr": res.stderr}
 

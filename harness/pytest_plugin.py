@@ -83,12 +83,10 @@ class Gate:
 
     def run(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
         # Imported here so that loading the plugin costs nothing for projects that never gate.
-        import json
-
         from harness.cmd_fuzz import results_json
         from harness.fuzz import Config, fuzz_targets
         from harness.pipeline import Settings
-        from harness.report import write_atomic, write_report
+        from harness.report import write_run
 
         opts = self._options(overrides)
         structure = structure or opts["structure"]
@@ -102,11 +100,8 @@ class Gate:
         [result] = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
         res = results_json([result], settings, f"pytest gate {name}")
         res["first_by_class"] = result.first_by_class
-        report = write_report(res, self.report_dir / f"{name}.html")
-        write_atomic(self.report_dir / f"{name}.json", json.dumps(res, indent=1) + "\n")
-        bugdir.mkdir(parents=True, exist_ok=True)
-        for b in res["bugs"]:
-            write_atomic(bugdir / f"{b['id']}.json", json.dumps(b, indent=1) + "\n")
+        report = self.report_dir / f"{name}.html"
+        write_run(res, bugdir, self.report_dir / f"{name}.json", report)
         return GateResult(structure, bug, res, report,
                           [b for b in res["bugs"] if not b["expected"]],
                           [b for b in res["bugs"] if b["expected"]])

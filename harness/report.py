@@ -162,5 +162,19 @@ def write_report(results: dict, path: str | os.PathLike) -> Path:
     return Path(path)
 
 
+def write_run(results: dict, bugdir: Path, json_path: str | os.PathLike | None = None,
+              report_path: str | os.PathLike | None = None) -> None:
+    """Everything a fuzz run leaves behind, each file written atomically: one record per bug in
+    BUGDIR (what `crashcheck replay` takes), the results file, the HTML report."""
+    if results["bugs"]:
+        bugdir.mkdir(parents=True, exist_ok=True)
+        for b in results["bugs"]:
+            write_atomic(bugdir / f"{b['id']}.json", json.dumps(b, indent=1) + "\n")
+    if json_path:
+        write_atomic(json_path, json.dumps(results, indent=1) + "\n")
+    if report_path:
+        write_report(results, report_path)
+
+
 def load_results(path: str | os.PathLike) -> dict:
     return json.loads(Path(path).read_text())

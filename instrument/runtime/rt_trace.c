@@ -209,6 +209,16 @@ static void drain(void)
 	pthread_mutex_unlock(&ring_mu);
 }
 
+/* seal_chunk -- fill the current buffer's reserved chunk header (internal) */
+static void seal_chunk(void)
+{
+	uint32_t magic = CC_CHUNK_MAGIC;
+	uint64_t payload = buf_len - CC_CHUNK_HDR;
+	memcpy(buf, &magic, 4);
+	memcpy(buf + 4, &buf_events, 4);
+	memcpy(buf + 8, &payload, 8);
+}
+
 /* flush_buffer -- hand the buffered events over as one chunk (internal; caller holds the lock) */
 static void flush_buffer(void)
 {
@@ -218,11 +228,7 @@ static void flush_buffer(void)
 		write_header();
 	if (buf_events == 0)
 		return;
-	uint32_t magic = CC_CHUNK_MAGIC;
-	uint64_t payload = buf_len - CC_CHUNK_HDR;
-	memcpy(buf, &magic, 4);
-	memcpy(buf + 4, &buf_events, 4);
-	memcpy(buf + 8, &payload, 8);
+	seal_chunk();
 	if (writer_state == 0)
 		writer_state = cc_real_pthread_create(&writer, NULL, writer_main, NULL) == 0 ? 1 : -1;
 	if (writer_state < 0) {
@@ -361,11 +367,7 @@ static void on_fatal(int sig)
 		if (!header_written)
 			write_header();
 		if (buf_events) {
-			uint32_t magic = CC_CHUNK_MAGIC;
-			uint64_t payload = buf_len - CC_CHUNK_HDR;
-			memcpy(buf, &magic, 4);
-			memcpy(buf + 4, &buf_events, 4);
-			memcpy(buf + 8, &payload, 8);
+			seal_chunk();
 			write_all(trace_fd, buf, buf_len);
 		}
 		trace_fd = -1;
