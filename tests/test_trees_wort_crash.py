@@ -131,18 +131,22 @@ def classify(result: dict, ok: list[dict[int, int]], boundary: bool, history: li
     return "torn-update"
 
 
-def explore(driver: Path, tmp: Path) -> list[tuple[str, str]]:
-    """Run HISTORY traced, check every crash state; returns (class, where) findings."""
-    history = [line for line in HISTORY.splitlines() if line.strip()]
+def explore(driver: Path, tmp: Path, history: list[str] | None = None,
+            stop_at: str | None = None) -> list[tuple[str, str]]:
+    """Run HISTORY (default: this module's HISTORY) traced, recover every crash state with
+    `driver check`; returns (class, where) findings, all of them, or up to the first of class
+    STOP_AT. The WOART/ART+CoW crash tests use it too."""
+    if history is None:
+        history = [line for line in HISTORY.splitlines() if line.strip()]
+    text = "\n".join(history) + "\n"
     trace_path = tmp / "trace"
     env = dict(os.environ, CRASHCHECK_TRACE=str(trace_path))
     res = subprocess.run([str(driver), "run", "--pool", str(tmp / "pool"), "--create", "--size", str(POOL_SIZE)],
-                         input=HISTORY, capture_output=True, text=True, env=env, timeout=60)
+                         input=text, capture_output=True, text=True, env=env, timeout=60)
     assert res.returncode == 0, res.stderr
     trace = read_trace(trace_path)
     assert trace.complete and trace.regions, "the traced driver wrote no complete trace"
-    region = trace.regions[0]
-    sim = Sim(bytearray(trace.region_image(0)), region.base)
+    sim = Sim(bytearray(trace.region_image(0)), trace.regions[0].base)
     models = model_states(history)
     checked: dict[bytes, dict] = {}
     findings: list[tuple[str, str]] = []
@@ -164,6 +168,8 @@ def explore(driver: Path, tmp: Path) -> list[tuple[str, str]]:
 
     started = False
     for ev in trace.events:
+        if stop_at and any(cls == stop_at for cls, _ in findings):
+            break
         if ev.kind == "op_begin":
             op, started = ev.addr, True
         elif ev.kind == "op_end":

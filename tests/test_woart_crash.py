@@ -10,20 +10,13 @@ The reference simulator, crash points and oracle are the small ones of test_tree
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import subprocess
-from pathlib import Path
 
 import pytest
 
-from crashsim.trace import read_trace
-
 from test_trees_functional import ROOT, trees_built  # noqa: F401  (session fixture)
-from test_trees_wort_crash import Sim, classify, model_states
+from test_trees_wort_crash import explore
 
-POOL_SIZE = 512 << 10
 TREES = ("woart", "artcow")
 CLASSES = {"lost-durable-write", "torn-update", "resurrected-delete", "wrong-value", "invariant-violation",
            "recovery-crash", "recovery-hang", "leak", "post-recovery-divergence"}
@@ -68,56 +61,6 @@ ROOT_GROW = [f"insert {key(i)} {i}" for i in range(1, 7)] + [f"lookup {key(4)}"]
 HISTORY_FOR = {"grow-flush-one-line": ROOT_GROW, "grow-no-free": ROOT_GROW, "cow-no-free": ROOT_GROW}
 
 
-def explore(driver: Path, tmp: Path, history: list[str], stop_at: str | None = None) -> list[tuple[str, str]]:
-    """Run HISTORY traced, recover every crash state with `driver check`; returns (class, where)
-    findings, all of them, or up to the first of class STOP_AT."""
-    text = "\n".join(history) + "\n"
-    trace_path = tmp / "trace"
-    env = dict(os.environ, CRASHCHECK_TRACE=str(trace_path))
-    res = subprocess.run([str(driver), "run", "--pool", str(tmp / "pool"), "--create", "--size", str(POOL_SIZE)],
-                         input=text, capture_output=True, text=True, env=env, timeout=60)
-    assert res.returncode == 0, res.stderr
-    trace = read_trace(trace_path)
-    assert trace.complete and trace.regions, "the traced driver wrote no complete trace"
-    sim = Sim(bytearray(trace.region_image(0)), trace.regions[0].base)
-    models = model_states(history)
-    checked: dict[bytes, dict] = {}
-    findings: list[tuple[str, str]] = []
-    image_path = tmp / "image"
-    op: int | None = None
-
-    def crash_point(where: str, ok: list[dict[int, int]], boundary: bool) -> None:
-        for img in sim.states():
-            digest = hashlib.sha1(img).digest()
-            if digest not in checked:
-                image_path.write_bytes(img)
-                r = subprocess.run([str(driver), "check", "--pool", str(image_path)],
-                                   capture_output=True, text=True, timeout=30)
-                checked[digest] = json.loads(r.stdout) if r.returncode == 0 and r.stdout else {}
-            result = checked[digest]
-            cls = classify(result, ok, boundary, history) if result.get("recovered") else "recovery-crash"
-            if cls:
-                findings.append((cls, where))
-
-    started = False
-    for ev in trace.events:
-        if stop_at and any(cls == stop_at for cls, _ in findings):
-            break
-        if ev.kind == "op_begin":
-            op, started = ev.addr, True
-        elif ev.kind == "op_end":
-            crash_point(f"end of op {ev.addr}", [models[ev.addr + 1]], True)
-            op = None
-        elif ev.kind in ("store", "ntstore") and ev.region == 0:
-            sim.store(ev.addr, ev.data)
-        elif ev.kind == "flush" and ev.region == 0:
-            sim.flush(ev.addr)
-        elif ev.kind == "fence":
-            if started:
-                ok = [models[op], models[op + 1]] if op is not None else [models[-1]]
-                crash_point(f"fence {ev.seq} in op {op}", ok, op is None)
-            sim.fence()
-    return findings
 
 
 def catalog(tree: str) -> list[dict]:
