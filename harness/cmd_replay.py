@@ -67,8 +67,16 @@ def run(args: argparse.Namespace) -> int:
     with Checker(s, rec.get("bug"), settings) as checker:
         trace, lines = checker.trace(ops)
         if crash.get("index") is None:
-            print(f"no crash needed: {rec['detail']}")
-            return 1
+            # found by the crash-free run: run it again and see whether it still fails
+            found = checker.crash_free_findings(ops, lines)
+            if found and found[0].cls == rec["class"]:
+                print(f"reproduced without any crash: {found[0].cls}: {found[0].detail}")
+                return 1
+            if found:
+                print(f"a different bug now, without any crash: {found[0].cls}: {found[0].detail}")
+                return 1
+            print("not reproduced: the crash-free run now agrees with the model and keeps the invariants")
+            return 0
         history_point = None
         if rec.get("recovery_of"):
             # a crash inside recovery: rebuild the original post-crash image, trace its recovery

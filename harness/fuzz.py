@@ -115,18 +115,22 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
     first_unexpected: list[float] = []
     with Checker(s, bug, settings) as checker:
         strategy = histories(keys=config.keys, mix=config.mix, max_ops=config.max_ops,
-                             key_kind=checker.key_kind, value_size=checker.value_size)
-        shrink_left: list[int] = []        # set when this batch found a failure to shrink
+                             key_kind=checker.key_kind, value_size=checker.value_size,
+                             value_min=checker.value_min)
+        shrink_left: list[float] = []      # set when this batch found a failure to shrink
         shrinking: set[str] = set()
+        # Shrinking a failure of the crash-free run needs only crash-free runs, which cost a
+        # small part of a full check (no crash states): each counts a tenth of a shrink call.
+        crash_free: list[bool] = [False]
 
         def prop(ops):
             if shrink_left:
                 if shrink_left[0] <= 0:
                     return      # out of shrink budget: let Hypothesis finish
-                shrink_left[0] -= 1
+                shrink_left[0] -= 0.1 if crash_free[0] else 1
             elif deadline and time.monotonic() > deadline:
                 return
-            outcome = checker.check(ops)
+            outcome = checker.check(ops, crashes=not (shrink_left and crash_free[0]))
             stats.histories += 1
             stats.crash_points += outcome.crash_points
             stats.states_legal += outcome.states_legal
@@ -159,6 +163,8 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                     shrink_left.append(config.shrink_calls)
                 same = [f for f in unexpected if f.cls in shrinking]
                 worst = same[0] if same else min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
+                if not shrinking:
+                    crash_free[0] = worst.point is None and worst.recovery_of is None
                 shrinking.add(worst.cls)
                 raise FOUND.get(worst.cls, Found)(worst.detail)
 
@@ -175,6 +181,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             n = config.batch if mine is None else min(config.batch, mine - done_examples)
             shrink_left.clear()
             shrinking.clear()
+            crash_free[0] = False
             test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
                              phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,
                              suppress_health_check=list(HealthCheck), print_blob=False)(

@@ -9,6 +9,7 @@ and never formats reports (harness/records.py, harness/report.py).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -96,6 +97,9 @@ class HistoryOutcome:
     elapsed: float = 0.0
 
 
+RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
+
+
 def followup_ops(ops: list[Op], key_kind: str, value_size: int) -> list[Op]:
     """A short deterministic workload run after every recovery: lookups of the history's keys, an
     insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything."""
@@ -138,8 +142,15 @@ def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
 
 def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     """Findings with the same class and the same first lost store (or, with nothing lost, the
-    same crash site) are one bug. Crashes inside recovery are told apart by a prefix."""
+    same crash site) are one bug; broken invariants are one bug per broken rule (the first
+    violation's text without its addresses and numbers), wherever the crash fell, because the
+    structure's check names the rule better than the crash names its cause (a recovery that
+    misses one case breaks the same rule after crashes all over the code). Crashes inside
+    recovery are told apart by a prefix."""
     pre = "in recovery: " if f.recovery_of is not None else ""
+    violations = (f.result.result or {}).get("violations") if f.result is not None else None
+    if f.cls == "invariant-violation" and violations:
+        return (f.cls, pre + "rule: " + _address_free(violations[0]))
     if f.recovery_of is not None and f.recovery_trace is not None:
         trace = f.recovery_trace
     lost = f.lost
@@ -176,6 +187,7 @@ class Checker:
         self._next_state = 0
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
+        self.value_min = structure.value_min
 
     # -- the runner ------------------------------------------------------------------------
 
@@ -207,20 +219,45 @@ class Checker:
     # -- tracing ---------------------------------------------------------------------------
 
     def trace(self, ops: list[Op]) -> tuple[Trace, list[str]]:
-        """Run the traced driver on OPS; returns the trace and the driver's result lines."""
+        """Run the traced driver on OPS, checking the structure's invariants after every
+        operation; returns the trace and the driver's output lines (results and `!invariant`)."""
         hist = self.workdir / "history"
         hist.write_text(history_text(ops))
-        return self._run_traced(self.workdir / "pool", hist, "trace", create=True,
+        return self._run_traced(self.workdir / "pool", hist, "trace", create=True, check=True,
                                 what=f"the traced run of {self.structure.name} died", ok=(0, 1))
 
+    def crash_free_findings(self, ops: list[Op], lines: list[str]) -> list[Finding]:
+        """What the crash-free run (the output of `trace`) already shows: a result the model
+        disagrees with, or an operation after which the structure's own check fails. Recovery
+        may repair such damage, so no crash state would show it."""
+        results = [line for line in lines if not line.startswith("!invariant ")]
+        broken = [line.split(" ", 2) for line in lines if line.startswith("!invariant ")]
+        _, want = model_run(ops)
+        if results[:len(want)] != want:
+            i = next((i for i, (a, b) in enumerate(zip(results, want)) if a != b),
+                     min(len(results), len(want)))
+            got = results[i] if i < len(results) else "nothing"
+            return [Finding("wrong-value", f"without any crash, `{ops[i].text()}` returned `{got}`, the "
+                            f"model `{want[i] if i < len(want) else 'nothing'}`", ("no-crash", str(i)))]
+        if broken:
+            i = int(broken[0][1])
+            texts = [b[2] for b in broken if len(b) == 3]
+            more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
+            return [Finding("invariant-violation", f"without any crash, after `{ops[i].text()}` "
+                            f"(operation {i}): {texts[0] if texts else '?'}{more}",
+                            ("no-crash-invariant", _address_free(texts[0] if texts else "")))]
+        return []
+
     def _run_traced(self, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
-                    what: str, ok: tuple[int, ...] = (0,)) -> tuple[Trace, list[str]]:
-        """`driver run` on POOL with HISTORY, traced into workdir/TAG; the trace and the result
-        lines. Any exit status outside OK raises DriverFailure(WHAT ...)."""
+                    what: str, ok: tuple[int, ...] = (0,), check: bool = False) -> tuple[Trace, list[str]]:
+        """`driver run` on POOL with HISTORY, traced into workdir/TAG (with CHECK, invariants
+        checked after every operation); the trace and the output lines. Any exit status outside
+        OK raises DriverFailure(WHAT ...)."""
         trace_path = self.workdir / tag
         env = _clean_env()
         env["CRASHCHECK_TRACE"] = str(trace_path)
-        argv = [str(self.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
+        argv = ([str(self.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
+                + (["--check"] if check else []))
         proc = subprocess.run(argv + ["--size", str(self.settings.pool_size), str(history)],
                               env=env, capture_output=True, text=True, timeout=120)
         if proc.returncode not in ok:
@@ -233,7 +270,8 @@ class Checker:
 
     # -- checking --------------------------------------------------------------------------
 
-    def check(self, ops: list[Op], progress=None) -> HistoryOutcome:
+    def check(self, ops: list[Op], progress=None, crashes: bool = True) -> HistoryOutcome:
+        """Judge one history: its crash-free run, then (with CRASHES) its crash states."""
         t0 = time.monotonic()
         follow = followup_ops(ops, self.key_kind, self.value_size) if self.settings.followup else []
         states = prefix_states(ops)
@@ -244,14 +282,9 @@ class Checker:
                         ("run-failure", str(exc)[:60]))
             return HistoryOutcome(ops, follow, None, [f], elapsed=time.monotonic() - t0)
         outcome = HistoryOutcome(ops, follow, trace, [])
-        # The crash-free run must already agree with the model.
-        _, want = model_run(ops)
-        if lines[:len(want)] != want:
-            i = next((i for i, (a, b) in enumerate(zip(lines, want)) if a != b), min(len(lines), len(want)))
-            got = lines[i] if i < len(lines) else "nothing"
-            outcome.findings.append(Finding(
-                "wrong-value", f"without any crash, `{ops[i].text()}` returned `{got}`, the model "
-                f"`{want[i] if i < len(want) else 'nothing'}`", ("no-crash", str(i))))
+        # The crash-free run must already agree with the model and keep the invariants.
+        outcome.findings = self.crash_free_findings(ops, lines)
+        if outcome.findings or not crashes:
             outcome.elapsed = time.monotonic() - t0
             return outcome
         runner = self.runner()
@@ -438,7 +471,7 @@ class Checker:
                 verdict = judge_recovery(ops, point, result_dict(res), follow, states)
                 if verdict.ok:
                     continue
-                f = Finding(verdict.cls, "crash during recovery, then recovery again: " + verdict.detail,
+                f = Finding(verdict.cls, RECOVERY_CRASH_PREFIX + verdict.detail,
                             (verdict.cls, ""), point=out.point, choice=out.choice, verdict=verdict,
                             result=res, recovery_of=(cp_index, tuple(choice)), recovery_trace=rtrace,
                             history_point=point)
@@ -530,7 +563,8 @@ class Checker:
         if choice != tuple(f.choice):
             [res] = check([choice])
             v = judge_recovery(ops, point, result_dict(res), follow, states)
-            f.choice, f.result, f.verdict, f.detail = choice, res, v, v.detail
+            pre = RECOVERY_CRASH_PREFIX if f.recovery_of is not None else ""
+            f.choice, f.result, f.verdict, f.detail = choice, res, v, pre + v.detail
 
 
 def _count_point(outcome: HistoryOutcome, seen: set[int], out: StateOutcome) -> None:
@@ -565,6 +599,12 @@ def result_dict(res: CheckResult) -> dict:
     """A runner answer in the form specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
             "stderr": res.stderr}
+
+
+def _address_free(text: str) -> str:
+    """A violation's text without addresses and numbers, so one broken rule is one bug across
+    histories."""
+    return re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "?", text)[:80]
 
 
 def _clean_env() -> dict[str, str]:

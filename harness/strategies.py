@@ -103,8 +103,12 @@ def with_load(ops: list[Op], load: int) -> History:
 
 @st.composite
 def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
-              key_kind: str = "u64", value_size: int = 8, max_keys: int = 8) -> list[Op]:
-    """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys."""
+              key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
+              max_keys: int = 8) -> list[Op]:
+    """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
+    of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
+    multiple of 8 in that range."""
+    values = _values(value_size, value_size if value_min is None else value_min)
     if keys == "mixed":
         keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:4]))
     if mix == "mixed":
@@ -119,7 +123,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         pool = [k.to_bytes(8, "big") for k in draw(_u64_keys(keys, nkeys))]
     if mix == "churn":
         order = draw(st.permutations(pool))
-        ops = [Op("insert", k, draw(_values(value_size))) for k in pool]
+        ops = [Op("insert", k, draw(values)) for k in pool]
         ops += [Op("delete", k) for k in order]
         return with_load(ops[:max(min_ops, 2 * len(pool))], 0)
     n = draw(st.integers(min_ops, max_ops))
@@ -127,7 +131,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         # Load most keys first (not crash-checked), then the random operations over all of them,
         # so the checked part still inserts into, and deletes from, the grown nodes.
         spare = draw(st.integers(0, 4))
-        load = [Op("insert", key, draw(_values(value_size))) for key in pool[:len(pool) - spare]]
+        load = [Op("insert", key, draw(values)) for key in pool[:len(pool) - spare]]
         n += len(load)
     else:
         load = []
@@ -137,7 +141,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     # ycsb: load the keys first, as YCSB's load phase does.
     if mix == "ycsb" and not load:
         for key in pool[:n]:
-            ops.append(Op("insert", key, draw(_values(value_size))))
+            ops.append(Op("insert", key, draw(values)))
     # Inserts mostly pick keys not present yet and the other operations keys that are, so
     # histories change the structure instead of bouncing off it (an insert into a full NODE48,
     # a delete that leaves a node with one inner child).
@@ -149,7 +153,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         preferred = absent if kind == "insert" else there
         key = draw(st.sampled_from(preferred if preferred and draw(st.integers(0, 3)) else pool))
         if kind in ("insert", "update"):
-            ops.append(Op(kind, key, draw(_values(value_size))))
+            ops.append(Op(kind, key, draw(values)))
             present.add(key)
         elif kind == "scan":
             ops.append(Op("scan", key, count=draw(st.integers(1, 8))))
@@ -161,10 +165,16 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     return with_load(ops, len(load))
 
 
-def _values(size: int) -> st.SearchStrategy[bytes]:
+def _values(size: int, min_size: int) -> st.SearchStrategy[bytes]:
     # Small numbers read well in reports and shrink to 1; distinct values make lost updates
     # visible. Wider values repeat the number in every 8-byte piece, so a value torn between
-    # two writes shows up as pieces of two different numbers.
-    if size % 8 == 0:
-        return st.integers(1, 9999).map(lambda v: v.to_bytes(8, "little") * (size // 8))
-    return st.binary(min_size=size, max_size=size)
+    # two writes shows up as pieces of two different numbers. A structure that takes several
+    # sizes gets every multiple of 8 it takes (HART keeps 8- and 16-byte values in separate
+    # chunk chains, so an update that changes the size moves the value between chains).
+    if size % 8:
+        return st.binary(min_size=size, max_size=size)
+    sizes = [n for n in range(8, size + 1, 8) if n >= min_size]
+    number = st.integers(1, 9999)
+    if len(sizes) == 1:
+        return number.map(lambda v: v.to_bytes(8, "little") * (size // 8))
+    return st.tuples(number, st.sampled_from(sizes)).map(lambda p: p[0].to_bytes(8, "little") * (p[1] // 8))

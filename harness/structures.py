@@ -75,6 +75,11 @@ class Structure:
     def value_size(self) -> int:
         return int(self.info.get("value_size", 8))
 
+    @property
+    def value_min(self) -> int:
+        """The shortest value the structure takes (drivers before value_min: value_size)."""
+        return int(self.info.get("value_min", self.value_size))
+
 
 @lru_cache(maxsize=None)
 def _driver_info(driver: str) -> dict:

@@ -56,6 +56,12 @@ struct cc_adapter {
 	const char *name;
 	int key_kind;           /* enum cc_key_kind */
 	size_t value_size;      /* bytes per value (8 for the thesis trees) */
+	/*
+	 * value_min -- shortest value accepted; 0 means exactly value_size.
+	 * A structure that keeps values of different sizes apart (HART's
+	 * per-size chains) sets it, and fuzzing then varies value lengths.
+	 */
+	size_t value_min;
 
 	/*
 	 * create -- format a fresh, zero-filled pool of SIZE bytes at POOL and
@@ -105,6 +111,12 @@ struct cc_adapter {
 };
 
 extern const struct cc_adapter cc_adapter;
+
+/* cc_value_min -- the shortest value A accepts */
+static inline size_t cc_value_min(const struct cc_adapter *a)
+{
+	return a->value_min ? a->value_min : a->value_size;
+}
 
 #ifdef __cplusplus
 }

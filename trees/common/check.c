@@ -189,7 +189,7 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 	struct cc_history fh = {0};
 	char err[300] = "", why[256];
 	if (followup && *followup &&
-	    cc_history_parse(followup, a->key_kind, a->value_size, &fh, why, sizeof(why)))
+	    cc_history_parse(followup, a->key_kind, cc_value_min(a), a->value_size, &fh, why, sizeof(why)))
 		snprintf(err, sizeof(err), "followup: %s", why);
 
 	void *t = NULL;

@@ -1,7 +1,7 @@
 /*
  * driver.c -- the driver program of a structure under test (one binary per tree)
  *
- *     driver run --pool FILE [--size BYTES] [--create] [--dump] [HISTORY|-]
+ *     driver run --pool FILE [--size BYTES] [--create] [--dump] [--check] [HISTORY|-]
  *     driver check --pool IMAGE [--size BYTES] [--followup FILE]
  *     driver serve [--size BYTES] [--timeout-ms N] [--mem-mb N]
  *     driver info
@@ -98,7 +98,7 @@ static void parse_history(const char *path, struct cc_history *h)
 {
 	char *text = read_text(path);
 	char err[256];
-	if (cc_history_parse(text, cc_adapter.key_kind, cc_adapter.value_size, h, err, sizeof(err)))
+	if (cc_history_parse(text, cc_adapter.key_kind, cc_value_min(&cc_adapter), cc_adapter.value_size, h, err, sizeof(err)))
 		usage_error("%s: %s", strcmp(path, "-") ? path : "<stdin>", err);
 	free(text);
 }
@@ -148,7 +148,7 @@ static int cmd_run(int argc, char **argv)
 {
 	const char *pool_path = NULL, *hist = "-";
 	size_t size = 0;
-	int create = 0, dump = 0, have_hist = 0;
+	int create = 0, dump = 0, check = 0, have_hist = 0;
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--pool") && i + 1 < argc)
 			pool_path = argv[++i];
@@ -158,11 +158,13 @@ static int cmd_run(int argc, char **argv)
 			create = 1;
 		else if (!strcmp(argv[i], "--dump"))
 			dump = 1;
+		else if (!strcmp(argv[i], "--check"))
+			check = 1;
 		else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !have_hist)
 			hist = argv[i], have_hist = 1;
 		else
 			usage_error("run: unexpected argument '%s' (usage: run --pool FILE [--size BYTES] "
-				    "[--create] [--dump] [HISTORY|-])", argv[i]);
+				    "[--create] [--dump] [--check] [HISTORY|-])", argv[i]);
 	}
 	if (!pool_path)
 		usage_error("run: --pool FILE is required");
@@ -194,7 +196,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	static char outbuf[1 << 16];
 	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	cc_run_history(&cc_adapter, t, &h, stdout);
+	cc_run_history(&cc_adapter, t, &h, stdout, check);
 	if (dump)
 		cc_print_dump(&cc_adapter, t, stdout);
 	fflush(stdout);
@@ -301,8 +303,9 @@ static int cmd_info(int argc, char **argv)
 	(void)argv;
 	if (argc)
 		usage_error("info takes no arguments");
-	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu}\n", cc_adapter.name,
-	       cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size);
+	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu, \"value_min\": %zu}\n",
+	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
+	       cc_value_min(&cc_adapter));
 	return 0;
 }
 

@@ -86,7 +86,7 @@ static long parse_bytes(const char *s, int big_endian, uint8_t *out, size_t max,
 }
 
 /* parse_line -- one non-blank, non-comment line into OP (internal) */
-static int parse_line(char *s, unsigned line, int key_kind, size_t value_size,
+static int parse_line(char *s, unsigned line, int key_kind, size_t value_min, size_t value_size,
 		      struct cc_op *op, char *err, size_t errlen)
 {
 	char *tok[4];
@@ -126,16 +126,19 @@ static int parse_line(char *s, unsigned line, int key_kind, size_t value_size,
 		n = parse_bytes(tok[2], 0, op->val, CC_VAL_MAX, &why);
 		if (n < 0)
 			return fail(err, errlen, line, "bad value '%s': %s", tok[2], why);
-		if ((size_t)n != value_size)
+		if (value_min == value_size && (size_t)n != value_size)
 			return fail(err, errlen, line, "bad value '%s': this structure takes %zu-byte values",
 				    tok[2], value_size);
+		if ((size_t)n < value_min || (size_t)n > value_size)
+			return fail(err, errlen, line, "bad value '%s': this structure takes values of %zu to %zu bytes",
+				    tok[2], value_min, value_size);
 		op->vlen = (size_t)n;
 	}
 	return 0;
 }
 
 /* cc_history_parse -- parse a whole history text */
-int cc_history_parse(const char *text, int key_kind, size_t value_size,
+int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t value_size,
 		     struct cc_history *h, char *err, size_t errlen)
 {
 	size_t cap = 64;
@@ -169,7 +172,7 @@ int cc_history_parse(const char *text, int key_kind, size_t value_size,
 			h->ops = ops;
 			cap *= 2;
 		}
-		if (parse_line(s, line, key_kind, value_size, &h->ops[h->n], err, errlen)) {
+		if (parse_line(s, line, key_kind, value_min, value_size, &h->ops[h->n], err, errlen)) {
 			free(copy);
 			cc_history_free(h);
 			return -1;

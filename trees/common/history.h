@@ -33,10 +33,11 @@ struct cc_history {
 
 /*
  * cc_history_parse -- parse TEXT (NUL-terminated) for an adapter with
- * KEY_KIND and VALUE_SIZE.  Returns 0 and fills H (free with
+ * KEY_KIND whose values are VALUE_MIN..VALUE_SIZE bytes (cc_value_min).
+ * Returns 0 and fills H (free with
  * cc_history_free), or -1 with a one-line reason naming the line in ERR.
  */
-int cc_history_parse(const char *text, int key_kind, size_t value_size,
+int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t value_size,
 		     struct cc_history *h, char *err, size_t errlen);
 
 void cc_history_free(struct cc_history *h);

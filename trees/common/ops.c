@@ -65,13 +65,35 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 	return st;
 }
 
-/* cc_run_history -- run all operations with op markers */
-void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out)
+struct violation_out {
+	FILE *out;
+	size_t op;
+	size_t n;
+};
+
+/* print_violation -- one "!invariant I TEXT" line, at most 8 per operation (internal) */
+static void print_violation(void *ctx, const char *text)
+{
+	struct violation_out *v = ctx;
+	if (v->n++ < 8)
+		fprintf(v->out, "!invariant %zu %s\n", v->op, text);
+}
+
+/* cc_run_history -- run all operations with op markers, checking invariants with CHECK */
+void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
+		    int check)
 {
 	for (size_t i = 0; i < h->n; i++) {
 		crashcheck_op_begin(i);
 		cc_run_op(a, t, &h->ops[i], out);
 		crashcheck_op_end(i);
+		if (check) {
+			/* the first broken operation is the finding; later checks would
+			 * only repeat it (and may trip over the damage) */
+			struct violation_out v = {out, i, 0};
+			if (a->check(t, print_violation, &v))
+				check = 0;
+		}
 	}
 }
 

@@ -15,9 +15,14 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 
 /*
  * cc_run_history -- run every operation of H, each bracketed by
- * crashcheck_op_begin/op_end with its index, results to OUT (one per line)
+ * crashcheck_op_begin/op_end with its index, results to OUT (one per line).
+ * With CHECK, the adapter's check runs after every operation until one
+ * leaves a broken invariant; each violation is a line "!invariant I TEXT"
+ * (I the operation's index) right after that operation's result.  Checks
+ * only read, so a traced run logs the same events with or without them.
  */
-void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out);
+void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
+		    int check);
 
 /* cc_print_dump -- "dump K V K V ..." on one line */
 void cc_print_dump(const struct cc_adapter *a, void *t, FILE *out);
