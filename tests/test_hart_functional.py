@@ -1,7 +1,8 @@
 """Functional tests of HART (build/trees/hart/driver-native): random histories of byte-string keys
-(1..24 bytes, shared prefixes, keys shorter than the 2-byte hash key) and 16-byte values against a
-Python dict, no crash; the pool is then checked (recovered, no violations, nothing unreachable),
-reopened, drained and checked again.  The multi-threaded test builds trees/hart/test/hart_mt.c with
+(1..24 bytes, shared prefixes, keys shorter than the 2-byte hash key) and values of 1..16 bytes (so
+both value chains are used and updates move values between them) against a Python dict, no crash,
+HART's own check run after every operation (`run --check`); the pool is then checked (recovered, no
+violations, nothing unreachable), reopened, drained and checked again.  The multi-threaded test builds trees/hart/test/hart_mt.c with
 HART's sources, trees/common/pm_alloc.c and the runtime, and runs writers and a reader in parallel.
 """
 from __future__ import annotations
@@ -84,7 +85,7 @@ def history(rng: random.Random, keys: list[bytes], n: int) -> list[tuple]:
     ops = []
     for _ in range(n):
         r, k = rng.random(), rng.choice(keys)
-        v = bytes(rng.randrange(256) for _ in range(VSIZE))
+        v = bytes(rng.randrange(256) for _ in range(rng.choice((8, 16, rng.randrange(1, VSIZE + 1)))))
         if r < 0.45:
             ops.append(("insert", k, v))
         elif r < 0.6:
@@ -125,7 +126,7 @@ def test_hart_history_matches_dict(trees_built, tmp_path, case):
     model = Model()
     expected = [model.apply(op) for op in ops]
     pool = tmp_path / "pool"
-    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "64m"],
+    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "64m", "--check"],
                      "\n".join(line(op) for op in ops))
     assert res.returncode == 0, res.stderr
     got = res.stdout.splitlines()
@@ -138,7 +139,7 @@ def test_hart_history_matches_dict(trees_built, tmp_path, case):
     more = history(rng, keys, n // 4)
     rest = more + [("delete", k) for k in sorted(keys, key=lambda _: rng.random())] + [("scan", b"\0", 5)]
     exp = [model.apply(op) for op in rest]
-    res = run_driver(DRIVER, ["run", "--pool", str(pool)], "\n".join(line(op) for op in rest))
+    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--check"], "\n".join(line(op) for op in rest))
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == exp
     result = check(pool, model)
@@ -165,7 +166,7 @@ def test_hart_short_keys_and_prefixes(trees_built, tmp_path):
 
 def test_hart_info(trees_built):
     res = run_driver(DRIVER, ["info"])
-    assert json.loads(res.stdout) == {"name": "hart", "key_kind": "bytes", "value_size": 16}
+    assert json.loads(res.stdout) == {"name": "hart", "key_kind": "bytes", "value_size": 16, "value_min": 1}
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,9 @@
 /*
  * adapter.c -- HART behind the tree adapter API (cc_tree.h): byte keys of
- * 1..24 bytes, values of 1..16 bytes (reported as 16 so fuzzing uses values
- * that span two 8-byte failure-atomic units and can tear)
+ * 1..24 bytes, values of 1..16 bytes (value_min 1, value_size 16: fuzzing
+ * draws 8- and 16-byte values, so both value chains are used, updates move
+ * values between them, and 16-byte values span two 8-byte failure-atomic
+ * units and can tear)
  *
  * The driver formats or attaches the pool (pm_alloc.h) before create/open.
  */
@@ -44,6 +46,7 @@ const struct cc_adapter cc_adapter = {
 	.name = "hart",
 	.key_kind = CC_KEYS_BYTES,
 	.value_size = 16,
+	.value_min = 1,
 	.create = a_create,
 	.open = a_open,
 	.recover = a_recover,

@@ -132,6 +132,9 @@ int ep_bit(struct hart *t, const void *obj)
 	return e && (load8(&e->c->hdr) >> s & 1);
 }
 
+static void repair_leaf_locked(struct hart *t, struct hart_leaf *l);
+static void recycle_locked(struct hart *t, struct ep_chunk *c);
+
 /* set_bit_locked -- set or reset OBJ's bit and persist the header (internal) */
 static void set_bit_locked(struct hart *t, void *obj, int set)
 {
@@ -154,14 +157,25 @@ void ep_set_bit(struct hart *t, void *obj, int set)
 	pthread_mutex_unlock(&t->ep_lock);
 }
 
-/* ep_unreserve -- give back a slot EPMalloc handed out whose bit was never set */
+/*
+ * ep_unreserve -- give back a slot EPMalloc handed out whose bit was never
+ * set (an insert that ran out of space): a leaf's value is released first
+ * (Algorithm 2's repair), and the chunk is recycled if it is left empty, so
+ * a failed operation leaves no empty chunk chained either
+ */
 void ep_unreserve(struct hart *t, void *obj)
 {
 	unsigned s;
 	pthread_mutex_lock(&t->ep_lock);
 	struct ep_info *e = ep_find(t, obj, &s);
-	if (e)
+	if (e) {
+		struct ep_chunk *c = e->c;
+		if (e->chain == CH_LEAF)
+			repair_leaf_locked(t, obj);
+		e = ep_find(t, obj, &s); /* the repair may have recycled a chunk */
 		e->reserved &= ~(UINT64_C(1) << s);
+		recycle_locked(t, c);
+	}
 	pthread_mutex_unlock(&t->ep_lock);
 }
 

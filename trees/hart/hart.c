@@ -237,8 +237,8 @@ int hart_insert(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 	store8(&l->klen, klen);                                         /* line 16 */
 	persistent(&l->klen, 8);
 	if (art_insert(a, l)) {                                         /* line 17 */
-		/* out of DRAM: the leaf stays free; its value is released by the
-		 * repair when the slot is handed out again */
+		/* out of DRAM: the leaf stays free and its value is released
+		 * now (ep_unreserve repairs it) */
 		ep_unreserve(t, l);
 		st = CC_NOSPACE;
 		goto out;
@@ -359,11 +359,12 @@ int hart_update(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 #ifdef BUG_HART_RECYCLE_NEW_CHUNK
 	/* BUG_HART_RECYCLE_NEW_CHUNK: Algorithm 3 line 10 as printed,
 	 * EPRecycle(MemChunkOf(L.p_value)) after line 8 pointed L at the new
-	 * value: the new value's chunk is never empty, the old one is never
-	 * recycled.  Not in bugs.json: the old chunk can only empty if the new
-	 * value lands in another chunk of the same chain, which takes more than
-	 * 56 values of one size; the empty chunk stays chained (and is reused
-	 * by EPMalloc), so no short history tells the two versions apart. */
+	 * value: the new value's chunk is never empty, and the old one stays
+	 * chained when the update emptied it (an update that changes the
+	 * value's size, or one whose new value lands in another chunk).  No
+	 * crash is needed to see it: hart_check's "no empty chunk is chained"
+	 * fails right after such an update.  (Recovery recycles empty chunks,
+	 * so crash states alone would hide it.) */
 	struct ep_info *e = ep_find(t, pval_addr(load8(&l->pval)), &s);
 #else
 	/* line 10: the chunk of the OLD value (the paper's L.p_value is the new one by now) */

@@ -1,10 +1,13 @@
 /*
  * hart_check.c -- HART's invariants, reachable objects and allocated objects
  *
- * Invariants (after recovery):
+ * Invariants (after recovery, and after every completed operation):
  *   - the logs are empty (recycle log, allocation flag, every update log);
  *   - every chained chunk's header agrees with its bitmap (next-free index
  *     = lowest free slot or 56, full indicator = all 56 bits set);
+ *   - no chained chunk is empty: EPRecycle returns a chunk to the pool once
+ *     its last slot is freed (Algorithms 3, 5 and 6), and recovery recycles
+ *     the ones a crash left behind;
  *   - every leaf whose bit is set has a key of 1..24 bytes, is found by a
  *     lookup of its key, and points at a value slot of the chain for its
  *     value length whose bit is set; no two leaves share a value;
@@ -66,13 +69,13 @@ size_t hart_check(struct hart *t, cc_violation_fn fn, void *ctx)
 	struct dram_ctx dc = {r, t};
 	struct hart_meta *m = t->meta;
 	if (m->pcurrent || m->pprev)
-		say(r, "recycle log not empty after recovery (PCurrent %p, PPrev %p)",
+		say(r, "recycle log not empty (PCurrent %p, PPrev %p)",
 		    (void *)m->pcurrent, (void *)m->pprev);
 	if (m->alog)
-		say(r, "chunk allocation flag still set after recovery");
+		say(r, "chunk allocation flag still set");
 	for (int i = 0; i < HART_ULOGS; i++)
 		if (m->ulog[i].pleaf || m->ulog[i].poldv || m->ulog[i].pnewv)
-			say(r, "update log %d not empty after recovery", i);
+			say(r, "update log %d not empty", i);
 
 	uintptr_t *vals = NULL;
 	size_t nvals = 0, nvalid = 0;
@@ -83,6 +86,9 @@ size_t hart_check(struct hart *t, cc_violation_fn fn, void *ctx)
 		if (h != hdr_make(hdr_bitmap(h)))
 			say(r, "chunk %p: header %#llx disagrees with its bitmap (next free %u, full %u)",
 			    (void *)c, (unsigned long long)h, hdr_next_free(h), hdr_full(h));
+		if (!hdr_bitmap(h) && !t->idx[i].reserved)
+			say(r, "chunk %p (chain %d, %zu-byte slots) has no used slot but is still chained",
+			    (void *)c, ch, slot_size[ch]);
 		if (ch != CH_LEAF)
 			continue;
 		if (!vals && !(vals = malloc(HART_SLOTS * t->nidx * sizeof(*vals))))
