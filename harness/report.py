@@ -32,10 +32,14 @@ def site_text(site: dict | None) -> str:
 
 
 def _source(bug: dict, site: dict | None) -> Markup:
-    """A few lines of source around SITE, its line highlighted (from the record's `sources`)."""
+    """A few lines of source around SITE, its line highlighted (from the record's `sources`). A
+    site inside an inlined helper (a fence in persist.h's cc_mfence) shows the line of the
+    structure's code that called the helper, which is the line a reader can act on."""
     if not site:
         return Markup("")
-    src = bug.get("sources", {}).get(f"{site.get('file')}:{site.get('line')}")
+    at = site.get("inlined_at") or {}
+    caller = bug.get("sources", {}).get(f"{at.get('file')}:{at.get('line')}") if at.get("line") else None
+    src = caller or bug.get("sources", {}).get(f"{site.get('file')}:{site.get('line')}")
     if not src:
         return Markup(f'<p class="srcname">{escape(site_text(site))} (source not available)</p>')
     lines = "".join(
