@@ -87,6 +87,9 @@ def _diff(expected: list[list[list[str]]], actual: list[list[str]] | None) -> li
 
 def _crash_text(bug: dict) -> str:
     crash = bug["crash"]
+    if crash.get("index") is None:
+        return ("No crash needed: the run without any crash already fails (a result the model "
+                "disagrees with, or the structure's own check right after an operation).")
     if bug.get("recovery_of"):
         text = (f"Power failed during recovery (trace event #{crash['event']} of the recovery run), "
                 f"while it repaired the image left by an earlier crash")
