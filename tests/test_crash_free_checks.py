@@ -98,27 +98,31 @@ def fuzz(bug):
                                                              stop_on_class="invariant-violation"))
 
 
-def test_wrong_chunk_recycled_found_without_a_crash_and_replayed(trees_built, tmp_path):
-    r = fuzz("recycle-new-chunk")
-    found = [b for b in r.records if b["class"] == "invariant-violation"]
-    assert found, [b["class"] for b in r.records]
-    rec = found[0]
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def test_wrong_chunk_recycled_found_without_a_crash_reported_and_replayed(trees_built, tmp_path):
+    res = cli("fuzz", "hart", "--bug", "recycle-new-chunk", "--examples", "40", "--seed", "1", "--quiet",
+              "--json", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    records = json.loads((tmp_path / "r.json").read_text())["bugs"]
+    assert [b["class"] for b in records] == ["invariant-violation"]
+    rec = records[0]
     assert rec["crash"]["index"] is None and "without any crash" in rec["detail"]
     assert "has no used slot but is still chained" in rec["detail"]
     # shrunk to a few operations, the last the update that moved the value to the other chain
-    # (`crashcheck fuzz hart --bug recycle-new-chunk` shrinks it to the two it takes)
+    # (with a time budget instead of 40 histories it shrinks to the two it takes)
     assert len(rec["history"]) <= 4 and rec["history"][0].startswith("insert x:00 1")
     assert rec["history"][-1].startswith("update x:00 x:")
-    path = tmp_path / "bug.json"
-    path.write_text(json.dumps(rec))
-    rep = subprocess.run([sys.executable, "-m", "harness.cli", "replay", str(path)], cwd=ROOT,
-                         capture_output=True, text=True)
+    html = (tmp_path / "r.html").read_text()
+    assert "No crash needed" in html and "Power failed" not in html
+    path = Path(rec["replay"].split()[-1])
+    rep = cli("replay", str(path))
     assert rep.returncode == 1 and "reproduced without any crash: invariant-violation" in rep.stdout, rep.stdout
     # the same record against the correct HART: fixed
-    fixed = dict(rec, bug=None)
-    path.write_text(json.dumps(fixed))
-    rep = subprocess.run([sys.executable, "-m", "harness.cli", "replay", str(path)], cwd=ROOT,
-                         capture_output=True, text=True)
+    path.write_text(json.dumps(dict(rec, bug=None)))
+    rep = cli("replay", str(path))
     assert rep.returncode == 0 and "not reproduced" in rep.stdout, rep.stdout + rep.stderr
 
 
