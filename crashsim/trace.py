@@ -11,13 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MAGIC = b"CCTRACE\0"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)   # version 2 added the compact store8 event
 HEADER = struct.Struct("<8sIIQQIIII16x")
 CHUNK = struct.Struct("<IIQ")
 CHUNK_MAGIC = 0x56454343
 EVENT = struct.Struct("<BBHIQ")
 ADDR_MASK = (1 << 48) - 1
 NO_SITE = 0xFFFFFFFF
+STORE8 = 13                     # compact plain 8-byte store into region 0: u64 word, u64 data
+STORE8_WORD = struct.Struct("<QQ")
+STORE8_NO_SITE = 0xFFFF
 
 KINDS = {1: "store", 2: "ntstore", 3: "flush", 4: "fence", 5: "op_begin", 6: "op_end",
          7: "alloc", 8: "free", 9: "mark", 10: "load", 11: "region", 12: "end"}
@@ -136,6 +140,14 @@ def encode_event(kind: int, sub: int, tid: int, site: int, addr: int, size: int 
     return EVENT.pack(kind, sub, tid, site, addr | (size << 48)) + data + bytes(pad)
 
 
+def encode_store8(site: int, off: int, data: bytes) -> bytes:
+    """A compact store8 event: plain 8-byte store by thread 0 at offset OFF of region 0."""
+    if len(data) != 8 or off >= 1 << 40 or not (0 <= site < STORE8_NO_SITE or site == NO_SITE):
+        raise ValueError(f"not a store8 (site {site}, offset {off:#x}, {len(data)} bytes)")
+    word = STORE8 | ((STORE8_NO_SITE if site == NO_SITE else site) << 8) | (off << 24)
+    return STORE8_WORD.pack(word, int.from_bytes(data, "little"))
+
+
 def _read_str(buf: memoryview, pos: int) -> tuple[str, int]:
     (n,) = struct.unpack_from("<H", buf, pos)
     pos += 2
@@ -175,8 +187,9 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
     if len(raw) < HEADER.size:
         raise TraceError(f"{path}: truncated header ({len(raw)} of {HEADER.size} bytes)")
     _, version, hsize, pool_base, pool_size, line_size, flags, pid, nsites = HEADER.unpack_from(buf, 0)
-    if version != VERSION:
-        raise TraceError(f"{path}: unknown trace version {version} (this crashcheck reads version {VERSION})")
+    if version not in READABLE_VERSIONS:
+        raise TraceError(f"{path}: unknown trace version {version} (this crashcheck reads versions "
+                         f"{', '.join(map(str, READABLE_VERSIONS))})")
     if hsize != HEADER.size or line_size == 0 or line_size & (line_size - 1):
         raise TraceError(f"{path}: corrupt header (header size {hsize}, line size {line_size})")
     sites, pos = _parse_sites(buf, hsize, nsites, path)
@@ -206,6 +219,22 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                 if not cut:
                     raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} holds fewer events than it says")
                 break
+            if raw[pos] == STORE8:
+                word, value = STORE8_WORD.unpack_from(buf, pos)
+                if not regions:
+                    raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} is a "
+                                     "store8 before any region")
+                base, rend, _ = regions[0]
+                off = word >> 24
+                if base + off + 8 > rend:
+                    raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} stores "
+                                     f"at offset {off:#x}, outside region 0")
+                site = (word >> 8) & 0xFFFF
+                events.append(Event(len(events), 0, "store", "plain", base + off, 8,
+                                    value.to_bytes(8, "little"), NO_SITE if site == STORE8_NO_SITE else site,
+                                    0, off))
+                pos += 16
+                continue
             kind, sub, tid, site, word = unpack(buf, pos)
             addr, size = word & ADDR_MASK, word >> 48
             elen = (size + 7) & ~7 if kind in PAYLOAD_KINDS else 0

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .trace import (CHUNK, CHUNK_MAGIC, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC, NO_SITE,
-                    STORE_ORIGINS, VERSION, Event, encode_event)
+                    STORE8_NO_SITE, STORE_ORIGINS, VERSION, Event, encode_event, encode_store8)
 
 KIND_IDS = {name: k for k, name in KINDS.items()}
 FLUSH_IDS = {name: k for k, name in FLUSH_SUBS.items()}
@@ -176,8 +176,10 @@ class TraceWriter:
     def image(self, index: int = 0) -> bytes:
         return self.regions[index][2]
 
-    def write(self, path: str | os.PathLike, *, complete: bool = True, chunk_events: int = 4096) -> Path:
-        """Write the trace file and its region images next to it. Without COMPLETE no `end`."""
+    def write(self, path: str | os.PathLike, *, complete: bool = True, chunk_events: int = 4096,
+              compact: bool = True) -> Path:
+        """Write the trace file and its region images next to it. Without COMPLETE no `end`.
+        With COMPACT, stores the runtime would log as `store8` events are written as such."""
         path = Path(path)
         sites = b"".join(_pack_site(s) for s in self.sites)
         header = HEADER.pack(MAGIC, VERSION, HEADER.size, self.regions[0][0], self.regions[0][1],
@@ -191,6 +193,12 @@ class TraceWriter:
                 base, size, _ = self.regions[r.sub]
                 name = names[r.sub].encode()
                 payload = struct.pack("<QQ", size, len(name)) + name
+            base0, size0, _ = self.regions[0]
+            if (compact and KINDS[r.kind] == "store" and r.sub == 0 and r.tid == 0 and r.size == 8
+                    and base0 <= r.addr and r.addr + 8 <= base0 + size0 and size0 < 1 << 40
+                    and (r.site < STORE8_NO_SITE or r.site == NO_SITE)):
+                encoded.append(encode_store8(r.site, r.addr - base0, payload))
+                continue
             encoded.append(encode_event(r.kind, r.sub, r.tid, r.site, r.addr, r.size, payload))
         if complete:
             encoded.append(encode_event(KIND_IDS["end"], 0, 0, NO_SITE, 0))

@@ -1,8 +1,8 @@
 """The trace reader on cut and broken traces (crashsim/trace.py, docs/trace-format.md).
 
 Real traces come from tests/corpus/support/bulk.c (op_begin, N 8-byte stores, op_end): with
-N = 100,000 the trace spans several 1 MiB chunks, and every store event is 24 bytes, so the
-tests can compute where each cut falls without the reader's help.
+N = 100,000 the trace spans several 1 MiB chunks, and every store event is a 16-byte compact
+`store8`, so the tests can compute where each cut falls without the reader's help.
 """
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.trace import TraceError, read_trace
+from crashsim.trace import NO_SITE, TraceError, encode_store8, read_trace
+from crashsim.trace_writer import TraceWriter
 
 N = 100_000
-STORE_EVENT = 24   # 16-byte head + 8 bytes written
+STORE_EVENT = 16   # store8: one word (kind, site, offset in region 0) + 8 bytes written
 CHUNK_HDR = struct.Struct("<IIQ")
 
 
@@ -73,7 +74,7 @@ def test_cut_at_chunk_boundary(full_trace, tmp_path):
     assert f"read {read} events" in cut.cut_reason
 
 
-@pytest.mark.parametrize("whole, extra", [(0, 5), (1000, 0), (1000, 23), (1, 17)])
+@pytest.mark.parametrize("whole, extra", [(0, 5), (1000, 0), (1000, 15), (1, 9)])
 def test_cut_mid_chunk(full_trace, tmp_path, whole, extra):
     """Cut after WHOLE complete store events of the second chunk and EXTRA bytes more."""
     tr, trace, chunks = full_trace
@@ -145,8 +146,45 @@ def test_not_a_trace_file(tmp_path):
 
 def test_unknown_version(full_trace, tmp_path):
     tr = patched(full_trace[0], tmp_path, 8, struct.pack("<I", 7))
-    with pytest.raises(TraceError, match="unknown trace version 7 .*reads version 1"):
+    with pytest.raises(TraceError, match="unknown trace version 7 .*reads versions 1, 2"):
         read_trace(tr)
+
+
+def test_store8_is_a_plain_store_and_version_1_is_still_read(tmp_path):
+    """The compact store8 form and the long form read back as the same events; a version-1 trace
+    (no store8 events) still reads."""
+    w = TraceWriter(pool_size=4096)
+    s = w.site("t.c", 7, "f")
+    w.op_begin(0)
+    w.store(0x40, (5).to_bytes(8, "little"), site=s)          # store8
+    w.store(0x48, (6).to_bytes(8, "little"))                  # store8, no site
+    w.store(0x50, (7).to_bytes(8, "little"), tid=1)           # long form: thread 1
+    w.store(0x58, (8).to_bytes(8, "little"), origin="atomic")  # long form: not plain
+    w.store(0x60, b"\1\2\3\4")                               # long form: 4 bytes
+    w.op_end(0)
+    compact = read_trace(w.write(tmp_path / "c.trace"))
+    long = read_trace(w.write(tmp_path / "l.trace", compact=False))
+    assert compact.events == long.events == w.events()
+    raw = (tmp_path / "c.trace").read_bytes()
+    assert len(raw) == len((tmp_path / "l.trace").read_bytes()) - 2 * 8
+    v1 = bytearray((tmp_path / "l.trace").read_bytes())
+    v1[8:12] = struct.pack("<I", 1)
+    (tmp_path / "v1.trace").write_bytes(v1)
+    shutil.copy(tmp_path / "l.trace.region0", tmp_path / "v1.trace.region0")
+    assert read_trace(tmp_path / "v1.trace").events == w.events()
+
+
+def test_store8_outside_region_0_is_corrupt(tmp_path):
+    w = TraceWriter(pool_size=4096)
+    w.store(0xFF8, bytes(8))                                  # the last word of the pool: fine
+    path = w.write(tmp_path / "t.trace")
+    assert read_trace(path).events[0].off == 0xFF8
+    raw = bytearray(path.read_bytes())
+    at = raw.index(encode_store8(NO_SITE, 0xFF8, bytes(8)))
+    raw[at:at + 16] = encode_store8(NO_SITE, 0xFFC, bytes(8))  # runs past the pool's end
+    path.write_bytes(raw)
+    with pytest.raises(TraceError, match=r"corrupt trace: event 0 at byte \d+ stores at offset 0xffc, outside region 0"):
+        read_trace(path)
 
 
 def test_truncated_header_and_site_table(full_trace, tmp_path):

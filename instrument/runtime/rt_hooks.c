@@ -36,8 +36,12 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 		return;
 	if (cc_nregions > 1 && !cc_in_pm_slow((uintptr_t)addr))
 		return;
-	if (!cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
-		cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_hook_site(site), (uintptr_t)addr, 8, addr, 8);
+	if (cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
+		return;
+	/* a full buffer: switch buffers and stay on the inline path (compact events) */
+	if (cc_trace_make_room() && cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
+		return;
+	cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_hook_site(site), (uintptr_t)addr, 8, addr, 8);
 }
 
 /* __cc_store -- a store of SIZE bytes (plain, atomic, vector, memset/memcpy/memmove, asm) */

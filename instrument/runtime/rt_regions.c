@@ -29,6 +29,8 @@
 
 uintptr_t cc_pm_lo;
 uintptr_t cc_pm_span;
+uintptr_t cc_r0_base;
+uintptr_t cc_r0_span;
 
 static struct { uintptr_t base; size_t size; } regions[CC_MAX_REGIONS];
 unsigned cc_nregions;
@@ -129,6 +131,10 @@ int crashcheck_register_pm(void *addr, size_t len)
 	}
 	regions[index].base = base;
 	regions[index].size = len;
+	if (index == 0 && cc_trace_enabled() && len >= 8 && len < (UINT64_C(1) << CC_STORE8_OFF_BITS)) {
+		cc_r0_base = base;
+		cc_r0_span = len - 7;
+	}
 	nregions++;
 	update_hull();
 	return 0;

@@ -36,7 +36,7 @@
 
 #include "rt_internal.h"
 
-#define CC_TRACE_VERSION 1
+#define CC_TRACE_VERSION 2
 #define CC_HEADER_SIZE 64
 #define CC_CHUNK_HDR 16
 #define CC_CHUNK_MAGIC 0x56454343u
@@ -272,6 +272,18 @@ static inline void append(uint8_t kind, uint8_t sub, uint32_t site, uint64_t add
 	}
 	buf_len += need;
 	buf_events++;
+}
+
+/*
+ * cc_trace_make_room -- hand the full buffer to the writer so the inline
+ * hot path can go on (single-threaded logging only); 1 if it can
+ */
+int cc_trace_make_room(void)
+{
+	if (trace_fd < 0 || cc_mt_mode)
+		return 0;
+	flush_buffer();
+	return 1;
 }
 
 /*
