@@ -180,7 +180,7 @@ class Checker:
         self.bug = bug
         self.settings = settings
         self.driver = structure.driver(bug)
-        self._tmp = tempfile.TemporaryDirectory(prefix="crashcheck-") if workdir is None else None
+        self._tmp = tempfile.TemporaryDirectory(prefix="crashcheck-", dir=scratch_dir()) if workdir is None else None
         self.workdir = Path(workdir or self._tmp.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._runner: Runner | None = None
@@ -599,6 +599,18 @@ def result_dict(res: CheckResult) -> dict:
     """A runner answer in the form specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
             "stderr": res.stderr}
+
+
+def scratch_dir() -> str | None:
+    """Where a checker keeps its pool, traces and images: $CRASHCHECK_WORKDIR, else /dev/shm when
+    it is a writable tmpfs (the traced run writes its trace faster into memory than through a
+    disk's page cache), else the system's temporary folder (None)."""
+    env = os.environ.get("CRASHCHECK_WORKDIR")
+    if env:
+        Path(env).mkdir(parents=True, exist_ok=True)
+        return env
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
 
 
 def _address_free(text: str) -> str:
