@@ -93,7 +93,12 @@ struct cc_adapter {
 	/* dump -- every pair, in key order (a scan of everything). */
 	void (*dump)(void *t, cc_kv_fn fn, void *ctx);
 
-	/* check -- report every broken invariant; returns how many. */
+	/*
+	 * check -- report every broken invariant; returns how many.  Called
+	 * after recovery, and in the fuzzer's crash-free run after every
+	 * completed operation (driver run --check), so the invariants must hold
+	 * between operations too.  It must not write PM.
+	 */
 	size_t (*check)(void *t, cc_violation_fn fn, void *ctx);
 
 	/* reachable -- every PM object reachable from the structure's roots. */
