@@ -37,8 +37,8 @@ static int idx_cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* idx_add -- enter chunk C of CHAIN into the index, kept sorted (internal) */
-static int idx_add(struct hart *t, struct ep_chunk *c, int chain)
+/* idx_room -- room for one more index entry; -1 if out of memory (internal) */
+static int idx_room(struct hart *t)
 {
 	if (t->nidx == t->capidx) {
 		size_t cap = t->capidx ? 2 * t->capidx : 64;
@@ -47,6 +47,14 @@ static int idx_add(struct hart *t, struct ep_chunk *c, int chain)
 			return -1;
 		t->idx = p, t->capidx = cap;
 	}
+	return 0;
+}
+
+/* idx_add -- enter chunk C of CHAIN into the index, kept sorted (internal) */
+static int idx_add(struct hart *t, struct ep_chunk *c, int chain)
+{
+	if (idx_room(t))
+		return -1;
 	size_t i = t->nidx;
 	while (i > 0 && (uintptr_t)t->idx[i - 1].c > (uintptr_t)c) {
 		t->idx[i] = t->idx[i - 1];
@@ -80,13 +88,8 @@ int ep_index_build(struct hart *t)
 				fprintf(stderr, "hart: chain %d holds %p, which is no chunk\n", ch, (void *)c);
 				return -1;
 			}
-			if (t->nidx == t->capidx) {
-				size_t cap = t->capidx ? 2 * t->capidx : 64;
-				struct ep_info *p = realloc(t->idx, cap * sizeof(*p));
-				if (!p)
-					return -1;
-				t->idx = p, t->capidx = cap;
-			}
+			if (idx_room(t))
+				return -1;
 			t->idx[t->nidx++] = (struct ep_info){.c = c, .chain = ch};
 		}
 	}

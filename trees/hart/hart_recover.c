@@ -138,15 +138,23 @@ static void recover_update(struct hart *t, struct hart_ulog *u)
 		ep_recycle(t, oldc);                            /* line 10 */
 }
 
-/* leaf_chunks -- a snapshot of the leaf chain, N in *N (internal) */
-static struct ep_chunk **leaf_chunks(struct hart *t, size_t *n)
+/* is_leaf_chunk, is_empty_chunk -- selectors for chunk_snapshot (internal) */
+static int is_leaf_chunk(const struct ep_info *e) { return e->chain == CH_LEAF; }
+static int is_empty_chunk(const struct ep_info *e) { return !hdr_bitmap(load8(&e->c->hdr)); }
+
+/*
+ * chunk_snapshot -- the indexed chunks KEEP selects, N in *N (NULL if out of
+ * memory): steps 5 and 6 recycle chunks, which edits the index they walk
+ * (internal)
+ */
+static struct ep_chunk **chunk_snapshot(struct hart *t, int (*keep)(const struct ep_info *), size_t *n)
 {
 	struct ep_chunk **v = malloc((t->nidx + 1) * sizeof(*v));
 	if (!v)
 		return NULL;
 	*n = 0;
 	for (size_t i = 0; i < t->nidx; i++)
-		if (t->idx[i].chain == CH_LEAF)
+		if (keep(&t->idx[i]))
 			v[(*n)++] = t->idx[i].c;
 	return v;
 }
@@ -154,13 +162,15 @@ static struct ep_chunk **leaf_chunks(struct hart *t, size_t *n)
 /* recycle_empty -- step 6 (internal) */
 static int recycle_empty(struct hart *t)
 {
-	size_t n = 0;
-	struct ep_chunk **v = malloc((t->nidx + 1) * sizeof(*v));
+	size_t n;
+	struct ep_chunk **v = chunk_snapshot(t, is_empty_chunk, &n);
 	if (!v)
 		return -1;
-	for (size_t i = 0; i < t->nidx; i++)    /* a snapshot: recycling edits the index */
-		if (!hdr_bitmap(load8(&t->idx[i].c->hdr)))
-			v[n++] = t->idx[i].c;
+#ifdef BUG_HART_RECOVER_KEEPS_EMPTY
+	/* BUG_HART_RECOVER_KEEPS_EMPTY: the paper's recovery, which has no
+	 * step 6: a chunk emptied just before a crash stays chained forever */
+	n = 0;
+#endif
 	for (size_t i = 0; i < n; i++)
 		ep_recycle(t, v[i]);
 	free(v);
@@ -179,7 +189,7 @@ int hart_recover(struct hart *t)
 		if (t->meta->ulog[i].pleaf || t->meta->ulog[i].poldv || t->meta->ulog[i].pnewv)
 			recover_update(t, &t->meta->ulog[i]);
 	size_t n;
-	struct ep_chunk **lc = leaf_chunks(t, &n);                      /* step 5 */
+	struct ep_chunk **lc = chunk_snapshot(t, is_leaf_chunk, &n);    /* step 5 */
 	if (!lc)
 		return -1;
 	for (size_t i = 0; i < n; i++) {                                /* Algorithm 7 lines 2-6 */
@@ -204,11 +214,5 @@ int hart_recover(struct hart *t)
 		}
 	}
 	free(lc);
-#ifdef BUG_HART_RECOVER_KEEPS_EMPTY
-	/* BUG_HART_RECOVER_KEEPS_EMPTY: the paper's recovery, which has no
-	 * step 6: a chunk emptied just before a crash stays chained forever */
-	(void)recycle_empty;
-	return 0;
-#endif
 	return recycle_empty(t);                                        /* step 6 */
 }
