@@ -1,9 +1,8 @@
 """User mistakes end with one line on stderr and exit status 2, never a traceback."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +35,7 @@ def test_user_error_is_one_line(tmp_path, argv, message):
     subs = {"tmp": str(tmp_path), "notjson": write(tmp_path, "bad.json", "not json {"),
             "emptyobj": write(tmp_path, "empty.json", "{}")}
     argv = [a.format(**subs) for a in argv]
-    res = subprocess.run([sys.executable, "-m", "harness.cli", *argv], cwd=ROOT, capture_output=True, text=True)
+    res = run_cli(*argv)
     assert res.returncode == 2, res.stdout + res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr

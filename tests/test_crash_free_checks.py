@@ -9,7 +9,6 @@ bytes (`value_min`), and the fuzzer then draws 8- and 16-byte values.
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings as hsettings
 from crashsim.trace import read_trace
 from harness.strategies import histories
 from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
+from cli_run import run_cli
 
 HART = ROOT / "build" / "trees" / "hart"
 V16 = "x:" + ((1).to_bytes(8, "little") * 2).hex()
@@ -98,12 +98,8 @@ def fuzz(bug):
                                                              stop_on_class="invariant-violation"))
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True)
-
-
 def test_wrong_chunk_recycled_found_without_a_crash_reported_and_replayed(trees_built, tmp_path):
-    res = cli("fuzz", "hart", "--bug", "recycle-new-chunk", "--examples", "40", "--seed", "1", "--quiet",
+    res = run_cli("fuzz", "hart", "--bug", "recycle-new-chunk", "--examples", "40", "--seed", "1", "--quiet",
               "--json", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.html"))
     assert res.returncode == 1, res.stdout + res.stderr
     records = json.loads((tmp_path / "r.json").read_text())["bugs"]
@@ -118,11 +114,11 @@ def test_wrong_chunk_recycled_found_without_a_crash_reported_and_replayed(trees_
     html = (tmp_path / "r.html").read_text()
     assert "No crash needed" in html and "Power failed" not in html
     path = Path(rec["replay"].split()[-1])
-    rep = cli("replay", str(path))
+    rep = run_cli("replay", str(path))
     assert rep.returncode == 1 and "reproduced without any crash: invariant-violation" in rep.stdout, rep.stdout
     # the same record against the correct HART: fixed
     path.write_text(json.dumps(dict(rec, bug=None)))
-    rep = cli("replay", str(path))
+    rep = run_cli("replay", str(path))
     assert rep.returncode == 0 and "not reproduced" in rep.stdout, rep.stdout + rep.stderr
 
 

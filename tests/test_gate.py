@@ -5,10 +5,10 @@ Deterministic: fixed seed and a fixed number of histories per structure.
 """
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TREES = sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c"))
@@ -31,8 +31,7 @@ def built(instrument_built):
     """Every tree and the example structure, built once."""
     res = subprocess.run(["make", "-s", "trees"], cwd=ROOT, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "build", "pmhash", str(EXAMPLE / "pmhash.c"),
-                          "--adapter", str(EXAMPLE / "adapter.c")], cwd=ROOT, capture_output=True, text=True)
+    res = run_cli("build", "pmhash", EXAMPLE / "pmhash.c", "--adapter", EXAMPLE / "adapter.c")
     assert res.returncode == 0, res.stderr
     return True
 

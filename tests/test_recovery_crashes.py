@@ -3,11 +3,10 @@ before restoring the value) recovers correctly from every ordinary crash, and on
 its recovery, then recovering again, exposes the torn value. Uses a user structure built with
 `crashcheck build` (tests/fixtures/undomap, all in its adapter file)."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "undomap"
@@ -15,8 +14,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "undomap"
 
 @pytest.fixture(scope="module")
 def undomap(instrument_built):
-    res = subprocess.run([sys.executable, "-m", "harness.cli", "build", "undomap",
-                          "--adapter", str(FIXTURE / "undomap.c")], cwd=ROOT, capture_output=True, text=True)
+    res = run_cli("build", "undomap", "--adapter", FIXTURE / "undomap.c")
     assert res.returncode == 0, res.stderr
     return "undomap"
 
@@ -47,6 +45,5 @@ def test_non_idempotent_recovery_found_only_by_crashing_recovery(undomap, tmp_pa
     assert rec["lost"] and rec["lost"][0]["site"]["func"] == "um_recover"
     path = tmp_path / "bug.json"
     path.write_text(json.dumps(rec))
-    rep = subprocess.run([sys.executable, "-m", "harness.cli", "replay", str(path)], cwd=ROOT,
-                         capture_output=True, text=True)
+    rep = run_cli("replay", path)
     assert rep.returncode == 1 and "reproduced: torn-update" in rep.stdout, rep.stdout + rep.stderr

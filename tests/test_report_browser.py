@@ -6,11 +6,10 @@ diff and the timeline. The screenshot is kept under out/test-artifacts/.
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("CRASHCHECK_ARTIFACTS", ROOT / "out" / "test-artifacts"))
@@ -18,8 +17,7 @@ EXAMPLE = ROOT / "examples" / "pmhash"
 CHROMIUM = "/usr/bin/chromium"
 
 
-def cli(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True)
+cli = run_cli
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +45,7 @@ def test_results_file_has_the_documented_shape(bug_report):
     # known-by-design leak is reported, marked expected
     assert any(x["expected"] and x["class"] == "leak" for x in res["bugs"])
     # the record replays
-    rep = subprocess.run([sys.executable, "-m", "harness.cli", "replay", b["replay"].split()[-1]],
-                         cwd=ROOT, capture_output=True, text=True)
+    rep = run_cli("replay", b["replay"].split()[-1])
     assert rep.returncode == 1 and "reproduced: invariant-violation" in rep.stdout, rep.stdout + rep.stderr
 
 

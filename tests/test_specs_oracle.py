@@ -1,7 +1,7 @@
 """The reference model and the crash oracle: acceptance sets and bug classes on hand-made cases."""
 import pytest
 
-from specs.ordered_map import Op, parse_op, prefix_states, run, step, EMPTY
+from specs.ordered_map import Op, parse_op, prefix_states, run
 from specs.oracle import CrashPoint, acceptable, judge_recovery
 
 

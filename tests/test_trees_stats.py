@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from harness import keys
-from test_trees_functional import ROOT, trees_built  # noqa: F401  (session fixture)
+from test_trees_functional import trees_built  # noqa: F401  (session fixture)
+from cli_run import run_cli
 
 
 @pytest.mark.parametrize("kind", sorted(keys.GENERATORS))
@@ -47,8 +47,7 @@ def test_unknown_distribution_is_rejected():
 
 
 def crashcheck(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return run_cli(*args, timeout=120)
 
 
 @pytest.mark.parametrize("kind", ["dense", "sparse", "clustered"])

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_trees_functional import ROOT, TREES_DIR, Model, trees_built  # noqa: F401  (session fixture)
+from test_trees_functional import TREES_DIR, Model, trees_built  # noqa: F401  (session fixture)
 
 TREES = ("woart", "artcow")
 # sizeof of the node types (trees/woart/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
@@ -87,7 +87,7 @@ def test_node_grows_4_16_48_256_and_shrinks_back(trees_built, tmp_path, tree):
         count = target
         assert biggest_node(check(tree, pool, model)) == cap, f"{count} children"
     # one child left: path compression removes the node, only the (NODE4) root stays
-    ops = [f"delete {key(6, low=1)}", f"lookup {key(6, low=0)}", f"scan 0 5"]
+    ops = [f"delete {key(6, low=1)}", f"lookup {key(6, low=0)}", "scan 0 5"]
     assert run(tree, pool, ops) == apply(model, ops)
     result = check(tree, pool, model)
     assert len([s for _, s in result["allocated"] if s >= NODE_SIZE[4]]) == 1

@@ -1,0 +1,12 @@
+"""The one way tests run the crashcheck CLI: `python -m harness.cli ARGS` from the project root,
+output captured as text, as a user's shell would run `crashcheck ARGS`."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*args: str, cwd: Path = ROOT, timeout: float | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness.cli", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
