@@ -21,7 +21,7 @@ from typing import Callable, Iterator
 
 from .image import encode_writes
 from .model import ModelOptions, Piece
-from .runner import CheckResult, Runner
+from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
 from .states import DEFAULT_LIMIT, STRATEGIES, Choice, StateCodec, select
 from .trace import Trace, TraceError, read_trace
@@ -73,7 +73,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             runner: Runner | None = None, followup: Followup = "",
             progress: Callable[[Progress], None] | None = None, batch: int = 256,
             cache: bool = True, first_state: int | None = None,
-            start_event: int = 0) -> Iterator[StateOutcome]:
+            start_event: int = 0, stop: Callable[[], bool] | None = None) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
@@ -90,6 +90,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                 increase within one runner session)
     start_event crash points before this event index are simulated (the image stays in step)
                 but not explored: set-up such as pool formatting or a history's load phase
+    stop        polled between states and while waiting for the runner: once it returns True,
+                the runner is killed and Stopped is raised (states not yet yielded are lost;
+                a huge crash point then ends partly explored instead of stalling the run)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -120,7 +123,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     if first_state is None:
         first_state = runner.next_state if runner is not None else 0
     return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
-                    start_event)
+                    start_event, stop)
 
 
 def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int, bytes]]:
@@ -135,7 +138,8 @@ def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int
 
 def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runner | None,
              followup: Followup, progress: Callable[[Progress], None] | None, batch: int,
-             cache: bool, next_id: int, start_event: int = 0) -> Iterator[StateOutcome]:
+             cache: bool, next_id: int, start_event: int = 0,
+             stop: Callable[[], bool] | None = None) -> Iterator[StateOutcome]:
     t0 = time.monotonic()
     total = sim.count_crash_points() if progress else 0
     seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
@@ -145,7 +149,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
 
     def drain() -> Iterator[StateOutcome]:
         if runner is not None:
-            for sid, res in runner.flush():
+            for sid, res in runner.flush(stop):
                 results[sid] = res
                 stats.checked += 1
             for out in waiting:
@@ -164,6 +168,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         encode = codec.encode
         stats.legal += cp.legal
         for choice in select(cp, strategy, limit, seed):
+            if stop is not None and stop():
+                if runner is not None:
+                    runner.close(kill=True)      # its queue holds requests nobody will read
+                raise Stopped(f"stopped at crash point {cp.index} after {stats.explored} states")
             fp, writes = encode(choice)
             sid = next_id
             next_id += 1

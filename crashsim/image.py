@@ -78,6 +78,11 @@ def _coalesce(slots: list[tuple[int, bytes]]) -> Writes:
     return out
 
 
+class OwnedImage(bytearray):
+    """A fresh image buffer nobody else holds (crashsim.simulate reads region images into one):
+    ImageState takes it as it is instead of copying it."""
+
+
 class ImageState:
     """Region `region`'s image at the current crash point's guaranteed state.
 
@@ -86,8 +91,10 @@ class ImageState:
     """
 
     def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int, region: int = 0) -> None:
-        # A private mapping is already a copy-on-write copy; anything else is copied.
-        self.base: bytearray | mmap.mmap = initial if isinstance(initial, mmap.mmap) else bytearray(initial)
+        # A private mapping is already a copy-on-write copy, an OwnedImage is ours; anything
+        # else is copied.
+        self.base: bytearray | mmap.mmap = (initial if isinstance(initial, (mmap.mmap, OwnedImage))
+                                            else bytearray(initial))
         self.size = len(self.base)
         self.unit = unit
         self.region = region

@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 REQ = struct.Struct("<IIQ")
 REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT = 1, 2, 3, 4, 5
@@ -32,6 +32,11 @@ _DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
 
 class RunnerError(Exception):
     """The runner could not be started or broke the protocol; the message carries its stderr."""
+
+
+class Stopped(Exception):
+    """The caller's stop condition became true while waiting for answers (a time budget ran
+    out, or the user interrupted the run). The runner was killed; unanswered states are lost."""
 
 
 @dataclass(frozen=True)
@@ -147,9 +152,10 @@ class Runner:
     def queued_states(self) -> int:
         return self._kinds.count(REQ_STATE)
 
-    def flush(self) -> list[tuple[int, CheckResult]]:
+    def flush(self, stop: Callable[[], bool] | None = None) -> list[tuple[int, CheckResult]]:
         """Send every queued request; return (state id, result) for the queued states, in order.
-        Raises RunnerError if the runner rejects a request or dies."""
+        Raises RunnerError if the runner rejects a request or dies, and Stopped (after killing
+        the runner) if STOP() becomes true before every answer is in."""
         if not self._queue:
             return []
         payload = b"".join(self._queue)
@@ -157,7 +163,7 @@ class Runner:
         self._queue, self._kinds = [], []
         self.stats.requests += len(kinds)
         self.stats.bytes_out += len(payload)
-        answers = self._read_lines(len(kinds), payload)
+        answers = self._read_lines(len(kinds), payload, stop=stop)
         out = []
         for kind, ans in zip(kinds, answers):
             if "error" in ans:
@@ -210,8 +216,10 @@ class Runner:
         tail = self._stderr_tail()
         raise RunnerError(msg + (f"; runner stderr: {tail}" if tail else ""))
 
-    def _read_lines(self, n: int, payload: bytes, startup: bool = False) -> list[dict[str, Any]]:
-        """Write PAYLOAD while reading N answer lines (poll-driven, so neither side blocks)."""
+    def _read_lines(self, n: int, payload: bytes, startup: bool = False,
+                    stop: Callable[[], bool] | None = None) -> list[dict[str, Any]]:
+        """Write PAYLOAD while reading N answer lines (poll-driven, so neither side blocks).
+        STOP is polled at least every 200 ms."""
         lines: list[bytes] = []
         buf = self._rest
         view = memoryview(payload)
@@ -231,7 +239,10 @@ class Runner:
                 buf = buf[cut + 1:]
             if len(lines) >= n:
                 break
-            events = poller.poll(1000)
+            if stop is not None and stop():
+                self.close(kill=True)
+                raise Stopped(f"stopped after {len(lines)} of {n} answers")
+            events = poller.poll(200 if stop is not None else 1000)
             if not events:
                 if self._proc.poll() is not None:
                     self._fail(f"runner exited with status {self._proc.returncode} "

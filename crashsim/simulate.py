@@ -45,12 +45,11 @@ next crash point is requested; consume a crash point's states before advancing t
 """
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from .image import ImageState, Writes
+from .image import ImageState, OwnedImage, Writes
 from .model import ModelOptions, Piece, split_points
 from .trace import Event, Trace, TraceError
 
@@ -121,18 +120,38 @@ class CrashPoint:
         return out
 
 
-def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
-    """Region INDEX's initial image, mapped copy-on-write: a pool of 64 MiB holding a small
-    structure is neither read nor copied whole, only the pages the simulator writes are."""
+def _map_region(trace: Trace, index: int) -> OwnedImage | bytes:
+    """Region INDEX's initial image, read extent by extent: the holes of a sparse image (a pool
+    of 64 MiB holding a small structure) are skipped, not read. Not mmap: touching a hole of a
+    mapped file on a full tmpfs kills the process with SIGBUS, where read() just sees zeros."""
     region = trace.regions[index]
     if region.size == 0:
         return b""
     try:
         with open(region.image, "rb") as f:
-            if os.fstat(f.fileno()).st_size < region.size:
+            fd = f.fileno()
+            if os.fstat(fd).st_size < region.size:
                 return trace.region_image(index)      # raises the reader's error
-            return mmap.mmap(f.fileno(), region.size, flags=mmap.MAP_PRIVATE,
-                             prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            image = OwnedImage(region.size)
+            view = memoryview(image)
+            pos = 0
+            while pos < region.size:
+                try:
+                    data = os.lseek(fd, pos, os.SEEK_DATA)
+                    hole = min(os.lseek(fd, data, os.SEEK_HOLE), region.size)
+                except OSError:                       # ENXIO: only a hole is left; or no SEEK_DATA
+                    if not hasattr(os, "SEEK_DATA"):
+                        data, hole = pos, region.size
+                    else:
+                        break
+                if data >= region.size:
+                    break
+                f.seek(data)
+                got = f.readinto(view[data:hole])
+                if not got:
+                    break
+                pos = data + got
+            return image
     except FileNotFoundError:
         return trace.region_image(index)              # raises the reader's error
 

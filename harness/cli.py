@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 
+from harness import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
 from crashsim.trace import TraceError
 from harness.errors import UsageError
 

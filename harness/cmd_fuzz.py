@@ -1,13 +1,19 @@
 """`crashcheck fuzz STRUCTURE...`: generate histories, crash them everywhere, report the bugs.
 
 Owns the command line of a fuzz run, its progress display, its console summary, and writing the
-results file, the per-bug records and the HTML report (all atomically). Exit status: 0 when
-nothing unexpected was found, 1 when bugs were found, 2 on a usage or set-up error.
+results file, the per-bug records and the HTML report (all atomically), and the journal that
+keeps every bug the moment it is found (harness/journal.py). Exit status: 0 when nothing
+unexpected was found, 1 when bugs were found, 2 on a usage or set-up error (or an internal
+error, after writing what was found), 128 + the signal (130 for SIGINT, 143 for SIGTERM) when
+the run was interrupted, after writing the partial results.
 """
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -18,12 +24,18 @@ from rich.text import Text
 
 from crashsim.model import MODELS
 from crashsim.states import STRATEGIES
-from harness import structures
+from harness import structures, workdir
+from harness.budget import PROCESS_START, RunInterrupted
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, fuzz_targets
+from harness.journal import Journal, journal_path
+from harness.outputs import check_outputs
 from harness.pipeline import Settings
 from harness.report import write_run
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
+
+# More worker processes than this many per core only adds contention (and forks per state).
+MAX_JOBS_PER_CPU = 4
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,12 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.bug and len(args.structures) != 1:
         raise UsageError("--bug names a seeded bug of one structure; give exactly one STRUCTURE")
-    if args.limit < 1 or args.jobs < 1 or args.max_ops < 1:
-        raise UsageError("--limit, --jobs and --max-ops must be positive")
+    if args.limit < 1 or args.max_ops < 1:
+        raise UsageError("--limit and --max-ops must be positive")
+    max_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    if not 1 <= args.jobs <= max_jobs:
+        raise UsageError(f"--jobs must be between 1 and {max_jobs} ({MAX_JOBS_PER_CPU} per core) on this machine")
     if args.examples is not None and args.examples < 1:
         raise UsageError("--examples must be positive")
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError("--budget must be positive")
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
+    if args.recovery_crashes < 0:
+        raise UsageError("--recovery-crashes must be 0 or more")
     targets = []
     for name in args.structures:
         s = structures.get(name)
@@ -72,19 +89,21 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 
 
 def results_json(results: list[TargetResult], settings: Settings, command: str) -> dict:
-    total = {"histories": 0, "crash_points": 0, "states_legal": 0, "states_explored": 0,
-             "states_checked": 0, "elapsed_s": 0.0}
+    total = {"histories": 0, "partial_histories": 0, "crash_points": 0, "states_legal": 0,
+             "states_explored": 0, "states_checked": 0, "elapsed_s": 0.0}
     rows, bugs = [], []
+    interrupted = next((r.interrupted for r in results if r.interrupted), None)
     for r in results:
         st = r.stats.as_json()
-        for k in ("histories", "crash_points", "states_explored", "states_checked"):
+        for k in ("histories", "partial_histories", "crash_points", "states_explored", "states_checked"):
             total[k] += st[k]
         total["states_legal"] += r.stats.states_legal
         total["elapsed_s"] += st["elapsed_s"]
         rows.append({"structure": r.structure, "bug": r.bug, "stats": st,
                      "unexpected": sum(1 for b in r.records if not b["expected"]),
                      "expected": sum(1 for b in r.records if b["expected"]),
-                     "first_unexpected_s": r.first_unexpected_s})
+                     "first_unexpected_s": r.first_unexpected_s,
+                     "complete": not (r.interrupted or r.error), "unshrunk": r.unshrunk})
         bugs.extend(r.records)
     if total["states_legal"] >= 2 ** 53:
         total["states_legal"] = str(total["states_legal"])
@@ -92,7 +111,8 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
     total["states_per_s"] = round(total["states_explored"] / total["elapsed_s"], 1) if total["elapsed_s"] else 0.0
     return {"crashcheck": 1, "structures": [r.structure for r in results], "model": settings.model,
             "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
-            "command": command, "stats": total, "per_structure": rows, "bugs": bugs}
+            "command": command, "complete": not any(r.interrupted or r.error for r in results),
+            "interrupted": interrupted, "stats": total, "per_structure": rows, "bugs": bugs}
 
 
 def _summary(console: Console, res: dict) -> None:
@@ -100,11 +120,19 @@ def _summary(console: Console, res: dict) -> None:
         st = row["stats"]
         name = row["structure"] + (f" --bug {row['bug']}" if row["bug"] else "")
         expected = f", {row['expected']} expected" if row["expected"] else ""
-        console.print(f"{name}: {st['histories']} histories, {st['crash_points']} crash points, "
+        partial = (f" ({st['partial_histories']} cut short by the budget)"
+                   if st.get("partial_histories") else "")
+        console.print(f"{name}: {st['histories']} histories{partial}, {st['crash_points']} crash points, "
                       f"{st['states_explored']} states explored of {st['states_legal']} legal "
                       f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
+        if row.get("unshrunk"):
+            console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
+                          "shrink their crash states", highlight=False)
+        if st["histories"] == 0 and not row["unexpected"]:
+            console.print(f"  warning: no history of {name} was checked (the budget ran out first); "
+                          "nothing is known about it: give a larger --budget", highlight=False)
     for b in res["bugs"]:
         tag = "expected " if b["expected"] else ""
         where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
@@ -113,20 +141,34 @@ def _summary(console: Console, res: dict) -> None:
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 
+def _raise_on_sigterm(signum, frame) -> None:
+    raise RunInterrupted(signum)
+
+
 def run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
     targets = _check_args(args)
-    if args.recovery_crashes < 0:
-        raise UsageError("--recovery-crashes must be 0 or more")
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes)
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or 20.0),
-                    max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs)
+                    max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
+                    start=PROCESS_START)
     json_out = Path(args.json_out) if args.json_out else None
     bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
+    report = Path(args.report) if args.report else None
+    # Every output is checked before the run starts: a run must not end in an unwritable path.
+    check_outputs(json_out, report, bugdir)
+    workdir.remove_stale()
     command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["fuzz"] else ""
+    journal = Journal(journal_path(json_out, bugdir))
+    kept = journal.keep_stale()
+    if kept:
+        print(f"crashcheck: note: a journal of an earlier run that was killed is kept at {kept}; "
+              f"`crashcheck report {kept} -o REPORT.html` shows what it found", file=sys.stderr)
+    journal.start({"command": command, "structures": [t[0] for t in targets], "model": settings.model,
+                   "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed})
     console = Console(stderr=True)
     live_ok = not args.quiet and console.is_terminal and args.jobs == 1
-    t0 = time.monotonic()
 
     if live_ok:
         live = Live(Text("starting..."), console=console, transient=True, refresh_per_second=4)
@@ -148,18 +190,42 @@ def run(args: argparse.Namespace) -> int:
             el = max(p["elapsed"], 1e-6)
             print(f"crashcheck: {p['structure']}: {p['histories']} histories, {p['states']} states "
                   f"({p['states'] / el:.0f}/s), {p['bugs']} bugs so far", file=sys.stderr)
+    old_term = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
-        results = fuzz_targets(targets, settings, config, progress, bugdir)
+        results = fuzz_targets(targets, settings, config, progress, bugdir, journal)
+    except UsageError:
+        journal.remove()      # a set-up fault: no bug records, nothing to keep
+        raise
     finally:
+        signal.signal(signal.SIGTERM, old_term)
         if live is not None:
             live.stop()
     res = results_json(results, settings, command)
     res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
-    write_run(res, bugdir, json_out, args.report)
+    # A second Ctrl-C while the results are written must not lose them.
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        write_run(res, bugdir, json_out, args.report)
+        journal.remove()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
     out = Console(soft_wrap=True)
     _summary(out, res)
     if json_out:
         out.print(f"results: {json_out}", highlight=False)
     if args.report:
         out.print(f"report:  {args.report}", highlight=False)
+    error = next((r.error for r in results if r.error), None)
+    if error:
+        print(error, file=sys.stderr, end="")
+        print("crashcheck: internal error (above); the bugs found before it are in the results",
+              file=sys.stderr)
+        return 2
+    name = res["interrupted"]
+    if name in signal.Signals.__members__:
+        print(f"crashcheck: interrupted ({name}); partial results written", file=sys.stderr)
+        return 128 + signal.Signals[name].value
+    if name:
+        print(f"crashcheck: warning: the run is incomplete ({name}); what was found is in the results",
+              file=sys.stderr)
     return 1 if any(not b["expected"] for b in res["bugs"]) else 0

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,11 +18,13 @@ from pathlib import Path
 from crashsim.explore import StateOutcome, explore
 from crashsim.image import apply_writes, decode_writes, encode_writes
 from crashsim.model import ModelOptions, Piece
-from crashsim.runner import CheckResult, Runner, RunnerError
+from crashsim.runner import CheckResult, Runner, RunnerError, Stopped
 from crashsim.simulate import CrashPoint as SimPoint, Simulator
 from crashsim.states import StateCodec
 from crashsim.trace import Trace, TraceError, read_trace
-from harness.errors import UsageError
+from harness import workdir as workdirs
+from harness.budget import Budget, OutOfTime
+from harness.errors import SetupError
 from harness.structures import Structure
 from specs import leaks as leak_policy
 from specs.ordered_map import Op, State, key_text, prefix_states, run as model_run
@@ -95,6 +96,7 @@ class HistoryOutcome:
     states_explored: int = 0
     states_checked: int = 0
     elapsed: float = 0.0
+    partial: bool = False        # the budget ran out (or a stop came) before every state was checked
 
 
 RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
@@ -175,12 +177,14 @@ class Checker:
     """Checks histories for one structure (or seeded-bug variant) with one runner process."""
 
     def __init__(self, structure: Structure, bug: str | None, settings: Settings,
-                 workdir: str | os.PathLike | None = None) -> None:
+                 workdir: str | os.PathLike | None = None, budget: Budget | None = None) -> None:
         self.structure = structure
         self.bug = bug
         self.settings = settings
+        self.budget = budget or Budget()
         self.driver = structure.driver(bug)
-        self._tmp = tempfile.TemporaryDirectory(prefix="crashcheck-", dir=scratch_dir()) if workdir is None else None
+        self._driver_id = _file_id(self.driver)
+        self._tmp = workdirs.make_workdir(settings.pool_size) if workdir is None else None
         self.workdir = Path(workdir or self._tmp.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._runner: Runner | None = None
@@ -194,14 +198,22 @@ class Checker:
     def runner(self) -> Runner:
         if self._runner is None or self._runner.closed:
             s = self.settings
+            self.check_driver()
             try:
                 self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size),
                                        "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
                                       env=_clean_env())
             except RunnerError as exc:
-                raise UsageError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
+                raise SetupError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
             self._next_state = 0
         return self._runner
+
+    def check_driver(self) -> None:
+        """Refuse to go on with a driver that was rebuilt (or removed) since the run started:
+        its traces would not match the ones already judged."""
+        if _file_id(self.driver) != self._driver_id:
+            raise SetupError(f"the driver {self.driver} changed during the run (rebuilt?); "
+                             "run crashcheck again once the build is finished")
 
     def close(self) -> None:
         if self._runner is not None:
@@ -258,21 +270,44 @@ class Checker:
         env["CRASHCHECK_TRACE"] = str(trace_path)
         argv = ([str(self.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
                 + (["--check"] if check else []))
-        proc = subprocess.run(argv + ["--size", str(self.settings.pool_size), str(history)],
-                              env=env, capture_output=True, text=True, timeout=120)
+        self.check_driver()
+        self.budget.check()
+        try:
+            proc = subprocess.run(argv + ["--size", str(self.settings.pool_size), str(history)],
+                                  env=env, capture_output=True, text=True, timeout=self.budget.left(120))
+        except subprocess.TimeoutExpired:
+            if self.budget.expired():
+                raise OutOfTime() from None
+            raise DriverFailure(f"{what}: it did not finish within 120 s") from None
         if proc.returncode not in ok:
+            self._setup_fault(trace_path, proc.returncode, proc.stderr)
             raise DriverFailure(f"{what} (status {proc.returncode}): {proc.stderr.strip()[-300:]}")
         try:
             trace = read_trace(trace_path)
         except TraceError as exc:
+            self._setup_fault(trace_path, proc.returncode, proc.stderr)
             raise DriverFailure(f"the traced run left no readable trace: {exc}") from None
+        if not trace.complete:
+            self._setup_fault(trace_path, proc.returncode, proc.stderr)
         return trace, proc.stdout.splitlines()
+
+    def _setup_fault(self, trace_path: Path, status: int, stderr: str) -> None:
+        """Raise SetupError if a failed traced run is the machine's fault, not the structure's:
+        the work folder filled up, or the driver refused to start (exit 2, its one-line reason,
+        before any operation began: the pool could not be created or mapped)."""
+        if workdirs.nearly_full(self.workdir, self.settings.pool_size) or "No space left on device" in stderr:
+            raise workdirs.full_error(self.workdir)
+        if status == 2 and not _began_any_operation(trace_path):
+            lines = [line for line in stderr.strip().splitlines() if line.strip()]
+            reason = lines[-1] if lines else "no reason given"
+            raise SetupError(f"the driver of {self.structure.name} could not start: {reason}")
 
     # -- checking --------------------------------------------------------------------------
 
     def check(self, ops: list[Op], progress=None, crashes: bool = True) -> HistoryOutcome:
         """Judge one history: its crash-free run, then (with CRASHES) its crash states."""
         t0 = time.monotonic()
+        self.budget.check()
         follow = followup_ops(ops, self.key_kind, self.value_size) if self.settings.followup else []
         states = prefix_states(ops)
         try:
@@ -304,23 +339,28 @@ class Checker:
         load = getattr(ops, "load", 0)
         first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
                         len(trace.events))
-        for out in explore(trace, options=self.settings.options(), strategy=self.settings.strategy,
-                           limit=self.settings.limit, seed=self.settings.seed, runner=runner,
-                           followup=follow_text, first_state=self._next_state, progress=progress,
-                           start_event=first_op):
-            self._next_state = out.id + 1
-            _count_point(outcome, points, out)
-            if (out.point.op is not None and out.fp not in seen_images and out.result is not None
-                    and out.result.ok and any(k < len(u.pieces) for u, k in zip(out.point.units, out.choice))
-                    and any(k > 0 for k in out.choice)):
-                seen_images.add(out.fp)
-                candidates.append((out.point.index, tuple(out.choice)))
-            for f in self._judge(trace, ops, states, follow, out, verdicts):
-                _add_finding(by_group, f)
-        outcome.states_checked = runner.stats.states - checked_before
-        if self.settings.recovery_crashes and candidates:
-            for f in self.crash_recoveries(trace, ops, states, follow, candidates, outcome):
-                _add_finding(by_group, f)
+        try:
+            for out in explore(trace, options=self.settings.options(), strategy=self.settings.strategy,
+                               limit=self.settings.limit, seed=self.settings.seed, runner=runner,
+                               followup=follow_text, first_state=self._next_state, progress=progress,
+                               start_event=first_op, stop=self.budget.expired):
+                self._next_state = out.id + 1
+                _count_point(outcome, points, out)
+                if (out.point.op is not None and out.fp not in seen_images and out.result is not None
+                        and out.result.ok and any(k < len(u.pieces) for u, k in zip(out.point.units, out.choice))
+                        and any(k > 0 for k in out.choice)):
+                    seen_images.add(out.fp)
+                    candidates.append((out.point.index, tuple(out.choice)))
+                for f in self._judge(trace, ops, states, follow, out, verdicts):
+                    _add_finding(by_group, f)
+            outcome.states_checked = runner.stats.states - checked_before
+            if self.settings.recovery_crashes and candidates:
+                for f in self.crash_recoveries(trace, ops, states, follow, candidates, outcome):
+                    _add_finding(by_group, f)
+        except (Stopped, OutOfTime):
+            # What was judged before the stop stands; the rest of this history is unexplored.
+            outcome.partial = True
+            outcome.states_checked = max(0, runner.stats.states - checked_before)
         outcome.findings = list(by_group.values())
         outcome.elapsed = time.monotonic() - t0
         return outcome
@@ -393,7 +433,7 @@ class Checker:
                 ids.append(self._next_state)
                 runner.queue_state(self._next_state, writes, follow_text)
                 self._next_state += 1
-            answers = dict(runner.flush())
+            answers = dict(runner.flush(self.budget.expired))
             return [answers[i] for i in ids]
         return check
 
@@ -462,7 +502,8 @@ class Checker:
             rpoints: set[int] = set()
             for out in explore(rtrace, options=self.settings.options(), strategy=self.settings.strategy,
                                limit=self.settings.limit, seed=self.settings.seed, runner=runner,
-                               followup=follow_text, first_state=self._next_state):
+                               followup=follow_text, first_state=self._next_state,
+                               stop=self.budget.expired):
                 self._next_state = out.id + 1
                 _count_point(outcome, rpoints, out)
                 res = out.result
@@ -601,16 +642,21 @@ def result_dict(res: CheckResult) -> dict:
             "stderr": res.stderr}
 
 
-def scratch_dir() -> str | None:
-    """Where a checker keeps its pool, traces and images: $CRASHCHECK_WORKDIR, else /dev/shm when
-    it is a writable tmpfs (the traced run writes its trace faster into memory than through a
-    disk's page cache), else the system's temporary folder (None)."""
-    env = os.environ.get("CRASHCHECK_WORKDIR")
-    if env:
-        Path(env).mkdir(parents=True, exist_ok=True)
-        return env
-    shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+def _file_id(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when a file is rebuilt: inode, size, modification time (ns), device."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_dev)
+
+
+def _began_any_operation(trace_path: Path) -> bool:
+    """The (possibly cut or missing) trace holds an op_begin: the driver got past its set-up."""
+    try:
+        return any(ev.kind == "op_begin" for ev in read_trace(trace_path, check_images=False).events)
+    except (TraceError, OSError):
+        return False
 
 
 def _address_free(text: str) -> str:

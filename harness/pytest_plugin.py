@@ -10,12 +10,18 @@ Installed with the package (entry point `pytest11`). It gives:
 - the options `--crashcheck-seed`, `--crashcheck-examples`, `--crashcheck-budget` and
   `--crashcheck-report-dir` (reports default to the test's tmp_path).
 
+A gate never checks nothing and passes: nonsense options (examples <= 0, a budget that is not a
+positive number, unknown marker keywords, a model that does not exist or that the structure is
+not meant for) fail the test with one line saying why, and so does a run that checked no
+history at all (a budget too small for one).
+
     @pytest.mark.crashcheck("wort", model="adr", seed=1, examples=24)
     def test_wort_is_crash_consistent(crashcheck):
         crashcheck.check()
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +32,9 @@ OPT_EXAMPLES = "--crashcheck-examples"
 OPT_BUDGET = "--crashcheck-budget"
 OPT_REPORT_DIR = "--crashcheck-report-dir"
 MARKER = "crashcheck"
+# What a marker or run()/check() may set, with a one-line description for the error message.
+OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
+           "stop_on_class", "strategy", "recovery_crashes")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -38,6 +47,49 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}(structure, **options): defaults for the crashcheck gate fixture")
+    examples = config.getoption(OPT_EXAMPLES)
+    budget = config.getoption(OPT_BUDGET)
+    if examples is not None and examples <= 0:
+        raise pytest.UsageError(f"{OPT_EXAMPLES} must be a positive number of histories, not {examples}")
+    if budget is not None and not (math.isfinite(budget) and budget > 0):
+        raise pytest.UsageError(f"{OPT_BUDGET} must be a positive number of seconds, not {budget}")
+
+
+def _refuse(message: str) -> None:
+    pytest.fail(f"crashcheck gate: {message}", pytrace=False)
+
+
+def validate(opts: dict) -> None:
+    """Fail the test on options that would make the gate check nothing or something else."""
+    from crashsim.model import MODELS
+    from crashsim.states import STRATEGIES
+    from harness.strategies import KEY_DISTRIBUTIONS, MIXES
+    from specs.oracle import CLASSES
+
+    unknown = sorted(set(opts) - set(OPTIONS))
+    if unknown:
+        _refuse(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                f"(known: {', '.join(OPTIONS)})")
+    ex, budget = opts.get("examples"), opts.get("budget")
+    if ex is not None and (isinstance(ex, bool) or not isinstance(ex, int) or ex <= 0):
+        _refuse(f"examples must be a positive integer, not {ex!r}")
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, (int, float))
+                               or not math.isfinite(budget) or budget <= 0):
+        _refuse(f"budget must be a positive number of seconds, not {budget!r}")
+    for name in ("seed", "limit", "max_ops", "recovery_crashes"):
+        v = opts.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+            _refuse(f"{name} must be an integer, not {v!r}")
+    for name in ("limit", "max_ops"):
+        if opts.get(name) is not None and opts[name] < 1:
+            _refuse(f"{name} must be positive, not {opts[name]}")
+    if opts.get("recovery_crashes") is not None and opts["recovery_crashes"] < 0:
+        _refuse(f"recovery_crashes must be 0 or more, not {opts['recovery_crashes']}")
+    for name, known in (("model", MODELS), ("strategy", STRATEGIES), ("keys", KEY_DISTRIBUTIONS),
+                        ("mix", MIXES), ("stop_on_class", CLASSES)):
+        v = opts.get(name)
+        if v is not None and v not in known:
+            _refuse(f"{name} {v!r} does not exist (known: {', '.join(known)})")
 
 
 @dataclass
@@ -64,8 +116,11 @@ class Gate:
         self.report_dir = report_dir
 
     def _options(self, overrides: dict) -> dict:
+        validate(self.defaults)
+        validate(overrides)
         opts = {"model": "adr", "seed": 1, "examples": None, "budget": None, "limit": 64, "max_ops": 10,
-                "keys": "mixed", "mix": "mixed", "stop_on_class": None, "structure": None}
+                "keys": "mixed", "mix": "mixed", "stop_on_class": None, "structure": None, "bug": None,
+                "strategy": "bounded", "recovery_crashes": 4}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -88,16 +143,40 @@ class Gate:
         from harness.pipeline import Settings
         from harness.report import write_run
 
+        from harness import structures
+        from harness.errors import UsageError
+
         opts = self._options(overrides)
         structure = structure or opts["structure"]
+        bug = bug or opts["bug"]
         if structure is None:
-            raise pytest.UsageError("crashcheck gate: no structure (give one to check/run or to the marker)")
-        settings = Settings(model=opts["model"], limit=opts["limit"], seed=opts["seed"])
+            _refuse("no structure (give one to check/run or to the marker)")
+        try:
+            s = structures.get(structure)
+            if bug is not None:
+                s.bug(bug)
+            s.driver(bug)
+        except UsageError as exc:
+            _refuse(str(exc))
+        if opts["model"] not in s.models:
+            _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
+        settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
+                            seed=opts["seed"], recovery_crashes=opts["recovery_crashes"])
         config = Config(examples=opts["examples"], budget=opts["budget"], max_ops=opts["max_ops"],
                         keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"])
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
-        [result] = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
+        try:
+            [result] = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
+        except UsageError as exc:
+            _refuse(str(exc))
+        if result.error:
+            pytest.fail(f"crashcheck gate: internal error while fuzzing {name}:\n{result.error}", pytrace=False)
+        if result.interrupted:
+            raise KeyboardInterrupt
+        if result.stats.histories == 0:
+            _refuse(f"no history of {name} was checked (the budget ran out first); nothing is known "
+                    "about it: give a larger budget")
         res = results_json([result], settings, f"pytest gate {name}")
         res["first_by_class"] = result.first_by_class
         report = self.report_dir / f"{name}.html"
@@ -106,9 +185,10 @@ class Gate:
                           [b for b in res["bugs"] if not b["expected"]],
                           [b for b in res["bugs"] if b["expected"]])
 
-    def check(self, structure: str | None = None, **overrides) -> GateResult:
-        """Fuzz STRUCTURE and fail the test if anything unexpected is found."""
-        result = self.run(structure, None, **overrides)
+    def check(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
+        """Fuzz STRUCTURE (or its seeded-bug variant BUG) and fail the test if anything
+        unexpected is found."""
+        result = self.run(structure, bug, **overrides)
         if result.unexpected:
             lines = [f"crashcheck gate: {len(result.unexpected)} unexpected bug(s) in {result.structure} "
                      f"(report: {result.report})"]

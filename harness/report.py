@@ -177,10 +177,33 @@ def write_run(results: dict, bugdir: Path, json_path: str | os.PathLike | None =
         bugdir.mkdir(parents=True, exist_ok=True)
         for b in results["bugs"]:
             write_atomic(bugdir / f"{b['id']}.json", json.dumps(b, indent=1) + "\n")
+    remove_old_records(bugdir, {f"{b['id']}.json" for b in results["bugs"]})
     if json_path:
         write_atomic(json_path, json.dumps(results, indent=1) + "\n")
     if report_path:
         write_report(results, report_path)
+
+
+def remove_old_records(bugdir: Path, keep: set[str]) -> int:
+    """Delete the bug records an earlier run left in BUGDIR (files that parse as crashcheck bug
+    records and are not in KEEP), so a reused folder never mixes two runs. Anything else stays."""
+    if not bugdir.is_dir():
+        return 0
+    removed = 0
+    for path in bugdir.glob("*.json"):
+        if path.name in keep or not path.is_file():
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and {"id", "class", "history", "crash", "replay"} <= data.keys():
+            try:
+                path.unlink()
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def load_results(path: str | os.PathLike) -> dict:

@@ -28,6 +28,25 @@ from hypothesis import strategies as st
 
 from specs.ordered_map import Op
 
+
+def _without_source_constants() -> None:
+    """Hypothesis (6.13x and later) mixes into its draws constants it finds in the source of
+    every "local" module loaded (ours included), so the histories of a seed would change with
+    every edit of crashcheck's own code and with which modules happen to be imported (the CLI,
+    the pytest plugin and a worker process import different sets). A run must be repeatable
+    from its seed alone: give Hypothesis an empty set of local constants. Its built-in constants
+    (0, -1, 2^63, ...) stay. Guarded, since this is an internal of Hypothesis's."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:      # pragma: no cover - older Hypothesis: nothing to switch off
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
+
+
+_without_source_constants()
+
 KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "nested", "mixed")
 MIXES = ("insert-heavy", "ycsb", "delete-heavy", "churn", "mixed")
 
@@ -153,7 +172,15 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         preferred = absent if kind == "insert" else there
         key = draw(st.sampled_from(preferred if preferred and draw(st.integers(0, 3)) else pool))
         if kind in ("insert", "update"):
-            ops.append(Op(kind, key, draw(values)))
+            value = draw(values)
+            if kind == "update" and key in present and draw(st.booleans()):
+                # Half the updates of a present key change its value's size (where sizes vary):
+                # a structure that keeps sizes apart (HART's chunk chains) must move the value.
+                old = next((len(op.value) for op in reversed(ops) if op.key == key and op.value), None)
+                other = draw(_values(value_size, value_size if value_min is None else value_min,
+                                     exclude=old))
+                value = other if other is not None else value
+            ops.append(Op(kind, key, value))
             present.add(key)
         elif kind == "scan":
             ops.append(Op("scan", key, count=draw(st.integers(1, 8))))
@@ -165,16 +192,19 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     return with_load(ops, len(load))
 
 
-def _values(size: int, min_size: int) -> st.SearchStrategy[bytes]:
+def _values(size: int, min_size: int, exclude: int | None = None) -> st.SearchStrategy[bytes | None]:
     # Small numbers read well in reports and shrink to 1; distinct values make lost updates
     # visible. Wider values repeat the number in every 8-byte piece, so a value torn between
     # two writes shows up as pieces of two different numbers. A structure that takes several
     # sizes gets every multiple of 8 it takes (HART keeps 8- and 16-byte values in separate
     # chunk chains, so an update that changes the size moves the value between chains).
+    # EXCLUDE: a size not to draw (None when only that size exists).
     if size % 8:
-        return st.binary(min_size=size, max_size=size)
-    sizes = [n for n in range(8, size + 1, 8) if n >= min_size]
+        return st.none() if exclude is not None else st.binary(min_size=size, max_size=size)
+    sizes = [n for n in range(8, size + 1, 8) if n >= min_size and n != exclude]
     number = st.integers(1, 9999)
+    if not sizes:
+        return st.none()
     if len(sizes) == 1:
-        return number.map(lambda v: v.to_bytes(8, "little") * (size // 8))
+        return number.map(lambda v, n=sizes[0]: v.to_bytes(8, "little") * (n // 8))
     return st.tuples(number, st.sampled_from(sizes)).map(lambda p: p[0].to_bytes(8, "little") * (p[1] // 8))

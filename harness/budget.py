@@ -1,0 +1,110 @@
+"""Time budgets and stop requests: one object that every long loop of a run asks "may I go on?".
+
+Owns the wall-clock budget of a fuzz run and the ways a run is told to stop early (Ctrl-C or
+SIGTERM in the parent, the parent dying under a worker). Every loop that can run long polls it:
+the fuzz loop between histories, Hypothesis's shrinking between tries, crash-state exploration
+between states, the runner client while it waits for answers, the traced driver while it runs.
+So `--budget` bounds the whole run, shrinking included, whatever the strategy.
+
+A budget has two deadlines. `soft` ends the search for new histories and Hypothesis's shrinking;
+`hard` ends everything, including shrinking the crash states of the bugs found (what is not done
+by then is reported unshrunk). The gap between them is the reserve for that last step.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import dataclass, field
+
+# Share of the budget reserved for shrinking crash states after the search, and for writing the
+# results and the report after that.
+RESERVE_SHARE = 0.1
+RESERVE_MAX_S = 30.0
+WRITE_SHARE = 0.03
+WRITE_MAX_S = 2.0
+
+# When this process started crashcheck (close enough: harness.cli imports this module first), so
+# a run's budget also covers its start-up.
+PROCESS_START = time.monotonic()
+
+
+class OutOfTime(BaseException):
+    """Raised inside a long step when the budget is spent or a stop was requested. A
+    BaseException, so that Hypothesis (which catches Exception as a test failure) and the
+    structure-facing code let it through to the fuzz loop, which keeps what was found."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM reached the run; `signum` says which (the exit status is 128 + it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@dataclass
+class Budget:
+    """A run's deadlines (time.monotonic() seconds) and its stop flag.
+
+    seconds      the budget, None for no time limit (a run bounded by --examples)
+    stop_event   a multiprocessing.Event shared with the parent (workers), or None
+    """
+    seconds: float | None = None
+    stop_event: object | None = None
+    start: float = field(default_factory=time.monotonic)
+    parent_pid: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.seconds is not None and not (math.isfinite(self.seconds) and self.seconds > 0):
+            raise ValueError(f"budget must be a positive number of seconds, not {self.seconds!r}")
+        self._stopped = False
+
+    @property
+    def hard(self) -> float | None:
+        if self.seconds is None:
+            return None
+        return self.start + self.seconds - min(WRITE_SHARE * self.seconds, WRITE_MAX_S)
+
+    @property
+    def soft(self) -> float | None:
+        if self.seconds is None:
+            return None
+        return self.hard - min(RESERVE_SHARE * self.seconds, RESERVE_MAX_S)
+
+    def stop(self) -> None:
+        """Ask every loop polling this budget to end (and the workers sharing its event)."""
+        self._stopped = True
+        if self.stop_event is not None:
+            self.stop_event.set()
+
+    def stopped(self) -> bool:
+        """A stop was requested: by stop(), through the shared event, or by the parent dying."""
+        if self._stopped:
+            return True
+        if self.stop_event is not None and self.stop_event.is_set():
+            self._stopped = True
+        elif self.parent_pid is not None and os.getppid() != self.parent_pid:
+            self._stopped = True      # the parent died: nobody will read our results
+        return self._stopped
+
+    def search_over(self) -> bool:
+        """No new histories and no more Hypothesis shrinking (soft deadline or stop)."""
+        return self.stopped() or (self.soft is not None and time.monotonic() >= self.soft)
+
+    def expired(self) -> bool:
+        """Nothing more at all (hard deadline or stop)."""
+        return self.stopped() or (self.hard is not None and time.monotonic() >= self.hard)
+
+    def left(self, cap: float | None = None) -> float | None:
+        """Seconds until the hard deadline (at least 0), at most CAP; None if unbounded."""
+        if self.hard is None:
+            return cap
+        left = max(0.0, self.hard - time.monotonic())
+        return left if cap is None else min(cap, left)
+
+    def check(self) -> None:
+        """Raise OutOfTime if the run must end now."""
+        if self.expired():
+            raise OutOfTime()
+
