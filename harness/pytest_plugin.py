@@ -151,13 +151,16 @@ class Gate:
         bug = bug or opts["bug"]
         if structure is None:
             _refuse("no structure (give one to check/run or to the marker)")
+        problem = None
         try:
             s = structures.get(structure)
             if bug is not None:
                 s.bug(bug)
             s.driver(bug)
         except UsageError as exc:
-            _refuse(str(exc))
+            problem = str(exc)
+        if problem:
+            _refuse(problem)
         if opts["model"] not in s.models:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
@@ -169,7 +172,9 @@ class Gate:
         try:
             [result] = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
         except UsageError as exc:
-            _refuse(str(exc))
+            problem = str(exc)
+        if problem:
+            _refuse(problem)
         if result.error:
             pytest.fail(f"crashcheck gate: internal error while fuzzing {name}:\n{result.error}", pytrace=False)
         if result.interrupted:
