@@ -29,7 +29,17 @@ CLASSES = (
     "recovery-hang",
     "leak",
     "post-recovery-divergence",
+    # The crash-free run itself: an operation (or the set-up before operation 0) died (a signal,
+    # an exit status, exit(0) before the history ended, the memory limit, killing its parent,
+    # leaving a process running), or did not finish in time (a loop, a sleep, stopping itself).
+    "operation-crash",
+    "operation-hang",
 )
+
+# A recovery that kills the checker running it (kill(getppid(), ...)) is a `recovery-crash`, not a
+# class of its own: what a person must fix is still that recovery does not finish normally, and the
+# detail says what it did. The runner client answers such a state "runner-died" and carries on.
+STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
 
 @dataclass(frozen=True)
@@ -135,13 +145,26 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
     expected = acceptable(ops, point, states)
     status = result.get("status")
     body = result.get("result")
+    tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
+    said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
     if status == "timeout":
-        return Verdict(False, "recovery-hang", "recovery did not finish within the time limit", expected)
+        if result.get("signal") in STOP_SIGNALS:
+            return Verdict(False, "recovery-hang", f"recovery stopped itself (signal {result.get('signal')})"
+                           + said, expected)
+        return Verdict(False, "recovery-hang", "recovery did not finish within the time limit" + said, expected)
+    if status == "runner-died":
+        return Verdict(False, "recovery-crash", "recovery killed the checker running it (its parent "
+                       "process died while this state was checked; a new checker took over)", expected)
     if status in ("signal", "oom") or (status == "exit" and body is None):
         how = (f"signal {result.get('signal')}" if status == "signal" else
                "the memory limit" if status == "oom" else f"exit status {result.get('exit')}")
-        tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
-        return Verdict(False, "recovery-crash", f"recovery died with {how} {tail[0]}".strip(), expected)
+        return Verdict(False, "recovery-crash", f"recovery died with {how}{said}", expected)
+    if status == "ok" and body is None:
+        return Verdict(False, "recovery-crash", "recovery exited with status 0 before the check wrote "
+                       "its result" + said, expected)
+    if result.get("stray"):
+        return Verdict(False, "recovery-crash", "recovery left a process running (the checker killed it)"
+                       + said, expected)
     if body is None or not body.get("recovered", False):
         return Verdict(False, "recovery-crash",
                        f"recovery reported failure (status {body.get('recover_status') if body else '?'})",
