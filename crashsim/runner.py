@@ -186,21 +186,29 @@ class Runner:
         self._queue, self._kinds = [], []
         self.stats.requests += len(kinds)
         answers: list[dict[str, Any]] = []
+        # The runner holds answers while more requests are buffered, so when it dies, answers it
+        # had computed may die with it: which request killed it is not known yet. Then the
+        # unanswered requests go to a new runner one at a time (each answered at once) until the
+        # one that kills it again is found, and batching resumes after it.
+        careful = False
         while len(answers) < len(reqs):
             start = len(answers)
-            payload = b"".join(reqs[start:])
+            chunk = reqs[start:start + 1] if careful else reqs[start:]
+            payload = b"".join(chunk)
             self.stats.bytes_out += len(payload)
             try:
-                answers += self._read_lines(len(reqs) - start, payload)
+                answers += self._read_lines(len(chunk), payload)
             except _RunnerDied as died:
                 answers += self._parse(died.lines)
-                i = len(answers)          # the request the runner died on
-                if not self.restart or kinds[i] != REQ_STATE:
+                i = len(answers)          # the first request without an answer
+                if not self.restart or (careful and kinds[i] != REQ_STATE):
                     self._fail(str(died))
-                _, _, sid = REQ.unpack_from(reqs[i])
-                answers.append({"state": sid, "status": "runner-died", "signal": None, "exit": None,
-                                "result": None, "stderr": "", "dup_of": None})
-                self._respawn(self._base_after(reqs[:i], kinds[:i]))
+                if careful:               # request i alone killed it: a check killed its runner
+                    _, _, sid = REQ.unpack_from(reqs[i])
+                    answers.append({"state": sid, "status": "runner-died", "signal": None, "exit": None,
+                                    "result": None, "stderr": "", "dup_of": None})
+                careful = not careful
+                self._respawn(self._base_after(reqs[:len(answers)], kinds[:len(answers)]))
         self._base_log = self._base_after(reqs, kinds)
         out = []
         for kind, ans in zip(kinds, answers):

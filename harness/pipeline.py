@@ -317,7 +317,7 @@ class Checker:
             lines = results.read_bytes().decode("utf-8", "replace").splitlines()
         except OSError:
             lines = []
-        failure = _run_failure(end, lines, ops, trace_path)
+        failure = _run_failure(end, lines, ops)
         if failure is not None:
             raise RunFailure(failure, end)
         if end.code not in ok:
@@ -673,12 +673,13 @@ class RunFailure(DriverFailure):
         self.end = end
 
 
-def _run_failure(end: RunEnd, lines: list[str], ops: list[Op], trace_path: Path) -> Finding | None:
+def _run_failure(end: RunEnd, lines: list[str], ops: list[Op]) -> Finding | None:
     """The finding of a traced run that misbehaved, or None. Which operation was running: the
     one after the last result line (the driver flushes its results after every operation), or
-    the one its `!orphan` line names; before operation 0 it is the set-up (pool format, the
-    structure's create, or recovery of an image). One cause is one bug: the group is the class,
+    the one its `!orphan` line names; before the driver's `!ready` line it is the set-up (pool
+    format, the structure's create, or recovery of an image). One cause is one bug: the group is the class,
     the kind of operation and how it ended, never the operation's index or the history."""
+    ready = "!ready" in lines
     orphan = next((int(x.split()[1]) for x in lines if x.startswith("!orphan ")), None)
     ended = any(x.startswith("!end ") for x in lines)
     stray = next((int(x.split()[1]) for x in lines if x.startswith("!stray ")), None)
@@ -691,7 +692,7 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op], trace_path: Path)
     elif end.status == "parent-killed":
         pass
     elif end.status in ("signal", "exit") or end.memory_exhausted:
-        if end.status == "exit" and end.code in (1, 2) and done == 0 and not _began(trace_path):
+        if end.status == "exit" and end.code in (1, 2) and not ready:
             return None      # the driver's own errors (a usage error, a failed recovery)
     elif not ended and end.code == 0 and ops:
         how, key = "exited with status 0 before the history ended", "exit 0 early"
@@ -700,7 +701,7 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op], trace_path: Path)
         done = stray if stray is not None else done
     else:
         return None
-    if done < len(ops) and (done > 0 or _began(trace_path)):
+    if done < len(ops) and ready:
         where, kind = f"`{ops[done].text()}` (operation {done})", ops[done].kind
     elif done >= len(ops) and ops:
         where, kind = "after the last operation", "end"
@@ -714,13 +715,6 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op], trace_path: Path)
         detail += f"; its output ended: {shown[-400:]}"
     return Finding(cls, detail, (cls, f"{kind}: {key}"), op_index=done if done < len(ops) else None)
 
-
-def _began(trace_path: Path) -> bool:
-    """The (possibly cut) trace at TRACE_PATH shows an operation begun."""
-    try:
-        return any(ev.kind == "op_begin" for ev in read_trace(trace_path, check_images=False).events)
-    except (TraceError, OSError):
-        return False
 
 
 def _crash_site(trace: Trace, cp: SimPoint) -> int:

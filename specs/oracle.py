@@ -148,10 +148,12 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
     tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
     said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
     if status == "timeout":
+        # The check runs recovery, then the follow-up operations: either may be the one that hangs.
+        what = "recovery (or the follow-up operations after it)"
         if result.get("signal") in STOP_SIGNALS:
-            return Verdict(False, "recovery-hang", f"recovery stopped itself (signal {result.get('signal')})"
+            return Verdict(False, "recovery-hang", f"{what} stopped itself (signal {result.get('signal')})"
                            + said, expected)
-        return Verdict(False, "recovery-hang", "recovery did not finish within the time limit" + said, expected)
+        return Verdict(False, "recovery-hang", f"{what} did not finish within the time limit" + said, expected)
     if status == "runner-died":
         return Verdict(False, "recovery-crash", "recovery killed the checker running it (its parent "
                        "process died while this state was checked; a new checker took over)", expected)

@@ -13,8 +13,9 @@
  * and exit 2.
  *
  * Results on their own channel: with `--results FILE`, `run` writes its
- * result lines there (and a last line "!end N" once all N operations ran
- * and the structure was closed), never to stdout.  The structure under test
+ * result lines there (after a first line "!ready" once the pool is set up,
+ * and a last line "!end N" once all N operations ran and the structure was
+ * closed), never to stdout.  The structure under test
  * may print anything on stdout and stderr; a supervisor keeps that apart
  * and never parses it as a result.
  */
@@ -207,6 +208,12 @@ static int cmd_run(int argc, char **argv)
 	}
 	static char outbuf[1 << 16];
 	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
+	if (results) {
+		/* set-up (format and create, or recovery) is over: what dies from here on
+		 * dies in an operation */
+		fputs("!ready\n", out);
+		fflush(out);
+	}
 	cc_run_history(&cc_adapter, t, &h, out, check);
 	if (dump)
 		cc_print_dump(&cc_adapter, t, out);
