@@ -170,6 +170,8 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     reaches the faulty code, and grouping by lost store would make one cause dozens of bugs. (Two
     different faults that die of the same signal are then one bug; its record shows the first.)"""
     pre = "in recovery: " if f.recovery_of is not None else ""
+    if f.verdict is not None and f.verdict.group:
+        return (f.cls, pre + f.verdict.group)
     res = f.result
     if f.cls in ("recovery-crash", "recovery-hang") and res is not None and (
             res.status != "ok" or res.result is None or res.stray):
@@ -677,8 +679,9 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op]) -> Finding | None
     """The finding of a traced run that misbehaved, or None. Which operation was running: the
     one after the last result line (the driver flushes its results after every operation), or
     the one its `!orphan` line names; before the driver's `!ready` line it is the set-up (pool
-    format, the structure's create, or recovery of an image). One cause is one bug: the group is the class,
-    the kind of operation and how it ended, never the operation's index or the history."""
+    format, the structure's create, or recovery of an image). One cause is one bug: the group is
+    the class, the kind of operation and how it ended (specs.oracle.end_key's words, shared with
+    follow-up operations after recovery), never the operation's index or the history."""
     ready = "!ready" in lines
     orphan = next((int(x.split()[1]) for x in lines if x.startswith("!orphan ")), None)
     ended = any(x.startswith("!end ") for x in lines)
@@ -686,7 +689,10 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op]) -> Finding | None
     done = sum(1 for x in lines if not x.startswith("!"))
     cls, how, key = "operation-crash", end.how(), end.how_key()
     if orphan is not None or (end.status == "signal" and end.signal == 9 and ended):
-        how, key, done = "killed its parent process (crashcheck's supervisor)", "parent-killed",             orphan if orphan is not None else done
+        # The driver notices only after the kill has landed, which may be operations later: the
+        # operation named is where it was noticed, so the group does not name its kind.
+        how, key = "killed its parent process (crashcheck's supervisor)", "parent-killed"
+        done = orphan if orphan is not None else done
     elif end.status in ("timeout", "stopped"):
         cls = "operation-hang"
     elif end.status == "parent-killed":
@@ -707,13 +713,18 @@ def _run_failure(end: RunEnd, lines: list[str], ops: list[Op]) -> Finding | None
         where, kind = "after the last operation", "end"
     else:
         where, kind = "the set-up (pool format, create or recovery)", "set-up"
+    if key == "parent-killed" and kind != "set-up":
+        where = ("an operation (the driver noticed it only at the end of the history)" if kind == "end"
+                 else f"an operation (the driver noticed it after {where})")
+        kind = ""
     detail = f"without any crash, {where} {how}"
     tail = end.output.strip()
     if tail:
         lines_ = tail.splitlines()[-5:]
         shown = " | ".join(lines_)
         detail += f"; its output ended: {shown[-400:]}"
-    return Finding(cls, detail, (cls, f"{kind}: {key}"), op_index=done if done < len(ops) else None)
+    return Finding(cls, detail, (cls, f"{kind}: {key}" if kind else key),
+                   op_index=done if done < len(ops) else None)
 
 
 
@@ -726,7 +737,7 @@ def _crash_site(trace: Trace, cp: SimPoint) -> int:
 def result_dict(res: CheckResult) -> dict:
     """A runner answer in the form specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
-            "stderr": res.stderr, "stray": res.stray}
+            "stderr": res.stderr, "stray": res.stray, "output": res.output}
 
 
 def scratch_dir() -> str | None:

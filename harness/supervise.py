@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from specs.oracle import signal_name
+
 OUTPUT_TAIL_BYTES = 4096
 OUTPUT_TAIL_LINES = 20
 FSIZE_LIMIT = 256 << 20        # bytes per file: the trace, the results, the captured output
@@ -84,7 +86,9 @@ class RunEnd:
         return "exited with status 0"
 
     def how_key(self) -> str:
-        """`how` without numbers that vary from run to run: part of a finding's group."""
+        """`how` without numbers that vary from run to run: part of a finding's group, in the
+        words of specs.oracle.end_key (a follow-up operation after recovery that ends the same
+        way is the same bug)."""
         if self.memory_exhausted:
             return "memory limit"
         if self.status == "signal":
@@ -92,13 +96,6 @@ class RunEnd:
         if self.status == "exit":
             return f"exit {self.code}"
         return self.status
-
-
-def signal_name(sig: int | None) -> str:
-    try:
-        return f"{signal.Signals(sig).name} (signal {sig})"
-    except (ValueError, TypeError):
-        return f"signal {sig}"
 
 
 def output_tail(path: Path) -> str:
