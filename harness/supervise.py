@@ -8,8 +8,9 @@ Design
 - The driver runs in its own session and process group, under limits (RLIMIT_AS, RLIMIT_CPU,
   RLIMIT_FSIZE, no core dumps) and a wall-clock deadline. At the deadline, and again after every
   run however it ended, the whole group is SIGKILLed, so a grandchild the structure forked cannot
-  outlive the run. A stopped process (SIGSTOP) simply runs into the deadline: nobody would ever
-  continue it, so it is hung, and the description says it was stopped.
+  outlive the run. A stopped process (SIGSTOP) is hung: nobody would ever continue it. A run
+  still going after STOP_POLL_S is checked for one every STOP_POLL_S (from /proc), and ends as
+  "stopped" at once instead of at the deadline.
 - Its stdout and stderr go to one file, never a pipe: a grandchild that keeps them open cannot
   make us wait for an end of file. Only the tail is read back (OUTPUT_TAIL_BYTES, OUTPUT_TAIL_LINES),
   decoded with errors="replace". The driver's results go to their own file (`run --results`).
@@ -36,6 +37,7 @@ from specs.oracle import signal_name
 OUTPUT_TAIL_BYTES = 4096
 OUTPUT_TAIL_LINES = 20
 FSIZE_LIMIT = 256 << 20        # bytes per file: the trace, the results, the captured output
+STOP_POLL_S = 0.25             # how often a run that is still going is checked for stopped processes
 # Address space beyond the memory allowance (which counts the pool): the driver binary, its
 # libraries, the trace runtime's buffers and thread stacks (a traced driver with an 8 MiB pool
 # maps about 15 MiB in all before the structure allocates anything).
@@ -80,7 +82,7 @@ class RunEnd:
         if self.status == "timeout":
             return f"did not finish within {self.timeout_s:.1f} s"
         if self.status == "stopped":
-            return f"stopped itself ({signal_name(self.signal)}) and was still stopped after {self.timeout_s:.1f} s"
+            return f"stopped itself ({signal_name(self.signal)})"
         if self.status == "parent-killed":
             return "killed its parent process (crashcheck's supervisor)"
         return "exited with status 0"
@@ -167,14 +169,15 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
             if pid:
                 break
             left = deadline - time.monotonic()
-            if left <= 0:
+            # A stopped process is hung now: look for one every STOP_POLL_S of a long run.
+            if left <= 0 or (time.monotonic() - t0 > STOP_POLL_S and _stopped(pgid)):
                 timed_out = 1
                 stopped_sig = _stopped(pgid)
                 _kill_group(pgid)
                 _, status, ru = os.wait4(proc.pid, 0)
                 break
             if pidfd is not None:
-                select.select([pidfd], [], [], left)
+                select.select([pidfd], [], [], min(left, STOP_POLL_S))
             else:
                 time.sleep(min(0.005, left))
     finally:
@@ -188,6 +191,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
                  mem_limit=mem_limit, stray=stray and not timed_out)
     if timed_out:
         end.status = "stopped" if stopped_sig else "timeout"
+        end.elapsed = time.monotonic() - t0
         end.signal = stopped_sig or signal.SIGKILL
     elif orphan:
         end.status = "parent-killed"
