@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 
 REQ = struct.Struct("<IIQ")
 REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT = 1, 2, 3, 4, 5
-STATUSES = ("ok", "signal", "exit", "timeout", "oom")
+STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder.
 _DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
 
@@ -39,18 +39,30 @@ class Stopped(Exception):
     out, or the user interrupted the run). The runner was killed; unanswered states are lost."""
 
 
+class _RunnerDied(Exception):
+    """The runner process ended in the middle of an exchange (internal: flush() may restart it)."""
+
+    def __init__(self, msg: str, lines: list[bytes]) -> None:
+        super().__init__(msg)
+        self.lines = lines
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """How one check ended. Shared by every state whose answer was identical (see `first`).
 
     status   "ok" (exit 0), "exit" (non-zero exit), "signal", "timeout" (wall clock or CPU
-             limit), "oom" (ended abnormally with its address-space limit exhausted)
+             limit, or it stopped itself: then signal is the stop signal), "oom" (ended
+             abnormally with its address-space limit exhausted), "runner-died" (the runner
+             process died while it checked this state: the check killed its parent; made up by
+             the client, which then started a new runner, see Runner(restart=True))
     signal   the signal that ended it, or None
     exit     its exit status, or None
     result   the check's JSON object, or None if it wrote none or an invalid one
     stderr   the last lines of its stdout/stderr
     output   the raw text it wrote when that was not one JSON object, else None
     first    the state that first produced this answer
+    stray    the check left a process running after it ended (the runner killed it)
     """
     status: str
     signal: int | None
@@ -59,6 +71,7 @@ class CheckResult:
     stderr: str
     output: str | None
     first: int
+    stray: bool = False
 
     @property
     def ok(self) -> bool:
@@ -72,6 +85,7 @@ class RunnerStats:
     dups: int = 0          # answers the runner deduplicated
     wait_s: float = 0.0    # time spent waiting for the runner inside flush()
     bytes_out: int = 0
+    restarts: int = 0      # runners started again after a check killed one
 
 
 class Runner:
@@ -79,9 +93,31 @@ class Runner:
 
     def __init__(self, argv: Sequence[str], *, pool_base: int | None = None, pool_size: int | None = None,
                  env: dict[str, str] | None = None, cwd: str | None = None,
-                 stall_timeout: float = 120.0) -> None:
+                 stall_timeout: float = 120.0, restart: bool = False) -> None:
+        """RESTART: when the runner dies while it checks a state (a check that kills its parent
+        cannot be prevented), answer that state "runner-died", start a new runner, bring its base
+        to where the old one's was, and go on with the remaining requests, instead of raising
+        RunnerError."""
         self.argv = list(argv)
         self.stall_timeout = stall_timeout
+        self.restart = restart
+        self._env, self._cwd = env, cwd
+        self._pool_want = (pool_base, pool_size)
+        # The requests that made the current base: the last BASE and the PATCHes after it.
+        self._base_log: list[bytes] = []
+        self._rest = b""
+        self._queue: list[bytes] = []
+        self._kinds: list[int] = []
+        self._next_id = 0
+        self.next_state = 0            # state ids must increase within a session (dup_of names them)
+        self._unique: dict[int, CheckResult] = {}
+        self.stats = RunnerStats()
+        self._start()
+
+    def _start(self) -> None:
+        """Spawn the runner process and read its hello."""
+        pool_base, pool_size = self._pool_want
+        env, cwd = self._env, self._cwd
         self._err = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -92,12 +128,6 @@ class Runner:
         self._out = self._proc.stdout.fileno()
         os.set_blocking(self._in, False)
         self._rest = b""
-        self._queue: list[bytes] = []
-        self._kinds: list[int] = []
-        self._next_id = 0
-        self.next_state = 0            # state ids must increase within a session (dup_of names them)
-        self._unique: dict[int, CheckResult] = {}
-        self.stats = RunnerStats()
         self.closed = False
         [hello] = self._read_lines(1, b"", startup=True)
         if "error" in hello:
@@ -158,12 +188,34 @@ class Runner:
         the runner) if STOP() becomes true before every answer is in."""
         if not self._queue:
             return []
-        payload = b"".join(self._queue)
-        kinds = self._kinds
+        reqs, kinds = self._queue, self._kinds
         self._queue, self._kinds = [], []
         self.stats.requests += len(kinds)
-        self.stats.bytes_out += len(payload)
-        answers = self._read_lines(len(kinds), payload, stop=stop)
+        answers: list[dict[str, Any]] = []
+        # The runner holds answers while more requests are buffered, so when it dies, answers it
+        # had computed may die with it: which request killed it is not known yet. Then the
+        # unanswered requests go to a new runner one at a time (each answered at once) until the
+        # one that kills it again is found, and batching resumes after it.
+        careful = False
+        while len(answers) < len(reqs):
+            start = len(answers)
+            chunk = reqs[start:start + 1] if careful else reqs[start:]
+            payload = b"".join(chunk)
+            self.stats.bytes_out += len(payload)
+            try:
+                answers += self._read_lines(len(chunk), payload, stop=stop)
+            except _RunnerDied as died:
+                answers += self._parse(died.lines)
+                i = len(answers)          # the first request without an answer
+                if not self.restart or (careful and kinds[i] != REQ_STATE):
+                    self._fail(str(died))
+                if careful:               # request i alone killed it: a check killed its runner
+                    _, _, sid = REQ.unpack_from(reqs[i])
+                    answers.append({"state": sid, "status": "runner-died", "signal": None, "exit": None,
+                                    "result": None, "stderr": "", "dup_of": None})
+                careful = not careful
+                self._respawn(self._base_after(reqs[:len(answers)], kinds[:len(answers)]))
+        self._base_log = self._base_after(reqs, kinds)
         out = []
         for kind, ans in zip(kinds, answers):
             if "error" in ans:
@@ -180,10 +232,31 @@ class Runner:
                     raise RunnerError(f"runner answered state {sid} as a duplicate of unknown state {dup}")
             else:
                 res = CheckResult(ans["status"], ans["signal"], ans["exit"], ans["result"],
-                                  ans["stderr"], ans.get("output"), sid)
+                                  ans["stderr"], ans.get("output"), sid, bool(ans.get("stray")))
                 self._unique[sid] = res
             out.append((sid, res))
         return out
+
+    def _base_after(self, reqs: list[bytes], kinds: list[int]) -> list[bytes]:
+        """The requests that make the base after REQS (which follow the current base)."""
+        log = self._base_log
+        for req, kind in zip(reqs, kinds):
+            if kind == REQ_BASE:
+                log = [req]
+            elif kind == REQ_PATCH:
+                log = log + [req]
+        return log
+
+    def _respawn(self, base_log: list[bytes]) -> None:
+        """A new runner process in place of a dead one, its base rebuilt from BASE_LOG."""
+        self.close(kill=True)
+        self._start()
+        self.stats.restarts += 1
+        if base_log:
+            answers = self._read_lines(len(base_log), b"".join(base_log))
+            bad = next((a for a in answers if "error" in a), None)
+            if bad is not None:
+                self._fail(f"the restarted runner rejected the base: {bad['error']}")
 
     # -- convenience -------------------------------------------------------------------------
 
@@ -245,8 +318,9 @@ class Runner:
             events = poller.poll(200 if stop is not None else 1000)
             if not events:
                 if self._proc.poll() is not None:
-                    self._fail(f"runner exited with status {self._proc.returncode} "
-                               f"after {len(lines)} of {n} answers")
+                    self._rest = buf
+                    raise _RunnerDied(f"runner exited with status {self._proc.returncode} "
+                                      f"after {len(lines)} of {n} answers", lines)
                 if time.monotonic() - last > self.stall_timeout:
                     self._fail(f"runner made no progress for {self.stall_timeout:.0f} s")
                 continue
@@ -269,13 +343,19 @@ class Runner:
                     if not chunk:
                         self._proc.wait()
                         what = "could not start" if startup else "died"
-                        self._fail(f"runner {what} (status {self._proc.returncode}) "
-                                   f"after {len(lines)} of {n} answers")
+                        msg = (f"runner {what} (status {self._proc.returncode}) "
+                               f"after {len(lines)} of {n} answers")
+                        if startup:
+                            self._fail(msg)
+                        raise _RunnerDied(msg, lines)
                     buf += chunk
                     last = time.monotonic()
         self._rest = buf
         if not startup:
             self.stats.wait_s += time.monotonic() - t0
+        return self._parse(lines)
+
+    def _parse(self, lines: list[bytes]) -> list[dict[str, Any]]:
         out = []
         match = _DUP.fullmatch
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from harness import structures
 from harness.errors import UsageError
-from harness.pipeline import Checker, Settings, history_text, oracle_point, result_dict
+from harness.pipeline import Checker, RunFailure, Settings, history_text, oracle_point, result_dict
 from harness.report import site_text
 from harness.strategies import with_load
 from specs import leaks as leak_policy
@@ -65,7 +65,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {i:>3}  {line}")
     crash = rec["crash"]
     with Checker(s, rec.get("bug"), settings) as checker:
-        trace, lines = checker.trace(ops)
+        try:
+            trace, lines = checker.trace(ops)
+        except RunFailure as exc:
+            # the structure died or hung in the crash-free run (operation-crash, -hang)
+            f = exc.finding
+            same = f.cls == rec["class"]
+            print(f"{'reproduced' if same else 'a different bug now'} without any crash: {f.cls}: {f.detail}")
+            return 1
         if crash.get("index") is None:
             # found by the crash-free run: run it again and see whether it still fails
             found = checker.crash_free_findings(ops, lines)

@@ -209,7 +209,9 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                 same = [f for f in unexpected if f.cls in shrinking]
                 worst = same[0] if same else min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
                 if not shrinking:
-                    crash_free[0] = worst.point is None and worst.recovery_of is None
+                    # (a hang is the exception: each try may cost the whole timeout)
+                    crash_free[0] = (worst.point is None and worst.recovery_of is None
+                                     and worst.cls != "operation-hang")
                 shrinking.add(worst.cls)
                 raise FOUND.get(worst.cls, Found)(worst.detail)
 

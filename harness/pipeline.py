@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from crashsim.explore import StateOutcome, explore
@@ -26,13 +25,23 @@ from harness import workdir as workdirs
 from harness.budget import Budget, OutOfTime
 from harness.errors import SetupError
 from harness.structures import Structure
+from harness.supervise import RunEnd, run_supervised, run_timeout_s
 from specs import leaks as leak_policy
 from specs.ordered_map import Op, State, key_text, prefix_states, run as model_run
-from specs.oracle import CrashPoint, Verdict, judge_recovery
+from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict, judge_recovery
 
 DEFAULT_POOL = 8 << 20      # bytes; small pools keep base-image loads cheap
 DEFAULT_TIMEOUT_MS = 2000
 DEFAULT_MEM_MB = 512
+RUN_TIMEOUT_CAP_MS = 120_000
+
+
+def _env_int(name: str, default: int) -> int:
+    """An integer knob from the environment (tests make timeouts small with these)."""
+    try:
+        return int(os.environ.get(name, ""))
+    except ValueError:
+        return default
 
 
 @dataclass
@@ -43,8 +52,14 @@ class Settings:
     limit: int = 64
     seed: int = 0
     pool_size: int = DEFAULT_POOL
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    mem_mb: int = DEFAULT_MEM_MB
+    # Limits of one crash state's check (the runner's) and of the traced runs, which may take
+    # run_timeout_ms plus op_timeout_ms per operation (at most RUN_TIMEOUT_CAP_MS). Defaults come
+    # from $CRASHCHECK_TIMEOUT_MS, $CRASHCHECK_MEM_MB, $CRASHCHECK_RUN_TIMEOUT_MS and
+    # $CRASHCHECK_OP_TIMEOUT_MS when set.
+    timeout_ms: int = field(default_factory=lambda: _env_int("CRASHCHECK_TIMEOUT_MS", DEFAULT_TIMEOUT_MS))
+    mem_mb: int = field(default_factory=lambda: _env_int("CRASHCHECK_MEM_MB", DEFAULT_MEM_MB))
+    run_timeout_ms: int = field(default_factory=lambda: _env_int("CRASHCHECK_RUN_TIMEOUT_MS", 10_000))
+    op_timeout_ms: int = field(default_factory=lambda: _env_int("CRASHCHECK_OP_TIMEOUT_MS", 100))
     followup: bool = True
     clflush_guarantees: bool = False
     # Post-crash images per history whose own recovery is traced and crashed (0: off). Recovery
@@ -75,6 +90,7 @@ class Finding:
     recovery_of: tuple[int, tuple[int, ...]] | None = None
     recovery_trace: Trace | None = None
     history_point: CrashPoint | None = None      # the original crash, in history terms
+    op_index: int | None = None                  # crash-free run: the operation that died or hung
 
     @property
     def lost(self) -> list[Piece]:
@@ -148,8 +164,20 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     violation's text without its addresses and numbers), wherever the crash fell, because the
     structure's check names the rule better than the crash names its cause (a recovery that
     misses one case breaks the same rule after crashes all over the code). Crashes inside
-    recovery are told apart by a prefix."""
+    recovery are told apart by a prefix.
+
+    A recovery whose process ended abnormally (a signal, an exit, a hang, a stop, killing the
+    checker, exit(0) without a result, a process left running) is one bug per way it ended,
+    wherever the crash fell: such a recovery usually fails the same way on every image that
+    reaches the faulty code, and grouping by lost store would make one cause dozens of bugs. (Two
+    different faults that die of the same signal are then one bug; its record shows the first.)"""
     pre = "in recovery: " if f.recovery_of is not None else ""
+    if f.verdict is not None and f.verdict.group:
+        return (f.cls, pre + f.verdict.group)
+    res = f.result
+    if f.cls in ("recovery-crash", "recovery-hang") and res is not None and (
+            res.status != "ok" or res.result is None or res.stray):
+        return (f.cls, pre + "recovery: " + _recovery_end(res))
     violations = (f.result.result or {}).get("violations") if f.result is not None else None
     if f.cls == "invariant-violation" and violations:
         return (f.cls, pre + "rule: " + _address_free(violations[0]))
@@ -159,6 +187,19 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     if lost:
         return (f.cls, pre + site_key(trace, store_site(trace, lost[0])))
     return (f.cls, pre + "crash@" + site_key(trace, _crash_site(trace, f.point), caller=True))
+
+
+def _recovery_end(res: CheckResult) -> str:
+    """How a recovery's process ended, without numbers that vary (part of a group)."""
+    if res.status == "signal":
+        return f"signal {res.signal}"
+    if res.status == "exit":
+        return f"exit {res.exit}"
+    if res.status == "timeout":
+        return "stopped" if res.signal in STOP_SIGNALS else "timeout"
+    if res.status == "ok":
+        return "exit 0 early" if res.result is None else "stray process"
+    return res.status          # oom, runner-died
 
 
 def store_site(trace: Trace, piece: Piece) -> int:
@@ -189,6 +230,7 @@ class Checker:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._runner: Runner | None = None
         self._next_state = 0
+        self._hung: dict[tuple[str, ...], Finding] = {}    # operations up to one that hung
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
         self.value_min = structure.value_min
@@ -202,7 +244,7 @@ class Checker:
             try:
                 self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size),
                                        "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
-                                      env=_clean_env())
+                                      env=_clean_env(), restart=True)
             except RunnerError as exc:
                 raise SetupError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
             self._next_state = 0
@@ -230,19 +272,22 @@ class Checker:
 
     # -- tracing ---------------------------------------------------------------------------
 
-    def trace(self, ops: list[Op]) -> tuple[Trace, list[str]]:
+    def trace(self, ops: list[Op], deadline: float | None = None) -> tuple[Trace, list[str]]:
         """Run the traced driver on OPS, checking the structure's invariants after every
-        operation; returns the trace and the driver's output lines (results and `!invariant`)."""
+        operation; returns the trace and the driver's result lines (results and `!` lines).
+        Raises RunFailure when the structure misbehaved (died, hung, exited early): its
+        `finding` says how and in which operation. DEADLINE (time.monotonic()) bounds the run."""
         hist = self.workdir / "history"
         hist.write_text(history_text(ops))
         return self._run_traced(self.workdir / "pool", hist, "trace", create=True, check=True,
-                                what=f"the traced run of {self.structure.name} died", ok=(0, 1))
+                                what=f"the traced run of {self.structure.name} died", ok=(0, 1),
+                                ops=ops, deadline=deadline)
 
     def crash_free_findings(self, ops: list[Op], lines: list[str]) -> list[Finding]:
         """What the crash-free run (the output of `trace`) already shows: a result the model
         disagrees with, or an operation after which the structure's own check fails. Recovery
         may repair such damage, so no crash state would show it."""
-        results = [line for line in lines if not line.startswith("!invariant ")]
+        results = [line for line in lines if not line.startswith("!")]
         broken = [line.split(" ", 2) for line in lines if line.startswith("!invariant ")]
         _, want = model_run(ops)
         if results[:len(want)] != want:
@@ -250,7 +295,8 @@ class Checker:
                      min(len(results), len(want)))
             got = results[i] if i < len(results) else "nothing"
             return [Finding("wrong-value", f"without any crash, `{ops[i].text()}` returned `{got}`, the "
-                            f"model `{want[i] if i < len(want) else 'nothing'}`", ("no-crash", str(i)))]
+                            f"model `{want[i] if i < len(want) else 'nothing'}`",
+                            ("no-crash", ops[i].kind if i < len(ops) else "end"))]
         if broken:
             i = int(broken[0][1])
             texts = [b[2] for b in broken if len(b) == 3]
@@ -261,60 +307,90 @@ class Checker:
         return []
 
     def _run_traced(self, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
-                    what: str, ok: tuple[int, ...] = (0,), check: bool = False) -> tuple[Trace, list[str]]:
-        """`driver run` on POOL with HISTORY, traced into workdir/TAG (with CHECK, invariants
-        checked after every operation); the trace and the output lines. Any exit status outside
-        OK raises DriverFailure(WHAT ...)."""
+                    what: str, ok: tuple[int, ...] = (0,), check: bool = False,
+                    ops: list[Op] | None = None, deadline: float | None = None) -> tuple[Trace, list[str]]:
+        """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
+        CHECK, invariants checked after every operation), supervised (harness/supervise.py);
+        the trace and the result lines. A run that died, hung, stopped, left a process behind or
+        ended without its `!end` line raises RunFailure; any other exit status outside OK raises
+        DriverFailure(WHAT ...)."""
+        ops = ops or []
         trace_path = self.workdir / tag
+        results = self.workdir / f"{tag}.results"
         env = _clean_env()
         env["CRASHCHECK_TRACE"] = str(trace_path)
         argv = ([str(self.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
-                + (["--check"] if check else []))
+                + (["--check"] if check else []) + ["--results", str(results)])
+        s = self.settings
         self.check_driver()
         self.budget.check()
+        if self.budget.hard is not None:
+            deadline = self.budget.hard if deadline is None else min(deadline, self.budget.hard)
+        results.unlink(missing_ok=True)
+        end = run_supervised(argv + ["--size", str(s.pool_size), str(history)], env=env,
+                             output=self.workdir / f"{tag}.output", mem_bytes=(s.mem_mb << 20) + s.pool_size,
+                             timeout_s=run_timeout_s(len(ops), s.run_timeout_ms, s.op_timeout_ms,
+                                                     RUN_TIMEOUT_CAP_MS, deadline))
+        if end.status in ("timeout", "stopped") and self.budget.expired():
+            raise OutOfTime()        # the budget ended the run, not a hang of the structure
         try:
-            proc = subprocess.run(argv + ["--size", str(self.settings.pool_size), str(history)],
-                                  env=env, capture_output=True, text=True, timeout=self.budget.left(120))
-        except subprocess.TimeoutExpired:
-            if self.budget.expired():
-                raise OutOfTime() from None
-            raise DriverFailure(f"{what}: it did not finish within 120 s") from None
-        if proc.returncode not in ok:
-            self._setup_fault(trace_path, proc.returncode, proc.stderr)
-            raise DriverFailure(f"{what} (status {proc.returncode}): {proc.stderr.strip()[-300:]}")
+            lines = results.read_bytes().decode("utf-8", "replace").splitlines()
+        except OSError:
+            lines = []
+        if "!ready" not in lines or end.code not in ok:
+            self._setup_fault(trace_path, end.code, end.output, ready="!ready" in lines)
+        failure = _run_failure(end, lines, ops)
+        if failure is not None:
+            raise RunFailure(failure, end)
+        if end.code not in ok:
+            raise DriverFailure(f"{what} ({end.how()}): {end.output.strip()[-300:]}")
         try:
             trace = read_trace(trace_path)
         except TraceError as exc:
-            self._setup_fault(trace_path, proc.returncode, proc.stderr)
+            self._setup_fault(trace_path, end.code, end.output, ready=True)
             raise DriverFailure(f"the traced run left no readable trace: {exc}") from None
         if not trace.complete:
-            self._setup_fault(trace_path, proc.returncode, proc.stderr)
-        return trace, proc.stdout.splitlines()
+            self._setup_fault(trace_path, end.code, end.output, ready=True)
+        return trace, lines
 
-    def _setup_fault(self, trace_path: Path, status: int, stderr: str) -> None:
+    def _setup_fault(self, trace_path: Path, status: int | None, stderr: str, ready: bool) -> None:
         """Raise SetupError if a failed traced run is the machine's fault, not the structure's:
-        the work folder filled up, or the driver refused to start (exit 2, its one-line reason,
-        before any operation began: the pool could not be created or mapped)."""
+        the work folder filled up, or the driver refused to start (exit 2 with its one-line
+        reason before its `!ready` line: the pool could not be created or mapped)."""
         if workdirs.nearly_full(self.workdir, self.settings.pool_size) or "No space left on device" in stderr:
             raise workdirs.full_error(self.workdir)
-        if status == 2 and not _began_any_operation(trace_path):
+        if status == 2 and not ready and not _began_any_operation(trace_path):
             lines = [line for line in stderr.strip().splitlines() if line.strip()]
             reason = lines[-1] if lines else "no reason given"
             raise SetupError(f"the driver of {self.structure.name} could not start: {reason}")
 
     # -- checking --------------------------------------------------------------------------
 
-    def check(self, ops: list[Op], progress=None, crashes: bool = True) -> HistoryOutcome:
-        """Judge one history: its crash-free run, then (with CRASHES) its crash states."""
+    def check(self, ops: list[Op], progress=None, crashes: bool = True,
+              deadline: float | None = None) -> HistoryOutcome:
+        """Judge one history: its crash-free run, then (with CRASHES) its crash states.
+        DEADLINE (time.monotonic()) bounds the crash-free run."""
         t0 = time.monotonic()
         self.budget.check()
         follow = followup_ops(ops, self.key_kind, self.value_size) if self.settings.followup else []
         states = prefix_states(ops)
+        texts = [op.text() for op in ops]
+        hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
+                     if tuple(texts[:k]) in self._hung), None) if self._hung else None
+        if hung is not None:
+            return HistoryOutcome(ops, follow, None, [replace(hung)], elapsed=time.monotonic() - t0)
         try:
-            trace, lines = self.trace(ops)
+            trace, lines = self.trace(ops, deadline)
+        except RunFailure as exc:
+            f = exc.finding
+            if f.cls == "operation-hang" and f.op_index is not None:
+                # The driver is deterministic: any history with the same operations up to the one
+                # that hung hangs there too. Shrinking tries dozens of such histories, each of which
+                # would cost the whole timeout again.
+                self._hung[tuple(texts[:f.op_index + 1])] = f
+            return HistoryOutcome(ops, follow, None, [f], elapsed=time.monotonic() - t0)
         except DriverFailure as exc:
-            f = Finding("recovery-crash" if "died" in str(exc) else "wrong-value", str(exc),
-                        ("run-failure", str(exc)[:60]))
+            f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
             return HistoryOutcome(ops, follow, None, [f], elapsed=time.monotonic() - t0)
         outcome = HistoryOutcome(ops, follow, trace, [])
         # The crash-free run must already agree with the model and keep the invariants.
@@ -494,7 +570,8 @@ class Checker:
             try:
                 rtrace = self.trace_recovery(image)
             except (DriverFailure, TraceError):
-                continue      # the plain check of this state already judged its recovery
+                continue      # the plain check of this state already judged its recovery (also
+                #               when recovery misbehaves: it did the same under the runner)
             if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
                 continue      # recovery wrote nothing: crashing inside it changes nothing
             point = oracle_point(cp, len(ops))
@@ -630,6 +707,68 @@ class DriverFailure(Exception):
     """The traced driver could not run the history."""
 
 
+class RunFailure(DriverFailure):
+    """The code under test misbehaved in a traced run; FINDING says how and where."""
+
+    def __init__(self, finding: Finding, end: RunEnd) -> None:
+        super().__init__(finding.detail)
+        self.finding = finding
+        self.end = end
+
+
+def _run_failure(end: RunEnd, lines: list[str], ops: list[Op]) -> Finding | None:
+    """The finding of a traced run that misbehaved, or None. Which operation was running: the
+    one after the last result line (the driver flushes its results after every operation), or
+    the one its `!orphan` line names; before the driver's `!ready` line it is the set-up (pool
+    format, the structure's create, or recovery of an image). One cause is one bug: the group is
+    the class, the kind of operation and how it ended (specs.oracle.end_key's words, shared with
+    follow-up operations after recovery), never the operation's index or the history."""
+    ready = "!ready" in lines
+    orphan = next((int(x.split()[1]) for x in lines if x.startswith("!orphan ")), None)
+    ended = any(x.startswith("!end ") for x in lines)
+    stray = next((int(x.split()[1]) for x in lines if x.startswith("!stray ")), None)
+    done = sum(1 for x in lines if not x.startswith("!"))
+    cls, how, key = "operation-crash", end.how(), end.how_key()
+    if orphan is not None or (end.status == "signal" and end.signal == 9 and ended):
+        # The driver notices only after the kill has landed, which may be operations later: the
+        # operation named is where it was noticed, so the group does not name its kind.
+        how, key = "killed its parent process (crashcheck's supervisor)", "parent-killed"
+        done = orphan if orphan is not None else done
+    elif end.status in ("timeout", "stopped"):
+        cls = "operation-hang"
+    elif end.status == "parent-killed":
+        pass
+    elif end.status in ("signal", "exit") or end.memory_exhausted:
+        if end.status == "exit" and end.code in (1, 2) and not ready:
+            return None      # the driver's own errors (a usage error, a failed recovery)
+    elif not ended and end.code == 0 and ops:
+        how, key = "exited with status 0 before the history ended", "exit 0 early"
+    elif stray is not None or end.stray:
+        how, key = "left a process running (killed after the run)", "stray process"
+        done = stray if stray is not None else done
+    else:
+        return None
+    if done < len(ops) and ready:
+        where, kind = f"`{ops[done].text()}` (operation {done})", ops[done].kind
+    elif done >= len(ops) and ops:
+        where, kind = "after the last operation", "end"
+    else:
+        where, kind = "the set-up (pool format, create or recovery)", "set-up"
+    if key == "parent-killed" and kind != "set-up":
+        where = ("an operation (the driver noticed it only at the end of the history)" if kind == "end"
+                 else f"an operation (the driver noticed it after {where})")
+        kind = ""
+    detail = f"without any crash, {where} {how}"
+    tail = end.output.strip()
+    if tail:
+        lines_ = tail.splitlines()[-5:]
+        shown = " | ".join(lines_)
+        detail += f"; its output ended: {shown[-400:]}"
+    return Finding(cls, detail, (cls, f"{kind}: {key}" if kind else key),
+                   op_index=done if done < len(ops) else None)
+
+
+
 def _crash_site(trace: Trace, cp: SimPoint) -> int:
     if cp.event < len(trace.events):
         return trace.events[cp.event].site
@@ -639,7 +778,7 @@ def _crash_site(trace: Trace, cp: SimPoint) -> int:
 def result_dict(res: CheckResult) -> dict:
     """A runner answer in the form specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
-            "stderr": res.stderr}
+            "stderr": res.stderr, "stray": res.stray, "output": res.output}
 
 
 def _file_id(path: Path) -> tuple[int, int, int, int] | None:
@@ -671,4 +810,4 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-__all__ = ["Checker", "Finding", "HistoryOutcome", "Settings", "followup_ops", "history_text", "key_text"]
+__all__ = ["Checker", "Finding", "HistoryOutcome", "RunFailure", "Settings", "followup_ops", "history_text", "key_text"]

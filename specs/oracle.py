@@ -15,6 +15,8 @@ mixed from two written values (torn-update), then anything else (wrong-value).
 """
 from __future__ import annotations
 
+import json
+import signal
 from dataclasses import dataclass, field
 
 from specs.ordered_map import EMPTY, Op, State, describe, key_text, prefix_states, run, value_text
@@ -29,7 +31,17 @@ CLASSES = (
     "recovery-hang",
     "leak",
     "post-recovery-divergence",
+    # The crash-free run itself: an operation (or the set-up before operation 0) died (a signal,
+    # an exit status, exit(0) before the history ended, the memory limit, killing its parent,
+    # leaving a process running), or did not finish in time (a loop, a sleep, stopping itself).
+    "operation-crash",
+    "operation-hang",
 )
+
+# A recovery that kills the checker running it (kill(getppid(), ...)) is a `recovery-crash`, not a
+# class of its own: what a person must fix is still that recovery does not finish normally, and the
+# detail says what it did. The runner client answers such a state "runner-died" and carries on.
+STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
 
 @dataclass(frozen=True)
@@ -48,6 +60,7 @@ class Verdict:
     expected: list[State] = field(default_factory=list)
     actual: State | None = None
     matched: State | None = None        # the acceptable state the dump equals, if any
+    group: str = ""                     # when set: what makes findings of this verdict one bug
 
 
 def acceptable(ops: list[Op], point: CrashPoint, states: list[State] | None = None) -> list[State]:
@@ -123,6 +136,58 @@ def _classify_mismatch(ops: list[Op], states: list[State], point: CrashPoint, ex
     return best
 
 
+def end_key(status: str | None, sig: int | None, code: int | None) -> str:
+    """How a process ended, in the words that group findings (no numbers that vary from run to
+    run); harness/supervise.py's RunEnd.how_key uses the same words for the crash-free run."""
+    if status == "timeout":
+        return "stopped" if sig in STOP_SIGNALS else "timeout"
+    if status == "signal":
+        return signal_name(sig)
+    if status == "exit":
+        return f"exit {code}"
+    if status == "oom":
+        return "memory limit"
+    if status == "runner-died":
+        return "parent-killed"
+    return "exit 0 early"
+
+
+def signal_name(sig: int | None) -> str:
+    try:
+        return f"{signal.Signals(sig).name} (signal {sig})"
+    except (ValueError, TypeError):
+        return f"signal {sig}"
+
+
+def _end_words(status: str | None, sig: int | None, code: int | None) -> str:
+    if status == "timeout":
+        return (f"stopped itself ({signal_name(sig)})" if sig in STOP_SIGNALS
+                else "did not finish within the time limit")
+    if status == "signal":
+        return f"died of {signal_name(sig)}"
+    if status == "exit":
+        return f"exited with status {code}"
+    if status == "oom":
+        return "ran out of memory"
+    if status == "runner-died":
+        return "killed the checker running it (its parent process)"
+    return "exited with status 0 before it was done"
+
+
+def _partial_check(result: dict) -> dict | None:
+    """The check JSON of a check that died or hung in its follow-up operations: the driver flushes
+    it up to `"followup": [` and after each follow-up result (trees/common/check.c), so the
+    runner's `output` holds everything but the end. None when it does not end that way."""
+    out = result.get("output") or ""
+    if not out.startswith('{"recovered": true') or '"followup": [' not in out:
+        return None
+    try:
+        body = json.loads(out.rstrip() + "]}")
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) and isinstance(body.get("followup"), list) else None
+
+
 def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
                    followup: list[Op] | None = None, states: list[State] | None = None) -> Verdict:
     """Judge one checked crash state.
@@ -135,13 +200,34 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
     expected = acceptable(ops, point, states)
     status = result.get("status")
     body = result.get("result")
-    if status == "timeout":
-        return Verdict(False, "recovery-hang", "recovery did not finish within the time limit", expected)
-    if status in ("signal", "oom") or (status == "exit" and body is None):
+    tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
+    said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
+    died_in_followup = None
+    if body is None and followup and (status != "ok" or result.get("output")):
+        body = _partial_check(result)
+        died_in_followup = body is not None
+    if died_in_followup:
+        pass          # recovery finished and the check wrote its findings: judged below
+    elif status == "timeout":
+        # The check runs recovery, then the follow-up operations: either may be the one that hangs.
+        what = "recovery (or the follow-up operations after it)"
+        if result.get("signal") in STOP_SIGNALS:
+            return Verdict(False, "recovery-hang", f"{what} stopped itself (signal {result.get('signal')})"
+                           + said, expected)
+        return Verdict(False, "recovery-hang", f"{what} did not finish within the time limit" + said, expected)
+    elif status == "runner-died":
+        return Verdict(False, "recovery-crash", "recovery killed the checker running it (its parent "
+                       "process died while this state was checked; a new checker took over)", expected)
+    elif status in ("signal", "oom") or (status == "exit" and body is None):
         how = (f"signal {result.get('signal')}" if status == "signal" else
                "the memory limit" if status == "oom" else f"exit status {result.get('exit')}")
-        tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
-        return Verdict(False, "recovery-crash", f"recovery died with {how} {tail[0]}".strip(), expected)
+        return Verdict(False, "recovery-crash", f"recovery died with {how}{said}", expected)
+    elif status == "ok" and body is None:
+        return Verdict(False, "recovery-crash", "recovery exited with status 0 before the check wrote "
+                       "its result" + said, expected)
+    elif result.get("stray"):
+        return Verdict(False, "recovery-crash", "recovery left a process running (the checker killed it)"
+                       + said, expected)
     if body is None or not body.get("recovered", False):
         return Verdict(False, "recovery-crash",
                        f"recovery reported failure (status {body.get('recover_status') if body else '?'})",
@@ -162,6 +248,16 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
                 return Verdict(False, "post-recovery-divergence",
                                f"after recovery, `{followup[i].text()}` returned `{g}`, the model `{w}`",
                                expected, actual, actual)
+        if died_in_followup and len(got) < len(want):
+            # Recovery left an acceptable state and an ordinary operation on it then died or hung:
+            # the same misbehaviour as in a crash-free run, so the same class and the same group.
+            op = followup[len(got)]
+            cls = "operation-hang" if status == "timeout" else "operation-crash"
+            key = end_key(status, result.get("signal"), result.get("exit"))
+            return Verdict(False, cls, f"after recovery, the follow-up `{op.text()}` "
+                           f"{_end_words(status, result.get('signal'), result.get('exit'))}{said}",
+                           expected, actual, actual,
+                           group=key if key == "parent-killed" else f"{op.kind}: {key}")
         if len(got) != len(want):
             return Verdict(False, "post-recovery-divergence",
                            f"after recovery the follow-up ran {len(got)} of {len(want)} operations",

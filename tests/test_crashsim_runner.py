@@ -30,7 +30,7 @@ _spec.loader.exec_module(build_fixture)
 POOL = 0x600000000000
 SIZE = 1 << 20
 (OK, SEGV, ABORT, SPIN, HOG, EXIT3, BADJSON, NOISY, RC5, PRETTY, RECURSE, SLEEP, XMALLOC, SCRIBBLE,
- BYTES, BIG, FORK, ECHO) = range(18)
+ BYTES, BIG, FORK, ECHO, STOP, LINGER, EXIT0, KILLPARENT) = range(22)
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,10 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def start(prog: Path, timeout_ms: int = 1000, mem_mb: int = 128, cpu_s: int = 5, size: int = SIZE) -> Runner:
+def start(prog: Path, timeout_ms: int = 1000, mem_mb: int = 128, cpu_s: int = 5, size: int = SIZE,
+          restart: bool = False) -> Runner:
     return Runner([str(prog), "serve", str(size), str(timeout_ms), str(mem_mb), str(cpu_s)],
-                  pool_base=POOL, pool_size=size, env=clean_env())
+                  pool_base=POOL, pool_size=size, env=clean_env(), restart=restart)
 
 
 def cmd(c: int, *words: int) -> bytes:
@@ -298,3 +299,60 @@ def test_output_that_is_not_one_json_object(shared_runner, text):
         assert res.result == json.loads(text)
     else:
         assert res.result is None and res.output == text[:4096]
+
+
+def gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] in "ZX"      # dead, waiting to be reaped
+    except FileNotFoundError:
+        return True
+
+
+def test_stopped_check_is_hung_at_once(misbehave):
+    with start(misbehave, timeout_ms=0) as r:          # no timeout: a stop must still end it
+        t0 = time.monotonic()
+        res = one(r, cmd(STOP))
+        assert (res.status, res.signal, res.result) == ("timeout", signal.SIGSTOP, None)
+        assert time.monotonic() - t0 < 5
+        assert one(r, cmd(OK, 3)).result["sum"] == 3
+
+
+def test_lingering_grandchild_is_killed_and_reported(runner):
+    res = one(runner, cmd(LINGER))
+    assert res.status == "ok" and res.result == {"cmd": 19} and res.stray
+    grandchild = int(res.stderr.split("grandchild ")[1].split()[0])
+    deadline = time.monotonic() + 5
+    while not gone(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gone(grandchild)
+    assert not one(runner, cmd(OK, 1)).stray
+
+
+def test_exit_zero_without_result(runner):
+    res = one(runner, cmd(EXIT0))
+    assert (res.status, res.exit, res.result, res.output) == ("ok", 0, None, "")
+
+
+def test_check_that_kills_the_runner_without_restart_is_an_error(misbehave):
+    r = start(misbehave)
+    with pytest.raises(RunnerError, match="runner died"):
+        r.check([(0, cmd(KILLPARENT), "")])
+
+
+def test_check_that_kills_the_runner_is_answered_and_a_new_runner_goes_on(misbehave, tmp_path):
+    image = bytearray(SIZE)
+    struct.pack_into("<2Q", image, 8, 100, 20)             # words 1..2 in the base file
+    (tmp_path / "base").write_bytes(bytes(image))
+    with start(misbehave, restart=True) as r:
+        first = r.pid
+        r.queue_base(tmp_path / "base")
+        r.queue_patch(encode_writes([(24, struct.pack("<Q", 3000))]))   # word 3 by patch
+        answers = r.check([(0, cmd(OK), ""), (1, cmd(KILLPARENT), ""), (2, cmd(OK), ""),
+                           (3, cmd(KILLPARENT), ""), (4, cmd(OK, 1), "")])
+        assert [sid for sid, _ in answers] == [0, 1, 2, 3, 4]
+        assert [res.status for _, res in answers] == ["ok", "runner-died", "ok", "runner-died", "ok"]
+        # the new runners were brought to the same base: base file + patch (state 4 sets word 1)
+        assert [answers[i][1].result["sum"] for i in (0, 2, 4)] == [3120, 3120, 3021]
+        assert r.pid != first and r.stats.restarts == 4      # two per killer: batch, then one by one
+        assert one(r, cmd(OK)).result["sum"] == 3120

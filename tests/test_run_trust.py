@@ -72,11 +72,11 @@ def _fuzz_then_signal(tmp_path: Path, sig: int, jobs: int, workdir: Path) -> tup
     p = subprocess.Popen([sys.executable, "-m", "harness.cli", "fuzz", BUG[0], "--bug", BUG[1], "--budget", "60",
                           "--jobs", str(jobs), "--json", str(tmp_path / "r.json"), "--quiet"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # wait until a bug is in the journal, then interrupt
+    # wait until an unexpected bug is in the journal, then interrupt
     journal = tmp_path / "r.json.journal"
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline and p.poll() is None:
-        if journal.exists() and '"bug"' in journal.read_text():
+        if journal.exists() and '"expected": false' in journal.read_text():
             break
         time.sleep(0.2)
     p.send_signal(sig)

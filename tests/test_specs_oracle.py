@@ -1,4 +1,6 @@
 """The reference model and the crash oracle: acceptance sets and bug classes on hand-made cases."""
+import json
+
 import pytest
 
 from specs.ordered_map import Op, parse_op, prefix_states, run
@@ -75,3 +77,42 @@ def test_post_recovery_divergence():
     assert good.ok
     bad = judge_recovery(HISTORY, CrashPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
     assert bad.cls == "post-recovery-divergence" and "insert 9 90" in bad.detail
+
+
+@pytest.mark.parametrize("result, cls, words", [
+    ({"status": "timeout", "signal": 19, "result": None}, "recovery-hang", "stopped itself"),
+    ({"status": "runner-died", "signal": None, "result": None}, "recovery-crash", "killed the checker"),
+    ({"status": "ok", "exit": 0, "result": None, "output": ""}, "recovery-crash", "status 0 before"),
+    ({"status": "ok", "exit": 0, "stray": True, "result": ok(dump((1, 10), (2, 20)))["result"]},
+     "recovery-crash", "left a process running"),
+])
+def test_misbehaving_recovery(result, cls, words):
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), result)
+    assert verdict.cls == cls and words in verdict.detail
+
+
+def partial(d, done):
+    """The check JSON as far as a check that died in its follow-up operations wrote it."""
+    head = ('{"recovered": true, "recover_status": 0, "dump": ' + json.dumps(d)
+            + ', "violations": [], "allocated": [], "unreachable": [], "followup": [')
+    return head + ", ".join(json.dumps(x) for x in done)
+
+
+@pytest.mark.parametrize("status, sig, cls, group", [
+    ("timeout", 9, "operation-hang", "insert: timeout"),
+    ("timeout", 19, "operation-hang", "insert: stopped"),
+    ("signal", 11, "operation-crash", "insert: SIGSEGV (signal 11)"),
+])
+def test_followup_operation_that_dies_after_a_good_recovery(status, sig, cls, group):
+    follow = [parse_op("lookup 1"), parse_op("insert 9 90"), parse_op("lookup 9")]
+    res = {"status": status, "signal": sig, "exit": None, "result": None, "stderr": "",
+           "output": partial(dump((1, 10), (2, 20)), ["value 10"])}
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    assert (verdict.cls, verdict.group) == (cls, group)
+    assert "the follow-up `insert 9 90`" in verdict.detail
+    # a wrong dump still comes first
+    res["output"] = partial(dump((1, 10)), ["value 10"])
+    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls == "lost-durable-write"
+    # and output the check did not write that way is recovery's failure
+    res["output"] = "garbage"
+    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls.startswith("recovery-")

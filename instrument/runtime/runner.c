@@ -31,7 +31,12 @@
  * Limits and how a child ends
  *   The parent waits (sigtimedwait on SIGCHLD, blocked while serving) with
  *   the wall-clock timeout and SIGKILLs the child's process group when it
- *   runs out ("timeout").  RLIMIT_CPU (SIGXCPU) also counts as "timeout".  RLIMIT_AS is the runner's mapped size at fork time plus
+ *   runs out ("timeout"); a child that stops itself (SIGSTOP) is hung at
+ *   once ("timeout" with the stop signal).  After every state the group is
+ *   SIGKILLed anyway, so nothing a check forked outlives it ("stray" says
+ *   something was left).  A child that kills the runner cannot be stopped
+ *   from doing so; it dies with it (PR_SET_PDEATHSIG) and the client starts
+ *   a new runner.  RLIMIT_CPU (SIGXCPU) also counts as "timeout".  RLIMIT_AS is the runner's mapped size at fork time plus
  *   mem_bytes.  When memory runs out, malloc returns NULL and the check then
  *   dies in whatever way it handles that (SIGSEGV on the NULL, abort, exit);
  *   to tell that apart from an ordinary crash, the child's fatal-signal
@@ -57,6 +62,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -806,7 +812,14 @@ static void restore_handlers(const struct saved_state *old)
 /* child_main -- the forked child: apply the state, limit, run CHECK (internal) */
 static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup)
 {
-	setpgid(0, 0);   /* its own group: a timeout kills whatever it forked too */
+	setpgid(0, 0);   /* its own group: the parent kills whatever it forked too */
+	/* A check that kills the runner (kill(getppid(), SIGKILL)) cannot be
+	 * prevented; the client notices, reports the state in flight and starts
+	 * a new runner.  This child must then not live on as an orphan. */
+	pid_t parent = getppid();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(126);
 	apply_writes(r->pool, writes, wlen);
 
 	/* Keep the protocol fds out of reach: stray prints land in the capture. */
@@ -900,6 +913,7 @@ static size_t stderr_tail(const struct buf *err)
  */
 static int wait_child(struct runner *r, pid_t pid, int *status, struct rusage *ru, int *timed_out)
 {
+	int stop_sig = 0;
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
@@ -916,7 +930,13 @@ static int wait_child(struct runner *r, pid_t pid, int *status, struct rusage *r
 			tp = &ts;
 		}
 		int expired = sigtimedwait(&chld, NULL, tp) < 0 && errno == EAGAIN;
-		pid_t w = wait4(pid, status, WNOHANG, ru);
+		pid_t w = wait4(pid, status, WNOHANG | WUNTRACED, ru);
+		if (w == pid && WIFSTOPPED(*status)) {
+			/* Nobody will send it SIGCONT: a stopped check is hung now,
+			 * not when the timeout (which may be off) runs out. */
+			stop_sig = WSTOPSIG(*status);
+			break;
+		}
 		if (w == pid)
 			return 0;
 		if (w < 0 && errno != EINTR)
@@ -924,7 +944,7 @@ static int wait_child(struct runner *r, pid_t pid, int *status, struct rusage *r
 		if (expired && deadline && now_ms() >= deadline)
 			break;
 	}
-	*timed_out = 1;
+	*timed_out = stop_sig ? stop_sig : SIGKILL;
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);   /* in case it had not reached setpgid yet */
 	for (;;) {
@@ -977,6 +997,11 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 	memset(&ru, 0, sizeof(ru));
 	if (wait_child(r, pid, &status, &ru, &timed_out) < 0)
 		return send_error(r, id, "cannot wait for the check: %s", strerror(errno));
+	/* Whatever the check forked dies with it, after every state (not only on
+	 * a timeout): a lingering grandchild could otherwise write into the
+	 * capture files of later states.  kill() succeeding means something was
+	 * left running: the answer says so ("stray"). */
+	int stray = !timed_out && kill(-pid, SIGKILL) == 0;
 
 	const char *what;
 	int sig = -1, code = -1;
@@ -984,7 +1009,7 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 	if (timed_out) {
 		what = "timeout";
-		sig = SIGKILL;
+		sig = timed_out;   /* SIGKILL, or the signal that stopped it */
 	} else if (WIFSIGNALED(status)) {
 		sig = WTERMSIG(status);
 		int cpu_out = r->lim.cpu_seconds && (sig == SIGXCPU ||
@@ -1013,6 +1038,8 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 	rc |= buf_str(r, a, ",\"stderr\":");
 	size_t from = rc == 0 ? stderr_tail(&r->err) : 0;
 	rc |= buf_json_str(r, a, r->err.p + from, r->err.len - from);
+	if (stray)
+		rc |= buf_str(r, a, ",\"stray\":true");
 	if (rc != 0)
 		return send_error(r, id, "out of memory building the answer of state %llu",
 				  (unsigned long long)id);

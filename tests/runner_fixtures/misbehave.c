@@ -40,6 +40,10 @@ enum cmd {
 	CMD_BIG = 15,       /* a result of several MB */
 	CMD_FORK = 16,      /* forks; child and grandchild both hang (pids on stderr) */
 	CMD_ECHO = 17,      /* writes the followup text verbatim as its output */
+	CMD_STOP = 18,      /* stops itself (SIGSTOP) */
+	CMD_LINGER = 19,    /* forks a grandchild that lives on (pid on stderr), then a result */
+	CMD_EXIT0 = 20,     /* exit(0) without output */
+	CMD_KILLPARENT = 21, /* kills the runner, then waits */
 };
 
 static uint64_t *pool;
@@ -150,6 +154,26 @@ static int check(void *ctx, const char *followup, FILE *out)
 	case CMD_ECHO:
 		fputs(followup, out);
 		return 0;
+	case CMD_STOP:
+		raise(SIGSTOP);
+		fprintf(out, "{\"cmd\":18,\"continued\":true}\n");
+		return 0;
+	case CMD_LINGER:
+		if (fork() == 0) {
+			fprintf(stderr, "grandchild %d\n", (int)getpid());
+			fflush(stderr);
+			for (;;)
+				pause();
+		}
+		usleep(20000);     /* let the grandchild say its pid */
+		fprintf(out, "{\"cmd\":19}\n");
+		return 0;
+	case CMD_EXIT0:
+		exit(0);
+	case CMD_KILLPARENT:
+		kill(getppid(), SIGKILL);
+		for (;;)
+			pause();
 	default:
 		fprintf(out, "{\"cmd\":%llu,\"unknown\":true}\n", (unsigned long long)pool[0]);
 		return 0;

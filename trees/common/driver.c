@@ -1,7 +1,7 @@
 /*
  * driver.c -- the driver program of a structure under test (one binary per tree)
  *
- *     driver run --pool FILE [--size BYTES] [--create] [--dump] [--check] [HISTORY|-]
+ *     driver run --pool FILE [--size BYTES] [--create] [--dump] [--check] [--results FILE] [HISTORY|-]
  *     driver check --pool IMAGE [--size BYTES] [--followup FILE]
  *     driver serve [--size BYTES] [--timeout-ms N] [--mem-mb N]
  *     driver info
@@ -11,6 +11,13 @@
  * linking its own adapter.  docs/trees.md describes the commands, the
  * history format and the check JSON.  User errors print one line on stderr
  * and exit 2.
+ *
+ * Results on their own channel: with `--results FILE`, `run` writes its
+ * result lines there (after a first line "!ready" once the pool is set up,
+ * and a last line "!end N" once all N operations ran and the structure was
+ * closed), never to stdout.  The structure under test
+ * may print anything on stdout and stderr; a supervisor keeps that apart
+ * and never parses it as a result.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -146,7 +153,7 @@ static void *map_private(int fd, size_t size)
 /* cmd_run -- run a history on a new or existing pool (internal) */
 static int cmd_run(int argc, char **argv)
 {
-	const char *pool_path = NULL, *hist = "-";
+	const char *pool_path = NULL, *hist = "-", *results = NULL;
 	size_t size = 0;
 	int create = 0, dump = 0, check = 0, have_hist = 0;
 	for (int i = 0; i < argc; i++) {
@@ -160,16 +167,21 @@ static int cmd_run(int argc, char **argv)
 			dump = 1;
 		else if (!strcmp(argv[i], "--check"))
 			check = 1;
+		else if (!strcmp(argv[i], "--results") && i + 1 < argc)
+			results = argv[++i];
 		else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !have_hist)
 			hist = argv[i], have_hist = 1;
 		else
 			usage_error("run: unexpected argument '%s' (usage: run --pool FILE [--size BYTES] "
-				    "[--create] [--dump] [--check] [HISTORY|-])", argv[i]);
+				    "[--create] [--dump] [--check] [--results FILE] [HISTORY|-])", argv[i]);
 	}
 	if (!pool_path)
 		usage_error("run: --pool FILE is required");
 	struct cc_history h;
 	parse_history(hist, &h);
+	FILE *out = stdout;
+	if (results && !(out = fopen(results, "w")))
+		usage_error("cannot create %s: %s", results, strerror(errno));
 	if (!size)
 		size = create ? DEFAULT_POOL_SIZE : file_size(pool_path);
 	else if (!create && file_size(pool_path) < size)
@@ -195,15 +207,27 @@ static int cmd_run(int argc, char **argv)
 		}
 	}
 	static char outbuf[1 << 16];
-	setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
-	cc_run_history(&cc_adapter, t, &h, stdout, check);
+	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
+	if (results) {
+		/* set-up (format and create, or recovery) is over: what dies from here on
+		 * dies in an operation */
+		fputs("!ready\n", out);
+		fflush(out);
+	}
+	cc_run_history(&cc_adapter, t, &h, out, check);
 	if (dump)
-		cc_print_dump(&cc_adapter, t, stdout);
-	fflush(stdout);
+		cc_print_dump(&cc_adapter, t, out);
+	fflush(out);
 	if (cc_adapter.close)
 		cc_adapter.close(t);
-	cc_history_free(&h);
 	crashcheck_trace_flush();
+	if (results) {
+		/* the run reached its end: an exit(0) inside an operation never gets here */
+		fprintf(out, "!end %zu\n", h.n);
+		if (fclose(out))
+			usage_error("cannot write %s: %s", results, strerror(errno));
+	}
+	cc_history_free(&h);
 	return 0;
 }
 

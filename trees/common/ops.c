@@ -1,6 +1,8 @@
 /*
  * ops.c -- run operations through the adapter table and print result lines (see ops.h)
  */
+#include <sys/wait.h>
+#include <unistd.h>
 #include "crashcheck.h"
 #include "format.h"
 #include "ops.h"
@@ -83,16 +85,38 @@ static void print_violation(void *ctx, const char *text)
 void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
 		    int check)
 {
+	int strays = 0;
+	pid_t parent = getppid();
 	for (size_t i = 0; i < h->n; i++) {
 		crashcheck_op_begin(i);
 		cc_run_op(a, t, &h->ops[i], out);
 		crashcheck_op_end(i);
+		/* Each result reaches the file before the next operation starts, so
+		 * whoever supervises the run can count how far it got when the
+		 * structure hangs, stops or dies in a later operation. */
+		fflush(out);
 		if (check) {
 			/* the first broken operation is the finding; later checks would
 			 * only repeat it (and may trip over the damage) */
 			struct violation_out v = {out, i, 0};
 			if (a->check(t, print_violation, &v))
 				check = 0;
+			fflush(out);
+		}
+		/* A process the operation forked and left running (waitpid says a
+		 * child exists but none has ended) is named once, by the operation
+		 * after which it was first seen. */
+		if (!strays && waitpid(-1, NULL, WNOHANG) == 0) {
+			fprintf(out, "!stray %zu\n", i);
+			fflush(out);
+			strays = 1;
+		}
+		/* An operation that killed our parent (the supervisor) leaves us an
+		 * orphan: say after which operation, and stop here. */
+		if (getppid() != parent) {
+			fprintf(out, "!orphan %zu\n", i);
+			fflush(out);
+			_exit(3);
 		}
 	}
 }

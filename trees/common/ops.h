@@ -20,6 +20,11 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
  * leaves a broken invariant; each violation is a line "!invariant I TEXT"
  * (I the operation's index) right after that operation's result.  Checks
  * only read, so a traced run logs the same events with or without them.
+ * OUT is flushed after every operation (a supervisor counts the results to
+ * tell which operation hung or died).  When an operation leaves a child
+ * process running, one line "!stray I" follows its result; when one killed
+ * the driver's parent process, "!orphan I" follows and the driver exits
+ * with status 3 at once.
  */
 void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
 		    int check);

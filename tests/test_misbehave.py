@@ -1,0 +1,96 @@
+"""Misbehaving code under test is a finding, never a pass and never a crash of crashcheck.
+
+Uses a user structure built with `crashcheck build` (tests/fixtures/misbehave_tree): a small
+crash-consistent table whose seeded "bugs" are misbehaviours (an operation or recovery that loops,
+sleeps, stops itself, allocates without bound, forks a lingering child, prints garbage, calls
+exit(0), segfaults or kills its parent). Each variant is fuzzed end to end through the CLI with
+small time limits (the CRASHCHECK_*_MS knobs): exactly one unexpected bug of the expected class,
+naming the operation, no traceback, in bounded time; the printing variant and the structure
+itself pass.
+"""
+import json
+import time
+from pathlib import Path
+
+import pytest
+from cli_run import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "misbehave_tree"
+
+# variant, extra fuzz options, class of the one bug (None: passes), words the detail must hold
+CASES = [
+    (None, [], None, []),
+    ("insert-print", [], None, []),
+    ("insert-loop", [], "operation-hang", ["`insert ", "did not finish"]),
+    # found by the crash-free run or by the follow-up operations after a recovery: one bug either way
+    ("update-sleep", ["--mix", "ycsb"], "operation-hang", ["`update ", "did not finish"]),
+    ("delete-stop", ["--mix", "delete-heavy"], "operation-hang", ["`delete ", "stopped itself"]),
+    ("insert-hog", [], "operation-crash", ["`insert ", "out of memory"]),
+    ("insert-fork", [], "operation-crash", ["`insert ", "left a process running"]),
+    ("insert-print-segv", [], "operation-crash", ["`insert ", "SIGSEGV", "last words \ufffd("]),
+    ("insert-exit0", [], "operation-crash", ["`insert ", "exited with status 0 before"]),
+    ("insert-segv", [], "operation-crash", ["`insert ", "SIGSEGV"]),
+    # the driver notices a dead parent only after the kill landed, maybe operations later
+    ("insert-kill-parent", [], "operation-crash", ["an operation", "killed its parent"]),
+    ("recover-loop", [], "recovery-hang", ["did not finish"]),
+    ("recover-stop", [], "recovery-hang", ["stopped itself"]),
+    ("recover-segv", [], "recovery-crash", ["signal 11"]),
+    ("recover-exit0", [], "recovery-crash", ["status 0 before"]),
+    ("recover-kill-parent", [], "recovery-crash", ["killed the checker"]),
+    ("recover-fork", [], "recovery-crash", ["left a process running"]),
+]
+BOUND_S = 60
+
+
+def _built() -> bool:
+    """The drivers in build/user/misbehave are newer than everything they are built from (building
+    all seventeen takes minutes on a busy 2-core machine, so a session reuses them)."""
+    out = ROOT / "build" / "user" / "misbehave"
+    variants = json.loads((FIXTURE / "bugs.json").read_text())
+    drivers = [out / "driver"] + [out / f"driver-bug-{v['name']}" for v in variants]
+    if not (out / "meta.json").exists() or not all(d.exists() for d in drivers):
+        return False
+    sources = [*FIXTURE.iterdir(), *(ROOT / "trees" / "common").iterdir(),
+               ROOT / "build" / "libcrashcheck_rt.a", ROOT / "build" / "libcrashcheck_pass.so"]
+    newest = max(p.stat().st_mtime for p in sources if p.exists())
+    return min(d.stat().st_mtime for d in drivers) > newest
+
+
+@pytest.fixture(scope="module")
+def misbehave(instrument_built):
+    if not _built():
+        res = run_cli("build", "misbehave", "--adapter", FIXTURE / "misbehave.c")
+        assert res.returncode == 0, res.stderr
+    return "misbehave"
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    monkeypatch.setenv("CRASHCHECK_TIMEOUT_MS", "150")       # one crash state's check
+    monkeypatch.setenv("CRASHCHECK_RUN_TIMEOUT_MS", "1000")  # the crash-free run: base ...
+    monkeypatch.setenv("CRASHCHECK_OP_TIMEOUT_MS", "20")     # ... plus this per operation
+    monkeypatch.setenv("CRASHCHECK_MEM_MB", "64")
+
+
+@pytest.mark.parametrize("variant,extra,cls,words", CASES, ids=[c[0] or "clean" for c in CASES])
+def test_misbehaviour_is_one_finding(misbehave, small_limits, tmp_path, variant, extra, cls, words):
+    out = tmp_path / "out.json"
+    args = ["fuzz", misbehave, "--examples", "4", "--max-ops", "5", "--limit", "2",
+            "--recovery-crashes", "0", "--seed", "1", "--json", out, "--quiet", *extra]
+    if variant:
+        args += ["--bug", variant]
+    t0 = time.monotonic()
+    res = run_cli(*args, timeout=BOUND_S * 3)
+    took = time.monotonic() - t0
+    assert "Traceback" not in res.stderr, res.stderr
+    bugs = [b for b in json.loads(out.read_text())["bugs"] if not b["expected"]]
+    if cls is None:
+        assert res.returncode == 0 and bugs == [], res.stdout + res.stderr
+    else:
+        assert res.returncode == 1, res.stdout + res.stderr
+        assert [b["class"] for b in bugs] == [cls], [(b["class"], b["detail"]) for b in bugs]
+        for w in words:
+            assert w in bugs[0]["detail"], bugs[0]["detail"]
+        assert len(bugs[0]["detail"]) < 1200
+    assert took < BOUND_S, f"took {took:.1f} s"
