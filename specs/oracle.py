@@ -1,23 +1,29 @@
 """The crash oracle: is what recovery left acceptable for this history and crash point?
 
-Owns the acceptance rule of the design (durable linearizability for one thread) and the bug
+Owns the acceptance rule of the design for one thread, over any specs.model.Model, and the bug
 classes. A crash while operation i is in flight may leave operations 0..i-1 applied and operation
-i applied or not; a crash between operations allows exactly one state. After recovery the structure
+i applied or not; a crash between operations allows exactly the state after the completed ones
+(for a nondeterministic model: every state it may be in there). After recovery the structure
 must (1) not crash, hang or break its invariants, (2) dump exactly one acceptable state, (3) keep
 every allocated PM object reachable (leaks are judged by specs/leaks.py), and (4) keep behaving like
 the model in a follow-up workload. Every finding gets exactly one class.
 
-Designing classes: the class names the first thing a person must fix, so a dump that differs from
-the closest acceptable state in several keys is classed by its most telling difference: a key
-that a completed delete removed and that came back (resurrected-delete), then a key or value that
-completed operations made durable and that is gone or older (lost-durable-write), then a value
-mixed from two written values (torn-update), then anything else (wrong-value).
+What a dump that equals no acceptable state is called belongs to the model (Model.classify): the
+ordered map tells resurrected deletes, lost durable writes and torn updates apart
+(specs/ordered_map.py), a model without its own classes says wrong-value. Nothing here knows
+what a map is: the map is only the default model, so that the call signature harness uses
+(`judge_recovery(ops, point, result, followup, states)`) keeps working. Several threads are
+judged by specs/linearizability.py (durable linearizability).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Sequence
 
-from specs.ordered_map import EMPTY, Op, State, describe, key_text, prefix_states, run, value_text
+from specs import model as _model
+from specs import ordered_map
+from specs.model import Mismatch, Model
+from specs.ordered_map import EMPTY, describe
 
 CLASSES = (
     "lost-durable-write",
@@ -45,94 +51,55 @@ class Verdict:
     ok: bool
     cls: str | None = None
     detail: str = ""
-    expected: list[State] = field(default_factory=list)
-    actual: State | None = None
-    matched: State | None = None        # the acceptable state the dump equals, if any
+    expected: list[Any] = field(default_factory=list)   # the acceptable states
+    actual: Any = None                  # the recovered state (None if recovery did not finish)
+    matched: Any = None                 # the acceptable state the dump equals, if any
 
 
-def acceptable(ops: list[Op], point: CrashPoint, states: list[State] | None = None) -> list[State]:
-    """The states recovery may leave: after 0..done-1, and also after the op in flight."""
-    states = states if states is not None else prefix_states(ops)
-    out = [states[point.done]]
-    if point.inflight is not None and states[point.inflight + 1] != out[0]:
-        out.append(states[point.inflight + 1])
-    return out
+def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
+          outputs: Sequence[Any] | None) -> list[list[Any]]:
+    """The states possible after each prefix: from STATES (one per prefix, as harness passes them
+    for a deterministic model) or computed from the model (narrowed by OUTPUTS if given)."""
+    if states is not None:
+        return [[s] for s in states]
+    return _model.prefix_states(model, ops, outputs)
 
 
-def dump_state(dump: list[list[str]]) -> State:
-    """A driver dump ([["key hex", "value hex"], ...]) as a model state (sorted)."""
-    return tuple(sorted((bytes.fromhex(k), bytes.fromhex(v)) for k, v in dump))
+def _acceptable(model: Model, sets: list[list[Any]], point: CrashPoint) -> list[Any]:
+    out = list(sets[point.done])
+    if point.inflight is not None:
+        out += sets[point.inflight + 1]
+    return model.dedup(out)
 
 
-def _is_torn(value: bytes, written: set[bytes], unit: int = 8) -> bool:
-    """VALUE is made of UNIT-byte pieces of values written to the key (but is none of them)."""
-    if len(value) <= unit:
-        return False
-    pieces = [value[i:i + unit] for i in range(0, len(value), unit)]
-    return all(any(w[i * unit:(i + 1) * unit] == p for w in written if len(w) == len(value))
-               for i, p in enumerate(pieces))
+def acceptable(ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None = None, *,
+               model: Model | None = None, outputs: Sequence[Any] | None = None) -> list[Any]:
+    """The states recovery may leave: after 0..done-1, and also after the op in flight. STATES,
+    if given, holds one state per prefix (states[i] after ops 0..i-1); MODEL defaults to the
+    ordered map; OUTPUTS (the crash-free run's outputs) narrow a nondeterministic model."""
+    model = model or ordered_map.MODEL
+    return _acceptable(model, _sets(model, ops, states, outputs), point)
 
 
-def _classify_mismatch(ops: list[Op], states: list[State], point: CrashPoint, expected: list[State],
-                       actual: State) -> tuple[str, str]:
-    """The class and a one-line explanation of a dump that equals no acceptable state."""
-    horizon = point.done + (1 if point.inflight is not None else 0)
-    written: dict[bytes, set[bytes]] = {}
-    deleted: set[bytes] = set()
-    for op in ops[:horizon]:
-        if op.kind in ("insert", "update"):
-            written.setdefault(op.key, set()).add(op.value)
-    for before, after in zip(states[:point.done], states[1:point.done + 1]):
-        deleted |= set(dict(before)) - set(dict(after))
-
-    def diffs(state: State) -> list[tuple[str, bytes]]:
-        want, got = dict(state), dict(actual)
-        out = [("extra", k) for k in got if k not in want]
-        out += [("missing", k) for k in want if k not in got]
-        out += [("changed", k) for k in want if k in got and want[k] != got[k]]
-        return out
-
-    closest = min(expected, key=lambda s: len(diffs(s)))
-    want, got = dict(closest), dict(actual)
-    found = diffs(closest)
-    order = {"resurrected-delete": 0, "lost-durable-write": 1, "torn-update": 2, "wrong-value": 3}
-    best: tuple[str, str] | None = None
-    for what, k in found:
-        ktext = key_text(k)
-        if what == "extra":
-            if k in deleted and k not in want:
-                cand = ("resurrected-delete", f"key {ktext} was deleted by a completed operation "
-                        f"but is back with value {value_text(got[k])}")
-            else:
-                cand = ("wrong-value", f"key {ktext} is present but was never inserted")
-        elif what == "missing":
-            cand = ("lost-durable-write", f"key {ktext} (value {value_text(want[k])}) is missing")
-        else:
-            older = written.get(k, set()) - {want[k]}
-            if got[k] in older:
-                cand = ("lost-durable-write", f"key {ktext} has the older value {value_text(got[k])} "
-                        f"instead of {value_text(want[k])}")
-            elif _is_torn(got[k], written.get(k, set())):
-                cand = ("torn-update", f"key {ktext} holds {value_text(got[k])}, torn from written values")
-            else:
-                cand = ("wrong-value", f"key {ktext} holds {value_text(got[k])}, "
-                        f"expected {value_text(want[k])}")
-        if best is None or order[cand[0]] < order[best[0]]:
-            best = cand
-    assert best is not None
-    return best
+def dump_state(dump: list[list[str]], model: Model | None = None) -> Any:
+    """A driver dump as a model state (default: the ordered map's [["key hex", "value hex"], ...])."""
+    return (model or ordered_map.MODEL).dump_state(dump)
 
 
-def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
-                   followup: list[Op] | None = None, states: list[State] | None = None) -> Verdict:
+def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
+                   followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
+                   model: Model | None = None, outputs: Sequence[Any] | None = None) -> Verdict:
     """Judge one checked crash state.
 
     RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
     "signal": n, "exit": n, "result": <the driver's check JSON or None>, "stderr": "..."}.
-    FOLLOWUP are the operations the driver ran after recovery (their results are in
-    result["followup"])."""
-    states = states if states is not None else prefix_states(ops)
-    expected = acceptable(ops, point, states)
+    FOLLOWUP are the operations the driver ran after recovery (their results, as text lines, are
+    in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
+    the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
+    pick the branch of a nondeterministic model."""
+    model = model or ordered_map.MODEL
+    sets = _sets(model, ops, states, outputs)
+    expected = _acceptable(model, sets, point)
     status = result.get("status")
     body = result.get("result")
     if status == "timeout":
@@ -149,24 +116,30 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
     if body.get("violations"):
         first = body["violations"][0]
         more = f" (+{len(body['violations']) - 1} more)" if len(body["violations"]) > 1 else ""
-        return Verdict(False, "invariant-violation", f"{first}{more}", expected, dump_state(body["dump"]))
-    actual = dump_state(body.get("dump", []))
-    if actual not in expected:
-        cls, detail = _classify_mismatch(ops, states, point, expected, actual)
+        return Verdict(False, "invariant-violation", f"{first}{more}", expected,
+                       model.dump_state(body.get("dump", [])))
+    actual = model.dump_state(body.get("dump", []))
+    matched = model.member(actual, expected)
+    if matched is None:
+        if not expected:
+            return Verdict(False, "wrong-value", "the crash-free run's outputs are impossible for the "
+                           f"{model.name} model, so no state is acceptable", expected, actual)
+        cls, detail = model.classify(Mismatch(model, ops, sets, point.done, point.inflight, expected, actual))
         return Verdict(False, cls, detail, expected, actual)
     if followup:
-        _, want = run(followup, actual)
         got = body.get("followup", [])
-        for i, (w, g) in enumerate(zip(want, got)):
-            if w != g:
-                return Verdict(False, "post-recovery-divergence",
-                               f"after recovery, `{followup[i].text()}` returned `{g}`, the model `{w}`",
-                               expected, actual, actual)
-        if len(got) != len(want):
+        bad = _model.replay(model, followup, got, [actual])
+        if bad is not None:
+            i, _, allowed = bad
+            want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
             return Verdict(False, "post-recovery-divergence",
-                           f"after recovery the follow-up ran {len(got)} of {len(want)} operations",
-                           expected, actual, actual)
-    return Verdict(True, expected=expected, actual=actual, matched=actual)
+                           f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
+                           f"the model {want}", expected, actual, matched)
+        if len(got) != len(followup):
+            return Verdict(False, "post-recovery-divergence",
+                           f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
+                           expected, actual, matched)
+    return Verdict(True, expected=expected, actual=actual, matched=matched)
 
 
 __all__ = ["CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery", "EMPTY",
