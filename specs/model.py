@@ -135,15 +135,23 @@ def advance(model: Model, states: Sequence[State], op: Op, output: Output | None
 
 def prefix_states(model: Model, ops: Sequence[Op], outputs: Sequence[Output | None] | None = None
                   ) -> list[list[State]]:
-    """out[i] = the states possible after ops 0..i-1 (len = len(ops) + 1), narrowed by the
-    recorded OUTPUTS where given (an entry may be None: not known). An empty set means the outputs
-    are impossible for the model."""
+    """out[i] = the states possible after ops 0..i-1 (len = len(ops) + 1). With the recorded
+    OUTPUTS (an entry may be None: not known), a state is kept only if some path through it
+    explains every recorded output, earlier and later ones (a nondeterministic model's branch is
+    fixed by what the run returned afterwards too). All sets empty: the outputs are impossible."""
     cur = [model.init()]
     out = [cur]
     for i, op in enumerate(ops):
         want = outputs[i] if outputs is not None and i < len(outputs) else None
         cur = advance(model, cur, op, want)
         out.append(cur)
+    if outputs is None:
+        return out
+    # backward pass: drop states from which the recorded outputs cannot be continued
+    for i in range(len(ops) - 1, -1, -1):
+        want = outputs[i] if i < len(outputs) else None
+        out[i] = [s for s in out[i]
+                  if any(model.member(nxt, out[i + 1]) is not None for _, nxt in model.outcomes(s, ops[i], want))]
     return out
 
 
