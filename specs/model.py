@@ -164,7 +164,13 @@ def replay(model: Model, ops: Sequence[Op], got: Sequence[str], start: Sequence[
     for i, op in enumerate(ops):
         if i >= len(got):
             break
-        nxt = advance(model, cur, op, model.parse_output(got[i]))
+        want = model.parse_output(got[i])
+        if len(cur) == 1:               # the common, deterministic case, without set building
+            nxt = [s for o, s in model.step(cur[0], op) if o == want]
+            if len(nxt) > 1:
+                nxt = model.dedup(nxt)
+        else:
+            nxt = advance(model, cur, op, want)
         if not nxt:
             allowed = []
             for st in cur:

@@ -25,6 +25,7 @@ from specs import ordered_map
 from specs.model import Mismatch, Model
 from specs.ordered_map import EMPTY, describe
 
+# The classes of a crash state's verdict (harness builds its class order and exceptions from them).
 CLASSES = (
     "lost-durable-write",
     "torn-update",
@@ -36,6 +37,9 @@ CLASSES = (
     "leak",
     "post-recovery-divergence",
 )
+
+# Findings of several threads (specs/linearizability.py); not in CLASSES until harness reports them.
+CONCURRENT_CLASSES = ("linearizability-violation",)
 
 
 @dataclass(frozen=True)
@@ -72,13 +76,26 @@ def _acceptable(model: Model, sets: list[list[Any]], point: CrashPoint) -> list[
     return model.dedup(out)
 
 
+def _expected(model: Model, ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None,
+              outputs: Sequence[Any] | None) -> tuple[list[Any], list[list[Any]] | None]:
+    """The acceptable states, and the per-prefix state sets if they had to be computed (with
+    STATES given, only the two prefixes needed are read: this runs once per crash state)."""
+    if states is None:
+        sets = _sets(model, ops, None, outputs)
+        return _acceptable(model, sets, point), sets
+    out = [states[point.done]]
+    if point.inflight is not None and not model.equal(states[point.inflight + 1], out[0]):
+        out.append(states[point.inflight + 1])
+    return out, None
+
+
 def acceptable(ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None = None, *,
                model: Model | None = None, outputs: Sequence[Any] | None = None) -> list[Any]:
     """The states recovery may leave: after 0..done-1, and also after the op in flight. STATES,
     if given, holds one state per prefix (states[i] after ops 0..i-1); MODEL defaults to the
     ordered map; OUTPUTS (the crash-free run's outputs) narrow a nondeterministic model."""
     model = model or ordered_map.MODEL
-    return _acceptable(model, _sets(model, ops, states, outputs), point)
+    return _expected(model, ops, point, states, outputs)[0]
 
 
 def dump_state(dump: list[list[str]], model: Model | None = None) -> Any:
@@ -98,8 +115,7 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
     the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
     pick the branch of a nondeterministic model."""
     model = model or ordered_map.MODEL
-    sets = _sets(model, ops, states, outputs)
-    expected = _acceptable(model, sets, point)
+    expected, sets = _expected(model, ops, point, states, outputs)
     status = result.get("status")
     body = result.get("result")
     if status == "timeout":
@@ -124,6 +140,8 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
         if not expected:
             return Verdict(False, "wrong-value", "the crash-free run's outputs are impossible for the "
                            f"{model.name} model, so no state is acceptable", expected, actual)
+        if sets is None:
+            sets = _sets(model, ops, states, outputs)
         cls, detail = model.classify(Mismatch(model, ops, sets, point.done, point.inflight, expected, actual))
         return Verdict(False, cls, detail, expected, actual)
     if followup:
@@ -142,5 +160,5 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
     return Verdict(True, expected=expected, actual=actual, matched=matched)
 
 
-__all__ = ["CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery", "EMPTY",
+__all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery", "EMPTY",
            "describe"]

@@ -245,6 +245,7 @@ MODEL = Model(
     step=_step_outcomes,
     parse_op=parse_op,
     op_text=Op.text,
+    parse_output=str,           # the drivers print canonical lines: compared as they are
     describe=describe,
     dump_state=dump_state,
     state_json=state_json,

@@ -29,7 +29,7 @@ def test_ordered_map_model_is_the_legacy_functions():
     legacy_state, legacy_outs = ordered_map.run(ops)
     assert (state, outs) == (legacy_state, legacy_outs)
     assert [s for (s,) in M.prefix_states(m, ops)] == ordered_map.prefix_states(ops)
-    assert m.parse_output("scan  2 20   5 50 ") == "scan 2 20 5 50"
+    assert [m.output_text(m.parse_output(x)) for x in outs] == outs
     dump = [[k.hex(), v.hex()] for k, v in reversed(state)]
     assert m.dump_state(dump) == state
     assert m.state_json(state)[0] == [ordered_map.key_text(state[0][0]), ordered_map.value_text(state[0][1])]
