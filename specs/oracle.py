@@ -13,15 +13,18 @@ ordered map tells resurrected deletes, lost durable writes and torn updates apar
 (specs/ordered_map.py), a model without its own classes says wrong-value. Nothing here knows
 what a map is: the map is only the default model, so that the call signature harness uses
 (`judge_recovery(ops, point, result, followup, states)`) keeps working. Several threads are
-judged by specs/linearizability.py (durable linearizability).
+judged by `judge_durable` (durable linearizability, specs/linearizability.py), with the same
+recovery-failure and follow-up rules.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from specs import linearizability as _lin
 from specs import model as _model
 from specs import ordered_map
+from specs.history import History
 from specs.model import Mismatch, Model
 from specs.ordered_map import EMPTY, describe
 
@@ -58,6 +61,9 @@ class Verdict:
     expected: list[Any] = field(default_factory=list)   # the acceptable states
     actual: Any = None                  # the recovered state (None if recovery did not finish)
     matched: Any = None                 # the acceptable state the dump equals, if any
+    checked: bool = True                # False: a search budget ran out (ok is False, cls None):
+    #                                     not checked, neither a pass nor a bug
+    witness: tuple[int, ...] = ()       # judge_durable: the linearization explaining the state
 
 
 def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
@@ -103,19 +109,27 @@ def dump_state(dump: list[list[str]], model: Model | None = None) -> Any:
     return (model or ordered_map.MODEL).dump_state(dump)
 
 
-def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
-                   followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
-                   model: Model | None = None, outputs: Sequence[Any] | None = None) -> Verdict:
-    """Judge one checked crash state.
+def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dict, expected: list[Any],
+                         actual: Any, matched: Any) -> Verdict | None:
+    """The verdict when the follow-up's outputs (body["followup"]) leave the model; None if not."""
+    if followup:
+        got = body.get("followup", [])
+        bad = _model.replay(model, followup, got, [actual])
+        if bad is not None:
+            i, _, allowed = bad
+            want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+            return Verdict(False, "post-recovery-divergence",
+                           f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
+                           f"the model {want}", expected, actual, matched)
+        if len(got) != len(followup):
+            return Verdict(False, "post-recovery-divergence",
+                           f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
+                           expected, actual, matched)
+    return None
 
-    RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
-    "signal": n, "exit": n, "result": <the driver's check JSON or None>, "stderr": "..."}.
-    FOLLOWUP are the operations the driver ran after recovery (their results, as text lines, are
-    in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
-    the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
-    pick the branch of a nondeterministic model."""
-    model = model or ordered_map.MODEL
-    expected, sets = _expected(model, ops, point, states, outputs)
+
+def _failed_recovery(model: Model, result: dict, expected: list[Any]) -> Verdict | None:
+    """The verdict when recovery crashed, hung, failed or broke invariants; None if it is fine."""
     status = result.get("status")
     body = result.get("result")
     if status == "timeout":
@@ -134,6 +148,26 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
         more = f" (+{len(body['violations']) - 1} more)" if len(body["violations"]) > 1 else ""
         return Verdict(False, "invariant-violation", f"{first}{more}", expected,
                        model.dump_state(body.get("dump", [])))
+    return None
+
+
+def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
+                   followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
+                   model: Model | None = None, outputs: Sequence[Any] | None = None) -> Verdict:
+    """Judge one checked crash state.
+
+    RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
+    "signal": n, "exit": n, "result": <the driver's check JSON or None>, "stderr": "..."}.
+    FOLLOWUP are the operations the driver ran after recovery (their results, as text lines, are
+    in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
+    the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
+    pick the branch of a nondeterministic model."""
+    model = model or ordered_map.MODEL
+    expected, sets = _expected(model, ops, point, states, outputs)
+    failed = _failed_recovery(model, result, expected)
+    if failed is not None:
+        return failed
+    body = result["result"]
     actual = model.dump_state(body.get("dump", []))
     matched = model.member(actual, expected)
     if matched is None:
@@ -144,21 +178,51 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
             sets = _sets(model, ops, states, outputs)
         cls, detail = model.classify(Mismatch(model, ops, sets, point.done, point.inflight, expected, actual))
         return Verdict(False, cls, detail, expected, actual)
-    if followup:
-        got = body.get("followup", [])
-        bad = _model.replay(model, followup, got, [actual])
-        if bad is not None:
-            i, _, allowed = bad
-            want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
-            return Verdict(False, "post-recovery-divergence",
-                           f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
-                           f"the model {want}", expected, actual, matched)
-        if len(got) != len(followup):
-            return Verdict(False, "post-recovery-divergence",
-                           f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
-                           expected, actual, matched)
+    diverged = _followup_divergence(model, followup, body, expected, actual, matched)
+    if diverged is not None:
+        return diverged
     return Verdict(True, expected=expected, actual=actual, matched=matched)
 
 
-__all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery", "EMPTY",
+def judge_durable(history: History, result: dict, followup: Sequence[Any] | None = None, *,
+                  model: Model | None = None, max_steps: int | None = _lin.DEFAULT_STEPS,
+                  timeout: float | None = None) -> Verdict:
+    """Judge one checked crash state of a history of several threads (durable linearizability).
+
+    HISTORY holds the operations up to the crash (completed ones with their outputs, and at most
+    one in flight per thread); RESULT and FOLLOWUP as for judge_recovery. The recovered state must
+    be the model state after a linearization of every completed operation plus any subset of the
+    in-flight ones. Classes: what judge_recovery gives for a failed recovery; a history already
+    not linearizable before the crash: linearizability-violation; a recovered state no
+    linearization explains: the model's classify against the states complete linearizations reach
+    (the ordered map: lost-durable-write, resurrected-delete, ...); a budget that ran out: ok False,
+    cls None, checked False."""
+    model = model or ordered_map.MODEL
+    failed = _failed_recovery(model, result, [])
+    if failed is not None:
+        return failed
+    body = result["result"]
+    actual = model.dump_state(body.get("dump", []))
+    r = _lin.check_durable(history, model, actual, max_steps=max_steps, timeout=timeout)
+    if r.unknown:
+        return Verdict(False, None, r.reason, [], actual, checked=False)
+    if r.illegal and r.stuck is not None:
+        return Verdict(False, CONCURRENT_CLASSES[0], r.reason, [], actual)
+    if r.illegal:
+        expected = list(r.states)
+        # name the difference as the model would for one thread running the completed operations
+        # in the order of one of their linearizations (the crash then fell after all of them)
+        order = [history[i] for i in r.longest if not history[i].pending]
+        ops = [o.op for o in order]
+        sets = _model.prefix_states(model, ops, [o.output for o in order])
+        cls, detail = model.classify(Mismatch(model, ops, sets, len(ops), None, expected, actual))
+        return Verdict(False, cls, f"{detail} ({r.reason})", expected, actual)
+    diverged = _followup_divergence(model, followup, body, [actual], actual, actual)
+    if diverged is not None:
+        return diverged
+    return Verdict(True, expected=[actual], actual=actual, matched=actual, witness=r.witness)
+
+
+__all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",
+           "judge_durable", "EMPTY",
            "describe"]

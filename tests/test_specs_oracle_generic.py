@@ -114,3 +114,42 @@ def test_range_lock_through_the_oracle():
     outs = ["ok"] * 6
     empty = {"status": "ok", "result": {"recovered": True, "dump": [], "violations": [], "followup": outs}}
     assert judge_recovery(ops, CrashPoint(3, None), empty, follow, model=m).ok
+
+
+# -- several threads: durable linearizability through the oracle -----------------------------------
+
+def test_judge_durable_on_the_counter():
+    from specs.history import History
+    from specs.oracle import judge_durable
+    h = History.build([(0, _parse("add 2"), 0, 3, "ok"), (1, _parse("add 3"), 1, None, None),
+                       (0, _parse("get"), 4, 5, "value 2")])
+    ok = judge_durable(h, res(2), model=COUNTER)
+    assert ok.ok and ok.checked and ok.witness == (0, 2)
+    assert judge_durable(h, res(5), model=COUNTER).ok            # the in-flight add took effect
+    wrong = judge_durable(h, res(3), model=COUNTER)
+    assert (wrong.cls, wrong.checked) == ("wrong-value", True) and "counter=3" in wrong.detail
+    bad = History.build([(0, _parse("add 2"), 0, 1, "ok"), (1, _parse("get"), 2, 3, "value 0")])
+    v = judge_durable(bad, res(2), model=COUNTER)
+    assert v.cls == "linearizability-violation" and "#1" in v.detail
+    many = History.build([(t, _parse(f"add {t + 1}"), 0, 10, "ok") for t in range(10)]
+                         + [(10, _parse("get"), 0, 10, "value 999")])
+    unknown = judge_durable(many, res(0), model=COUNTER, max_steps=20)
+    assert (unknown.ok, unknown.cls, unknown.checked) == (False, None, False)
+    follow = [_parse("get")]
+    assert judge_durable(h, res(2, ["value 2"]), follow, model=COUNTER).ok
+    assert judge_durable(h, res(2, ["value 9"]), follow, model=COUNTER).cls == "post-recovery-divergence"
+    assert judge_durable(h, res(status="timeout"), model=COUNTER).cls == "recovery-hang"
+
+
+def test_judge_durable_uses_the_map_classes():
+    from specs.history import History
+    from specs.oracle import judge_durable
+    from specs.ordered_map import MODEL as MAP
+    h = History.build([(0, MAP.parse_op("insert 1 10"), 0, 2, "ok"), (1, MAP.parse_op("insert 2 20"), 1, 3, "ok"),
+                       (0, MAP.parse_op("delete 1"), 4, 5, "ok")])
+    dump = lambda *kv: {"status": "ok", "result": {"recovered": True, "violations": [],  # noqa: E731
+                                                   "dump": [[a.to_bytes(8, "big").hex(), b.to_bytes(8, "little").hex()]
+                                                            for a, b in kv]}}
+    assert judge_durable(h, dump((2, 20))).ok
+    assert judge_durable(h, dump()).cls == "lost-durable-write"
+    assert judge_durable(h, dump((1, 10), (2, 20))).cls == "resurrected-delete"
