@@ -94,6 +94,15 @@ class Model:
 
     # -- helpers over the functions above (not part of what a model author writes) ----------
 
+    def __reduce__(self):
+        """Pickled by registry name (its functions may be lambdas): executors send models to
+        worker processes, which look them up again. An unregistered model cannot be pickled."""
+        from specs import models
+        if self.name not in models.names() or models.get(self.name) is not self:
+            raise TypeError(f"model {self.name!r} is not registered in specs.models, so it cannot be pickled")
+        return (models.get, (self.name,))
+
+
     def outcomes(self, state: State, op: Op, output: Output | None = None) -> list[tuple[Output, State]]:
         """step(state, op), keeping only outcomes whose output equals OUTPUT (all if None)."""
         outs = self.step(state, op)

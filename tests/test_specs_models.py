@@ -1,4 +1,6 @@
 """Models as data: the registry, the ordered map as a Model, and the range lock against brute force."""
+import pickle
+
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -13,6 +15,11 @@ def test_registry():
     assert models.get("range_lock") is range_lock.MODEL
     with pytest.raises(ValueError, match="ordered_map"):
         models.get("btree")
+    for name in models.names():          # executors pickle models to send them to workers
+        assert pickle.loads(pickle.dumps(models.get(name))) is models.get(name)
+    toy = M.Model(name="toy", init=lambda: 0, step=lambda s, op: [("ok", s)], parse_op=str, op_text=str)
+    with pytest.raises(TypeError, match="not registered"):
+        pickle.dumps(toy)
 
 
 # -- the ordered map as a Model ------------------------------------------------------------------
