@@ -1,26 +1,36 @@
 """The crash oracle: is what recovery left acceptable for this history and crash point?
 
-Owns the acceptance rule of the design (durable linearizability for one thread) and the bug
+Owns the acceptance rule of the design for one thread, over any specs.model.Model, and the bug
 classes. A crash while operation i is in flight may leave operations 0..i-1 applied and operation
-i applied or not; a crash between operations allows exactly one state. After recovery the structure
+i applied or not; a crash between operations allows exactly the state after the completed ones
+(for a nondeterministic model: every state it may be in there). After recovery the structure
 must (1) not crash, hang or break its invariants, (2) dump exactly one acceptable state, (3) keep
 every allocated PM object reachable (leaks are judged by specs/leaks.py), and (4) keep behaving like
 the model in a follow-up workload. Every finding gets exactly one class.
 
-Designing classes: the class names the first thing a person must fix, so a dump that differs from
-the closest acceptable state in several keys is classed by its most telling difference: a key
-that a completed delete removed and that came back (resurrected-delete), then a key or value that
-completed operations made durable and that is gone or older (lost-durable-write), then a value
-mixed from two written values (torn-update), then anything else (wrong-value).
+What a dump that equals no acceptable state is called belongs to the model (Model.classify): the
+ordered map tells resurrected deletes, lost durable writes and torn updates apart
+(specs/ordered_map.py), a model without its own classes says wrong-value. Nothing here knows
+what a map is: the map is only the default model, so that the call signature harness uses
+(`judge_recovery(ops, point, result, followup, states)`) keeps working. Several threads are
+judged by `judge_durable` (durable linearizability, specs/linearizability.py), with the same
+recovery-failure and follow-up rules.
 """
 from __future__ import annotations
 
 import json
 import signal
 from dataclasses import dataclass, field
+from typing import Any, Sequence
 
-from specs.ordered_map import EMPTY, Op, State, describe, key_text, prefix_states, run, value_text
+from specs import linearizability as _lin
+from specs import model as _model
+from specs import ordered_map
+from specs.history import History
+from specs.model import Mismatch, Model
+from specs.ordered_map import EMPTY, describe
 
+# The classes of a crash state's verdict (harness builds its class order and exceptions from them).
 CLASSES = (
     "lost-durable-write",
     "torn-update",
@@ -43,6 +53,9 @@ CLASSES = (
 # detail says what it did. The runner client answers such a state "runner-died" and carries on.
 STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
+# Findings of several threads (specs/linearizability.py); not in CLASSES until harness reports them.
+CONCURRENT_CLASSES = ("linearizability-violation",)
+
 
 @dataclass(frozen=True)
 class CrashPoint:
@@ -57,83 +70,75 @@ class Verdict:
     ok: bool
     cls: str | None = None
     detail: str = ""
-    expected: list[State] = field(default_factory=list)
-    actual: State | None = None
-    matched: State | None = None        # the acceptable state the dump equals, if any
+    expected: list[Any] = field(default_factory=list)   # the acceptable states
+    actual: Any = None                  # the recovered state (None if recovery did not finish)
+    matched: Any = None                 # the acceptable state the dump equals, if any
+    checked: bool = True                # False: a search budget ran out (ok is False, cls None):
+    #                                     not checked, neither a pass nor a bug
+    witness: tuple[int, ...] = ()       # judge_durable: the linearization explaining the state
     group: str = ""                     # when set: what makes findings of this verdict one bug
 
 
-def acceptable(ops: list[Op], point: CrashPoint, states: list[State] | None = None) -> list[State]:
-    """The states recovery may leave: after 0..done-1, and also after the op in flight."""
-    states = states if states is not None else prefix_states(ops)
+def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
+          outputs: Sequence[Any] | None) -> list[list[Any]]:
+    """The states possible after each prefix: from STATES (one per prefix, as harness passes them
+    for a deterministic model) or computed from the model (narrowed by OUTPUTS if given)."""
+    if states is not None:
+        return [[s] for s in states]
+    return _model.prefix_states(model, ops, outputs)
+
+
+def _acceptable(model: Model, sets: list[list[Any]], point: CrashPoint) -> list[Any]:
+    out = list(sets[point.done])
+    if point.inflight is not None:
+        out += sets[point.inflight + 1]
+    return model.dedup(out)
+
+
+def _expected(model: Model, ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None,
+              outputs: Sequence[Any] | None) -> tuple[list[Any], list[list[Any]] | None]:
+    """The acceptable states, and the per-prefix state sets if they had to be computed (with
+    STATES given, only the two prefixes needed are read: this runs once per crash state)."""
+    if states is None:
+        sets = _sets(model, ops, None, outputs)
+        return _acceptable(model, sets, point), sets
     out = [states[point.done]]
-    if point.inflight is not None and states[point.inflight + 1] != out[0]:
+    if point.inflight is not None and not model.equal(states[point.inflight + 1], out[0]):
         out.append(states[point.inflight + 1])
-    return out
+    return out, None
 
 
-def dump_state(dump: list[list[str]]) -> State:
-    """A driver dump ([["key hex", "value hex"], ...]) as a model state (sorted)."""
-    return tuple(sorted((bytes.fromhex(k), bytes.fromhex(v)) for k, v in dump))
+def acceptable(ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None = None, *,
+               model: Model | None = None, outputs: Sequence[Any] | None = None) -> list[Any]:
+    """The states recovery may leave: after 0..done-1, and also after the op in flight. STATES,
+    if given, holds one state per prefix (states[i] after ops 0..i-1); MODEL defaults to the
+    ordered map; OUTPUTS (the crash-free run's outputs) narrow a nondeterministic model."""
+    model = model or ordered_map.MODEL
+    return _expected(model, ops, point, states, outputs)[0]
 
 
-def _is_torn(value: bytes, written: set[bytes], unit: int = 8) -> bool:
-    """VALUE is made of UNIT-byte pieces of values written to the key (but is none of them)."""
-    if len(value) <= unit:
-        return False
-    pieces = [value[i:i + unit] for i in range(0, len(value), unit)]
-    return all(any(w[i * unit:(i + 1) * unit] == p for w in written if len(w) == len(value))
-               for i, p in enumerate(pieces))
+def dump_state(dump: list[list[str]], model: Model | None = None) -> Any:
+    """A driver dump as a model state (default: the ordered map's [["key hex", "value hex"], ...])."""
+    return (model or ordered_map.MODEL).dump_state(dump)
 
 
-def _classify_mismatch(ops: list[Op], states: list[State], point: CrashPoint, expected: list[State],
-                       actual: State) -> tuple[str, str]:
-    """The class and a one-line explanation of a dump that equals no acceptable state."""
-    horizon = point.done + (1 if point.inflight is not None else 0)
-    written: dict[bytes, set[bytes]] = {}
-    deleted: set[bytes] = set()
-    for op in ops[:horizon]:
-        if op.kind in ("insert", "update"):
-            written.setdefault(op.key, set()).add(op.value)
-    for before, after in zip(states[:point.done], states[1:point.done + 1]):
-        deleted |= set(dict(before)) - set(dict(after))
-
-    def diffs(state: State) -> list[tuple[str, bytes]]:
-        want, got = dict(state), dict(actual)
-        out = [("extra", k) for k in got if k not in want]
-        out += [("missing", k) for k in want if k not in got]
-        out += [("changed", k) for k in want if k in got and want[k] != got[k]]
-        return out
-
-    closest = min(expected, key=lambda s: len(diffs(s)))
-    want, got = dict(closest), dict(actual)
-    found = diffs(closest)
-    order = {"resurrected-delete": 0, "lost-durable-write": 1, "torn-update": 2, "wrong-value": 3}
-    best: tuple[str, str] | None = None
-    for what, k in found:
-        ktext = key_text(k)
-        if what == "extra":
-            if k in deleted and k not in want:
-                cand = ("resurrected-delete", f"key {ktext} was deleted by a completed operation "
-                        f"but is back with value {value_text(got[k])}")
-            else:
-                cand = ("wrong-value", f"key {ktext} is present but was never inserted")
-        elif what == "missing":
-            cand = ("lost-durable-write", f"key {ktext} (value {value_text(want[k])}) is missing")
-        else:
-            older = written.get(k, set()) - {want[k]}
-            if got[k] in older:
-                cand = ("lost-durable-write", f"key {ktext} has the older value {value_text(got[k])} "
-                        f"instead of {value_text(want[k])}")
-            elif _is_torn(got[k], written.get(k, set())):
-                cand = ("torn-update", f"key {ktext} holds {value_text(got[k])}, torn from written values")
-            else:
-                cand = ("wrong-value", f"key {ktext} holds {value_text(got[k])}, "
-                        f"expected {value_text(want[k])}")
-        if best is None or order[cand[0]] < order[best[0]]:
-            best = cand
-    assert best is not None
-    return best
+def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dict, expected: list[Any],
+                         actual: Any, matched: Any) -> Verdict | None:
+    """The verdict when the follow-up's outputs (body["followup"]) leave the model; None if not."""
+    if followup:
+        got = body.get("followup", [])
+        bad = _model.replay(model, followup, got, [actual])
+        if bad is not None:
+            i, _, allowed = bad
+            want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+            return Verdict(False, "post-recovery-divergence",
+                           f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
+                           f"the model {want}", expected, actual, matched)
+        if len(got) != len(followup):
+            return Verdict(False, "post-recovery-divergence",
+                           f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
+                           expected, actual, matched)
+    return None
 
 
 def end_key(status: str | None, sig: int | None, code: int | None) -> str:
@@ -188,21 +193,15 @@ def _partial_check(result: dict) -> dict | None:
     return body if isinstance(body, dict) and isinstance(body.get("followup"), list) else None
 
 
-def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
-                   followup: list[Op] | None = None, states: list[State] | None = None) -> Verdict:
-    """Judge one checked crash state.
-
-    RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
-    "signal": n, "exit": n, "result": <the driver's check JSON or None>, "stderr": "..."}.
-    FOLLOWUP are the operations the driver ran after recovery (their results are in
-    result["followup"])."""
-    states = states if states is not None else prefix_states(ops)
-    expected = acceptable(ops, point, states)
+def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: Sequence[Any] | None
+                     ) -> tuple[Verdict | None, dict | None, bool]:
+    """(the verdict when recovery crashed, hung, failed or broke invariants, else None; the check
+    JSON; whether the check died or hung in its follow-up operations after a good recovery)."""
     status = result.get("status")
     body = result.get("result")
     tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
     said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
-    died_in_followup = None
+    died_in_followup = False
     if body is None and followup and (status != "ok" or result.get("output")):
         body = _partial_check(result)
         died_in_followup = body is not None
@@ -213,57 +212,122 @@ def judge_recovery(ops: list[Op], point: CrashPoint, result: dict,
         what = "recovery (or the follow-up operations after it)"
         if result.get("signal") in STOP_SIGNALS:
             return Verdict(False, "recovery-hang", f"{what} stopped itself (signal {result.get('signal')})"
-                           + said, expected)
-        return Verdict(False, "recovery-hang", f"{what} did not finish within the time limit" + said, expected)
+                           + said, expected), None, False
+        return Verdict(False, "recovery-hang", f"{what} did not finish within the time limit" + said, expected), None, False
     elif status == "runner-died":
         return Verdict(False, "recovery-crash", "recovery killed the checker running it (its parent "
-                       "process died while this state was checked; a new checker took over)", expected)
+                       "process died while this state was checked; a new checker took over)", expected), None, False
     elif status in ("signal", "oom") or (status == "exit" and body is None):
         how = (f"signal {result.get('signal')}" if status == "signal" else
                "the memory limit" if status == "oom" else f"exit status {result.get('exit')}")
-        return Verdict(False, "recovery-crash", f"recovery died with {how}{said}", expected)
+        return Verdict(False, "recovery-crash", f"recovery died with {how}{said}", expected), None, False
     elif status == "ok" and body is None:
         return Verdict(False, "recovery-crash", "recovery exited with status 0 before the check wrote "
-                       "its result" + said, expected)
+                       "its result" + said, expected), None, False
     elif result.get("stray"):
         return Verdict(False, "recovery-crash", "recovery left a process running (the checker killed it)"
-                       + said, expected)
+                       + said, expected), None, False
     if body is None or not body.get("recovered", False):
         return Verdict(False, "recovery-crash",
                        f"recovery reported failure (status {body.get('recover_status') if body else '?'})",
-                       expected)
+                       expected), None, False
     if body.get("violations"):
         first = body["violations"][0]
         more = f" (+{len(body['violations']) - 1} more)" if len(body["violations"]) > 1 else ""
-        return Verdict(False, "invariant-violation", f"{first}{more}", expected, dump_state(body["dump"]))
-    actual = dump_state(body.get("dump", []))
-    if actual not in expected:
-        cls, detail = _classify_mismatch(ops, states, point, expected, actual)
+        return Verdict(False, "invariant-violation", f"{first}{more}", expected,
+                       model.dump_state(body.get("dump", []))), None, False
+    return None, body, died_in_followup
+
+
+def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
+                   followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
+                   model: Model | None = None, outputs: Sequence[Any] | None = None) -> Verdict:
+    """Judge one checked crash state.
+
+    RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
+    "signal": n, "exit": n, "result": <the driver's check JSON or None>, "stderr": "..."}.
+    FOLLOWUP are the operations the driver ran after recovery (their results, as text lines, are
+    in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
+    the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
+    pick the branch of a nondeterministic model."""
+    model = model or ordered_map.MODEL
+    expected, sets = _expected(model, ops, point, states, outputs)
+    failed, body, died_in_followup = _failed_recovery(model, result, expected, followup)
+    if failed is not None:
+        return failed
+    actual = model.dump_state(body.get("dump", []))
+    matched = model.member(actual, expected)
+    if matched is None:
+        if not expected:
+            return Verdict(False, "wrong-value", "the crash-free run's outputs are impossible for the "
+                           f"{model.name} model, so no state is acceptable", expected, actual)
+        if sets is None:
+            sets = _sets(model, ops, states, outputs)
+        cls, detail = model.classify(Mismatch(model, ops, sets, point.done, point.inflight, expected, actual))
         return Verdict(False, cls, detail, expected, actual)
-    if followup:
-        _, want = run(followup, actual)
+    if died_in_followup:
+        # Recovery left an acceptable state and an ordinary operation on it then died or hung:
+        # the same misbehaviour as in a crash-free run, so the same class and the same group
+        # (unless an operation before it already returned something the model does not).
         got = body.get("followup", [])
-        for i, (w, g) in enumerate(zip(want, got)):
-            if w != g:
-                return Verdict(False, "post-recovery-divergence",
-                               f"after recovery, `{followup[i].text()}` returned `{g}`, the model `{w}`",
-                               expected, actual, actual)
-        if died_in_followup and len(got) < len(want):
-            # Recovery left an acceptable state and an ordinary operation on it then died or hung:
-            # the same misbehaviour as in a crash-free run, so the same class and the same group.
+        diverged = _followup_divergence(model, list(followup)[:len(got)], body, expected, actual, matched)
+        if diverged is not None:
+            return diverged
+        if len(got) < len(followup):
+            status = result.get("status")
+            tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
+            said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
             op = followup[len(got)]
             cls = "operation-hang" if status == "timeout" else "operation-crash"
             key = end_key(status, result.get("signal"), result.get("exit"))
-            return Verdict(False, cls, f"after recovery, the follow-up `{op.text()}` "
+            return Verdict(False, cls, f"after recovery, the follow-up `{model.op_text(op)}` "
                            f"{_end_words(status, result.get('signal'), result.get('exit'))}{said}",
-                           expected, actual, actual,
-                           group=key if key == "parent-killed" else f"{op.kind}: {key}")
-        if len(got) != len(want):
-            return Verdict(False, "post-recovery-divergence",
-                           f"after recovery the follow-up ran {len(got)} of {len(want)} operations",
-                           expected, actual, actual)
-    return Verdict(True, expected=expected, actual=actual, matched=actual)
+                           expected, actual, matched,
+                           group=key if key == "parent-killed" else f"{getattr(op, 'kind', '?')}: {key}")
+    diverged = _followup_divergence(model, followup, body, expected, actual, matched)
+    if diverged is not None:
+        return diverged
+    return Verdict(True, expected=expected, actual=actual, matched=matched)
 
 
-__all__ = ["CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery", "EMPTY",
+def judge_durable(history: History, result: dict, followup: Sequence[Any] | None = None, *,
+                  model: Model | None = None, max_steps: int | None = _lin.DEFAULT_STEPS,
+                  timeout: float | None = None) -> Verdict:
+    """Judge one checked crash state of a history of several threads (durable linearizability).
+
+    HISTORY holds the operations up to the crash (completed ones with their outputs, and at most
+    one in flight per thread); RESULT and FOLLOWUP as for judge_recovery. The recovered state must
+    be the model state after a linearization of every completed operation plus any subset of the
+    in-flight ones. Classes: what judge_recovery gives for a failed recovery; a history already
+    not linearizable before the crash: linearizability-violation; a recovered state no
+    linearization explains: the model's classify against the states complete linearizations reach
+    (the ordered map: lost-durable-write, resurrected-delete, ...); a budget that ran out: ok False,
+    cls None, checked False."""
+    model = model or ordered_map.MODEL
+    failed, body, _ = _failed_recovery(model, result, [], followup)
+    if failed is not None:
+        return failed
+    actual = model.dump_state(body.get("dump", []))
+    r = _lin.check_durable(history, model, actual, max_steps=max_steps, timeout=timeout)
+    if r.unknown:
+        return Verdict(False, None, r.reason, [], actual, checked=False)
+    if r.illegal and r.stuck is not None:
+        return Verdict(False, CONCURRENT_CLASSES[0], r.reason, [], actual)
+    if r.illegal:
+        expected = list(r.states)
+        # name the difference as the model would for one thread running the completed operations
+        # in the order of one of their linearizations (the crash then fell after all of them)
+        order = [history[i] for i in r.longest if not history[i].pending]
+        ops = [o.op for o in order]
+        sets = _model.prefix_states(model, ops, [o.output for o in order])
+        cls, detail = model.classify(Mismatch(model, ops, sets, len(ops), None, expected, actual))
+        return Verdict(False, cls, f"{detail} ({r.reason})", expected, actual)
+    diverged = _followup_divergence(model, followup, body, [actual], actual, actual)
+    if diverged is not None:
+        return diverged
+    return Verdict(True, expected=[actual], actual=actual, matched=actual, witness=r.witness)
+
+
+__all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",
+           "judge_durable", "EMPTY",
            "describe"]

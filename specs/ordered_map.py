@@ -2,7 +2,11 @@
 
 Owns: what each operation of a history does to a map and what it returns, in exactly the result
 notation the tree drivers print (docs/trees.md): `ok`, `exists`, `notfound`, `value V`,
-`scan K V K V ...`. Never runs a structure; the oracle (specs/oracle.py) compares the two.
+`scan K V K V ...`; how a driver dump maps to a state; how a dump that matches no acceptable
+state is classed (resurrected-delete, lost-durable-write, torn-update, wrong-value); the
+follow-up workload run after recovery. `MODEL` bundles all of it as one specs.model.Model
+(registered as `ordered_map` in specs/models.py). Never runs a structure; the oracle
+(specs/oracle.py) compares the two.
 
 Keys and values are bytes. An 8-byte key is shown as a decimal big-endian integer and an 8-byte
 value as a decimal little-endian integer; anything else as `x:HEX` (the driver's history syntax).
@@ -11,7 +15,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable, Sequence
+
+from specs.model import Mismatch, Model
 
 OP_KINDS = ("insert", "update", "delete", "lookup", "scan")
 MUTATING = frozenset({"insert", "update", "delete"})
@@ -114,3 +120,138 @@ def describe(state: State, limit: int = 12) -> str:
     items = [f"{key_text(k)}={value_text(v)}" for k, v in state[:limit]]
     more = f", ... ({len(state)} pairs)" if len(state) > limit else ""
     return "{" + ", ".join(items) + more + "}"
+
+
+# -- the Model record ---------------------------------------------------------------------------
+
+def _step_outcomes(state: State, op: Op) -> list[tuple[str, State]]:
+    new, out = step(state, op)
+    return [(out, new)]
+
+
+def dump_state(dump: list[list[str]]) -> State:
+    """A driver dump ([["key hex", "value hex"], ...]) as a model state (sorted)."""
+    return tuple(sorted((bytes.fromhex(k), bytes.fromhex(v)) for k, v in dump))
+
+
+def state_json(state: State) -> list[list[str]]:
+    """A state as bug records show it: [[key, value], ...] in driver notation."""
+    return [[key_text(k), value_text(v)] for k, v in state]
+
+
+def _is_torn(value: bytes, written: set[bytes], unit: int = 8) -> bool:
+    """VALUE is made of UNIT-byte pieces of values written to the key (but is none of them)."""
+    if len(value) <= unit:
+        return False
+    pieces = [value[i:i + unit] for i in range(0, len(value), unit)]
+    return all(any(w[i * unit:(i + 1) * unit] == p for w in written if len(w) == len(value))
+               for i, p in enumerate(pieces))
+
+
+CLASS_ORDER = ("resurrected-delete", "lost-durable-write", "torn-update", "wrong-value")
+
+
+def classify(m: Mismatch) -> tuple[str, str]:
+    """The class and a one-line explanation of a dump that equals no acceptable state.
+
+    Designing classes: the class names the first thing a person must fix, so a dump that differs
+    from the closest acceptable state in several keys is classed by its most telling difference:
+    a key that a completed delete removed and that came back (resurrected-delete), then a key or
+    value that completed operations made durable and that is gone or older (lost-durable-write),
+    then a value mixed from two written values (torn-update), then anything else (wrong-value)."""
+    ops, actual = m.ops, m.actual
+    states = [s[0] for s in m.states]          # the map is deterministic: one state per prefix
+    horizon = m.done + (1 if m.inflight is not None else 0)
+    written: dict[bytes, set[bytes]] = {}
+    deleted: set[bytes] = set()
+    for op in ops[:horizon]:
+        if op.kind in ("insert", "update"):
+            written.setdefault(op.key, set()).add(op.value)
+    for before, after in zip(states[:m.done], states[1:m.done + 1]):
+        deleted |= set(dict(before)) - set(dict(after))
+
+    def diffs(state: State) -> list[tuple[str, bytes]]:
+        want, got = dict(state), dict(actual)
+        out = [("extra", k) for k in got if k not in want]
+        out += [("missing", k) for k in want if k not in got]
+        out += [("changed", k) for k in want if k in got and want[k] != got[k]]
+        return out
+
+    closest = min(m.expected, key=lambda s: len(diffs(s)))
+    want, got = dict(closest), dict(actual)
+    best: tuple[str, str] | None = None
+    for what, k in diffs(closest):
+        ktext = key_text(k)
+        if what == "extra":
+            if k in deleted and k not in want:
+                cand = ("resurrected-delete", f"key {ktext} was deleted by a completed operation "
+                        f"but is back with value {value_text(got[k])}")
+            else:
+                cand = ("wrong-value", f"key {ktext} is present but was never inserted")
+        elif what == "missing":
+            cand = ("lost-durable-write", f"key {ktext} (value {value_text(want[k])}) is missing")
+        else:
+            older = written.get(k, set()) - {want[k]}
+            if got[k] in older:
+                cand = ("lost-durable-write", f"key {ktext} has the older value {value_text(got[k])} "
+                        f"instead of {value_text(want[k])}")
+            elif _is_torn(got[k], written.get(k, set())):
+                cand = ("torn-update", f"key {ktext} holds {value_text(got[k])}, torn from written values")
+            else:
+                cand = ("wrong-value", f"key {ktext} holds {value_text(got[k])}, "
+                        f"expected {value_text(want[k])}")
+        if best is None or CLASS_ORDER.index(cand[0]) < CLASS_ORDER.index(best[0]):
+            best = cand
+    assert best is not None, "classify called on a dump equal to an acceptable state"
+    return best
+
+
+def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8, **_: Any) -> list[Op]:
+    """A short deterministic workload run after every recovery: lookups of the history's keys, an
+    insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything.
+    (Was harness.pipeline.followup_ops; same operations for the same arguments.)"""
+    keys: list[bytes] = []
+    for op in ops:
+        if op.key not in keys:
+            keys.append(op.key)
+    if key_kind == "bytes":
+        fresh = b"\xfe" + bytes(len(keys) % 7 + 1)
+    else:
+        top = max((int.from_bytes(k, "big") for k in keys), default=0)
+        fresh = ((top + 0x1000) % (1 << 64)).to_bytes(8, "big")
+    value = (1 << 20) + 7
+    val = value.to_bytes(8, "little") if value_size == 8 else value.to_bytes(value_size, "little")
+    val2 = (value + 1).to_bytes(value_size, "little")
+    out = [Op("lookup", k) for k in keys[:4]]
+    out.append(Op("insert", fresh, val))
+    if keys:
+        out.append(Op("update", keys[0], val2))
+        out.append(Op("delete", keys[-1]))
+    out.append(Op("lookup", fresh))
+    out.append(Op("scan", b"\0" * (8 if key_kind != "bytes" else 1), count=64))
+    return out
+
+
+def histories(**opts: Any):
+    """The Hypothesis strategy of map histories. It still lives in harness/strategies.py (to be
+    moved here); imported lazily so specs does not depend on harness at import time."""
+    from harness.strategies import histories as _histories
+    return _histories(**opts)
+
+
+MODEL = Model(
+    name="ordered_map",
+    init=lambda: EMPTY,
+    step=_step_outcomes,
+    parse_op=parse_op,
+    op_text=Op.text,
+    parse_output=str,           # the drivers print canonical lines: compared as they are
+    describe=describe,
+    dump_state=dump_state,
+    state_json=state_json,
+    classify=classify,
+    classes=CLASS_ORDER,
+    followup=followup,
+    histories=histories,
+    doc="ordered map of byte keys to byte values: insert update delete lookup scan",
+)
