@@ -5,6 +5,9 @@ crashsim/pmemcheck_import.py for the format and docs/pmemcheck.md for the mappin
 pmreorder can replay it and crashcheck can import it again: import(export(trace)) has the same
 stores, flushes, fences and operation markers. Never reads pmemcheck's own output.
 
+The log is one line, `==PID== START|...|STOP`, as pmemcheck writes it with `-q
+--print-summary=no` (the options pmreorder's manual gives).
+
 Mapping: every region -> REGISTER_FILE (offset 0) right after START; store -> STORE (stores wider
 than 8 bytes split at 8-byte boundaries, as pmemcheck logs a machine word per entry; its site as a
 one-frame stack `0x0: func (file:line)`, the inlined-at caller glued on as Valgrind does);
@@ -12,7 +15,7 @@ ntstore -> STORE (the format has no NT store); flush -> FLUSH;LINE;SIZE (no fenc
 clflush: crashcheck's model, unlike pmemcheck, does not take clflush as ordered); fence (any
 flavour) -> FENCE; op_begin/op_end -> `op.N.BEGIN` / `op.N.END` (pmreorder takes only markers with
 those suffixes; `plain` writes `op_begin N` / `op_end N` as the sample programs emit them); mark ->
-its label. Loads, allocs and frees have no pmemcheck entry and are left out.
+its label (with `pmreorder` markers only labels ending in .BEGIN / .END, which pmreorder takes). Loads, allocs and frees have no pmemcheck entry and are left out.
 """
 from __future__ import annotations
 
@@ -97,20 +100,19 @@ def export_log(trace: Trace, out: str | os.PathLike, *, markers: str = "pmreorde
             if "|" in label or "\n" in label or not label:
                 dropped["marks whose label holds '|' or a line break"] += 1
                 continue
+            if markers == "pmreorder" and not label.endswith((".BEGIN", ".END")):
+                dropped["marks left out (pmreorder takes only labels ending in .BEGIN or .END; "
+                        "--markers plain keeps them)"] += 1
+                continue
             add(label)
         else:
             dropped[f"{kind} events (no pmemcheck entry)"] += 1
     add("STOP")
-    pid = trace.pid or 0
-    head = ["pmemcheck-1.0, a simple persistent store checker",
-            "Store log written by crashcheck trace export (not a Valgrind run)",
-            f"Command: {str(trace.path).replace('|', '/')}",
-            ""]
+    # One line, as pmemcheck writes it with -q --print-summary=no (the form pmreorder's manual asks
+    # for): pmreorder splits the whole file at '|', so a line break before |STOP, as in a log
+    # without -q, would glue the next line's "==PID== " onto the last entry.
     with open(out, "w") as f:
-        for line in head:
-            f.write(f"=={pid}== {line}\n")
-        f.write(f"=={pid}== " + "|".join(entries[:-1]) + "\n")
-        f.write(f"=={pid}== |STOP\n")
+        f.write(f"=={trace.pid or 0}== " + "|".join(entries) + "\n")
     for what, n in sorted(dropped.items()):
         notes.append(f"{n} {what}")
     if crossed and markers == "pmreorder":
