@@ -23,7 +23,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from .trace import Trace
+from .trace import Trace, TraceError
 
 MAX_STORE = 8
 
@@ -55,7 +55,8 @@ def export_log(trace: Trace, out: str | os.PathLike, *, markers: str = "pmreorde
     for region in trace.regions:
         name = file_names[region.index] if region.index < len(file_names) else str(region.image.resolve())
         if "|" in name or ";" in name:
-            raise ValueError(f"region {region.index} file name {name!r} holds '|' or ';'")
+            raise TraceError(f"region {region.index} file name {name!r} holds '|' or ';', which the "
+                             "log format cannot hold")
         entries.append(f"REGISTER_FILE;{name};{region.base:#x};{region.size:#x};0x0")
     bounds = [(r.base, r.base + r.size) for r in trace.regions]
     stacks: dict[int, str] = {}
@@ -111,8 +112,11 @@ def export_log(trace: Trace, out: str | os.PathLike, *, markers: str = "pmreorde
     # One line, as pmemcheck writes it with -q --print-summary=no (the form pmreorder's manual asks
     # for): pmreorder splits the whole file at '|', so a line break before |STOP, as in a log
     # without -q, would glue the next line's "==PID== " onto the last entry.
-    with open(out, "w") as f:
-        f.write(f"=={trace.pid or 0}== " + "|".join(entries) + "\n")
+    try:
+        with open(out, "w") as f:
+            f.write(f"=={trace.pid or 0}== " + "|".join(entries) + "\n")
+    except OSError as exc:
+        raise TraceError(f"{out}: cannot write the log: {exc.strerror}") from None
     for what, n in sorted(dropped.items()):
         notes.append(f"{n} {what}")
     if crossed and markers == "pmreorder":

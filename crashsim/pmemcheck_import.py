@@ -232,7 +232,10 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
     res.complete = stopped
     res.pid = int(pid_seen) if pid_seen else 0
     imp.writer.pid = res.pid
-    imp.writer.write(out, complete=stopped)
+    try:
+        imp.writer.write(out, complete=stopped)
+    except OSError as exc:
+        raise TraceError(f"{out}: cannot write the trace: {exc.strerror}") from None
     res.sites = len(imp.writer.sites)
     return res
 

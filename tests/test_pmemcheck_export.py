@@ -151,3 +151,14 @@ def test_what_the_format_cannot_hold(tmp_path):
 def test_bad_options(tmp_path, bad):
     res = run_cli("trace", "export", tmp_path / "x.trace", bad, "-o", tmp_path / "x.log")
     assert res.returncode == 2
+
+
+@pytest.mark.parametrize("args", [
+    ("trace", "import", SAMPLES / "basic.log", "-o", "/nonexistent/x.trace"),
+    ("trace", "export", "{trace}", "-o", "/nonexistent/x.log"),
+    ("trace", "export", "{trace}", "-o", "{tmp}/x.log", "--file-name", "a|b"),
+])
+def test_unwritable_output_is_one_line(tmp_path, args):
+    trace = read_trace(TraceWriter(pool_size=4096).write(tmp_path / "t.trace")).path
+    res = run_cli(*[str(a).format(trace=trace, tmp=tmp_path) for a in args])
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr
