@@ -15,7 +15,8 @@ ntstore -> STORE (the format has no NT store); flush -> FLUSH;LINE;SIZE (no fenc
 clflush: crashcheck's model, unlike pmemcheck, does not take clflush as ordered); fence (any
 flavour) -> FENCE; op_begin/op_end -> `op.N.BEGIN` / `op.N.END` (pmreorder takes only markers with
 those suffixes; `plain` writes `op_begin N` / `op_end N` as the sample programs emit them); mark ->
-its label (with `pmreorder` markers only labels ending in .BEGIN / .END, which pmreorder takes). Loads, allocs and frees have no pmemcheck entry and are left out.
+its label (with `pmreorder` markers only labels ending in .BEGIN / .END, which pmreorder takes).
+Loads, allocs and frees have no pmemcheck entry and are left out.
 """
 from __future__ import annotations
 

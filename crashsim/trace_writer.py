@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .trace import (ADDR_MASK, CHUNK, CHUNK_MAGIC, EVENT, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC, NO_SITE,
-                    STORE8_NO_SITE, STORE_ORIGINS, VERSION, Event, encode_event, encode_store8)
+from .trace import (ADDR_MASK, CHUNK, CHUNK_MAGIC, EVENT, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC,
+                    NO_SITE, STORE8_NO_SITE, STORE_ORIGINS, VERSION, Event, encode_event, encode_store8)
 
 KIND_IDS = {name: k for k, name in KINDS.items()}
 FLUSH_IDS = {name: k for k, name in FLUSH_SUBS.items()}
