@@ -4,6 +4,7 @@ The pipeline, one module per step:
 
     trace.py         read a binary trace (docs/trace-format.md)        -> Trace, Event
     trace_writer.py  write one from Python (tests, hand-made traces)
+    pmemcheck_import.py / pmemcheck_export.py   pmemcheck store logs <-> traces (docs/pmemcheck.md)
     model.py         model options, failure-atomic pieces               -> ModelOptions, Piece
     simulate.py      x86-ADR / eADR, one incremental pass               -> CrashPoint, Unit
     states.py        strategies (exhaustive, bounded) and state codec   -> choice vectors

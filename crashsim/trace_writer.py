@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from .trace import (CHUNK, CHUNK_MAGIC, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC, NO_SITE,
-                    STORE8_NO_SITE, STORE_ORIGINS, VERSION, Event, encode_event, encode_store8)
+from .trace import (ADDR_MASK, CHUNK, CHUNK_MAGIC, EVENT, FENCE_SUBS, FLUSH_SUBS, HEADER, KINDS, MAGIC,
+                    NO_SITE, STORE8_NO_SITE, STORE_ORIGINS, VERSION, Event, encode_event, encode_store8)
 
 KIND_IDS = {name: k for k, name in KINDS.items()}
 FLUSH_IDS = {name: k for k, name in FLUSH_SUBS.items()}
@@ -32,15 +32,19 @@ ORIGIN_IDS = {name: k for k, name in STORE_ORIGINS.items()}
 DEFAULT_POOL = 0x600000000000
 
 
-@dataclass
 class _Rec:
-    kind: int
-    sub: int
-    tid: int
-    site: int
-    addr: int
-    size: int
-    payload: bytes
+    """One event as added (a plain class with slots: importers add 100,000s of them)."""
+    __slots__ = ("kind", "sub", "tid", "site", "addr", "size", "payload")
+
+    def __init__(self, kind: int, sub: int, tid: int, site: int, addr: int, size: int,
+                 payload: bytes) -> None:
+        self.kind = kind
+        self.sub = sub
+        self.tid = tid
+        self.site = site
+        self.addr = addr
+        self.size = size
+        self.payload = payload
 
 
 @dataclass
@@ -184,22 +188,26 @@ class TraceWriter:
         sites = b"".join(_pack_site(s) for s in self.sites)
         header = HEADER.pack(MAGIC, VERSION, HEADER.size, self.regions[0][0], self.regions[0][1],
                              self.line_size, 1 if self.loads else 0, self.pid, len(self.sites))
-        records = list(self.records)
         names = [f"{path.name}.region{i}" for i in range(len(self.regions))]
         encoded = []
-        for r in records:
-            payload = r.payload
-            if KINDS[r.kind] == "region":
-                base, size, _ = self.regions[r.sub]
+        append = encoded.append
+        base0, size0, _ = self.regions[0]
+        end0 = base0 + size0 - 8
+        compact = compact and size0 < 1 << 40
+        store_id, region_id, flush_id = KIND_IDS["store"], KIND_IDS["region"], KIND_IDS["flush"]
+        for r in self.records:
+            kind = r.kind
+            if (compact and kind == store_id and r.size == 8 and r.sub == 0 and r.tid == 0
+                    and base0 <= r.addr <= end0 and (r.site < STORE8_NO_SITE or r.site == NO_SITE)):
+                append(encode_store8(r.site, r.addr - base0, r.payload))
+            elif kind == flush_id and r.addr <= ADDR_MASK:   # common, no payload: encoded inline
+                append(EVENT.pack(kind, r.sub, r.tid, r.site, r.addr | (r.size << 48)))
+            elif kind == region_id:
                 name = names[r.sub].encode()
-                payload = struct.pack("<QQ", size, len(name)) + name
-            base0, size0, _ = self.regions[0]
-            if (compact and KINDS[r.kind] == "store" and r.sub == 0 and r.tid == 0 and r.size == 8
-                    and base0 <= r.addr and r.addr + 8 <= base0 + size0 and size0 < 1 << 40
-                    and (r.site < STORE8_NO_SITE or r.site == NO_SITE)):
-                encoded.append(encode_store8(r.site, r.addr - base0, payload))
-                continue
-            encoded.append(encode_event(r.kind, r.sub, r.tid, r.site, r.addr, r.size, payload))
+                payload = struct.pack("<QQ", self.regions[r.sub][1], len(name)) + name
+                append(encode_event(kind, r.sub, r.tid, r.site, r.addr, r.size, payload))
+            else:
+                append(encode_event(kind, r.sub, r.tid, r.site, r.addr, r.size, r.payload))
         if complete:
             encoded.append(encode_event(KIND_IDS["end"], 0, 0, NO_SITE, 0))
         with open(path, "wb") as f:

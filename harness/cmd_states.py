@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from crashsim.model import ModelError, ModelOptions, Piece
@@ -65,6 +66,22 @@ def _line_offsets(cp: CrashPoint, base: int) -> list[int]:
     return [line - base for line in cp.pending_lines]
 
 
+def _count(n: int) -> str:
+    """A state count for the table: exact below 10^15, else its power of ten (a crash point before
+    the fence that follows a pool's creation can have 10^46000 legal states, more digits than
+    Python turns into text by default)."""
+    return str(n) if n < 10 ** 15 else f"~10^{math.log10(n):.1f}"
+
+
+def _dumps(obj: dict) -> str:
+    """JSON keeps exact counts, however many digits they have."""
+    try:
+        return json.dumps(obj)
+    except ValueError:
+        sys.set_int_max_str_digits(0)
+        return json.dumps(obj)
+
+
 def run(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
     if not trace.complete:
@@ -114,18 +131,18 @@ def run(args: argparse.Namespace) -> int:
                    "legal": cp.legal, "explored": explored, "cached": cached}
             if args.list:
                 obj["states"] = [[_piece_json(p) for p in kept] for kept in listed]
-            out.write(json.dumps(obj) + "\n")
+            out.write(_dumps(obj) + "\n")
             continue
         op = "-" if cp.op is None else str(cp.op)
         shown = " ".join(f"+{x:#x}" for x in lines[:6]) + (f" ... ({len(lines)})" if len(lines) > 6 else "")
         out.write(f"{cp.event:>9} {cp.kind:<9} {op:>5} {len(lines):>6} {cp.pending_pieces:>7} "
-                  f"{cp.legal:>12} {explored:>9} {'?' if cached is None else cached:>7}  {shown}\n")
+                  f"{_count(cp.legal):>12} {explored:>9} {'?' if cached is None else cached:>7}  {shown}\n")
         for n, kept in enumerate(listed):
             what = " ".join(p.describe() for p in kept) if kept else "nothing (only the guaranteed state)"
             out.write(f"{'':>11}state {n}: keeps {what}\n")
     if not args.json:
         cached_text = f"{totals['cached']}{'+?' if unknown_cached else ''}"
-        out.write(f"total: {totals['points']} crash points, {totals['legal']} legal states, "
+        out.write(f"total: {totals['points']} crash points, {_count(totals['legal'])} legal states, "
                   f"{totals['explored']} explored, {cached_text} repeat an earlier image\n")
         if sim.unplaced:
             out.write(f"note: {sim.unplaced} stores fell outside every registered PM region and were ignored\n")

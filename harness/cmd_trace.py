@@ -25,6 +25,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats.add_argument("--top", type=int, default=20, help="sites to list (default 20)")
     stats.add_argument("--json", action="store_true", help="one JSON object")
     stats.set_defaults(func=run_stats)
+    imp = tsub.add_parser("import", help="turn a pmemcheck store log into a trace (docs/pmemcheck.md)")
+    imp.add_argument("log", help="log of valgrind --tool=pmemcheck --log-stores=yes --log-file=LOG")
+    imp.add_argument("-o", "--output", required=True, metavar="TRACE", help="trace file to write")
+    imp.add_argument("--image", action="append", default=[], metavar="FILE",
+                     help="initial content of the next region (the pool file before the run); "
+                          "default: all zero")
+    imp.add_argument("--region", action="append", default=[], metavar="ADDR:SIZE",
+                     help="a PM mapping the log does not name (registered without a file)")
+    imp.set_defaults(func=run_import)
+    exp = tsub.add_parser("export", help="write a trace as a pmemcheck store log (for pmreorder)")
+    exp.add_argument("file", help="trace file")
+    exp.add_argument("--format", choices=["pmemcheck"], default="pmemcheck", help="log format")
+    exp.add_argument("-o", "--output", required=True, metavar="LOG", help="log file to write")
+    exp.add_argument("--markers", choices=["pmreorder", "plain"], default="pmreorder",
+                     help="operation markers as op.N.BEGIN/op.N.END (pmreorder, default) or "
+                          "op_begin N/op_end N")
+    exp.add_argument("--file-name", action="append", default=[], metavar="PATH",
+                     help="path written in the next region's REGISTER_FILE (default: its image)")
+    exp.set_defaults(func=run_export)
 
 
 def _load(path: str) -> Trace:
@@ -136,4 +155,22 @@ def run_stats(args: argparse.Namespace) -> int:
     for row in stats["sites"][:args.top]:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(row["kinds"].items()))
         print(f"  {row['total']:>8}  {row['where']}  [{kinds}]")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from crashsim.pmemcheck_import import import_log, parse_region, summary
+    regions = [parse_region(text) for text in args.region]
+    result = import_log(args.log, args.output, images=args.image, regions=regions)
+    print("\n".join(summary(result, args.log)))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    from crashsim.pmemcheck_export import export_log
+    trace = _load(args.file)
+    notes = export_log(trace, args.output, markers=args.markers, file_names=args.file_name)
+    print(f"{args.file} -> {args.output}: pmemcheck store log")
+    for note in notes:
+        print(f"  {note}")
     return 0

@@ -1,0 +1,206 @@
+"""`crashcheck trace import`: pmemcheck store logs -> traces (crashsim/pmemcheck_import.py).
+
+The sample logs are real pmemcheck output recorded elsewhere (../shared/pmemcheck/README.md); the
+malformed ones are basic.log with one entry changed, each on a line of its own (line 8) so the
+error must name that line.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from cli_run import ROOT, run_cli
+from crashsim.pmemcheck_import import import_log
+from crashsim.trace import read_trace
+
+SAMPLES = ROOT.parent / "shared" / "pmemcheck"
+BASE = 0x5200000
+pytestmark = pytest.mark.skipif(not (SAMPLES / "basic.log").exists(),
+                                reason=f"sample pmemcheck logs not found in {SAMPLES}")
+
+# log -> events per kind, FLUSH entries, sites, start-up fences dropped, aliases folded
+EXPECTED = {
+    "basic.log": ({"store": 14, "flush": 6, "fence": 10, "op_begin": 3, "op_end": 3}, 6, 0, 81, 0),
+    "basic-stacks.log": ({"store": 14, "flush": 6, "fence": 10, "op_begin": 3, "op_end": 3}, 6, 8, 81, 0),
+    "obj.log": ({"store": 49969, "flush": 50436, "fence": 42, "op_begin": 2, "op_end": 2}, 42, 0, 81, 1),
+}
+
+# log -> (event index, kind, offset in region 0, size, data)
+EVENTS = [
+    ("basic.log", 1, "store", 0x0, 8, bytes.fromhex("8877665544332211")),
+    ("basic.log", 2, "flush", 0x0, 64, b""),
+    ("basic.log", 4, "store", 0x40, 4, bytes.fromhex("efbeadde")),
+    # the 40-byte memset as the machine stored it: +0x20, +0x10, +0x18, +0x00, +0x08
+    ("basic.log", 9, "store", 0xa0, 8, b"\xab" * 8),
+    ("basic.log", 10, "store", 0x90, 8, b"\xab" * 8),
+    ("basic.log", 12, "store", 0x80, 8, b"\xab" * 8),
+    # clflush(pm + 128 + 39): FLUSH;0x52000a7;0x40 is the one line 0x5200080
+    ("basic.log", 16, "flush", 0x80, 64, b""),
+    ("basic.log", 19, "store", 0x100, 8, bytes.fromhex("0807060504030201")),
+    # the pool header, written through libpmemobj's second mapping at 0x483c000, lands at +0
+    ("obj.log", 0, "store", 0x0, 8, b"PMEMOBJ\0"),
+]
+
+# basic-stacks.log: event index -> (file, line, function) of its site
+SITES = {1: ("pmc_basic.c", 19, "main"), 9: ("pmc_basic.c", 27, "main"),
+         21: ("pmc_basic.c", 34, "main"), 34: ("pmc_basic.c", 40, "main"),
+         29: ("/usr/lib/x86_64-linux-gnu/libpmem.so.1.0.0", 0, "")}
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory):
+    """Each sample imported once: name -> (ImportResult, Trace)."""
+    out = {}
+    work = tmp_path_factory.mktemp("pmc-import")
+    for name in EXPECTED:
+        res = import_log(SAMPLES / name, work / f"{name}.trace")
+        out[name] = (res, read_trace(work / f"{name}.trace"))
+    return out
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_sample_counts(imported, name):
+    kinds, flush_entries, sites, startup, folded = EXPECTED[name]
+    res, trace = imported[name]
+    got = {}
+    for ev in trace.events:
+        got[ev.kind] = got.get(ev.kind, 0) + 1
+    assert got == kinds
+    assert res.entries["FLUSH"] == flush_entries
+    assert len(trace.sites) == sites
+    assert res.startup_fences == startup
+    assert len(res.folded) == folded
+    assert trace.complete
+    assert [(r.base, r.size) for r in trace.regions] == [(BASE, 0x800000 if name == "obj.log" else 0x10000)]
+    assert trace.region_image(0) == bytes(trace.regions[0].size)      # all zero: nothing given
+    assert {ev.sub for ev in trace.events if ev.kind == "store"} == {"plain"}
+
+
+@pytest.mark.parametrize("name,index,kind,off,size,data", EVENTS)
+def test_sample_events(imported, name, index, kind, off, size, data):
+    ev = imported[name][1].events[index]
+    assert (ev.kind, ev.region, ev.off, ev.size, ev.data) == (kind, 0, off, size, data)
+
+
+def test_stack_sites(imported):
+    trace = imported["basic-stacks.log"][1]
+    for index, (file, line, func) in SITES.items():
+        site = trace.site(trace.events[index].site)
+        assert (site.file, site.line, site.func) == (file, line, func), index
+    assert all(ev.site == 0xFFFFFFFF for ev in trace.events if ev.kind != "store")
+
+
+def test_operation_markers(imported):
+    trace = imported["basic.log"][1]
+    ops = [(ev.kind, ev.addr) for ev in trace.events if ev.kind.startswith("op_")]
+    assert ops == [("op_begin", 0), ("op_end", 0), ("op_begin", 1), ("op_end", 1),
+                   ("op_begin", 2), ("op_end", 2)]
+
+
+def test_obj_log_imports_in_under_two_seconds(tmp_path):
+    """CPU time, so that a busy machine does not decide it (wall time is in docs/pmemcheck.md)."""
+    start = time.process_time()
+    import_log(SAMPLES / "obj.log", tmp_path / "obj.trace")
+    assert time.process_time() - start < 2.0
+
+
+def test_image_option(tmp_path):
+    pool = tmp_path / "pool.img"
+    pool.write_bytes(b"\x01" * 100)         # shorter than the region: the rest is zero
+    res = run_cli("trace", "import", SAMPLES / "basic.log", "-o", tmp_path / "t.trace", "--image", pool)
+    assert res.returncode == 0, res.stderr
+    assert f"initial image from {pool}" in res.stdout
+    image = read_trace(tmp_path / "t.trace").region_image(0)
+    assert image[:100] == b"\x01" * 100 and image[100:] == bytes(0x10000 - 100)
+
+
+def test_cli_import_show_stats_states(tmp_path):
+    trace = tmp_path / "bs.trace"
+    res = run_cli("trace", "import", SAMPLES / "basic-stacks.log", "-o", trace)
+    assert res.returncode == 0, res.stderr
+    assert "14 stores, 6 line flushes (from 6 FLUSH entries), 10 fences" in res.stdout
+    assert "initial image all zero" in res.stdout
+    assert "81 fences before the first registration" in res.stdout
+    show = run_cli("trace", "show", trace)
+    assert show.returncode == 0, show.stderr
+    lines = show.stdout.splitlines()
+    assert "+0x0 size 8 = 8877665544332211" in lines[2] and "pmc_basic.c:19 in main" in lines[2]
+    assert sum("pmc_basic.c:27 in main" in line for line in lines) == 5
+    stats = run_cli("trace", "stats", trace)
+    assert stats.returncode == 0 and "store.plain" in stats.stdout
+    states = run_cli("states", trace)
+    assert states.returncode == 0, states.stderr
+    assert states.stdout.splitlines()[-1].startswith("total: 17 crash points, 73 legal states")
+
+
+def _basic_with(tmp_path: Path, extra: str, drop_register: bool = False) -> Path:
+    """basic.log with EXTRA as a continuation line 8 of the store log (before |STOP)."""
+    lines = (SAMPLES / "basic.log").read_text().split("\n")
+    if drop_register:
+        lines[6] = lines[6].replace("|REGISTER_FILE;pool.img;0x5200000;0x10000;0x0", "")
+    lines.insert(7, f"==PID== |{extra}")
+    path = tmp_path / "bad.log"
+    path.write_text("\n".join(lines))
+    return path
+
+
+# case, entry added as line 8, REGISTER_FILE removed, where the error is, what it says
+MALFORMED = [
+    ("truncated", "STORE;0x5200000;0x11", False, "8: entry 1", "STORE has 2 fields"),
+    ("unknown", "LOAD;0x5200000;0x8", False, "8: entry 1", "unknown entry 'LOAD'"),
+    ("bad-number", "STORE;0x5200000;0xzz;0x8", False, "8: entry 1", "bad number '0xzz' (value)"),
+    ("bad-size", "STORE;0x5200000;0x1;0x10", False, "8: entry 1", "store size 16"),
+    ("outside", "STORE;0x9000000;0x1;0x8", False, "8: entry 1", "outside every registered PM region"),
+    # without its REGISTER_FILE, the first store of basic.log (line 7, entry 83) has no region
+    ("unregistered", "FENCE", True, "7: entry 83", "before any REGISTER_FILE"),
+    ("bad-op", "op_begin x", False, "8: entry 1", "bad operation marker"),
+    ("bad-frame", "STORE;0x5200000;0x1;0x8;main (a.c:1)", False, "8: entry 1", "bad stack frame"),
+]
+
+
+@pytest.mark.parametrize("case,extra,drop,where,message", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_log(tmp_path, case, extra, drop, where, message):
+    log = _basic_with(tmp_path, extra, drop)
+    res = run_cli("trace", "import", log, "-o", tmp_path / "t.trace")
+    assert res.returncode == 2
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1, res.stderr
+    assert err[0].startswith(f"crashcheck: error: {log}:{where} "), err[0]
+    assert message in err[0]
+    assert not (tmp_path / "t.trace").exists()
+
+
+def test_log_without_store_log(tmp_path):
+    log = tmp_path / "plain.log"
+    log.write_text("==1== Memcheck, a memory error detector\n==1== ERROR SUMMARY: 0 errors\n")
+    res = run_cli("trace", "import", log, "-o", tmp_path / "t.trace")
+    assert res.returncode == 2 and "--log-stores=yes" in res.stderr
+
+
+def test_log_without_stop_is_a_cut_trace(tmp_path):
+    lines = (SAMPLES / "basic.log").read_text().split("\n")[:7]
+    (tmp_path / "cut.log").write_text("\n".join(lines) + "\n")
+    res = run_cli("trace", "import", tmp_path / "cut.log", "-o", tmp_path / "t.trace")
+    assert res.returncode == 0, res.stderr
+    assert "no STOP" in res.stdout
+    trace = read_trace(tmp_path / "t.trace")
+    assert not trace.complete and len(trace.events) == 36
+
+
+def test_region_option_for_unnamed_mappings(tmp_path):
+    log = _basic_with(tmp_path, "FENCE", drop_register=True)
+    res = run_cli("trace", "import", log, "-o", tmp_path / "t.trace", "--region", "0x5200000:0x10000")
+    assert res.returncode == 0, res.stderr
+    assert "region 0: --region at 0x5200000, size 0x10000" in res.stdout
+    # a region given up front also keeps the 81 fences of the start-up (harmless: nothing pending)
+    assert len(read_trace(tmp_path / "t.trace").events) == 81 + 36 + 1
+
+
+def test_emit_log_text_becomes_mark(tmp_path):
+    log = _basic_with(tmp_path, "checkpoint A|op.7.BEGIN|op.7.END")
+    import_log(log, tmp_path / "t.trace")
+    tail = read_trace(tmp_path / "t.trace").events[-3:]
+    assert [(e.kind, e.data if e.kind == "mark" else e.addr) for e in tail] == [
+        ("mark", b"checkpoint A"), ("op_begin", 7), ("op_end", 7)]
