@@ -92,7 +92,7 @@ static int add_pair(void *ctx, const uint8_t *key, size_t klen, const uint8_t *v
 	struct dump_ctx *d = ctx;
 	if (klen > CC_KEY_MAX || vlen > CC_VAL_MAX) {
 		if (klen > CC_KEY_MAX)
-			report_long(d->v, "dumped", "key", key, CC_KEY_MAX, klen, CC_KEY_MAX);
+			report_long(d->v, "dumped", "key", key, klen, klen, CC_KEY_MAX);
 		else
 			report_long(d->v, "its dumped", "value", key, klen, vlen, CC_VAL_MAX);
 		return 0;
