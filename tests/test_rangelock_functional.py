@@ -221,8 +221,8 @@ def test_overlong_dump_and_lookup_are_violations(longkv, tmp_path):
 
 
 @pytest.mark.parametrize("line,needle", [
-    ("lookup x:" + "ab" * 25, "too many bytes (keys take at most CC_KEY_MAX = 24)"),
-    ("insert 1 x:" + "ab" * 17, "too many bytes (values take at most CC_VAL_MAX = 16)"),
+    ("lookup x:" + "ab" * 25, "bad key 'x:" + "ab" * 25 + "': too many bytes"),
+    ("insert x:01 x:" + "ab" * 17, "bad value 'x:" + "ab" * 17 + "': too many bytes"),
 ])
 def test_overlong_history_keys_and_values_are_user_errors(trees_built, tmp_path, line, needle):
     res = run_driver(ROOT / "build" / "trees" / "hart" / "driver-native",

@@ -62,8 +62,7 @@ static long parse_bytes(const char *s, int big_endian, uint8_t *out, size_t max,
 			return -1;
 		}
 		if (n / 2 > max) {
-			*why = max == CC_VAL_MAX ? "too many bytes (values take at most CC_VAL_MAX = 16)"
-						 : "too many bytes (keys take at most CC_KEY_MAX = 24)";
+			*why = "too many bytes";  /* keys: CC_KEY_MAX, values: CC_VAL_MAX */
 			return -1;
 		}
 		for (size_t i = 0; i < n / 2; i++) {
