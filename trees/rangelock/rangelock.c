@@ -448,8 +448,9 @@ int rl_release(struct rangelock *rl, uint64_t start, uint64_t end)
 	}
 #ifdef BUG_RL_MARK_BOTTOM_FIRST
 	/* BUG: level 0 is marked (the range is free) before the upper levels; until
-	 * they are, finds descend through the dead node and every tryLock whose
-	 * preds[0] it is fails its CAS and retries: a stalled release blocks others */
+	 * they are, finds descend through the dead node and go on at level 0 from
+	 * its frozen successor, missing ranges linked since right after it (their
+	 * release fails), and every tryLock whose preds[0] it is retries its CAS */
 	RL_NOISE();
 	for (int l = victim->top; l >= 1; l--)
 		mark_level(victim, l);
