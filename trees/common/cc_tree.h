@@ -16,6 +16,16 @@
  * The structure lives in a pool mapped at a fixed address (see crashcheck.h);
  * it may keep raw pointers into the pool.  DRAM-side state is rebuilt by
  * open/recover and never lives in the pool.
+ *
+ * Models.  An adapter names the reference model it is judged against
+ * (`model`, specs/models.py; NULL means "ordered_map").  An ordered map is
+ * driven through the map verbs below.  Any other model is driven through
+ * `op`: the history line `NAME ARG ...` is parsed generically, checked
+ * against the adapter's table `ops` (names and argument kinds), and handed
+ * over as a struct cc_generic_op; the adapter writes the result line.  Its
+ * state comes out through `dump_items`, one row of arguments per item.
+ * A structure that lives in DRAM only (the range lock) sets `no_pm`: the
+ * driver then needs no pool, and crash exploration does not apply.
  */
 #ifndef CC_TREE_H
 #define CC_TREE_H
@@ -47,6 +57,44 @@ enum cc_key_kind {
 /* Called once per key/value pair, in key order; return non-zero to stop. */
 typedef int (*cc_kv_fn)(void *ctx, const uint8_t *key, size_t klen,
 			const uint8_t *val, size_t vlen);
+/* Kinds of a generic operation's arguments and of dump_items' cells. */
+enum cc_arg_kind {
+	CC_ARG_U64 = 0,     /* a decimal u64 in the history ("u" in a signature) */
+	CC_ARG_BYTES = 1,   /* x:HEX, 1..CC_KEY_MAX bytes ("b" in a signature) */
+};
+
+#define CC_OP_ARGS_MAX 4  /* most arguments a generic operation takes */
+#define CC_OUT_MAX 256    /* room for one result line of `op` (NUL included) */
+
+/* One argument (or dump cell): a u64 or a byte string. */
+struct cc_arg {
+	int kind;                   /* enum cc_arg_kind */
+	uint64_t u;                 /* CC_ARG_U64 */
+	uint8_t bytes[CC_KEY_MAX];  /* CC_ARG_BYTES */
+	size_t len;
+};
+
+/*
+ * One entry of an adapter's operation table: NAME takes strlen(ARGS)
+ * arguments, ARGS[i] 'u' (u64) or 'b' (bytes).  The table ends with a
+ * NULL name.  Example: {"trylock", "uu"}.
+ */
+struct cc_op_decl {
+	const char *name;
+	const char *args;
+};
+
+/* A parsed generic operation: the table entry it matched and its arguments. */
+struct cc_generic_op {
+	const char *name;           /* = ops[index].name */
+	int index;                  /* into the adapter's `ops` table */
+	size_t nargs;
+	struct cc_arg args[CC_OP_ARGS_MAX];
+};
+
+/* Called once per item of a generic dump (a row of N cells), in the structure's order. */
+typedef int (*cc_item_fn)(void *ctx, const struct cc_arg *cells, size_t n);
+
 /* Called once per PM object (address inside the pool, size in bytes). */
 typedef void (*cc_obj_fn)(void *ctx, const void *obj, size_t size);
 /* Called once per invariant violation, with one line of text. */
@@ -85,12 +133,21 @@ struct cc_adapter {
 	int (*insert)(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
 	int (*update)(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
 	int (*remove)(void *t, const uint8_t *key, size_t klen);
-	/* lookup -- on CC_OK copies the value to VAL and its length to *VLEN. */
+	/*
+	 * lookup -- on CC_OK copies the value to VAL and its length to *VLEN.
+	 * VAL has room for CC_VAL_MAX bytes; the driver passes a larger guard
+	 * buffer and reports a *VLEN above CC_VAL_MAX as an error naming the
+	 * key, never cutting the value.
+	 */
 	int (*lookup)(void *t, const uint8_t *key, size_t klen, uint8_t *val, size_t *vlen);
 	/* scan -- up to COUNT pairs with key >= KEY, in key order. Returns pairs seen. */
 	size_t (*scan)(void *t, const uint8_t *key, size_t klen, size_t count, cc_kv_fn fn, void *ctx);
 
-	/* dump -- every pair, in key order (a scan of everything). */
+	/*
+	 * dump -- every pair, in key order (a scan of everything).  Keys and
+	 * values longer than CC_KEY_MAX / CC_VAL_MAX are reported by the
+	 * check as violations, never cut.
+	 */
 	void (*dump)(void *t, cc_kv_fn fn, void *ctx);
 
 	/*
@@ -113,6 +170,40 @@ struct cc_adapter {
 
 	/* close -- release DRAM state (the pool stays mapped). May be NULL. */
 	void (*close)(void *t);
+
+	/*
+	 * The members below are for structures that are not ordered maps; a
+	 * map adapter leaves them zero.  A non-map adapter leaves the map verbs
+	 * (insert .. scan, dump) NULL.
+	 *
+	 * model -- the name of its reference model in specs/models.py
+	 * (e.g. "range_lock"); NULL means "ordered_map".
+	 */
+	const char *model;
+
+	/*
+	 * no_pm -- non-zero for a structure that declares no PM: create/open
+	 * get no pool (NULL, 0), recover has nothing to do, reachable and
+	 * allocated may be NULL, and the driver runs it without --pool.
+	 */
+	int no_pm;
+
+	/* ops -- the operations of the model (NULL-name terminated) */
+	const struct cc_op_decl *ops;
+
+	/*
+	 * op -- run one generic operation and write its result line (no
+	 * newline, e.g. "ok") into OUT (OUTLEN >= CC_OUT_MAX bytes).  Returns
+	 * a cc_status (CC_ERROR: the structure said why on stderr).
+	 */
+	int (*op)(void *t, const struct cc_generic_op *op, char *out, size_t outlen);
+
+	/*
+	 * dump_items -- the whole state in a model-neutral form: FN once per
+	 * item with its cells (the range lock: each held range as two u64
+	 * cells S, E, in increasing S).  Return non-zero from FN to stop.
+	 */
+	void (*dump_items)(void *t, cc_item_fn fn, void *ctx);
 };
 
 extern const struct cc_adapter cc_adapter;
@@ -121,6 +212,18 @@ extern const struct cc_adapter cc_adapter;
 static inline size_t cc_value_min(const struct cc_adapter *a)
 {
 	return a->value_min ? a->value_min : a->value_size;
+}
+
+/* cc_model -- the name of the model A is judged against */
+static inline const char *cc_model(const struct cc_adapter *a)
+{
+	return a->model ? a->model : "ordered_map";
+}
+
+/* cc_is_map -- whether A is driven through the map verbs (model ordered_map) */
+static inline int cc_is_map(const struct cc_adapter *a)
+{
+	return !a->model || !__builtin_strcmp(a->model, "ordered_map");
 }
 
 #ifdef __cplusplus

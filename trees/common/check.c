@@ -63,15 +63,46 @@ static void add_violation(void *ctx, const char *text)
 		*(char **)vec_push(&v->texts) = strdup(text);
 }
 
-/* add_pair -- cc_kv_fn collecting the dump (internal) */
+struct dump_ctx {
+	struct vec *pairs;
+	struct violations *v;
+};
+
+/* report_long -- a violation naming KEY whose key or value is longer than the driver takes (internal) */
+static void report_long(struct violations *v, const char *what, const char *part,
+			const uint8_t *key, size_t klen, size_t len, int max)
+{
+	char *buf = NULL;
+	size_t blen = 0;
+	FILE *m = open_memstream(&buf, &blen);
+	if (!m)
+		abort();
+	fputs("key ", m);
+	cc_print_key(m, key, klen);
+	fprintf(m, ": %s %s is %zu bytes, longer than the %d the driver takes", what, part, len, max);
+	fclose(m);
+	add_violation(v, buf);
+	free(buf);
+}
+
+/* add_pair -- cc_kv_fn collecting the dump; an over-long key or value is a
+ * violation naming the key, and the pair is left out, never cut (internal) */
 static int add_pair(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
 {
-	struct pair *p = vec_push(ctx);
+	struct dump_ctx *d = ctx;
+	if (klen > CC_KEY_MAX || vlen > CC_VAL_MAX) {
+		if (klen > CC_KEY_MAX)
+			report_long(d->v, "dumped", "key", key, klen, klen, CC_KEY_MAX);
+		else
+			report_long(d->v, "its dumped", "value", key, klen, vlen, CC_VAL_MAX);
+		return 0;
+	}
+	struct pair *p = vec_push(d->pairs);
 	memset(p, 0, sizeof(*p));
-	p->klen = klen < CC_KEY_MAX ? klen : CC_KEY_MAX;
-	p->vlen = vlen < CC_VAL_MAX ? vlen : CC_VAL_MAX;
-	memcpy(p->key, key, p->klen);
-	memcpy(p->val, val, p->vlen);
+	p->klen = klen;
+	p->vlen = vlen;
+	memcpy(p->key, key, klen);
+	memcpy(p->val, val, vlen);
 	return 0;
 }
 
@@ -108,10 +139,12 @@ static void generic_checks(const struct cc_adapter *a, void *t, const struct vec
 			snprintf(text, sizeof(text), "dump is not in increasing key order at pair %zu", i);
 			add_violation(v, text);
 		}
-		uint8_t val[CC_VAL_MAX];
+		uint8_t val[CC_LOOKUP_GUARD]; /* an adapter writing too much is caught, not cut */
 		size_t vlen = 0;
 		int st = a->lookup(t, p[i].key, p[i].klen, val, &vlen);
-		if (st != CC_OK || vlen != p[i].vlen || memcmp(val, p[i].val, vlen)) {
+		if (st == CC_OK && vlen > CC_VAL_MAX) {
+			report_long(v, "its looked-up", "value", p[i].key, p[i].klen, vlen, CC_VAL_MAX);
+		} else if (st != CC_OK || vlen != p[i].vlen || memcmp(val, p[i].val, vlen)) {
 			FILE *m;
 			char *buf = NULL;
 			size_t len = 0;
@@ -189,12 +222,15 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 	struct cc_history fh = {0};
 	char err[300] = "", why[256];
 	if (followup && *followup &&
-	    cc_history_parse(followup, a->key_kind, cc_value_min(a), a->value_size, &fh, why, sizeof(why)))
+	    cc_history_parse_for(followup, a, &fh, why, sizeof(why)))
 		snprintf(err, sizeof(err), "followup: %s", why);
 
 	void *t = NULL;
 	int status = -1;
-	if (pm_pool_attach(pool, size) == 0 && (t = a->open(pool, size)) != NULL)
+	if (a->no_pm) {
+		if ((t = a->open(NULL, 0)) != NULL)
+			status = a->recover(t);
+	} else if (pm_pool_attach(pool, size) == 0 && (t = a->open(pool, size)) != NULL)
 		status = a->recover(t);
 	else if (!*err)
 		snprintf(err, sizeof(err), "the image holds no pool the structure can open");
@@ -203,18 +239,33 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 	struct vec alloc = {.width = sizeof(struct obj)};
 	struct vec reach = {.width = sizeof(struct obj)};
 	struct violations v = {.texts = {.width = sizeof(char *)}};
+	int map = cc_is_map(a);
 	if (t && status == 0) {
-		a->dump(t, add_pair, &dump);
-		a->check(t, add_violation, &v);
+		struct dump_ctx d = {&dump, &v};
+		if (map)
+			a->dump(t, add_pair, &d);
+		if (a->check)
+			a->check(t, add_violation, &v);
 		if (a->allocated)
 			a->allocated(t, add_obj, &alloc);
-		a->reachable(t, add_obj, &reach);
+		if (a->reachable)
+			a->reachable(t, add_obj, &reach);
 		qsort(alloc.items, alloc.n, sizeof(struct obj), obj_cmp);
-		generic_checks(a, t, &dump, &alloc, &reach, &v);
+		if (map)
+			generic_checks(a, t, &dump, &alloc, &reach, &v);
 	}
 
-	fprintf(out, "{\"recovered\": %s, \"recover_status\": %d, \"dump\": [",
+	fprintf(out, "{\"recovered\": %s, \"recover_status\": %d, \"dump\": ",
 		t && status == 0 ? "true" : "false", status);
+	if (!map) {
+		/* a generic dump: [[cell, ...], ...], cells in history notation */
+		if (t && status == 0)
+			cc_print_items(a, t, out);
+		else
+			fputs("[]", out);
+	} else {
+		fputc('[', out);
+	}
 	const struct pair *p = dump.items;
 	for (size_t i = 0; i < dump.n; i++) {
 		fputs(i ? ", [\"" : "[\"", out);
@@ -223,7 +274,7 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 		cc_print_hex(out, p[i].val, p[i].vlen);
 		fputs("\"]", out);
 	}
-	fputs("], \"violations\": [", out);
+	fputs(map ? "], \"violations\": [" : ", \"violations\": [", out);
 	char **texts = v.texts.items;
 	for (size_t i = 0; i < v.texts.n; i++) {
 		fputs(i ? ", " : "", out);

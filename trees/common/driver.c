@@ -105,7 +105,7 @@ static void parse_history(const char *path, struct cc_history *h)
 {
 	char *text = read_text(path);
 	char err[256];
-	if (cc_history_parse(text, cc_adapter.key_kind, cc_value_min(&cc_adapter), cc_adapter.value_size, h, err, sizeof(err)))
+	if (cc_history_parse_for(text, &cc_adapter, h, err, sizeof(err)))
 		usage_error("%s: %s", strcmp(path, "-") ? path : "<stdin>", err);
 	free(text);
 }
@@ -150,6 +150,34 @@ static void *map_private(int fd, size_t size)
 	return p;
 }
 
+/* run_no_pm -- `run` of a structure that declares no PM: no pool, a fresh structure; results
+ * to OUT, with the `!ready` / `!end` lines when they go to a --results file (internal) */
+static int run_no_pm(struct cc_history *h, int dump, int check, FILE *out, const char *results)
+{
+	void *t = cc_adapter.create(NULL, 0);
+	if (!t)
+		usage_error("%s: create failed", cc_adapter.name);
+	static char outbuf[1 << 16];
+	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
+	if (results) {
+		fputs("!ready\n", out);
+		fflush(out);
+	}
+	cc_run_history(&cc_adapter, t, h, out, check);
+	if (dump)
+		cc_print_dump(&cc_adapter, t, out);
+	fflush(out);
+	if (cc_adapter.close)
+		cc_adapter.close(t);
+	if (results) {
+		fprintf(out, "!end %zu\n", h->n);
+		if (fclose(out))
+			usage_error("cannot write %s: %s", results, strerror(errno));
+	}
+	cc_history_free(h);
+	return 0;
+}
+
 /* cmd_run -- run a history on a new or existing pool (internal) */
 static int cmd_run(int argc, char **argv)
 {
@@ -175,13 +203,15 @@ static int cmd_run(int argc, char **argv)
 			usage_error("run: unexpected argument '%s' (usage: run --pool FILE [--size BYTES] "
 				    "[--create] [--dump] [--check] [--results FILE] [HISTORY|-])", argv[i]);
 	}
-	if (!pool_path)
+	if (!pool_path && !cc_adapter.no_pm)
 		usage_error("run: --pool FILE is required");
 	struct cc_history h;
 	parse_history(hist, &h);
 	FILE *out = stdout;
 	if (results && !(out = fopen(results, "w")))
 		usage_error("cannot create %s: %s", results, strerror(errno));
+	if (cc_adapter.no_pm)
+		return run_no_pm(&h, dump, check, out, results);
 	if (!size)
 		size = create ? DEFAULT_POOL_SIZE : file_size(pool_path);
 	else if (!create && file_size(pool_path) < size)
@@ -247,7 +277,7 @@ static int cmd_check(int argc, char **argv)
 			usage_error("check: unexpected argument '%s' (usage: check --pool IMAGE "
 				    "[--size BYTES] [--followup FILE])", argv[i]);
 	}
-	if (!pool_path)
+	if (!pool_path && !cc_adapter.no_pm)
 		usage_error("check: --pool IMAGE is required");
 	char *text = NULL;
 	if (followup) {
@@ -255,6 +285,12 @@ static int cmd_check(int argc, char **argv)
 		parse_history(followup, &h); /* user errors before any mapping */
 		cc_history_free(&h);
 		text = read_text(followup);
+	}
+	if (cc_adapter.no_pm) {
+		/* nothing survives a crash in DRAM: the check sees a fresh structure */
+		cc_check_image(&cc_adapter, NULL, 0, text, stdout);
+		free(text);
+		return 0;
 	}
 	size_t have = file_size(pool_path);
 	if (!size)
@@ -327,9 +363,19 @@ static int cmd_info(int argc, char **argv)
 	(void)argv;
 	if (argc)
 		usage_error("info takes no arguments");
-	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu, \"value_min\": %zu}\n",
+	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu, \"value_min\": %zu, "
+	       "\"model\": \"%s\"",
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
-	       cc_value_min(&cc_adapter));
+	       cc_value_min(&cc_adapter), cc_model(&cc_adapter));
+	if (!cc_is_map(&cc_adapter)) {
+		/* the operation table: names and argument kinds ("u" u64, "b" bytes) */
+		printf(", \"pm\": %s, \"ops\": [", cc_adapter.no_pm ? "false" : "true");
+		for (int i = 0; cc_adapter.ops && cc_adapter.ops[i].name; i++)
+			printf("%s{\"name\": \"%s\", \"args\": \"%s\"}", i ? ", " : "",
+			       cc_adapter.ops[i].name, cc_adapter.ops[i].args);
+		printf("]");
+	}
+	printf("}\n");
 	return 0;
 }
 

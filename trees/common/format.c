@@ -58,3 +58,14 @@ void cc_print_json_string(FILE *out, const char *s)
 	}
 	fputc('"', out);
 }
+
+/* cc_print_arg -- a generic argument in history notation */
+void cc_print_arg(FILE *out, const struct cc_arg *arg)
+{
+	if (arg->kind == CC_ARG_U64) {
+		fprintf(out, "%llu", (unsigned long long)arg->u);
+		return;
+	}
+	fputs("x:", out);
+	cc_print_hex(out, arg->bytes, arg->len);
+}

@@ -11,10 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "cc_tree.h"
 
 void cc_print_key(FILE *out, const uint8_t *key, size_t klen);
 void cc_print_value(FILE *out, const uint8_t *val, size_t vlen);
 void cc_print_hex(FILE *out, const uint8_t *b, size_t n);
+/* cc_print_arg -- a generic argument in history notation: decimal u64 or x:HEX */
+void cc_print_arg(FILE *out, const struct cc_arg *arg);
 /* cc_print_json_string -- S as a JSON string literal (quotes included) */
 void cc_print_json_string(FILE *out, const char *s);
 

@@ -62,7 +62,7 @@ static long parse_bytes(const char *s, int big_endian, uint8_t *out, size_t max,
 			return -1;
 		}
 		if (n / 2 > max) {
-			*why = "too many bytes";
+			*why = "too many bytes";  /* keys: CC_KEY_MAX, values: CC_VAL_MAX */
 			return -1;
 		}
 		for (size_t i = 0; i < n / 2; i++) {
@@ -137,9 +137,61 @@ static int parse_line(char *s, unsigned line, int key_kind, size_t value_min, si
 	return 0;
 }
 
-/* cc_history_parse -- parse a whole history text */
-int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t value_size,
-		     struct cc_history *h, char *err, size_t errlen)
+/* parse_generic -- one line `NAME ARG ...` against the table OPS (internal) */
+static int parse_generic(char *s, unsigned line, const struct cc_op_decl *ops,
+			 struct cc_op *op, char *err, size_t errlen)
+{
+	char *tok[CC_OP_ARGS_MAX + 1];
+	int nt = 0;
+	for (char *p = strtok(s, " \t\r"); p; p = strtok(NULL, " \t\r")) {
+		if (nt == CC_OP_ARGS_MAX + 1)
+			return fail(err, errlen, line, "too many words");
+		tok[nt++] = p;
+	}
+	int v;
+	for (v = 0; ops && ops[v].name; v++)
+		if (!strcmp(tok[0], ops[v].name))
+			break;
+	if (!ops || !ops[v].name) {
+		char known[200] = "";
+		size_t n = 0;
+		for (int i = 0; ops && ops[i].name && n < sizeof(known); i++)
+			n += (size_t)snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "", ops[i].name);
+		return fail(err, errlen, line, "unknown operation '%s' (%s)", tok[0], known);
+	}
+	int want = (int)strlen(ops[v].args);
+	if (nt - 1 != want)
+		return fail(err, errlen, line, "%s takes %d argument%s, got %d", tok[0], want,
+			    want == 1 ? "" : "s", nt - 1);
+	memset(op, 0, sizeof(*op));
+	op->kind = OP_GENERIC;
+	op->line = line;
+	op->gen.name = ops[v].name;
+	op->gen.index = v;
+	op->gen.nargs = (size_t)want;
+	for (int i = 0; i < want; i++) {
+		struct cc_arg *arg = &op->gen.args[i];
+		if (ops[v].args[i] == 'u') {
+			arg->kind = CC_ARG_U64;
+			if (parse_u64(tok[i + 1], &arg->u))
+				return fail(err, errlen, line, "%s: bad argument %d '%s': expected a decimal u64",
+					    tok[0], i + 1, tok[i + 1]);
+		} else {
+			const char *why = "";
+			arg->kind = CC_ARG_BYTES;
+			long n = parse_bytes(tok[i + 1], 1, arg->bytes, CC_KEY_MAX, &why);
+			if (n < 0)
+				return fail(err, errlen, line, "%s: bad argument %d '%s': %s", tok[0], i + 1,
+					    tok[i + 1], why);
+			arg->len = (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* parse_text -- every line of TEXT through the map verbs or, with OPS, generically (internal) */
+static int parse_text(const char *text, int key_kind, size_t value_min, size_t value_size,
+		      const struct cc_op_decl *ops, int generic, struct cc_history *h, char *err, size_t errlen)
 {
 	size_t cap = 64;
 	h->n = 0;
@@ -172,7 +224,8 @@ int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t va
 			h->ops = ops;
 			cap *= 2;
 		}
-		if (parse_line(s, line, key_kind, value_min, value_size, &h->ops[h->n], err, errlen)) {
+		if (generic ? parse_generic(s, line, ops, &h->ops[h->n], err, errlen)
+			    : parse_line(s, line, key_kind, value_min, value_size, &h->ops[h->n], err, errlen)) {
 			free(copy);
 			cc_history_free(h);
 			return -1;
@@ -181,6 +234,22 @@ int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t va
 	}
 	free(copy);
 	return 0;
+}
+
+/* cc_history_parse -- parse a whole history text of map verbs */
+int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t value_size,
+		     struct cc_history *h, char *err, size_t errlen)
+{
+	return parse_text(text, key_kind, value_min, value_size, NULL, 0, h, err, errlen);
+}
+
+/* cc_history_parse_for -- parse a whole history text for adapter A */
+int cc_history_parse_for(const char *text, const struct cc_adapter *a,
+			 struct cc_history *h, char *err, size_t errlen)
+{
+	if (cc_is_map(a))
+		return cc_history_parse(text, a->key_kind, cc_value_min(a), a->value_size, h, err, errlen);
+	return parse_text(text, 0, 0, 0, a->ops, 1, h, err, errlen);
 }
 
 /* cc_history_free -- release a parsed history */

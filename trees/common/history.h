@@ -6,6 +6,10 @@
  * Blank lines and lines starting with '#' are ignored.  K and V are a
  * decimal u64 (K becomes 8 bytes big-endian, V 8 bytes little-endian) or
  * x:HEX raw bytes.  N is a decimal count.  docs/trees.md has the details.
+ *
+ * A structure whose model is not an ordered map (cc_is_map) gets generic
+ * lines instead: `NAME ARG ...`, NAME one of its table `ops`, each ARG a
+ * decimal u64 or x:HEX as the table says (cc_history_parse_for).
  */
 #ifndef CC_HISTORY_H
 #define CC_HISTORY_H
@@ -14,7 +18,7 @@
 #include <stdint.h>
 #include "cc_tree.h"
 
-enum cc_op_kind { OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN };
+enum cc_op_kind { OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN, OP_GENERIC };
 
 struct cc_op {
 	enum cc_op_kind kind;
@@ -23,6 +27,7 @@ struct cc_op {
 	uint8_t val[CC_VAL_MAX];
 	size_t vlen;
 	uint64_t count;    /* scan: pairs wanted */
+	struct cc_generic_op gen;  /* OP_GENERIC: name and arguments */
 	unsigned line;     /* line number in the history text */
 };
 
@@ -39,6 +44,14 @@ struct cc_history {
  */
 int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t value_size,
 		     struct cc_history *h, char *err, size_t errlen);
+
+/*
+ * cc_history_parse_for -- parse TEXT for adapter A: the map verbs when A's
+ * model is an ordered map (as cc_history_parse), else generic lines checked
+ * against A's operation table.  Returns 0 or -1 with the reason in ERR.
+ */
+int cc_history_parse_for(const char *text, const struct cc_adapter *a,
+			 struct cc_history *h, char *err, size_t errlen);
 
 void cc_history_free(struct cc_history *h);
 

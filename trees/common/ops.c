@@ -1,6 +1,7 @@
 /*
  * ops.c -- run operations through the adapter table and print result lines (see ops.h)
  */
+#include <inttypes.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "crashcheck.h"
@@ -34,9 +35,17 @@ static const char *status_word(int st)
 int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE *out)
 {
 	int st;
-	uint8_t val[CC_VAL_MAX];
+	uint8_t val[CC_LOOKUP_GUARD]; /* room for an adapter that writes too much: reported, not cut */
 	size_t vlen = 0;
 	switch (op->kind) {
+	case OP_GENERIC: {
+		char res[CC_OUT_MAX] = "";
+		st = a->op ? a->op(t, &op->gen, res, sizeof(res)) : CC_ERROR;
+		if (!a->op)
+			fprintf(stderr, "%s: no generic operation entry point (op)\n", a->name);
+		fprintf(out, "%s\n", st == CC_ERROR && !res[0] ? "error" : res);
+		return st;
+	}
 	case OP_INSERT:
 		st = a->insert(t, op->key, op->klen, op->val, op->vlen);
 		break;
@@ -48,9 +57,15 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 		break;
 	case OP_LOOKUP:
 		st = a->lookup(t, op->key, op->klen, val, &vlen);
-		if (st == CC_OK) {
+		if (st == CC_OK && vlen > CC_VAL_MAX) {
+			fprintf(stderr, "%s: lookup of key ", a->name);
+			cc_print_key(stderr, op->key, op->klen);
+			fprintf(stderr, " returned a %zu-byte value, longer than CC_VAL_MAX (%d)\n",
+				vlen, CC_VAL_MAX);
+			st = CC_ERROR;
+		} else if (st == CC_OK) {
 			fputs("value ", out);
-			cc_print_value(out, val, vlen < sizeof(val) ? vlen : sizeof(val));
+			cc_print_value(out, val, vlen);
 			fputc('\n', out);
 			return st;
 		}
@@ -121,9 +136,39 @@ void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history
 	}
 }
 
+/* print_item -- one dump item as a JSON array of history-notation strings (internal) */
+static int print_item(void *ctx, const struct cc_arg *cells, size_t n)
+{
+	struct { FILE *out; size_t i; } *d = ctx;
+	fputs(d->i++ ? ", [" : "[", d->out);
+	for (size_t c = 0; c < n; c++) {
+		fputs(c ? ", \"" : "\"", d->out);
+		cc_print_arg(d->out, &cells[c]);
+		fputc('"', d->out);
+	}
+	fputc(']', d->out);
+	return 0;
+}
+
+/* cc_print_items -- a generic dump: [[cell, ...], ...] (JSON, cells as strings) */
+void cc_print_items(const struct cc_adapter *a, void *t, FILE *out)
+{
+	struct { FILE *out; size_t i; } d = {out, 0};
+	fputc('[', out);
+	if (a->dump_items)
+		a->dump_items(t, print_item, &d);
+	fputc(']', out);
+}
+
 /* cc_print_dump -- the whole structure on one line */
 void cc_print_dump(const struct cc_adapter *a, void *t, FILE *out)
 {
+	if (!cc_is_map(a)) {
+		fputs("dump ", out);
+		cc_print_items(a, t, out);
+		fputc('\n', out);
+		return;
+	}
 	fputs("dump", out);
 	a->dump(t, print_pair, out);
 	fputc('\n', out);

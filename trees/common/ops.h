@@ -29,7 +29,17 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
 		    int check);
 
-/* cc_print_dump -- "dump K V K V ..." on one line */
+/* lookups get a buffer this large, so an adapter writing more than CC_VAL_MAX is caught */
+#define CC_LOOKUP_GUARD 4096
+
+/*
+ * cc_print_dump -- "dump K V K V ..." on one line; for a non-map model
+ * "dump [[C, ...], ...]": each item of dump_items as a JSON array of its
+ * cells in history notation (u64 as decimal strings, bytes as "x:HEX").
+ */
 void cc_print_dump(const struct cc_adapter *a, void *t, FILE *out);
+
+/* cc_print_items -- the generic dump's JSON array alone */
+void cc_print_items(const struct cc_adapter *a, void *t, FILE *out);
 
 #endif /* CC_OPS_H */
