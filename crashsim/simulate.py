@@ -127,13 +127,14 @@ def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
     region = trace.regions[index]
     if region.size == 0:
         return b""
+    trace.check_image(index)                          # a regular file, long enough, or TraceError
     try:
         with open(region.image, "rb") as f:
             if os.fstat(f.fileno()).st_size < region.size:
                 return trace.region_image(index)      # raises the reader's error
             return mmap.mmap(f.fileno(), region.size, flags=mmap.MAP_PRIVATE,
                              prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    except FileNotFoundError:
+    except OSError:
         return trace.region_image(index)              # raises the reader's error
 
 

@@ -18,6 +18,12 @@ COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_replay",
                    "harness.cmd_build", "harness.cmd_trace", "harness.cmd_stats", "harness.cmd_states"]
 
 
+def one_line(text: str) -> str:
+    """TEXT as one printable line: a file name or a value from a hostile input may hold newlines
+    or terminal escapes, and the error must stay the one line the user reads."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crashcheck",
                                      description="Crash-consistency testing for persistent-memory structures.")
@@ -34,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, TraceError) as exc:
-        print(f"crashcheck: error: {exc}", file=sys.stderr)
+        print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
