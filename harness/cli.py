@@ -24,8 +24,19 @@ def one_line(text: str) -> str:
     return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is the one `crashcheck: error:` line of every other bad input
+    (argparse would print the whole usage first), naming the subcommand and where its help is."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("crashcheck").strip()
+        print(f"crashcheck: error: {where + ': ' if where else ''}{one_line(message)} "
+              f"(see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crashcheck",
+    parser = Parser(prog="crashcheck",
                                      description="Crash-consistency testing for persistent-memory structures.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
