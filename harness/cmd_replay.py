@@ -39,7 +39,7 @@ def _ops(path: str, lines: list[str], what: str, structure: structures.Structure
         try:
             op = parse_op(line)
         except (ValueError, IndexError, OverflowError) as exc:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({exc or 'too short'})") from None
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({'too few fields' if isinstance(exc, IndexError) else exc})") from None
         if op.kind == "scan" and not 1 <= op.count < 1 << 31:
             raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} (scan count out of range)")
         if structure.key_kind == "u64" and len(op.key) != 8:

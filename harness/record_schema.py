@@ -33,8 +33,9 @@ STRATEGIES = ("exhaustive", "bounded")
 class SchemaError(Exception):
     """A value that does not fit its spec (internal): WHERE is the field path."""
 
-    def __init__(self, where: str, want: str, value: Any):
-        super().__init__(f"{where or 'the top level'} must be {want}, not {_kind(value)}")
+    def __init__(self, where: str, want: str, value: Any = None, missing: bool = False):
+        super().__init__(f"{where} is missing" if missing else
+                         f"{where or 'the top level'} must be {want}, not {_kind(value)}")
 
 
 def _kind(value: Any) -> str:
@@ -48,7 +49,9 @@ def _kind(value: Any) -> str:
         return f"{value}"
     if isinstance(value, str):
         return f"the text {value[:40]!r}" if len(value) <= 40 else "a text"
-    return {list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, list):
+        return f"a list of {len(value)}"
+    return "an object" if isinstance(value, dict) else type(value).__name__
 
 
 # -- specs: small classes, each checks one value and returns it normalised ------------------------
@@ -167,7 +170,7 @@ class Obj(Spec):
             at = f"{where}.{name}" if where else name
             if name not in value:
                 if default is REQUIRED:
-                    raise SchemaError(at, "present", "missing")
+                    raise SchemaError(at, "present", missing=True)
                 out[name] = default() if callable(default) else default
             else:
                 out[name] = spec.check(value[name], at)
