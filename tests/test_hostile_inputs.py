@@ -11,12 +11,11 @@ import pytest
 import hostile
 from harness import structures
 from harness.cli import main
-from readers_base import make_base
 
 
-@pytest.fixture(scope="session")
-def base(tmp_path_factory):
-    return make_base(tmp_path_factory.mktemp("readers-base"))
+@pytest.fixture
+def base(readers_base):
+    return readers_base
 
 
 def run_main(argv: list[str], capsys) -> tuple[int, list[str], str]:
