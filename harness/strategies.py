@@ -119,13 +119,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     if mix not in _WEIGHTS and mix != "churn":
         raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
     bulk = draw(st.integers(0, 2)) == 0
-    if bulk:
-        nkeys = draw(st.integers(17, 48))
-    elif mix == "churn":
-        # every key is inserted and deleted: the pool must fit twice into the checked part
-        nkeys = draw(st.integers(1, max(1, min(max_keys, max_ops // 2))))
-    else:
-        nkeys = draw(st.integers(1, max_keys))
+    nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
     if key_kind == "bytes":
         pool = draw(_byte_keys(nkeys))
     else:
@@ -137,8 +131,12 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         if bulk:
             # the bulk inserts are the load phase; the checked part deletes the grown nodes away
             return with_load(inserts + deletes[:max_ops], len(inserts))
-        # MAX_OPS of 1 keeps the insert alone
-        return with_load((inserts + deletes)[:max_ops], 0)
+        # Every key kept is inserted and deleted, so at most MAX_OPS // 2 keys (the draws above
+        # stay the same, so a MAX_OPS that fits the pool gives the histories it always gave);
+        # a MAX_OPS of 1 keeps one insert.
+        kept = {op.key for op in inserts[:max(1, max_ops // 2)]}
+        ops = [op for op in inserts + deletes if op.key in kept]
+        return with_load(ops[:max_ops], 0)
     n = draw(st.integers(min_ops, max_ops))
     if bulk:
         # Load most keys first (not crash-checked), then the random operations over all of them,
