@@ -38,9 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=options.seed, default=0, help="bounded: seed of the random selection")
     p.add_argument("--clflush-guarantees", action="store_true",
                    help="adr: a clflush guarantees its line without a fence")
-    p.add_argument("--line-size", type=options.power_of_two, default=None,
+    p.add_argument("--line-size", type=options.positive, default=None,
                    help="cache-line size in bytes (default: the trace's)")
-    p.add_argument("--atomic-unit", type=options.power_of_two, default=8,
+    p.add_argument("--atomic-unit", type=options.positive, default=8,
                    help="failure-atomic unit in bytes (default 8)")
     p.add_argument("--list", action="store_true", help="also print each state as the pending pieces it keeps")
     p.add_argument("--json", action="store_true", help="one JSON object per crash point")

@@ -17,7 +17,8 @@ def _int(text: str) -> int:
 
 
 def positive(text: str) -> int:
-    """A count that must be at least 1 (--limit, --ops, --top, sizes)."""
+    """A count that must be at least 1 (--limit, --ops, --top, sizes; a size's power of two is the
+    persistency model's to check)."""
     value = _int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
@@ -31,10 +32,3 @@ def seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be between 0 and 2^64-1, not {value}")
     return value
 
-
-def power_of_two(text: str) -> int:
-    """A size in bytes that must be a power of two (cache-line size, failure-atomic unit)."""
-    value = positive(text)
-    if value & (value - 1):
-        raise argparse.ArgumentTypeError(f"must be a power of two, not {value}")
-    return value

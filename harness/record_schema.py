@@ -253,7 +253,7 @@ def _version(data: Any, path: str, what: str, required: bool) -> None:
         raise UsageError(f"{path}: not a {what} (the file holds {_kind(data)}, not an object)")
     if "crashcheck" not in data:
         if required:
-            raise UsageError(f"{path}: not a {what} (no \"crashcheck\" format field; write one with "
+            raise UsageError(f"{path}: not a crashcheck {what} (no \"crashcheck\" format field; write one with "
                              "`crashcheck fuzz --json`)")
         return
     version = data["crashcheck"]
