@@ -120,6 +120,12 @@ def _replay(path: str, rec: dict) -> int:
             trace = checker.trace_recovery(image)
             print(f"recovery of the crash state at event #{ocp.event} was itself interrupted")
         cp = _point(checker, path, trace, crash["index"], "crash")
+        # what the record says of the crash point, derived as harness/records.py derives it
+        kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
+        if crash["event"] is not None and (cp.event, kind) != (crash["event"], crash["kind"]):
+            raise UsageError(f"{path}: the crash does not replay as recorded: crash point {cp.index} is now "
+                             f"the {kind} at event {cp.event}, the record's was the {crash['kind']} at event "
+                             f"{crash['event']} (the structure or its build changed, or the record is corrupt)")
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(follow))

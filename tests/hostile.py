@@ -291,6 +291,7 @@ RECORD_CASES = [
     record_case("negative index", "crash.index must be a whole number", _set("crash.index", -1)),
     record_case("index 10^30", "crash.index must be a whole number", _set("crash.index", 10 ** 30)),
     record_case("index 10^6", "no crash point 1000000", _set("crash.index", 10 ** 6)),
+    record_case("crash event moved", "is now the", lambda r: r["crash"].__setitem__("event", r["crash"]["event"] + 1)),
     record_case("one choice too many", "does not replay as recorded", _choice_plus),
     record_case("choice out of range", "keeps 1000 stores", _choice_big),
     record_case("unknown model", "model must be one of adr, eadr", _set("model", "tso")),
