@@ -37,7 +37,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="crashcheck",
-                                     description="Crash-consistency testing for persistent-memory structures.")
+                    description="Crash-consistency testing for persistent-memory structures.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
