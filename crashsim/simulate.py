@@ -127,6 +127,7 @@ def _map_region(trace: Trace, index: int) -> OwnedImage | bytes:
     region = trace.regions[index]
     if region.size == 0:
         return b""
+    trace.check_image(index)                          # a regular file, long enough, or TraceError
     try:
         with open(region.image, "rb") as f:
             fd = f.fileno()
@@ -152,7 +153,7 @@ def _map_region(trace: Trace, index: int) -> OwnedImage | bytes:
                     break
                 pos = data + got
             return image
-    except FileNotFoundError:
+    except OSError:
         return trace.region_image(index)              # raises the reader's error
 
 

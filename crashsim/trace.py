@@ -6,6 +6,7 @@ and its errors. Never interprets events (that is the persistency models' job).
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,14 +115,27 @@ class Trace:
     def region_image(self, index: int = 0) -> bytes:
         """The region's contents when it was registered (checked for size)."""
         region = self.regions[index]
-        try:
-            data = region.image.read_bytes()
-        except FileNotFoundError:
-            raise TraceError(f"{self.path}: region {index} image {region.image} is missing") from None
+        data = _read_regular(region.image, f"region {index} image of {self.path}", region.size)
         if len(data) < region.size:
-            raise TraceError(f"{self.path}: region {index} image {region.image} has {len(data)} bytes, "
+            raise TraceError(f"{self.path}: region {index} image {_plain(str(region.image))} has "
+                             f"{len(data)} bytes, the trace says {region.size}")
+        return data
+
+    def check_image(self, index: int = 0) -> None:
+        """Raise TraceError unless region INDEX's image is a regular file of at least its size."""
+        region = self.regions[index]
+        image = _plain(str(region.image))
+        try:
+            st = os.stat(region.image)
+        except FileNotFoundError:
+            raise TraceError(f"{self.path}: region {index} image {image} is missing") from None
+        except OSError as exc:
+            raise TraceError(f"{self.path}: region {index} image {image}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceError(f"{self.path}: region {index} image {image} is not a regular file")
+        if st.st_size < region.size:
+            raise TraceError(f"{self.path}: region {index} image {image} has {st.st_size} bytes, "
                              f"the trace says {region.size}")
-        return data[:region.size]
 
 
 def encode_event(kind: int, sub: int, tid: int, site: int, addr: int, size: int = 0,
@@ -148,39 +162,126 @@ def encode_store8(site: int, off: int, data: bytes) -> bytes:
     return STORE8_WORD.pack(word, int.from_bytes(data, "little"))
 
 
-def _read_str(buf: memoryview, pos: int) -> tuple[str, int]:
-    (n,) = struct.unpack_from("<H", buf, pos)
+def _plain(text: str) -> str:
+    """TEXT fit for a one-line message: control characters escaped (internal)."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+def _read_regular(path: Path, what: str, limit: int | None = None) -> bytes:
+    """The bytes of PATH (at most LIMIT), which must be a regular file: a FIFO, a character device
+    (/dev/zero) or a folder is refused before anything is read, so nothing blocks or reads forever;
+    a file that grows while it is read is read up to the size it had when opened."""
+    name = _plain(str(path))
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise TraceError(f"{name}: no such {what}") from None
+    except PermissionError:
+        raise TraceError(f"{name}: permission denied (cannot read this {what})") from None
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot open this {what}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise TraceError(f"{name}: is a folder, not a {what}")
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceError(f"{name}: not a regular file (a FIFO, socket or device); a {what} "
+                             "must be a file")
+        size = st.st_size if limit is None else min(st.st_size, limit)
+        with os.fdopen(os.dup(fd), "rb", buffering=0) as f:
+            data = f.read(size)
+        return data or b""
+    except OSError as exc:
+        raise TraceError(f"{name}: cannot read this {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _read_str(buf: memoryview, pos: int, what: str) -> tuple[str, int]:
+    if pos + 2 > len(buf):
+        raise _Short
+    n = buf[pos] | buf[pos + 1] << 8
     pos += 2
-    return bytes(buf[pos:pos + n]).decode("utf-8", "replace"), pos + n
+    if pos + n > len(buf):
+        raise _Short
+    try:
+        return str(buf[pos:pos + n], "utf-8"), pos + n
+    except UnicodeDecodeError:
+        raise _BadText(what) from None
+
+
+class _Short(Exception):
+    """The site table runs past the end of the file (internal)."""
+
+
+class _BadText(Exception):
+    """A site string that is not UTF-8 (internal)."""
+
+
+SITE_MIN = 16 + 4 * 2          # the smallest site record: four u32 and four empty strings
+REGION_MAX_NAME = 4096         # the runtime's longest image name (cc_emit_region)
 
 
 def _parse_sites(buf: memoryview, pos: int, count: int, path: Path) -> tuple[list[Site], int]:
+    room = (len(buf) - pos) // SITE_MIN
+    if count > room:
+        # Checked first: a bit-flipped count of 2^32 must not build sites for minutes.
+        raise TraceError(f"{path}: corrupt or truncated trace: the header says {count} sites, the "
+                         f"file has room for at most {room}")
     sites = []
     try:
         for i in range(count):
             line, col, iline, icol = struct.unpack_from("<IIII", buf, pos)
             pos += 16
-            file, pos = _read_str(buf, pos)
-            func, pos = _read_str(buf, pos)
-            ifile, pos = _read_str(buf, pos)
-            ifunc, pos = _read_str(buf, pos)
+            file, pos = _read_str(buf, pos, "file")
+            func, pos = _read_str(buf, pos, "function")
+            ifile, pos = _read_str(buf, pos, "inlined-at file")
+            ifunc, pos = _read_str(buf, pos, "inlined-at function")
             sites.append(Site(i, file, line, col, func, ifile, iline, icol, ifunc))
-    except struct.error:
+    except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
-    if pos > len(buf):
-        raise TraceError(f"{path}: truncated site table (read {len(sites) - 1} of {count} sites)")
+    except _BadText as exc:
+        raise TraceError(f"{path}: corrupt site table: the {exc} name of site {len(sites)} is not "
+                         "UTF-8") from None
     return sites, pos
 
 
-def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
-    """Read a whole trace. Raises TraceError on anything but a cut tail (see Trace.complete)."""
-    path = Path(path)
+def _parse_region(path: Path, seq: int, index: int, nregions: int, base: int, payload: memoryview,
+                  plen: int) -> Region:
+    """A `region` event's payload: u64 size, u64 name length, the image file's name (internal)."""
+    where = f"{path}: corrupt trace: region event {seq}"
+    if plen < 16:
+        raise TraceError(f"{where} has a payload of {plen} bytes, less than its 16-byte head")
+    rsize, nlen = struct.unpack_from("<QQ", payload, 0)
+    if nlen > plen - 16 or nlen > REGION_MAX_NAME:
+        raise TraceError(f"{where} names an image of {nlen} bytes in a payload of {plen - 16}")
+    if index != nregions:
+        raise TraceError(f"{where} registers region {index}, expected region {nregions}")
+    if rsize == 0 or base + rsize > ADDR_MASK + 1:
+        raise TraceError(f"{where} has base {base:#x} and size {rsize:#x}, not a range of user "
+                         "addresses")
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except IsADirectoryError:
-        raise TraceError(f"{path}: is a folder, not a trace file") from None
+        name = str(payload[16:16 + nlen], "utf-8")
+    except UnicodeDecodeError:
+        raise TraceError(f"{where} names an image file that is not UTF-8") from None
+    if not name or name in (".", "..") or "/" in name or "\\" in name or not name.isprintable():
+        # The runtime writes the image beside the trace; anything else would read other files.
+        raise TraceError(f"{where} names the image {_plain(name)!r}, which is not a file name in "
+                         "the trace's folder")
+    return Region(index, base, rsize, path.parent / name)
+
+
+def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
+    """Read a whole trace. Raises TraceError on anything but a cut tail (see Trace.complete).
+
+    Hostile input (docs/trace-format.md "Readers"): only a regular file is read, and only its size
+    when opened; every count is checked against the bytes it needs before it is used; site names
+    and image names must be UTF-8, image names plain file names beside the trace; unknown kinds,
+    events past their chunk, chunks whose events do not fill them and stores outside their
+    region are corrupt. Only a tail cut at any byte (the program died) gives an incomplete trace.
+    """
+    path = Path(path)
+    raw = _read_regular(path, "trace file")
     buf = memoryview(raw)
     if len(raw) < 8 or raw[:8] != MAGIC:
         raise TraceError(f"{path}: not a crashcheck trace (bad magic)")
@@ -190,7 +291,7 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
     if version not in READABLE_VERSIONS:
         raise TraceError(f"{path}: unknown trace version {version} (this crashcheck reads versions "
                          f"{', '.join(map(str, READABLE_VERSIONS))})")
-    if hsize != HEADER.size or line_size == 0 or line_size & (line_size - 1):
+    if hsize != HEADER.size or line_size == 0 or line_size & (line_size - 1) or line_size > 1 << 16:
         raise TraceError(f"{path}: corrupt header (header size {hsize}, line size {line_size})")
     sites, pos = _parse_sites(buf, hsize, nsites, path)
 
@@ -201,8 +302,9 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
     ended = False
     unpack = EVENT.unpack_from
     chunk_no = 0
-    while pos < len(raw) and not cut and not ended:
-        if len(raw) - pos < CHUNK.size:
+    total = len(raw)
+    while pos < total and not cut and not ended:
+        if total - pos < CHUNK.size:
             cut = f"cut inside the header of chunk {chunk_no}"
             break
         magic, nevents, plen = CHUNK.unpack_from(buf, pos)
@@ -211,9 +313,9 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                              f"(after {len(events)} events)")
         pos += CHUNK.size
         end = pos + plen
-        if end > len(raw):
-            cut = f"chunk {chunk_no} cut after {len(raw) - pos} of {plen} bytes"
-            end = len(raw)
+        if end > total:
+            cut = f"chunk {chunk_no} cut after {total - pos} of {plen} bytes"
+            end = total
         for _ in range(nevents):
             if end - pos < EVENT.size:
                 if not cut:
@@ -236,26 +338,26 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                 pos += 16
                 continue
             kind, sub, tid, site, word = unpack(buf, pos)
+            name = KINDS.get(kind)
+            if name is None:
+                raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} "
+                                 f"has kind {kind}, which is no event kind")
             addr, size = word & ADDR_MASK, word >> 48
             elen = (size + 7) & ~7 if kind in PAYLOAD_KINDS else 0
             if pos + EVENT.size + elen > end:
                 if not cut:
-                    raise TraceError(f"{path}: corrupt trace: event {len(events)} runs past its chunk")
+                    raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} "
+                                     f"({name}, {size} bytes) runs past its chunk")
                 break
-            name = KINDS.get(kind)
-            if name is None:
-                raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} "
-                                 f"has kind {kind}, payload {elen}")
             payload = buf[pos + EVENT.size: pos + EVENT.size + elen]
             pos += EVENT.size + elen
             if name == "end":
                 ended = True
                 break
             if name == "region":
-                rsize, nlen = struct.unpack_from("<QQ", payload, 0)
-                image = path.parent / bytes(payload[16:16 + nlen]).decode()
-                trace.regions.append(Region(sub, addr, rsize, image))
-                regions.append((addr, addr + rsize, sub))
+                region_ = _parse_region(path, len(events), sub, len(trace.regions), addr, payload, size)
+                trace.regions.append(region_)
+                regions.append((addr, addr + region_.size, sub))
                 continue
             if name in ("store", "ntstore"):
                 subname = STORE_ORIGINS.get(sub, str(sub))
@@ -270,6 +372,9 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                 subname = ""
                 data = bytes(payload[:size])
             elif name == "alloc":
+                if size != 8:
+                    raise TraceError(f"{path}: corrupt trace: alloc event {len(events)} at byte "
+                                     f"{pos - EVENT.size - elen} has a payload of {size} bytes, not 8")
                 subname = ""
                 data = b""
                 (size,) = struct.unpack_from("<Q", payload, 0)
@@ -283,6 +388,12 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                         region, off = index, addr - base
                         break
             events.append(Event(len(events), tid, name, subname, addr, size, data, site, region, off))
+        else:
+            if pos != end:
+                # Every event arrived but bytes are left: the payload length is wrong (a cut
+                # tail would have cut the events too).
+                raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} says {plen} bytes, its "
+                                 f"{nevents} events end at byte {pos}, not {end}")
         pos = end
         chunk_no += 1
     if not ended and not cut:
@@ -292,11 +403,5 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
         trace.cut_reason = f"{cut}; read {len(events)} events"
     if check_images:
         for region in trace.regions:
-            try:
-                have = region.image.stat().st_size
-            except FileNotFoundError:
-                raise TraceError(f"{path}: region {region.index} image {region.image} is missing") from None
-            if have < region.size:
-                raise TraceError(f"{path}: region {region.index} image {region.image} has {have} bytes, "
-                                 f"the trace says {region.size}")
+            trace.check_image(region.index)
     return trace

@@ -19,9 +19,26 @@ COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_replay",
                    "harness.cmd_build", "harness.cmd_trace", "harness.cmd_stats", "harness.cmd_states"]
 
 
+def one_line(text: str) -> str:
+    """TEXT as one printable line: a file name or a value from a hostile input may hold newlines
+    or terminal escapes, and the error must stay the one line the user reads."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is the one `crashcheck: error:` line of every other bad input
+    (argparse would print the whole usage first), naming the subcommand and where its help is."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("crashcheck").strip()
+        print(f"crashcheck: error: {where + ': ' if where else ''}{one_line(message)} "
+              f"(see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="crashcheck",
-                                     description="Crash-consistency testing for persistent-memory structures.")
+    parser = Parser(prog="crashcheck",
+                    description="Crash-consistency testing for persistent-memory structures.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for name in COMMAND_MODULES:
@@ -35,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, TraceError) as exc:
-        print(f"crashcheck: error: {exc}", file=sys.stderr)
+        print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

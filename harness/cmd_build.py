@@ -51,14 +51,9 @@ def run(args: argparse.Namespace) -> int:
         if not path.is_file():
             raise UsageError(f"{path}: no such source file")
     bugs_path = Path(args.bugs).resolve() if args.bugs else adapter.parent / "bugs.json"
-    bugs = []
-    if bugs_path.exists():
-        try:
-            bugs = json.loads(bugs_path.read_text())
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{bugs_path}: not valid JSON ({exc})") from None
-    elif args.bugs:
+    if args.bugs and not bugs_path.exists():
         raise UsageError(f"{bugs_path}: no such bug catalog")
+    bugs = structures.read_bugs(bugs_path)
     clang = shutil.which("clang-16")
     wrapper = ROOT / "instrument" / "bin" / "crashcheck-cc"
     runtime = structures.BUILD / "libcrashcheck_rt.a"
@@ -73,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     _compile([str(wrapper)], out / "driver", flags + srcs)
     _compile([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])
     for bug in bugs:
-        _compile([str(wrapper)], out / f"driver-bug-{bug['name']}", flags + [f"-D{bug['define']}"] + srcs)
+        _compile([str(wrapper)], out / f"driver-bug-{bug.name}", flags + [f"-D{bug.define}"] + srcs)
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
             "adapter": str(adapter), "cflags": args.cflags, "bugs": str(bugs_path) if bugs else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")

@@ -2,17 +2,17 @@
 
 Owns replaying: the record's history is traced again with the same driver, the crash point and
 crash state it names are checked again, and the oracle judges the result. Exit status 1 when the
-bug reproduces (as `fuzz` exits 1 on bugs), 0 when it no longer does (fixed), 2 on bad input.
+bug reproduces (as `fuzz` exits 1 on bugs), 0 only when it no longer does (fixed), 2 on bad input,
+including a record that cannot be replayed as recorded (a crash point or crash state the trace
+of its history no longer has: the structure changed, or the record is corrupt).
 """
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
-from harness import structures
+from harness import record_schema, structures
 from harness.errors import UsageError
-from harness.pipeline import Checker, RunFailure, Settings, history_text, oracle_point, result_dict
+from harness.pipeline import Checker, DriverFailure, RunFailure, Settings, history_text, oracle_point, result_dict
 from harness.report import site_text
 from harness.strategies import with_load
 from specs import leaks as leak_policy
@@ -28,43 +28,75 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def load_record(path: str, ident: str | None) -> dict:
+    """The record to replay, checked (harness/record_schema.py): UsageError names what is wrong."""
+    return record_schema.load_record(path, ident)
+
+
+def _ops(path: str, lines: list[str], what: str, structure: structures.Structure) -> list:
+    """The operations of LINES, each one the structure can run, or UsageError."""
+    ops = []
+    for i, line in enumerate(lines):
+        try:
+            op = parse_op(line)
+        except (ValueError, IndexError, OverflowError) as exc:
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({'too few fields' if isinstance(exc, IndexError) else exc})") from None
+        if op.kind == "scan" and not 1 <= op.count < 1 << 31:
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} (scan count out of range)")
+        if structure.key_kind == "u64" and len(op.key) != 8:
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({structure.name} takes "
+                             "8-byte integer keys)")
+        if op.kind in ("insert", "update") and not structure.value_min <= len(op.value) <= structure.value_size:
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({structure.name} takes values of "
+                             f"{structure.value_min}..{structure.value_size} bytes, not {len(op.value)})")
+        ops.append(op)
+    return ops
+
+
+def _check_choice(path: str, what: str, cp, choice: tuple[int, ...]) -> None:
+    """UsageError unless CHOICE is a crash state of crash point CP: one prefix length per pending
+    unit, each at most the unit's length. A record made from another trace fails here."""
+    if len(choice) != len(cp.units):
+        raise UsageError(f"{path}: the {what} does not replay as recorded: crash point {cp.index} now has "
+                         f"{len(cp.units)} pending units, the record chooses for {len(choice)} (the structure "
+                         "or its build changed since the record was made, or the record is corrupt)")
+    for j, (unit, k) in enumerate(zip(cp.units, choice)):
+        if k > len(unit.pieces):
+            raise UsageError(f"{path}: the {what} does not replay as recorded: choice {j} keeps {k} stores "
+                             f"of a unit of {len(unit.pieces)} at crash point {cp.index}")
+
+
+def _point(checker: Checker, path: str, trace, index: int, what: str):
     try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such bug record") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not a bug record ({exc})") from None
-    if isinstance(data, dict) and "bugs" in data:
-        if ident is None:
-            if len(data["bugs"]) != 1:
-                raise UsageError(f"{path} is a results file with {len(data['bugs'])} bugs; choose one with --id")
-            return data["bugs"][0]
-        for b in data["bugs"]:
-            if b["id"] == ident:
-                return b
-        raise UsageError(f"{path}: no bug {ident!r}")
-    if not isinstance(data, dict) or "history" not in data or "crash" not in data:
-        raise UsageError(f"{path}: not a bug record (no history/crash)")
-    return data
+        return checker.point_at(trace, index)
+    except ValueError:
+        raise UsageError(f"{path}: the {what} does not replay as recorded: the trace of its history has "
+                         f"no crash point {index} (the structure changed, or the record is corrupt)") from None
 
 
 def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
-    s = structures.get(rec["structure"])
-    settings = Settings(model=rec["model"], strategy=rec.get("strategy", "bounded"),
-                        limit=rec.get("limit", 64), seed=rec.get("seed", 0))
     try:
-        ops = with_load([parse_op(line) for line in rec["history"]], int(rec.get("load", 0)))
-        follow = [parse_op(line) for line in rec.get("followup", [])]
-    except (ValueError, IndexError) as exc:
-        raise UsageError(f"{args.record}: bad history line ({exc})") from None
+        return _replay(args.record, rec)
+    except DriverFailure as exc:
+        raise UsageError(f"{args.record}: the record's history does not run on {rec['structure']}: "
+                         f"{exc}") from None
+
+
+def _replay(path: str, rec: dict) -> int:
+    s = structures.get(rec["structure"])
+    s.driver(rec["bug"])                    # an unknown seeded bug or an unbuilt driver: UsageError
+    if rec["model"] not in s.models:
+        raise UsageError(f"{path}: {s.name} is not checked under model {rec['model']}")
+    settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"])
+    ops = with_load(_ops(path, rec["history"], "history", s), rec["load"])
+    follow = _ops(path, rec["followup"], "followup", s)
     print(f"replaying {rec['id']}: {rec['class']} in {rec['structure']}"
           f"{' (seeded bug ' + rec['bug'] + ')' if rec.get('bug') else ''}, model {rec['model']}")
     print("history:")
     for i, line in enumerate(rec["history"]):
         print(f"  {i:>3}  {line}")
     crash = rec["crash"]
-    with Checker(s, rec.get("bug"), settings) as checker:
+    with Checker(s, rec["bug"], settings) as checker:
         try:
             trace, lines = checker.trace(ops)
         except RunFailure as exc:
@@ -88,16 +120,21 @@ def run(args: argparse.Namespace) -> int:
         if rec.get("recovery_of"):
             # a crash inside recovery: rebuild the original post-crash image, trace its recovery
             orig = rec["recovery_of"]
+            _check_choice(path, "original crash", _point(checker, path, trace, orig["index"], "original crash"),
+                          tuple(orig["choice"]))
             ocp, image = checker.image_at(trace, orig["index"], tuple(orig["choice"]))
             history_point = oracle_point(ocp, len(ops))
             trace = checker.trace_recovery(image)
             print(f"recovery of the crash state at event #{ocp.event} was itself interrupted")
-        cp = checker.point_at(trace, crash["index"])
+        cp = _point(checker, path, trace, crash["index"], "crash")
+        # what the record says of the crash point, derived as harness/records.py derives it
+        kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
+        if crash["event"] is not None and (cp.event, kind) != (crash["event"], crash["kind"]):
+            raise UsageError(f"{path}: the crash does not replay as recorded: crash point {cp.index} is now "
+                             f"the {kind} at event {cp.event}, the record's was the {crash['kind']} at event "
+                             f"{crash['event']} (the structure or its build changed, or the record is corrupt)")
         choice = tuple(crash["choice"])
-        if len(choice) != len(cp.units):
-            print("the trace changed since the record was made (crash point has other pending stores); "
-                  "the bug does not replay as recorded")
-            return 0
+        _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(follow))
     point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None

@@ -1,10 +1,15 @@
-"""`crashcheck report RESULTS.json -o FILE.html`: render a results file as a self-contained page."""
+"""`crashcheck report RESULTS.json -o FILE.html`: render a results file as a self-contained page.
+
+The results file is checked first (harness/record_schema.py); the output must be a new or
+regular file in an existing, writable folder, and never the results file itself."""
 from __future__ import annotations
 
 import argparse
-import json
+import os
+from pathlib import Path
 
 from harness.errors import UsageError
+from harness.record_schema import load_results, same_file
 from harness.report import write_report
 
 
@@ -15,16 +20,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def check_output(output: str, source: str) -> None:
+    """UsageError unless OUTPUT can be written without touching SOURCE."""
+    out = Path(output)
+    if os.path.lexists(out) and same_file(out, source):
+        raise UsageError(f"{output} is the results file itself; write the report to another file "
+                         "(e.g. -o report.html)")
+    if out.is_dir():
+        raise UsageError(f"{output} is a folder; give the report's file name (e.g. {out / 'report.html'})")
+    folder = out.parent if str(out.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{output}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{output}: cannot write into the folder {folder} (permission denied)")
+
+
 def run(args: argparse.Namespace) -> int:
+    results = load_results(args.results)
+    check_output(args.output, args.results)
     try:
-        with open(args.results) as f:
-            results = json.load(f)
-    except FileNotFoundError:
-        raise UsageError(f"{args.results}: no such results file") from None
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{args.results}: not a results file ({exc})") from None
-    if not isinstance(results, dict) or "bugs" not in results or "stats" not in results:
-        raise UsageError(f"{args.results}: not a crashcheck results file (no bugs/stats)")
-    path = write_report(results, args.output)
+        path = write_report(results, args.output)
+    except OSError as exc:
+        raise UsageError(f"{args.output}: cannot write the report: {exc.strerror or exc}") from None
     print(f"wrote {path}")
     return 0

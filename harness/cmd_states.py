@@ -15,21 +15,12 @@ from crashsim.model import ModelError, ModelOptions, Piece
 from crashsim.simulate import CrashPoint, Simulator
 from crashsim.states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
 from crashsim.trace import read_trace
+from harness import options
 from harness.errors import UsageError
 
 # Above this many explored states at one crash point, images are not fingerprinted (the count of
 # cache hits would take too long) and `cached` is reported as unknown.
 SCAN_LIMIT = 1_000_000
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text, 0)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,14 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="persistency model (default adr: x86 with volatile caches)")
     p.add_argument("--strategy", choices=STRATEGIES, default="bounded",
                    help="which states to explore (default bounded)")
-    p.add_argument("--limit", type=_positive, default=DEFAULT_LIMIT,
+    p.add_argument("--limit", type=options.positive, default=DEFAULT_LIMIT,
                    help=f"bounded: states per crash point (default {DEFAULT_LIMIT})")
-    p.add_argument("--seed", type=int, default=0, help="bounded: seed of the random selection")
+    p.add_argument("--seed", type=options.seed, default=0, help="bounded: seed of the random selection")
     p.add_argument("--clflush-guarantees", action="store_true",
                    help="adr: a clflush guarantees its line without a fence")
-    p.add_argument("--line-size", type=_positive, default=None,
+    p.add_argument("--line-size", type=options.positive, default=None,
                    help="cache-line size in bytes (default: the trace's)")
-    p.add_argument("--atomic-unit", type=_positive, default=8,
+    p.add_argument("--atomic-unit", type=options.positive, default=8,
                    help="failure-atomic unit in bytes (default 8)")
     p.add_argument("--list", action="store_true", help="also print each state as the pending pieces it keeps")
     p.add_argument("--json", action="store_true", help="one JSON object per crash point")

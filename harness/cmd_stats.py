@@ -21,6 +21,7 @@ from pathlib import Path
 
 from crashsim.trace import read_trace
 from harness import keys as keygen
+from harness import options
 from harness import structures
 from harness.errors import UsageError
 
@@ -59,8 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("structure", help="a tree under trees/ (e.g. wort)")
     parser.add_argument("--keys", choices=sorted(keygen.GENERATORS), default="dense",
                         help="key distribution of the thesis (default dense)")
-    parser.add_argument("--ops", type=int, default=1000, help="operations of each kind (default 1000)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of keys, values and order (default 0)")
+    parser.add_argument("--ops", type=options.positive, default=1000, help="operations of each kind (default 1000)")
+    parser.add_argument("--seed", type=options.seed, default=0, help="seed of keys, values and order (default 0)")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     parser.set_defaults(func=run)
 

@@ -10,6 +10,7 @@ import sys
 from collections import Counter, defaultdict
 
 from crashsim.trace import Event, Trace, read_trace
+from harness import options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=run_show)
     stats = tsub.add_parser("stats", help="counts per kind, per operation and per site")
     stats.add_argument("file")
-    stats.add_argument("--top", type=int, default=20, help="sites to list (default 20)")
+    stats.add_argument("--top", type=options.positive, default=20, help="sites to list (default 20)")
     stats.add_argument("--json", action="store_true", help="one JSON object")
     stats.set_defaults(func=run_stats)
     imp = tsub.add_parser("import", help="turn a pmemcheck store log into a trace (docs/pmemcheck.md)")

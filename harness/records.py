@@ -16,6 +16,7 @@ from harness.pipeline import Finding, HistoryOutcome, Settings, _crash_site
 from specs.ordered_map import State, key_text, value_text
 
 CONTEXT_LINES = 3
+RECORD_FORMAT = 1       # the "crashcheck" field; harness/record_schema.py reads it (FORMAT)
 
 
 def site_dict(trace: Trace, site_id: int) -> dict | None:
@@ -95,6 +96,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     cp = f.point
     verdict = f.verdict
     record = {
+        "crashcheck": RECORD_FORMAT,
         "id": ident,
         "class": f.cls,
         "expected": f.expected,

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.record_schema import REQUIRED, List, Obj, Opt, SchemaError, Text, read_json
+from specs.oracle import CLASSES
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("CRASHCHECK_BUILD", ROOT / "build"))
@@ -85,24 +88,55 @@ class Structure:
 def _driver_info(driver: str) -> dict:
     try:
         out = subprocess.run([driver, "info"], capture_output=True, text=True, timeout=30, check=True).stdout
-        return json.loads(out)
-    except (subprocess.SubprocessError, OSError, json.JSONDecodeError) as exc:
+        info = json.loads(out)
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
         raise UsageError(f"{driver} info failed: {exc}") from None
+    if not isinstance(info, dict):
+        raise UsageError(f"{driver} info printed {type(info).__name__}, not a JSON object")
+    return info
 
 
 def _load_json(path: Path, default):
     if not path.exists():
         return default
+    return read_json(path, "catalog file")
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+_DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES), REQUIRED),
+                 "description": (Text(), "")}))
+EXPECT = Obj({"known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
+                                  "reason": (Text(), "")})), list)})
+META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None)})
+
+
+def _checked(spec, path: Path, default):
+    """The catalog file PATH checked against SPEC, or UsageError naming the file and the field."""
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}: not valid JSON ({exc})") from None
+        return spec.check(_load_json(path, default), "")
+    except SchemaError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def read_bugs(path: Path) -> list[SeededBug]:
+    """The seeded-bug catalog PATH (none if it does not exist), checked, or UsageError."""
+    bugs: list[SeededBug] = []
+    for i, b in enumerate(_checked(BUGS, path, [])):
+        # the name becomes a file name (driver-bug-NAME), the define a -D flag
+        if not _NAME.match(b["name"]):
+            raise UsageError(f"{path}: [{i}].name {b['name'][:40]!r} is not a name (letters, digits, - _ .)")
+        if not _DEFINE.match(b["define"]):
+            raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
+        if any(b["name"] == other.name for other in bugs):
+            raise UsageError(f"{path}: two seeded bugs are named {b['name']!r}")
+        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"]))
+    return bugs
 
 
 def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict]]:
-    bugs = [SeededBug(b["name"], b["define"], b["class"], b.get("description", ""))
-            for b in _load_json(bugs_file or folder / "bugs.json", [])]
-    known = _load_json(folder / "expect.json", {}).get("known", [])
+    bugs = read_bugs(bugs_file or folder / "bugs.json")
+    known = _checked(EXPECT, folder / "expect.json", {})["known"]
     return bugs, known
 
 
@@ -130,8 +164,8 @@ def get(name: str) -> Structure:
         return Structure(name, folder, BUILD / "trees" / name, True, bugs, known)
     if name in user_names():
         build = BUILD / "user" / name
-        meta = _load_json(build / "meta.json", {})
-        folder = Path(meta.get("folder", build))
-        bugs, known = _catalog(folder, Path(meta["bugs"]) if meta.get("bugs") else None)
+        meta = _checked(META, build / "meta.json", {})
+        folder = Path(meta["folder"] or build)
+        bugs, known = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
         return Structure(name, folder, build, False, bugs, known)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -14,3 +14,11 @@ def instrument_built():
     if res.returncode != 0:
         pytest.fail(f"make -s instrument failed:\n{res.stdout}{res.stderr}")
     return ROOT / "build"
+
+
+@pytest.fixture(scope="session")
+def readers_base(tmp_path_factory):
+    """Real files for the readers' hostile-input tests (tests/readers_base.py): a small WORT trace,
+    a results file of a short fuzz run of a seeded bug, and one of its bug records."""
+    from readers_base import make_base
+    return make_base(tmp_path_factory.mktemp("readers-base"))
