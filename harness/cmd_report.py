@@ -9,13 +9,15 @@ import os
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.record_schema import load_results, same_file
+from harness.journal import is_journal, read_journal
+from harness.record_schema import check_results, load_results, same_file
 from harness.report import write_report
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="render a results file (from fuzz --json) as HTML")
-    p.add_argument("results", help="results JSON written by `crashcheck fuzz --json`")
+    p.add_argument("results", help="results JSON written by `crashcheck fuzz --json`, or the journal "
+                   "(RESULTS.journal) a killed run left behind")
     p.add_argument("-o", "--output", required=True, help="the HTML file to write")
     p.set_defaults(func=run)
 
@@ -36,7 +38,14 @@ def check_output(output: str, source: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    results = load_results(args.results)
+    if is_journal(args.results):
+        try:
+            data = read_journal(Path(args.results))
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{args.results}: not a readable journal: {exc}") from None
+        results = check_results(data, args.results)
+    else:
+        results = load_results(args.results)
     check_output(args.output, args.results)
     try:
         path = write_report(results, args.output)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -70,6 +71,17 @@ class Journal:
             self.path.unlink()
         except FileNotFoundError:
             pass
+
+
+def is_journal(path: str | os.PathLike) -> bool:
+    """PATH is a regular file that starts like a journal (its header line)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as f:
+            return f.read(24).startswith(b'{"crashcheck_journal"')
+    except OSError:
+        return False
 
 
 def read_journal(path: Path) -> dict:

@@ -109,6 +109,9 @@ def test_killed_run_leaves_its_journal_and_the_next_run_cleans_up(built, tmp_pat
     journal = tmp_path / "r.json.journal"
     found = read_journal(journal)
     assert found["complete"] is False and any(not b["expected"] for b in found["bugs"])
+    res = run_cli("report", journal, "-o", tmp_path / "killed.html")
+    assert res.returncode == 0, res.stderr
+    assert "split-header" in (tmp_path / "killed.html").read_text()
     assert list(work.glob("crashcheck-*")), "a SIGKILLed run cannot clean up itself"
     # a live process's folder must survive the cleanup; a dead one's must not
     live = work / f"crashcheck-{os.getpid()}-keepme"
