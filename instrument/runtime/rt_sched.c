@@ -261,8 +261,8 @@ static void finish_record(const char *result)
 		return;
 	out_line("# steps %llu\n# switches %llu\n# threads %d\n",
 		 (unsigned long long)steps, (unsigned long long)recorded, nthreads);
-	if (replay)
-		out_line("# replay-ignored %zu\n", replay_ignored);
+	if (replay) /* entries for steps the run never reached count as ignored */
+		out_line("# replay-ignored %zu\n", replay_ignored + (nreplay - replay_pos));
 	out_line("# result %s\n", result);
 	close(out_fd);
 	out_fd = -1;

@@ -1,7 +1,9 @@
 /* livelock.c -- threads that can never finish.  Usage: livelock POOL MODE
  *   flags   two threads each wait (atomic loads) for the other's flag, set only after the wait
  *   op      one thread, inside an operation, waits for a flag nobody sets while it keeps
- *           storing to PM (no spin visible: caught by the per-operation step bound) */
+ *           storing to PM (no spin visible: caught by the per-operation step bound)
+ *   plain   one thread waits for a plain (non-atomic) flag: no scheduling point at all, so
+ *           only the watchdog can tell (a hang) */
 #include <crashcheck.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -12,6 +14,7 @@
 atomic_int f[2], never; /* not static: the optimizer must not prove `never` constant */
 static volatile uint64_t *pm;
 static const char *mode;
+volatile int plain_flag;
 
 static void *worker(void *arg)
 {
@@ -20,6 +23,12 @@ static void *worker(void *arg)
 		while (!atomic_load(&f[1 - id]))
 			;
 		atomic_store(&f[id], 1);
+	} else if (strcmp(mode, "plain") == 0) {
+		if (id == 0)
+			while (!plain_flag)
+				;
+		else
+			plain_flag = 0;
 	} else if (id == 0) {
 		crashcheck_op_begin(7);
 		for (uint64_t i = 0; !atomic_load_explicit(&never, memory_order_relaxed); i++)
