@@ -187,7 +187,7 @@ def test_pct_finds_a_depth_two_bug(exe, tmp_path):
 
 
 @pytest.mark.parametrize("mode, expect", [("cond", "420"), ("rwlock", "readers 3 value 1"),
-                                          ("timed", "timeout")])
+                                          ("timed", "timeout"), ("barrier", "rounds 5")])
 def test_conditions_and_rwlocks(exe, tmp_path, mode, expect):
     for strategy in ("random:1", "random:2", "random:3", "pct:4:3"):
         r = run(exe["sync"], tmp_path, strategy, mode)

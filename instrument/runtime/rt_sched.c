@@ -107,9 +107,9 @@ void cc_real_init(void)
 
 /* ---- threads ---- */
 
-enum tstate { T_RUN, T_MUTEX, T_RD, T_WR, T_COND, T_JOIN, T_DEAD };
+enum tstate { T_RUN, T_MUTEX, T_RD, T_WR, T_COND, T_JOIN, T_BARRIER, T_DEAD };
 static const char *const state_names[] = { "runs", "mutex", "rwlock (read)", "rwlock (write)",
-					     "condition", "join", "exited" };
+					     "condition", "join", "barrier", "exited" };
 
 #define NPAIRS 4
 struct sthread {
@@ -141,6 +141,7 @@ static uint64_t steps, spin_run, wait_seq;
 
 /* limits (environment, docs/scheduler.md) */
 static uint64_t spin_limit = 20000, op_limit = 1000000, fair_limit = 1000, hang_ms = 10000;
+static uint64_t max_steps;      /* 0: no bound */
 
 /* ---- strategy ---- */
 
@@ -177,7 +178,9 @@ struct lockst {
 	int serial;       /* order of first use: names the lock in reports, unlike its address */
 	int owner;        /* idx, -1 = free (mutex, spin, rwlock writer) */
 	int count;        /* recursion depth */
-	int readers;      /* rwlock */
+	int readers;      /* rwlock; a barrier's arrivals */
+	int need;         /* a barrier's count */
+	uint64_t gen;     /* a barrier's generation */
 };
 static struct lockst *ltab;
 static size_t lcap, lused;
@@ -321,6 +324,8 @@ static int runnable(const struct sthread *t)
 		return t->signaled || t->timed_out;
 	case T_JOIN:
 		return ((const struct sthread *)t->obj)->state == T_DEAD;
+	case T_BARRIER:
+		return lock_get(t->obj)->gen != t->wait_seq;
 	case T_DEAD:
 		return 0;
 	}
@@ -359,7 +364,7 @@ static void report_deadlock(void)
 		} else if (t->state == T_JOIN) {
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " of thread %d",
 					      ((struct sthread *)t->obj)->tid);
-		} else if (t->state == T_COND) {
+		} else if (t->state == T_COND || t->state == T_BARRIER) {
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " #%d", lock_get(t->obj)->serial);
 		}
 	}
@@ -435,6 +440,9 @@ static void reschedule(struct sthread *cur, int spin)
 	int n = 0;
 	steps++;
 	cur->run_len++;
+	if (max_steps && steps > max_steps)
+		finding("hang", CRASHCHECK_EXIT_HANG, "the run took more than %llu scheduling steps "
+			"(CRASHCHECK_SCHED_MAX_STEPS)", (unsigned long long)max_steps);
 	for (int i = 0; i < nthreads; i++)
 		if (runnable(threads[i]))
 			cand[n++] = threads[i];
@@ -973,6 +981,40 @@ int pthread_spin_init(pthread_spinlock_t *s, int pshared)
 	return real(s, pshared);
 }
 
+int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned count)
+{
+	static int (*real)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
+	if (!real)
+		real = dlsym(RTLD_NEXT, "pthread_barrier_init");
+	if (modelled()) {
+		lock_reset(b);
+		lock_get(b)->need = (int)count;
+	}
+	return real(b, a, count);
+}
+
+/* pthread_barrier_wait -- wait for the generation to change; the last to arrive changes it */
+int pthread_barrier_wait(pthread_barrier_t *b)
+{
+	static int (*real)(pthread_barrier_t *);
+	struct sthread *t = modelled();
+	if (!t) {
+		if (!real)
+			real = dlsym(RTLD_NEXT, "pthread_barrier_wait");
+		return real(b);
+	}
+	struct lockst *l = lock_get(b);
+	if (++l->readers >= l->need) {
+		l->readers = 0;
+		l->gen++;
+		point(0);
+		return PTHREAD_BARRIER_SERIAL_THREAD;
+	}
+	t->wait_seq = l->gen;
+	block(t, T_BARRIER, b, 0);
+	return 0;
+}
+
 /* sched_yield -- a spin step: let another thread run */
 int sched_yield(void)
 {
@@ -1126,6 +1168,7 @@ static void sched_start(void)
 	op_limit = env_u64("CRASHCHECK_SCHED_OP_STEPS", op_limit);
 	fair_limit = env_u64("CRASHCHECK_SCHED_FAIR", fair_limit);
 	hang_ms = env_u64("CRASHCHECK_SCHED_HANG_MS", hang_ms);
+	max_steps = env_u64("CRASHCHECK_SCHED_MAX_STEPS", max_steps);
 	if (strat == S_PCT) {
 		/* the d-1 priority change points, uniform over the first STEPS steps */
 		pct_changes = calloc((size_t)pct_depth, sizeof(uint64_t));

@@ -3,7 +3,9 @@
  *           prints the sum consumed (2 * (1 + ... + 20) = 420)
  *   rwlock  3 readers that must all hold the read lock at once (each waits, yielding, until
  *           all 3 are inside), then a writer; prints "readers 3 value 1"
- *   timed   a timed wait that nobody signals: times out instead of deadlocking; prints "timeout" */
+ *   timed   a timed wait that nobody signals: times out instead of deadlocking; prints "timeout"
+ *   barrier 3 threads pass a barrier 5 times, counting arrivals; prints "rounds 5" if every
+ *           thread saw all 3 arrivals of each round after the barrier */
 #include <crashcheck.h>
 #include <errno.h>
 #include <pthread.h>
@@ -20,7 +22,8 @@ static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static volatile uint64_t *pm;
 static int full;
 static uint64_t slot, sum;
-static atomic_int inside, max_inside;
+static atomic_int inside, max_inside, arrivals, bad_rounds;
+static pthread_barrier_t bar;
 
 static void *producer(void *arg)
 {
@@ -88,6 +91,19 @@ static void *timed(void *arg)
 	return NULL;
 }
 
+static void *barrier_worker(void *arg)
+{
+	(void)arg;
+	for (int r = 1; r <= 5; r++) {
+		atomic_fetch_add(&arrivals, 1);
+		pthread_barrier_wait(&bar);
+		if (atomic_load(&arrivals) < 3 * r)
+			atomic_fetch_add(&bad_rounds, 1);
+		pthread_barrier_wait(&bar);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	pm = crashcheck_pool_open(argc > 1 ? argv[1] : "sync.pool", 1 << 16, 0, CRASHCHECK_POOL_CREATE);
@@ -110,6 +126,13 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 4; i++)
 			pthread_join(t[i], NULL);
 		printf("readers %d value %llu\n", atomic_load(&max_inside), (unsigned long long)pm[1]);
+	} else if (strcmp(mode, "barrier") == 0) {
+		pthread_barrier_init(&bar, NULL, 3);
+		for (int i = 0; i < 3; i++)
+			pthread_create(&t[i], NULL, barrier_worker, NULL);
+		for (int i = 0; i < 3; i++)
+			pthread_join(t[i], NULL);
+		printf("rounds %d\n", 5 - atomic_load(&bad_rounds));
 	} else {
 		pthread_create(&t[0], NULL, timed, NULL);
 		pthread_join(t[0], NULL);
