@@ -115,6 +115,9 @@ def test_replay_gives_the_same_trace(exe, tmp_path, strategy):
     assert again.switches == first.switches
     assert again.meta("replay-ignored") == "0"
     assert again.stdout == first.stdout
+    # the default rule's FAIR comes from the file, not from the environment
+    other = run(exe["racy"], tmp_path, f"replay:{saved}", "3", env={"CRASHCHECK_SCHED_FAIR": "2"})
+    assert other.trace_masked == first.trace_masked
 
 
 def test_switches_are_marked_in_the_trace(exe, tmp_path):

@@ -156,6 +156,7 @@ static int64_t pct_low;        /* next priority for a spinning thread: below all
 struct entry { uint64_t step; int tid; };
 static struct entry *replay;
 static size_t nreplay, replay_pos, replay_ignored;
+static uint64_t replay_fair;
 static int out_fd = -1;
 static uint64_t recorded;
 
@@ -1086,6 +1087,9 @@ static void load_replay(const char *path)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long step;
 		int tid;
+		/* the default rule depends on FAIR: a recorded run's value wins over the environment */
+		if (sscanf(line, "# fair %llu", &step) == 1)
+			replay_fair = step;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%llu %d", &step, &tid) != 2 || step <= last) {
@@ -1167,6 +1171,8 @@ static void sched_start(void)
 	spin_limit = env_u64("CRASHCHECK_SCHED_SPIN_LIMIT", spin_limit);
 	op_limit = env_u64("CRASHCHECK_SCHED_OP_STEPS", op_limit);
 	fair_limit = env_u64("CRASHCHECK_SCHED_FAIR", fair_limit);
+	if (replay_fair)
+		fair_limit = replay_fair;
 	hang_ms = env_u64("CRASHCHECK_SCHED_HANG_MS", hang_ms);
 	max_steps = env_u64("CRASHCHECK_SCHED_MAX_STEPS", max_steps);
 	if (strat == S_PCT) {
@@ -1183,7 +1189,8 @@ static void sched_start(void)
 			fprintf(stderr, "crashcheck: cannot create schedule file %s: %s\n", out, strerror(errno));
 			exit(2);
 		}
-		out_line("# crashcheck-schedule 1\n# strategy %s\n", strat_text);
+		out_line("# crashcheck-schedule 1\n# strategy %s\n# fair %llu\n", strat_text,
+			 (unsigned long long)fair_limit);
 	}
 	struct sthread *t = calloc(1, sizeof(*t));
 	if (!t)
