@@ -305,8 +305,8 @@ static void futex_give(int *w)
 	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
-/* runnable -- can T go on if chosen? (internal) */
-static int runnable(const struct sthread *t)
+/* runnable_slow -- can T, which waits for something, go on if chosen? (internal) */
+static int runnable_slow(const struct sthread *t)
 {
 	const struct lockst *l;
 	switch (t->state) {
@@ -331,6 +331,12 @@ static int runnable(const struct sthread *t)
 		return 0;
 	}
 	return 0;
+}
+
+/* runnable -- can T go on if chosen? (internal) */
+static inline int runnable(const struct sthread *t)
+{
+	return t->state == T_RUN || runnable_slow(t);
 }
 
 static struct sthread *by_tid(int tid)
@@ -437,10 +443,14 @@ static struct sthread *choose(struct sthread *cur, struct sthread **cand, int n,
  */
 static void reschedule(struct sthread *cur, int spin)
 {
-	struct sthread *cand[MAX_THREADS];
+	static struct sthread *cand[MAX_THREADS]; /* only the token holder is here */
 	int n = 0;
 	steps++;
 	cur->run_len++;
+	/* fast path of a replay: no entry for this step and the default rule says stay */
+	if (strat == S_REPLAY && cur->state == T_RUN && !spin && cur->run_len < fair_limit &&
+	    (replay_pos >= nreplay || replay[replay_pos].step > steps) && !max_steps)
+		return;
 	if (max_steps && steps > max_steps)
 		finding("hang", CRASHCHECK_EXIT_HANG, "the run took more than %llu scheduling steps "
 			"(CRASHCHECK_SCHED_MAX_STEPS)", (unsigned long long)max_steps);
