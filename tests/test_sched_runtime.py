@@ -237,3 +237,17 @@ def test_schedule_file_names_its_strategy(exe, tmp_path):
     assert r.schedule.startswith("# crashcheck-schedule 1\n")
     assert r.meta("strategy") == "pct:3:2:40" and r.meta("result") == "ok"
     assert int(r.meta("threads")) == 3 and int(r.meta("switches")) == len(r.switches)
+
+
+@pytest.mark.parametrize("env, calls", [({}, 9), ({"CRASHCHECK_PASS_SCHED": "0"}, 0)])
+def test_pass_adds_a_guarded_point_after_every_atomic(instrument_built, env, calls):
+    """spin.c has 9 atomics, all on globals (DRAM): each gets `if (__cc_sched_on) call`."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("CRASHCHECK_")}
+    e.update(env)
+    ir = subprocess.run([str(CC), "-O2", "-pthread", "-S", "-emit-llvm", str(SRC / "spin.c"), "-o", "-"],
+                        env=e, capture_output=True, text=True, check=True).stdout
+    lines = ir.splitlines()
+    sites = [i for i, ln in enumerate(lines) if "call void @__cc_sched_atomic(" in ln]
+    assert len(sites) == calls
+    guards = [ln for ln in lines if "load atomic i32, ptr @__cc_sched_on monotonic" in ln]
+    assert len(guards) == calls
