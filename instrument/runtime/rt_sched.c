@@ -347,32 +347,44 @@ static struct sthread *by_tid(int tid)
 	return NULL;
 }
 
+/* put -- append to a bounded buffer, truncating (internal) */
+static void put(char *buf, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t cap, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	if (*n >= cap - 1)
+		return;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*n = *n + (size_t)w < cap - 1 ? *n + (size_t)w : cap - 1;
+}
+
 /* report_deadlock -- every live thread waits: say for what, and stop (internal) */
 static void report_deadlock(void) __attribute__((noreturn));
 static void report_deadlock(void)
 {
 	char buf[900];
 	size_t n = 0;
-	for (int i = 0; i < nthreads && n < sizeof(buf) - 100; i++) {
+	buf[0] = '\0';
+	for (int i = 0; i < nthreads; i++) {
 		struct sthread *t = threads[i];
 		if (t->state == T_DEAD)
 			continue;
-		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%sthread %d waits for %s",
-				      n ? "; " : "", t->tid, state_names[t->state]);
+		put(buf, sizeof(buf), &n, "%sthread %d waits for %s", n ? "; " : "", t->tid,
+		    state_names[t->state]);
 		if (t->state == T_MUTEX || t->state == T_WR || t->state == T_RD) {
 			struct lockst *l = lock_get(t->obj);
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " #%d", l->serial);
+			put(buf, sizeof(buf), &n, " #%d", l->serial);
 			if (l->owner >= 0)
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n, " held by thread %d",
-						      threads[l->owner]->tid);
+				put(buf, sizeof(buf), &n, " held by thread %d", threads[l->owner]->tid);
 			else if (l->readers > 0)
-				n += (size_t)snprintf(buf + n, sizeof(buf) - n, " held by %d readers",
-						      l->readers);
+				put(buf, sizeof(buf), &n, " held by %d readers", l->readers);
 		} else if (t->state == T_JOIN) {
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " of thread %d",
-					      ((struct sthread *)t->obj)->tid);
+			put(buf, sizeof(buf), &n, " of thread %d", ((struct sthread *)t->obj)->tid);
 		} else if (t->state == T_COND || t->state == T_BARRIER) {
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n, " #%d", lock_get(t->obj)->serial);
+			put(buf, sizeof(buf), &n, " #%d", lock_get(t->obj)->serial);
 		}
 	}
 	finding("deadlock", CRASHCHECK_EXIT_DEADLOCK, "%s", buf);
