@@ -19,7 +19,8 @@ from crashsim.trace import read_trace
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "tests" / "sched"
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
-PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock")
+CXX = ROOT / "instrument" / "bin" / "crashcheck-c++"
+PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync")
 TIMEOUT = 30
 EXIT_DEADLOCK, EXIT_LIVELOCK, EXIT_HANG = 86, 87, 88
 
@@ -30,8 +31,10 @@ def exe(instrument_built, tmp_path_factory) -> dict[str, Path]:
 
     def build(name: str) -> tuple[str, Path]:
         target = out / name
-        res = subprocess.run([str(CC), "-O2", "-Wall", "-pthread", str(SRC / f"{name}.c"), "-o",
-                              str(target)], capture_output=True, text=True)
+        src = SRC / f"{name}.c" if (SRC / f"{name}.c").exists() else SRC / f"{name}.cpp"
+        cc = CXX if src.suffix == ".cpp" else CC
+        res = subprocess.run([str(cc), "-O2", "-Wall", "-pthread", str(src), "-o", str(target)],
+                             capture_output=True, text=True)
         assert res.returncode == 0, f"{name}: build failed\n{res.stderr}"
         return name, target
 
@@ -195,6 +198,13 @@ def test_conditions_and_rwlocks(exe, tmp_path, mode, expect):
     for strategy in ("random:1", "random:2", "random:3", "pct:4:3"):
         r = run(exe["sync"], tmp_path, strategy, mode)
         assert (r.rc, r.stdout.strip()) == (0, expect), f"{mode} {strategy}: {r.stderr}"
+
+
+def test_cxx_threads_mutexes_and_conditions(exe, tmp_path):
+    for strategy in ("random:1", "random:2", "pct:3:2"):
+        r = run(exe["cxx_sync"], tmp_path, strategy, trace=False)
+        assert (r.rc, r.stdout.strip()) == (0, "6"), f"{strategy}: {r.stderr}"
+        assert int(r.meta("steps")) > 3      # the locks and waits were scheduling points
 
 
 def test_threads_waiting_for_each_other_are_a_livelock(exe, tmp_path):
