@@ -15,6 +15,8 @@
  *   - objects:     crashcheck_alloc()/crashcheck_free() mark PM objects
  *                  with the source site that allocated them (leak reports).
  *   - labels:      crashcheck_mark() puts a free-form label in the trace.
+ *   - threads:     with CRASHCHECK_SCHED set, threads run one at a time
+ *                  under a seeded, replayable schedule (docs/scheduler.md).
  *
  * Tracing is on when the environment variable CRASHCHECK_TRACE names a file;
  * when it is unset every hook returns at once and the program runs at
@@ -101,6 +103,28 @@ void crashcheck_free_at(void *obj, crashcheck_site_t site);
 
 /* crashcheck_trace_flush -- write buffered events to the trace file now. */
 void crashcheck_trace_flush(void);
+
+/*
+ * The deterministic scheduler (docs/scheduler.md).  With CRASHCHECK_SCHED
+ * set (random:SEED, pct:SEED:DEPTH[:STEPS] or replay:FILE), threads created
+ * with pthread_create run one at a time and switch only at scheduling
+ * points.  A run that cannot go on ends with one line on stderr, a `mark`
+ * event "cc-sched deadlock|livelock ..." in the trace, and one of these
+ * exit statuses.
+ */
+#define CRASHCHECK_EXIT_DEADLOCK 86 /* every live thread waits for a lock, condition or join */
+#define CRASHCHECK_EXIT_LIVELOCK 87 /* threads only spin, or an operation never ends */
+#define CRASHCHECK_EXIT_HANG 88     /* no scheduling point for CRASHCHECK_SCHED_HANG_MS */
+
+/* crashcheck_sched_active -- non-zero when the scheduler is on (CRASHCHECK_SCHED set). */
+int crashcheck_sched_active(void);
+
+/*
+ * crashcheck_sched_yield -- a scheduling point at which the caller made no
+ * progress: for wait loops over plain (non-atomic) memory, which the
+ * scheduler cannot see otherwise.  Does nothing when the scheduler is off.
+ */
+void crashcheck_sched_yield(void);
 
 #ifdef __cplusplus
 }

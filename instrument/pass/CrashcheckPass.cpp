@@ -19,6 +19,11 @@
 //   pmem_* (libpmem)           __cc_pmem(addr, len, stored, mode, flags, site)
 //   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
 //   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
+//   after every atomic load/store/RMW/cmpxchg on ANY memory (stack and
+//   globals too), for the deterministic scheduler (docs/scheduler.md):
+//     if (__cc_sched_on) __cc_sched_atomic(ptr, op | size << 8, value, site)
+//   an inline load and a never-taken branch while the scheduler is off;
+//   CRASHCHECK_PASS_SCHED=0 at compile time leaves these out.
 //
 // How to run it
 //   clang-16 -g -fpass-plugin=build/libcrashcheck_pass.so ...  (or crashcheck-cc)
@@ -40,11 +45,13 @@
 #include "llvm/IR/Instructions.h"
 #include "llvm/IR/IntrinsicInst.h"
 #include "llvm/IR/IntrinsicsX86.h"
+#include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/PassManager.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Passes/PassPlugin.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 
 #include <cstdlib>
@@ -61,6 +68,9 @@ enum Origin { PLAIN = 0, ATOMIC = 1, RMW = 2, CMPXCHG = 3, MEMSET = 4, MEMCPY = 
 enum FlushKind { CLFLUSH = 1, CLFLUSHOPT = 2, CLWB = 3 };
 enum FenceKind { SFENCE = 1, MFENCE = 2, SEQ_CST = 4 };
 enum PmemMode { FLUSH_DRAIN = 0, FLUSH_ONLY = 1, DRAIN_ONLY = 2, BY_FLAGS = 3 };
+// __cc_sched_atomic's op (rt_internal.h): kind | NOVAL | size << 8.
+enum SchedOp { SCHED_LOAD = 0, SCHED_STORE = 1, SCHED_RMW = 2, SCHED_CAS_OK = 3, SCHED_CAS_FAIL = 4,
+               SCHED_NOVAL = 0x10 };
 constexpr unsigned NO_STORE = 0xff;
 
 // Options, read once when the plugin loads (-mllvm cannot reach a late-loaded plugin).
@@ -108,13 +118,14 @@ const std::map<std::string, unsigned> &libcWrites() {
 
 struct Stats {
   unsigned Stores = 0, NTStores = 0, Atomics = 0, MemOps = 0, Flushes = 0, Fences = 0,
-           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0;
+           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0, SchedAtomics = 0;
   unsigned SkippedStack = 0, SkippedGlobal = 0, SkippedWeakFence = 0, AsmUnknown = 0;
 };
 
 class Instrumenter {
 public:
-  Instrumenter(Module &M, bool Loads) : M(M), Sites(M), Loads(Loads), Ctx(M.getContext()) {
+  Instrumenter(Module &M, bool Loads, bool Sched)
+      : M(M), Sites(M), Loads(Loads), Sched(Sched), Ctx(M.getContext()) {
     Ptr = PointerType::getUnqual(Ctx);
     I32 = Type::getInt32Ty(Ctx);
     I64 = Type::getInt64Ty(Ctx);
@@ -145,13 +156,14 @@ public:
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
                     Fence, Asm, Pmem, Load, ApiOpBegin, ApiOpEnd, ApiMark, ApiAlloc,
-                    ApiFree, ApiHere };
+                    ApiFree, ApiHere, SchedOnly };
   struct Point {
     Instruction *I;
     Kind K;
     unsigned Site;
     unsigned Sub = 0;      // origin, flush or fence kind
     std::vector<AsmEvent> Asm;
+    bool Sched = false;    // an atomic: a scheduling point follows its hook
   };
 
   // Stack and global variables are never PM: skip accesses that provably
@@ -173,33 +185,37 @@ private:
     Points.push_back({&I, K, Sites.siteOf(I), Sub, {}});
   }
 
+  // An atomic: its PM hook (if any) is followed by a scheduling point.
+  void addAtomic(Instruction &I, Kind K, bool NoPM) {
+    if (!NoPM) {
+      S.Atomics++;
+      add(I, K);
+      Points.back().Sched = Sched;
+    } else if (Sched) {
+      add(I, Kind::SchedOnly);
+    }
+    if (Sched)
+      S.SchedAtomics++;
+  }
+
   void classify(Instruction &I) {
     if (auto *SI = dyn_cast<StoreInst>(&I)) {
-      if (cannotBePM(SI->getPointerOperand()))
+      bool NoPM = cannotBePM(SI->getPointerOperand());
+      if (SI->isAtomic())
+        // A seq_cst store is an xchg on x86: a locked instruction, a fence.
+        return addAtomic(I, SI->getOrdering() == AtomicOrdering::SequentiallyConsistent
+                                ? Kind::SeqCstStore : Kind::AtomicStore, NoPM);
+      if (NoPM)
         return;
       if (SI->getMetadata(LLVMContext::MD_nontemporal))
         return add(I, Kind::NTStore), void(S.NTStores++);
-      if (SI->isAtomic()) {
-        S.Atomics++;
-        // A seq_cst store is an xchg on x86: a locked instruction, a fence.
-        return add(I, SI->getOrdering() == AtomicOrdering::SequentiallyConsistent
-                          ? Kind::SeqCstStore : Kind::AtomicStore);
-      }
       S.Stores++;
       return add(I, Kind::Store);
     }
-    if (auto *RI = dyn_cast<AtomicRMWInst>(&I)) {
-      if (cannotBePM(RI->getPointerOperand()))
-        return;
-      S.Atomics++;
-      return add(I, Kind::RMW);
-    }
-    if (auto *CI = dyn_cast<AtomicCmpXchgInst>(&I)) {
-      if (cannotBePM(CI->getPointerOperand()))
-        return;
-      S.Atomics++;
-      return add(I, Kind::CmpXchg);
-    }
+    if (auto *RI = dyn_cast<AtomicRMWInst>(&I))
+      return addAtomic(I, Kind::RMW, cannotBePM(RI->getPointerOperand()));
+    if (auto *CI = dyn_cast<AtomicCmpXchgInst>(&I))
+      return addAtomic(I, Kind::CmpXchg, cannotBePM(CI->getPointerOperand()));
     if (auto *FI = dyn_cast<FenceInst>(&I)) {
       // Only seq_cst emits mfence on x86; acquire/release fences and
       // single-thread fences are compiler barriers with no persistency effect.
@@ -215,6 +231,10 @@ private:
       if (Loads && !cannotBePM(LI->getPointerOperand())) {
         S.Loads++;
         add(I, Kind::Load);
+      }
+      if (LI->isAtomic() && Sched) {
+        S.SchedAtomics++;
+        add(I, Kind::SchedOnly);
       }
       return;
     }
@@ -306,6 +326,64 @@ private:
   }
 
   void rewrite(Point &P) {
+    Instruction *After = P.Sched || P.K == Kind::SchedOnly ? P.I->getNextNode() : nullptr;
+    if (P.K != Kind::SchedOnly)
+      rewriteHook(P);
+    if (After)
+      rewriteSched(P, After);
+  }
+
+  // A value as i64 for __cc_sched_atomic, or null if it has no such form.
+  Value *asI64(IRBuilder<> &B, Value *V) {
+    Type *T = V->getType();
+    if (T->isPointerTy())
+      return B.CreatePtrToInt(V, I64);
+    if (T->isFloatingPointTy() && T->getPrimitiveSizeInBits() <= 64)
+      V = B.CreateBitCast(V, IntegerType::get(Ctx, (unsigned)T->getPrimitiveSizeInBits()));
+    if (V->getType()->isIntegerTy() && V->getType()->getIntegerBitWidth() <= 64)
+      return B.CreateZExtOrTrunc(V, I64);
+    return nullptr;
+  }
+
+  // if (__cc_sched_on) __cc_sched_atomic(ptr, op, value, site), before AFTER.
+  void rewriteSched(Point &P, Instruction *After) {
+    IRBuilder<> B0(After);
+    B0.SetCurrentDebugLocation(P.I->getDebugLoc());
+    LoadInst *On = B0.CreateLoad(I32, M.getOrInsertGlobal("__cc_sched_on", I32));
+    On->setAtomic(AtomicOrdering::Monotonic);
+    On->setAlignment(Align(4));
+    Value *C = B0.CreateICmpNE(On, ConstantInt::get(I32, 0));
+    Instruction *Then = SplitBlockAndInsertIfThen(C, After, false,
+                                                  MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+    IRBuilder<> B(Then);
+    B.SetCurrentDebugLocation(P.I->getDebugLoc());
+    Value *Addr = nullptr, *Val = nullptr, *Op = nullptr;
+    auto OpOf = [&](unsigned Kind, Type *T) {
+      return ConstantInt::get(I32, Kind | (storeSize(T) & 0xff) << 8);
+    };
+    if (auto *LI = dyn_cast<LoadInst>(P.I)) {
+      Addr = LI->getPointerOperand();
+      Val = asI64(B, LI);
+      Op = OpOf(Val ? SCHED_LOAD : SCHED_LOAD | SCHED_NOVAL, LI->getType());
+    } else if (auto *SI = dyn_cast<StoreInst>(P.I)) {
+      Addr = SI->getPointerOperand();
+      Op = OpOf(SCHED_STORE, SI->getValueOperand()->getType());
+    } else if (auto *RI = dyn_cast<AtomicRMWInst>(P.I)) {
+      Addr = RI->getPointerOperand();
+      Val = asI64(B, RI);
+      Op = OpOf(Val ? SCHED_RMW : SCHED_RMW | SCHED_NOVAL, RI->getType());
+    } else if (auto *CI = dyn_cast<AtomicCmpXchgInst>(P.I)) {
+      Addr = CI->getPointerOperand();
+      Value *Ok = B.CreateExtractValue(CI, 1);
+      Type *T = CI->getNewValOperand()->getType();
+      Op = B.CreateSelect(Ok, OpOf(SCHED_CAS_OK, T), OpOf(SCHED_CAS_FAIL, T));
+    }
+    if (!Val)
+      Val = ConstantInt::get(I64, 0);
+    B.CreateCall(hook("__cc_sched_atomic", {Ptr, I32, I64, Ptr}), {Addr, Op, Val, Sites.ref(P.Site)});
+  }
+
+  void rewriteHook(Point &P) {
     // C++ calls libpmem, libc and the crashcheck API through `invoke` when
     // a destructor must run on unwind.  None of them throws (all are C), so
     // the invoke becomes a plain call: the hook can then go right after it,
@@ -399,6 +477,8 @@ private:
       I->replaceAllUsesWith(Site);
       ToErase.push_back(I);
       return;
+    case Kind::SchedOnly:
+      return;
     }
   }
 
@@ -465,6 +545,7 @@ private:
            << S.Atomics << ", mem-ops " << S.MemOps << ", flushes " << S.Flushes
            << ", fences " << S.Fences << ", asm-events " << S.AsmEvents << ", libpmem "
            << S.Pmem << ", loads " << S.Loads << ", api " << S.Api
+           << ", sched-atomics " << S.SchedAtomics
            << "; skipped: stack " << S.SkippedStack << ", global " << S.SkippedGlobal
            << ", weak-fences " << S.SkippedWeakFence << ", asm-unknown " << S.AsmUnknown
            << "\n";
@@ -472,7 +553,7 @@ private:
 
   Module &M;
   SiteTable Sites;
-  bool Loads;
+  bool Loads, Sched;
   LLVMContext &Ctx;
   Type *Ptr, *I32, *I64, *VoidTy;
   std::vector<Point> Points;
@@ -483,7 +564,10 @@ private:
 struct CrashcheckPass : PassInfoMixin<CrashcheckPass> {
   PreservedAnalyses run(Module &M, ModuleAnalysisManager &) {
     bool Loads = envFlag("CRASHCHECK_PASS_LOADS");
-    bool Changed = Instrumenter(M, Loads).run();
+    // Scheduling points after atomics: on unless CRASHCHECK_PASS_SCHED=0.
+    const char *SchedEnv = std::getenv("CRASHCHECK_PASS_SCHED");
+    bool Sched = !SchedEnv || std::string(SchedEnv) != "0";
+    bool Changed = Instrumenter(M, Loads, Sched).run();
     if (Loads) {
       // Tells the runtime (and so the trace header) that loads were instrumented.
       auto *GV = new GlobalVariable(M, Type::getInt32Ty(M.getContext()), true,

@@ -4,7 +4,10 @@
  * The runtime is split by job: rt_trace.c owns the trace file and the event
  * buffer, rt_regions.c the registered PM regions and pools, rt_hooks.c the
  * entry points the pass calls, rt_api.c the public API of crashcheck.h,
- * rt_threads.c thread ids and the switch to locked logging.
+ * rt_threads.c thread ids and the switch to locked logging, rt_sched.c the
+ * deterministic scheduler (docs/scheduler.md) and libc's real pthread
+ * functions, which the runtime's own code must call instead of the
+ * interposed ones.
  *
  * The event encoding is docs/trace-format.md; keep the two in step.
  */
@@ -107,12 +110,60 @@ static inline int cc_in_pm(uintptr_t addr, size_t size)
 extern int cc_mt_mode;
 extern __thread int cc_tl_tid;
 int cc_assign_tid(void);
+int cc_next_tid(void);
 #include <pthread.h>
 int cc_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg);
 void cc_lock(void);
 void cc_unlock(void);
 
+/* rt_sched.c */
+extern int __cc_sched_on;     /* the scheduler serialises (enabled, 2+ live threads) */
+extern int cc_sched_enabled;  /* CRASHCHECK_SCHED is set */
+void cc_sched_point(void);
+void cc_sched_op(int begin, uint64_t index);
+int cc_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg);
+/* __cc_sched_atomic's OP: kind in bits 0-3, CC_SCHED_NOVAL, access size in bits 8-15 */
+enum { CC_SCHED_LOAD = 0, CC_SCHED_STORE = 1, CC_SCHED_RMW = 2, CC_SCHED_CAS_OK = 3,
+       CC_SCHED_CAS_FAIL = 4, CC_SCHED_NOVAL = 0x10 };
+void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_site_t site);
+
+/* CC_SCHED_POINT -- a scheduling point after a traced PM access: one predictable branch when off */
+#define CC_SCHED_POINT() do { if (__builtin_expect(__cc_sched_on, 0)) cc_sched_point(); } while (0)
+
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+struct cc_real_fns {
+	int ready;
+	int (*mutex_lock)(pthread_mutex_t *);
+	int (*mutex_trylock)(pthread_mutex_t *);
+	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+	int (*mutex_unlock)(pthread_mutex_t *);
+	int (*rw_rdlock)(pthread_rwlock_t *);
+	int (*rw_wrlock)(pthread_rwlock_t *);
+	int (*rw_tryrdlock)(pthread_rwlock_t *);
+	int (*rw_trywrlock)(pthread_rwlock_t *);
+	int (*rw_unlock)(pthread_rwlock_t *);
+	int (*spin_lock)(pthread_spinlock_t *);
+	int (*spin_trylock)(pthread_spinlock_t *);
+	int (*spin_unlock)(pthread_spinlock_t *);
+	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	int (*cond_signal)(pthread_cond_t *);
+	int (*cond_broadcast)(pthread_cond_t *);
+	int (*join)(pthread_t, void **);
+	void (*exit)(void *) __attribute__((noreturn));
+	int (*yield)(void);
+	int (*usleep)(useconds_t);
+	int (*nanosleep)(const struct timespec *, struct timespec *);
+};
+extern struct cc_real_fns cc_real;
+void cc_real_init(void);
+/* CC_REAL(f) -- libc's F (e.g. CC_REAL(mutex_lock)(&m)), looked up on first use */
+#define CC_REAL(f) (__atomic_load_n(&cc_real.ready, __ATOMIC_ACQUIRE) ? cc_real.f : (cc_real_init(), cc_real.f))
+
 /* rt_api.c */
+void __cc_mark(const char *label, crashcheck_site_t site);
 void cc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline int cc_tid(void)

@@ -7,7 +7,8 @@
  * libc's, for calls from libraries such as libstdc++ too): the creating
  * thread is not in the middle of an append when it calls pthread_create,
  * so turning the lock on there is safe, and from then on every append takes
- * the lock.  It is never turned off again.
+ * the lock.  It is never turned off again.  With CRASHCHECK_SCHED set the
+ * new thread is handed to the scheduler (rt_sched.c).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -27,6 +28,12 @@ int cc_assign_tid(void)
 {
 	cc_tl_tid = __atomic_fetch_add(&next_tid, 1, __ATOMIC_RELAXED);
 	return cc_tl_tid;
+}
+
+/* cc_next_tid -- an id for a thread the scheduler registers before it runs */
+int cc_next_tid(void)
+{
+	return __atomic_fetch_add(&next_tid, 1, __ATOMIC_RELAXED);
 }
 
 /* cc_lock -- take the logging spinlock */
@@ -59,12 +66,17 @@ int cc_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *
 	return real(thread, attr, start, arg);
 }
 
-/* pthread_create -- turn locked logging on, then create the thread as libc would */
+/*
+ * pthread_create -- turn locked logging on, then create the thread as libc
+ * would (under the scheduler: registered, and waiting for its turn)
+ */
 int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
 	if (!cc_mt_mode) {
 		cc_tid(); /* the creator is thread 0 if it has not logged yet */
 		__atomic_store_n(&cc_mt_mode, 1, __ATOMIC_SEQ_CST);
 	}
+	if (cc_sched_enabled)
+		return cc_sched_create(thread, attr, start, arg);
 	return cc_real_pthread_create(thread, attr, start, arg);
 }

@@ -19,6 +19,8 @@
  *   A single-threaded program appends without locking.  Before a second
  *   thread is created, rt_threads.c switches every append to a spinlock, so
  *   the global event order is the order in which logging calls happened.
+ *   The ring's mutex and conditions are libc's own (CC_REAL): the
+ *   scheduler's interposed versions are for the program's locks only.
  *
  * Fork
  *   A forked child must not write into its parent's trace: tracing stops in
@@ -183,30 +185,30 @@ static void write_header(void)
 static void *writer_main(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&ring_mu);
+	CC_REAL(mutex_lock)(&ring_mu);
 	for (;;) {
 		while (written == handed && !writer_stop)
-			pthread_cond_wait(&ring_ready, &ring_mu);
+			CC_REAL(cond_wait)(&ring_ready, &ring_mu);
 		if (written == handed)
 			break;
 		unsigned i = written % NSLOTS;
-		pthread_mutex_unlock(&ring_mu);
+		CC_REAL(mutex_unlock)(&ring_mu);
 		write_all(trace_fd, slots[i], slot_len[i]);
-		pthread_mutex_lock(&ring_mu);
+		CC_REAL(mutex_lock)(&ring_mu);
 		__atomic_store_n(&written, written + 1, __ATOMIC_RELEASE);
-		pthread_cond_broadcast(&ring_free);
+		CC_REAL(cond_broadcast)(&ring_free);
 	}
-	pthread_mutex_unlock(&ring_mu);
+	CC_REAL(mutex_unlock)(&ring_mu);
 	return NULL;
 }
 
 /* drain -- wait until the writer has written every handed-over chunk (internal) */
 static void drain(void)
 {
-	pthread_mutex_lock(&ring_mu);
+	CC_REAL(mutex_lock)(&ring_mu);
 	while (written != handed)
-		pthread_cond_wait(&ring_free, &ring_mu);
-	pthread_mutex_unlock(&ring_mu);
+		CC_REAL(cond_wait)(&ring_free, &ring_mu);
+	CC_REAL(mutex_unlock)(&ring_mu);
 }
 
 /* seal_chunk -- fill the current buffer's reserved chunk header (internal) */
@@ -234,13 +236,13 @@ static void flush_buffer(void)
 	if (writer_state < 0) {
 		write_all(trace_fd, buf, buf_len);
 	} else {
-		pthread_mutex_lock(&ring_mu);
+		CC_REAL(mutex_lock)(&ring_mu);
 		slot_len[handed % NSLOTS] = buf_len;
 		handed++;
-		pthread_cond_signal(&ring_ready);
+		CC_REAL(cond_signal)(&ring_ready);
 		while (handed - written >= NSLOTS)
-			pthread_cond_wait(&ring_free, &ring_mu);
-		pthread_mutex_unlock(&ring_mu);
+			CC_REAL(cond_wait)(&ring_free, &ring_mu);
+		CC_REAL(mutex_unlock)(&ring_mu);
 		buf = slots[handed % NSLOTS];
 	}
 	buf_len = CC_CHUNK_HDR;
@@ -347,11 +349,11 @@ static void trace_finish(void)
 	cc_emit(CC_EV_END, 0, CC_NO_SITE, 0, 0, NULL, 0);
 	crashcheck_trace_flush();
 	if (writer_state > 0) {
-		pthread_mutex_lock(&ring_mu);
+		CC_REAL(mutex_lock)(&ring_mu);
 		writer_stop = 1;
-		pthread_cond_signal(&ring_ready);
-		pthread_mutex_unlock(&ring_mu);
-		pthread_join(writer, NULL);
+		CC_REAL(cond_signal)(&ring_ready);
+		CC_REAL(mutex_unlock)(&ring_mu);
+		CC_REAL(join)(writer, NULL);
 		writer_state = 0;
 	}
 	close(trace_fd);
@@ -374,7 +376,7 @@ static void on_fatal(int sig)
 		/* Chunks must stay in order: give the writer up to ~2 s to finish its queue. */
 		for (int i = 0; i < 2000 && __atomic_load_n(&written, __ATOMIC_ACQUIRE) != handed; i++) {
 			struct timespec ms = { 0, 1000000 };
-			nanosleep(&ms, NULL);
+			CC_REAL(nanosleep)(&ms, NULL);
 		}
 		if (!header_written)
 			write_header();
