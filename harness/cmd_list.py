@@ -18,7 +18,7 @@ from harness.errors import UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="structures, their persistency models and seeded bugs")
     p.add_argument("--json", action="store_true",
-                   help="a JSON list of {name, builtin, models, bugs, known}; a broken one has {name, error}")
+                   help="a JSON list of {name, builtin, model, models, bugs, known}; a broken one has {name, error}")
     p.set_defaults(func=run)
 
 
@@ -31,7 +31,11 @@ def run(args: argparse.Namespace) -> int:
             rows.append({"name": name, "error": str(exc)})
             print(f"crashcheck: warning: {name} cannot be used: {exc}", file=sys.stderr)
             continue
-        rows.append({"name": name, "builtin": s.builtin, "models": list(s.models),
+        try:
+            spec = s.spec_model
+        except UsageError:
+            spec = None          # not built yet: its driver says which model
+        rows.append({"name": name, "builtin": s.builtin, "model": spec, "models": list(s.models),
                      "bugs": [{"name": b.name, "class": b.cls, "description": b.description} for b in s.bugs],
                      "known": s.known})
     if args.json:
@@ -42,7 +46,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"{row['name']}  (broken: {row['error']})")
             continue
         kind = "built-in" if row["builtin"] else "user"
-        print(f"{row['name']}  ({kind}; models: {', '.join(row['models'])}; {len(row['bugs'])} seeded bugs)")
+        spec = f"{row['model']} model" if row["model"] else "not built"
+        print(f"{row['name']}  ({kind}; {spec}; persistency models: {', '.join(row['models'])}; "
+              f"{len(row['bugs'])} seeded bugs)")
         for b in row["bugs"]:
             print(f"    --bug {b['name']:<28} {b['class']:<26} {b['description']}")
         for k in row["known"]:

@@ -67,7 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def known_structures() -> list[str]:
-    return sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c"))
+    """Built-in persistent maps (stats counts PM stores, flushes and fences of map operations)."""
+    return sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")
+                  if ".no_pm" not in p.read_text())
 
 
 def traced_driver(structure: str) -> Path:

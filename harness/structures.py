@@ -79,6 +79,17 @@ class Structure:
         return int(self.info.get("value_size", 8))
 
     @property
+    def spec_model(self) -> str:
+        """The reference model the structure is judged against (specs/models.py), as its driver
+        says: `ordered_map` for every map, `range_lock` for the range lock."""
+        return str(self.info.get("model", "ordered_map"))
+
+    @property
+    def has_pm(self) -> bool:
+        """False for a structure that lives in DRAM only (no pool, no crash states)."""
+        return bool(self.info.get("pm", True))
+
+    @property
     def value_min(self) -> int:
         """The shortest value the structure takes (drivers before value_min: value_size)."""
         return int(self.info.get("value_min", self.value_size))

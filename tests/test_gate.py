@@ -11,7 +11,10 @@ import pytest
 from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
-TREES = sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c"))
+# Persistent ordered maps: what `crashcheck fuzz` checks today. A structure judged against another
+# model or without PM (the range lock) has its own tests until concurrent histories land.
+TREES = sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")
+               if ".no_pm" not in p.read_text() and ".model" not in p.read_text())
 EXAMPLE = ROOT / "examples" / "pmhash"
 
 

@@ -85,7 +85,7 @@ def test_builtin_catalog_broken(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(structures, "ROOT", root)
     status, err, out = run_main(["list"], capsys)
     assert status == 0
-    assert "good  (built-in; models: adr, eadr; 0 seeded bugs)" in out
+    assert "good  (built-in; not built; persistency models: adr, eadr; 0 seeded bugs)" in out
     assert "bad  (broken: " in out and "expect.json: known[0].class is missing" in out
     status, err, _ = run_main(["fuzz", "bad", "--examples", "1"], capsys)
     assert status == 2 and len(err) == 1 and "known[0].class is missing" in err[0]

@@ -94,3 +94,19 @@ def test_misbehaviour_is_one_finding(misbehave, small_limits, tmp_path, variant,
             assert w in bugs[0]["detail"], bugs[0]["detail"]
         assert len(bugs[0]["detail"]) < 1200
     assert took < BOUND_S, f"took {took:.1f} s"
+
+
+@pytest.mark.parametrize("variant", ["recover-loop", "insert-loop"])
+def test_budget_holds_when_the_structure_hangs(misbehave, tmp_path, variant):
+    # Default limits (a check may take 2 s, a crash-free run 10 s): the budget, not the
+    # structure, decides when the run ends (before: a sleeping recovery took 224 s on 5 s).
+    budget = 5.0
+    t0 = time.monotonic()
+    res = run_cli("fuzz", misbehave, "--bug", variant, "--budget", str(budget), "--quiet",
+                  "--json", tmp_path / "out.json")
+    wall = time.monotonic() - t0
+    assert wall <= budget * 1.1 + 0.5, f"{wall:.1f} s on a {budget} s budget"
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    bugs = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    want = {"recover-loop": "recovery-hang", "insert-loop": "operation-hang"}[variant]
+    assert [b["class"] for b in bugs if not b["expected"]] == [want]
