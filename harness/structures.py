@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness.errors import UsageError
 from harness.record_schema import REQUIRED, List, Obj, Opt, SchemaError, Text, read_json
-from specs.oracle import CLASSES
+from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("CRASHCHECK_BUILD", ROOT / "build"))
@@ -115,7 +115,9 @@ def _load_json(path: Path, default):
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
 _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES), REQUIRED),
+# A catalog entry of class "none" is a control variant that must pass (e.g. a structure that only
+# prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
+BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
                  "description": (Text(), "")}))
 EXPECT = Obj({"known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
                                   "reason": (Text(), "")})), list)})

@@ -54,7 +54,7 @@ CLASSES = (
 STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
 # Findings of several threads (specs/linearizability.py); not in CLASSES until harness reports them.
-CONCURRENT_CLASSES = ("linearizability-violation",)
+CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock")
 
 
 @dataclass(frozen=True)

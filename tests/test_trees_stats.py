@@ -77,7 +77,7 @@ def test_stats_table_and_determinism(trees_built):
 
 @pytest.mark.parametrize("args,needle", [
     (["stats", "nosuchtree"], "known: "),
-    (["stats", "wort", "--ops", "0"], "--ops must be positive"),
+    (["stats", "wort", "--ops", "0"], "--ops: must be at least 1, not 0"),
 ])
 def test_stats_user_errors(trees_built, args, needle):
     res = crashcheck(*args)
