@@ -701,6 +701,7 @@ struct heart *heart_create(void)
 	}
 	__atomic_store_n(&h->r->root, ctx_make(T_N8, 0, 0, root, 0), __ATOMIC_SEQ_CST);
 	__atomic_store_n(&h->r->magic, HEART_MAGIC, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return h;
 }
 

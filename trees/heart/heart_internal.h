@@ -169,9 +169,24 @@ static inline unsigned bucket_of(unsigned t, unsigned b)
 
 /* atomics on PM contexts */
 static inline hctx ctx_load(const hctx *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+/*
+ * ctx_cas -- compare and swap one context, a full barrier on both sides.
+ * On x86 the locked CMPXCHG already drains the store buffer before and
+ * after, so under eADR its store is durable when it returns.  crashcheck
+ * logs a locked RMW as "fence, then store", which leaves that store pending
+ * until the thread's next fence; the seq_cst fence after it (one MFENCE,
+ * redundant on hardware) states the barrier the instruction provides, so
+ * a completed operation's commit is durable in the model too.  Build with
+ * -DHEART_NO_MODEL_FENCE to drop it (native benchmarks).
+ */
 static inline int ctx_cas(hctx *p, hctx expect, hctx desired)
 {
-	return __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+	int ok = __atomic_compare_exchange_n(p, &expect, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_ACQUIRE);
+#ifndef HEART_NO_MODEL_FENCE
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+	return ok;
 }
 
 /* heart_mem.c: allocator lock and epochs */

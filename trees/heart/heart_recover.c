@@ -165,6 +165,7 @@ int heart_recover(struct heart *h)
 		__atomic_store_n(&r->root, ctx_make(T_N8, 0, 0, root, 0), __ATOMIC_SEQ_CST);
 	}
 	__atomic_store_n(&r->magic, HEART_MAGIC, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);   /* recovery's stores done before any operation */
 	return 0;
 }
 
