@@ -1,20 +1,31 @@
-"""Functional tests of Heart (build/trees/heart/driver-native): random histories of byte-string keys
-(1..24 bytes, shared prefixes, keys shorter than the 2-byte hash key) and values of 1..16 bytes (so
-both value chains are used and updates move values between them) against a Python dict, no crash,
-Heart's own check run after every operation (`run --check`); the pool is then checked (recovered, no
-violations, nothing unreachable), reopened, drained and checked again.  The multi-threaded test builds trees/heart/test/heart_mt.c with
-Heart's sources, trees/common/pm_alloc.c and the runtime, and runs writers and a reader in parallel.
+"""Tests of Heart (trees/heart, issue 13), the lock-free persistent ART for eADR machines.
+
+Native functional tests (build/trees/heart/driver-native): random histories of byte-string keys
+(1..24 bytes, shared prefixes, keys that are prefixes of others) and values of 1..16 bytes against a
+Python dict, no crash, Heart's own check after every operation (`run --check`); the pool is then
+checked (recovered, no violations, nothing unreachable), reopened, drained and checked again.
+
+Multi-threaded: trees/heart/test/heart_mt.c, built with Heart's sources, pm_alloc.c and the runtime,
+runs 1-4 threads on disjoint keys in shared nodes, a reader on keys being updated, and races on the
+same keys; then checks contents, invariants and leaks.  The seeded bugs that need two threads
+(trees/heart/bugs_mt.json) are built into it and must make it fail.
+
+Crash consistency (single-threaded, through the CLI and the gate plugin): `crashcheck fuzz heart
+--model eadr` finds nothing; each seeded bug of trees/heart/bugs.json is found with its class; under
+--model adr Heart loses durable writes (it issues no flushes, by design).
 """
 from __future__ import annotations
 
 import json
 import random
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from cli_run import run_cli
 from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
 
 DRIVER = ROOT / "build" / "trees" / "heart" / "driver-native"
@@ -169,14 +180,15 @@ def test_heart_info(trees_built):
     assert json.loads(res.stdout) == {"name": "heart", "key_kind": "bytes", "value_size": 16, "value_min": 1}
 
 
-@pytest.fixture(scope="module")
-def heart_mt(trees_built, tmp_path_factory) -> Path:
-    """trees/heart/test/heart_mt.c linked with Heart, pm_alloc.c and the runtime."""
-    out = tmp_path_factory.mktemp("heart_mt") / "heart_mt"
-    srcs = [str(p) for p in sorted((ROOT / "trees" / "heart").glob("*.c")) if p.name != "adapter.c"]
+MT_SRCS = ["test/heart_mt.c", "heart.c", "heart_mem.c", "heart_recover.c"]
+
+
+def build_mt(out: Path, *defines: str) -> Path:
+    """trees/heart/test/heart_mt.c linked with Heart (not its adapter), pm_alloc.c and the runtime."""
     cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
+           *(f"-D{d}" for d in defines),
            f"-I{ROOT / 'trees' / 'common'}", f"-I{ROOT / 'instrument' / 'include'}", "-o", str(out),
-           str(ROOT / "trees" / "heart" / "test" / "heart_mt.c"), *srcs,
+           *(str(ROOT / "trees" / "heart" / s) for s in MT_SRCS),
            str(ROOT / "trees" / "common" / "pm_alloc.c"), str(ROOT / "build" / "libcrashcheck_rt.a"),
            "-lpthread", "-ldl"]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -184,9 +196,65 @@ def heart_mt(trees_built, tmp_path_factory) -> Path:
     return out
 
 
-@pytest.mark.parametrize("threads,seed", [(1, 1), (4, 2), (8, 3)])
+@pytest.fixture(scope="module")
+def heart_mt(trees_built, tmp_path_factory) -> Path:
+    return build_mt(tmp_path_factory.mktemp("heart_mt") / "heart_mt")
+
+
+@pytest.mark.parametrize("threads,seed", [(1, 1), (2, 2), (4, 3)])
 def test_heart_multithreaded(heart_mt, tmp_path, threads, seed):
     res = subprocess.run([str(heart_mt), str(tmp_path / "pool"), str(threads), "20000", str(seed)],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "ok"
+
+
+MT_BUGS = json.loads((ROOT / "trees" / "heart" / "bugs_mt.json").read_text())
+
+
+@pytest.mark.parametrize("bug", MT_BUGS, ids=lambda b: b["name"])
+def test_heart_threaded_bug_is_caught(trees_built, tmp_path, bug):
+    """A seeded bug that needs threads makes heart_mt fail within a few runs of 4 threads."""
+    exe = build_mt(tmp_path / "heart_mt", bug["define"])
+    errors = []
+    for seed in range(1, 9):
+        try:
+            res = subprocess.run([str(exe), str(tmp_path / "pool"), "4", "50000", str(seed)],
+                                 capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            return   # a hang is a failure too
+        if res.returncode != 0:
+            return
+        errors.append(res.stdout.strip())
+    pytest.fail(f"{bug['name']}: heart_mt passed 8 runs: {errors}")
+
+
+def fuzz(*args: str, timeout: float = 300) -> tuple[subprocess.CompletedProcess, dict]:
+    out = Path(tempfile.mkdtemp(prefix="heart-fuzz-")) / "res.json"
+    res = run_cli("fuzz", "heart", *args, "--json", out, timeout=timeout)
+    return res, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_heart_fuzz_eadr_clean(trees_built):
+    """Heart under eADR: no finding at all (no leak either: expect.json declares none)."""
+    res, data = fuzz("--model", "eadr", "--examples", "16")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert data["bugs"] == []
+    assert json.loads((ROOT / "trees" / "heart" / "expect.json").read_text())["known"] == []
+
+
+def test_heart_under_adr_loses_durable_writes(trees_built):
+    """Heart issues no flushes: on x86-ADR a completed insert can be lost."""
+    res, data = fuzz("--model", "adr", "--examples", "4")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "lost-durable-write" in {b["class"] for b in data["bugs"]}
+
+
+CRASH_BUGS = json.loads((ROOT / "trees" / "heart" / "bugs.json").read_text())
+
+
+@pytest.mark.crashcheck(model="eadr", seed=1, examples=16)
+@pytest.mark.parametrize("bug", CRASH_BUGS, ids=lambda b: b["name"])
+def test_heart_seeded_bug_found_under_eadr(trees_built, crashcheck, bug):
+    result = crashcheck.run("heart", bug=bug["name"], stop_on_class=bug["class"])
+    assert bug["class"] in result.classes, sorted(result.classes)

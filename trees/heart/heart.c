@@ -346,8 +346,6 @@ restart:;
 			 * taken by a plain store: two inserters that saw it empty
 			 * both "succeed", the second overwriting the first (needs two
 			 * threads) */
-			if (ctx_load(fr) != 0)
-				goto restart;
 			__atomic_store_n(fr, leaf_ctx(nl, b, klen), __ATOMIC_RELEASE);
 #endif
 			leaf_published(nl, key, klen, val, vlen);

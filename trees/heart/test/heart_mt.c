@@ -11,8 +11,9 @@
  *     every thread also updates 64 stable keys (present from the start,
  *     first value byte = the key's number), and one reader thread looks
  *     them up: each lookup must find the key with a value of its own.
- *  2. shared keys: every thread inserts the same 256 keys in its own
- *     order; exactly one insert per key may succeed.
+ *  2. shared keys: every thread inserts the same 256 keys in the same
+ *     order, racing for the same slots; exactly one insert per key may
+ *     succeed.
  *  3. shared keys: every thread deletes them; exactly one delete per key
  *     may succeed.
  * At the end the dump must equal the threads' models plus the stable keys,
@@ -146,7 +147,7 @@ static void *worker_main(void *arg)
 	uint8_t v[8] = {0}, k[2];
 	unsigned off = (unsigned)wr->id * 37;
 	for (int n = 0; n < NSHARED; n++) {
-		int i = (int)((n + off) % NSHARED);
+		int i = n;   /* every thread in the same order: they race for the same slots */
 		shared_key(k, i);
 		v[0] = (uint8_t)wr->id;
 		int st = heart_insert(tree, k, 2, v, 8);
