@@ -383,7 +383,15 @@ restart:;
 				goto out;
 			}
 			/* publish the complete parent by one CAS (eADR: its stores precede it) */
-			if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, m - (unsigned)idx - 1))) {
+#ifndef BUG_HEART_SPLIT_PLEN
+			unsigned pplen = m - (unsigned)idx - 1;
+#else
+			/* BUG_HEART_SPLIT_PLEN: the new parent's prefix length counts the
+			 * key byte at position idx too (m - idx): the parent then indexes
+			 * position m + 1 while its children sit under their bytes at m */
+			unsigned pplen = m - (unsigned)idx;
+#endif
+			if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, pplen))) {
 				heart_free(p);
 				goto restart;
 			}

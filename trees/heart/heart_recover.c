@@ -32,7 +32,6 @@ static int valid_obj(const void *p, size_t n)
 }
 
 /* unfreeze -- C with the freeze (low version bit) cleared (internal) */
-__attribute__((unused))
 static hctx unfreeze(hctx c)
 {
 	return ctx_with_ver(c, CTX_VER(c) & ~1u);
@@ -42,22 +41,17 @@ static hctx unfreeze(hctx c)
 static void repair(hctx *slot, int is_root)
 {
 	hctx c = *slot;
-#ifndef BUG_HEART_RECOVER_KEEPS_FROZEN
 	if (CTX_FROZEN(c))
 		__atomic_store_n(slot, c = unfreeze(c), __ATOMIC_SEQ_CST);
-#endif
 	if (!CTX_INNER(c) || !valid_obj(CTX_PTR(c), node_bytes(CTX_TYPE(c))))
 		return;
 	hctx *node = CTX_PTR(c);
 	unsigned n = nslots(CTX_TYPE(c)), live = 0;
 	for (unsigned i = 0; i <= n; i++) {
 		hctx v = node[i];
-#ifndef BUG_HEART_RECOVER_KEEPS_FROZEN
-		/* BUG_HEART_RECOVER_KEEPS_FROZEN skips this: the slots an interrupted
-		 * transformation froze (and its node's context) stay odd */
+		/* the slots an interrupted transformation froze go back to even */
 		if (CTX_FROZEN(v))
 			__atomic_store_n(&node[i], v = unfreeze(v), __ATOMIC_SEQ_CST);
-#endif
 		if (CTX_INNER(v))
 			repair(&node[i], 0);
 		live += CTX_LIVE(node[i]) != 0;
