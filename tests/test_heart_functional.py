@@ -243,11 +243,11 @@ def test_heart_fuzz_eadr_clean(trees_built):
     assert json.loads((ROOT / "trees" / "heart" / "expect.json").read_text())["known"] == []
 
 
-def test_heart_under_adr_loses_durable_writes(trees_built):
+@pytest.mark.crashcheck(model="adr", seed=1, examples=4)
+def test_heart_under_adr_loses_durable_writes(trees_built, crashcheck):
     """Heart issues no flushes: on x86-ADR a completed insert can be lost."""
-    res, data = fuzz("--model", "adr", "--examples", "4")
-    assert res.returncode == 1, res.stdout + res.stderr
-    assert "lost-durable-write" in {b["class"] for b in data["bugs"]}
+    result = crashcheck.run("heart", stop_on_class="lost-durable-write")
+    assert "lost-durable-write" in result.classes, sorted(result.classes)
 
 
 CRASH_BUGS = json.loads((ROOT / "trees" / "heart" / "bugs.json").read_text())
