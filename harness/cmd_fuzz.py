@@ -42,7 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fuzz", help="fuzz structures with crash states and report bugs")
     p.add_argument("structures", nargs="+", metavar="STRUCTURE", help="one or more (see `crashcheck list`)")
     p.add_argument("--bug", help="fuzz this seeded-bug variant (one structure only)")
-    p.add_argument("--model", choices=MODELS, default="adr", help="persistency model (default adr)")
+    p.add_argument("--model", choices=MODELS, default=None,
+                   help="persistency model (default: the one the structure is built for, adr unless its "
+                        "expect.json says eadr)")
     p.add_argument("--strategy", choices=STRATEGIES, default="bounded", help="crash-state strategy (default bounded)")
     p.add_argument("--limit", type=int, default=64, help="bounded strategy: states per crash point (default 64)")
     p.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
@@ -77,6 +79,12 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
     targets = []
+    if args.model is None:
+        designed = {structures.get(name).designed_for for name in args.structures}
+        if len(designed) > 1:
+            raise UsageError("these structures are built for different persistency models "
+                             f"({', '.join(sorted(designed))}); give --model, or fuzz them separately")
+        args.model = designed.pop()
     for name in args.structures:
         s = structures.get(name)
         if args.model not in s.models:
@@ -103,7 +111,11 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
             total[k] += st[k]
         total["states_legal"] += r.stats.states_legal
         total["elapsed_s"] += st["elapsed_s"]
-        rows.append({"structure": r.structure, "bug": r.bug, "stats": st,
+        try:
+            designed = structures.get(r.structure).designed_for
+        except UsageError:
+            designed = None
+        rows.append({"structure": r.structure, "bug": r.bug, "stats": st, "designed_for": designed,
                      "unexpected": sum(1 for b in r.records if not b["expected"]),
                      "expected": sum(1 for b in r.records if b["expected"]),
                      "first_unexpected_s": r.first_unexpected_s,
@@ -131,6 +143,9 @@ def _summary(console: Console, res: dict) -> None:
                       f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
+        if row.get("designed_for") and row["designed_for"] != res["model"]:
+            console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
+                          f"checked under {res['model']}: findings may be by design", highlight=False)
         if row.get("unshrunk"):
             console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
                           "shrink their crash states", highlight=False)

@@ -118,7 +118,7 @@ class Gate:
     def _options(self, overrides: dict) -> dict:
         validate(self.defaults)
         validate(overrides)
-        opts = {"model": "adr", "seed": 1, "examples": None, "budget": None, "limit": 64, "max_ops": 10,
+        opts = {"model": None, "seed": 1, "examples": None, "budget": None, "limit": 64, "max_ops": 10,
                 "keys": "mixed", "mix": "mixed", "stop_on_class": None, "structure": None, "bug": None,
                 "strategy": "bounded", "recovery_crashes": 4}
         opts.update(self.defaults)
@@ -161,6 +161,8 @@ class Gate:
             problem = str(exc)
         if problem:
             _refuse(problem)
+        if opts["model"] is None:
+            opts["model"] = s.designed_for       # Heart: eadr
         if opts["model"] not in s.models:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],

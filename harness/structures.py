@@ -41,6 +41,7 @@ class Structure:
     builtin: bool
     bugs: list[SeededBug] = field(default_factory=list)
     known: list[dict] = field(default_factory=list)   # expect.json "known" entries
+    designed_for: str = "adr"    # expect.json "model": the persistency model it is built for
     models: tuple[str, ...] = MODELS
 
     def driver(self, bug: str | None = None) -> Path:
@@ -119,7 +120,9 @@ _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
 BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
                  "description": (Text(), "")}))
-EXPECT = Obj({"known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
+# "model": the persistency model the structure is built for (Heart: eadr, no flushes); runs use it
+# unless told otherwise. Absent: adr.
+EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
                                   "reason": (Text(), "")})), list)})
 META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None)})
 
@@ -147,10 +150,10 @@ def read_bugs(path: Path) -> list[SeededBug]:
     return bugs
 
 
-def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict]]:
+def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict], str]:
     bugs = read_bugs(bugs_file or folder / "bugs.json")
-    known = _checked(EXPECT, folder / "expect.json", {})["known"]
-    return bugs, known
+    expect = _checked(EXPECT, folder / "expect.json", {})
+    return bugs, expect["known"], expect["model"] or "adr"
 
 
 def builtin_names() -> list[str]:
@@ -173,12 +176,12 @@ def all_names() -> list[str]:
 def get(name: str) -> Structure:
     if name in builtin_names():
         folder = ROOT / "trees" / name
-        bugs, known = _catalog(folder)
-        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known)
+        bugs, known, model = _catalog(folder)
+        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model)
     if name in user_names():
         build = BUILD / "user" / name
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
-        bugs, known = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
-        return Structure(name, folder, build, False, bugs, known)
+        bugs, known, model = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
+        return Structure(name, folder, build, False, bugs, known, designed_for=model)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")
