@@ -147,11 +147,23 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     waiting: list[StateOutcome] = []
     stats = Progress(0, total, 0, 0, 0, 0, 0.0)
 
+    # The runner answers a batch only when it has checked all of it, and a check that hangs takes
+    # the whole per-state timeout: with a time budget (STOP), batches start at one state and
+    # double while exchanges are quick, halving when one is slow, so answers keep arriving
+    # before the deadline instead of dying with a batch of hung checks.
+    size = [1 if stop is not None else batch]
+
     def drain() -> Iterator[StateOutcome]:
         if runner is not None:
+            sent = time.monotonic()
             for sid, res in runner.flush(stop):
                 results[sid] = res
                 stats.checked += 1
+            took = time.monotonic() - sent
+            if took < 0.2:
+                size[0] = min(batch, size[0] * 2)
+            elif took > 1.0:
+                size[0] = max(1, size[0] // 2)
             for out in waiting:
                 out.result = results[out.id if out.cached_from is None else out.cached_from]
         yield from waiting
@@ -187,8 +199,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             waiting.append(StateOutcome(cp, choice, sid, fp, first, None, fu))
             stats.explored += 1
             # Drain when a batch of checks is queued, or when cache hits alone pile up.
-            if runner is None or runner.queued_states >= batch or len(waiting) >= 16 * batch:
-                if len(waiting) >= batch:
+            if runner is None or runner.queued_states >= size[0] or len(waiting) >= 16 * batch:
+                if len(waiting) >= size[0]:
                     yield from drain()
         if runner is None and waiting:
             yield from drain()

@@ -241,6 +241,14 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     name = res["interrupted"]
+    empty = [row["structure"] for row in res["per_structure"] if row["stats"]["histories"] == 0]
+    if empty and not name and not any(not b["expected"] for b in res["bugs"]):
+        # Nothing was checked: that is no pass (a structure whose first history hangs for longer
+        # than the budget would otherwise get exit 0).
+        print(f"crashcheck: error: no history of {', '.join(empty)} was checked within the budget "
+              "(a history that runs longer than the budget cannot be told from a hang); give a "
+              "larger --budget", file=sys.stderr)
+        return 2
     if name in signal.Signals.__members__:
         print(f"crashcheck: interrupted ({name}); partial results written", file=sys.stderr)
         return 128 + signal.Signals[name].value

@@ -28,6 +28,7 @@ from harness.structures import Structure
 from harness.supervise import RunEnd, run_supervised, run_timeout_s
 from specs import leaks as leak_policy
 from specs.ordered_map import Op, State, key_text, prefix_states, run as model_run
+from specs.ordered_map import followup as ordered_map_followup
 from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict, judge_recovery
 
 DEFAULT_POOL = 8 << 20      # bytes; small pools keep base-image loads cheap
@@ -119,28 +120,8 @@ RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
 
 
 def followup_ops(ops: list[Op], key_kind: str, value_size: int) -> list[Op]:
-    """A short deterministic workload run after every recovery: lookups of the history's keys, an
-    insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything."""
-    keys: list[bytes] = []
-    for op in ops:
-        if op.key not in keys:
-            keys.append(op.key)
-    if key_kind == "bytes":
-        fresh = b"\xfe" + bytes(len(keys) % 7 + 1)
-    else:
-        top = max((int.from_bytes(k, "big") for k in keys), default=0)
-        fresh = ((top + 0x1000) % (1 << 64)).to_bytes(8, "big")
-    value = (1 << 20) + 7
-    val = value.to_bytes(8, "little") if value_size == 8 else value.to_bytes(value_size, "little")
-    val2 = (value + 1).to_bytes(value_size, "little")
-    out = [Op("lookup", k) for k in keys[:4]]
-    out.append(Op("insert", fresh, val))
-    if keys:
-        out.append(Op("update", keys[0], val2))
-        out.append(Op("delete", keys[-1]))
-    out.append(Op("lookup", fresh))
-    out.append(Op("scan", b"\0" * (8 if key_kind != "bytes" else 1), count=64))
-    return out
+    """The ordered map's follow-up workload run after every recovery (specs.ordered_map.followup)."""
+    return ordered_map_followup(ops, key_kind=key_kind, value_size=value_size)
 
 
 def history_text(ops: list[Op]) -> str:

@@ -177,7 +177,8 @@ def test_heart_short_keys_and_prefixes(trees_built, tmp_path):
 
 def test_heart_info(trees_built):
     res = run_driver(DRIVER, ["info"])
-    assert json.loads(res.stdout) == {"name": "heart", "key_kind": "bytes", "value_size": 16, "value_min": 1}
+    assert json.loads(res.stdout) == {"name": "heart", "key_kind": "bytes", "value_size": 16, "value_min": 1,
+                                      "model": "ordered_map"}
 
 
 MT_SRCS = ["test/heart_mt.c", "heart.c", "heart_mem.c", "heart_recover.c"]

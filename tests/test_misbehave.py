@@ -96,17 +96,29 @@ def test_misbehaviour_is_one_finding(misbehave, small_limits, tmp_path, variant,
     assert took < BOUND_S, f"took {took:.1f} s"
 
 
-@pytest.mark.parametrize("variant", ["recover-loop", "insert-loop"])
-def test_budget_holds_when_the_structure_hangs(misbehave, tmp_path, variant):
-    # Default limits (a check may take 2 s, a crash-free run 10 s): the budget, not the
-    # structure, decides when the run ends (before: a sleeping recovery took 224 s on 5 s).
+@pytest.mark.parametrize("variant, env", [
+    ("recover-loop", {}),                       # default limits: a check may take 2 s
+    ("insert-loop", {"CRASHCHECK_RUN_TIMEOUT_MS": "1000", "CRASHCHECK_OP_TIMEOUT_MS": "20"}),
+])
+def test_budget_holds_when_the_structure_hangs(misbehave, tmp_path, variant, env):
+    # The budget, not the structure, decides when the run ends (before: a sleeping recovery took
+    # 224 s on a 5 s budget), and the hang is still found within it.
     budget = 5.0
     t0 = time.monotonic()
     res = run_cli("fuzz", misbehave, "--bug", variant, "--budget", str(budget), "--quiet",
-                  "--json", tmp_path / "out.json")
+                  "--json", tmp_path / "out.json", env_extra=env)
     wall = time.monotonic() - t0
     assert wall <= budget * 1.1 + 0.5, f"{wall:.1f} s on a {budget} s budget"
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     bugs = json.loads((tmp_path / "out.json").read_text())["bugs"]
     want = {"recover-loop": "recovery-hang", "insert-loop": "operation-hang"}[variant]
     assert [b["class"] for b in bugs if not b["expected"]] == [want]
+
+
+def test_a_first_history_longer_than_the_budget_is_no_pass(misbehave, tmp_path):
+    # The crash-free run may take 10 s before it counts as a hang; a 3 s budget cannot tell a hang
+    # from a slow history, so the run must not exit 0 ("nothing found").
+    res = run_cli("fuzz", misbehave, "--bug", "insert-loop", "--budget", "3", "--quiet",
+                  "--json", tmp_path / "out.json")
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "no history of misbehave was checked within the budget" in res.stderr
