@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from harness.errors import UsageError
+from harness.record_schema import same_file
 
 
 def _writable_folder(path: Path, what: str) -> None:
@@ -26,16 +27,6 @@ def _writable_folder(path: Path, what: str) -> None:
         raise UsageError(f"{what} {path}: {probe} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {path}: cannot write into {probe} (permission denied)")
-
-
-def same_file(a: Path, b: Path) -> bool:
-    """A and B name one file (the same path, or links to one file)."""
-    if a.resolve() == b.resolve():
-        return True
-    try:
-        return a.exists() and b.exists() and os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def check_file_output(path: Path, what: str) -> None:
