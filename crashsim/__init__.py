@@ -18,7 +18,7 @@ Typical use:
     from crashsim import Runner, explore, read_trace
     trace = read_trace("run.trace")
     with Runner(["build/trees/wort/driver-native", "serve", "--size", str(trace.pool_size)]) as r:
-        for out in explore(trace, runner=r, strategy="bounded", limit=100, seed=0):
+        for out in explore(trace, runner=r, strategy="bounded", limit=64, seed=0):
             ...   # out.point (crash point), out.kept / out.lost (pieces), out.result
 """
 from .explore import Progress, StateOutcome, explore

@@ -3,7 +3,7 @@
 Owns: driving the simulator, a strategy, the image cache and (optionally) a Runner together, in
 order, with bounded memory for the states in flight.
 
-    for out in explore(trace, runner=runner, strategy="bounded", limit=100, seed=1):
+    for out in explore(trace, runner=runner, strategy="bounded", limit=64, seed=1):
         if out.result and not out.result.ok: ...
 
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
@@ -73,7 +73,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             runner: Runner | None = None, followup: Followup = "",
             progress: Callable[[Progress], None] | None = None, batch: int = 256,
             cache: bool = True, first_state: int | None = None,
-            start_event: int = 0, stop: Callable[[], bool] | None = None) -> Iterator[StateOutcome]:
+            start_event: int = 0, stop: Callable[[], bool] | None = None,
+            allow_cut: bool = False) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
@@ -93,6 +94,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     stop        polled between states and while waiting for the runner: once it returns True,
                 the runner is killed and Stopped is raised (states not yet yielded are lost;
                 a huge crash point then ends partly explored instead of stalling the run)
+    allow_cut   explore a trace whose tail is cut (the program died mid-run) up to the cut; by
+                default such a trace is a TraceError, so a cut never reads as "checked"
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -111,6 +114,10 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                 runner.queue_patch(encode_writes(writes))
     else:
         trace = _load(source)
+        if not trace.complete and not allow_cut:
+            raise TraceError(f"{trace.path}: the trace is cut short ({trace.cut_reason}): only the crash "
+                             "points before the cut could be explored, so it is not explored at all "
+                             "(allow_cut=True explores it up to the cut on purpose)")
         sim = Simulator.from_trace(trace, options)
         if runner is not None:
             if not trace.regions:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import CrashcheckError
+
 MODELS = ("adr", "eadr")
 
 
-class ModelError(ValueError):
+class ModelError(CrashcheckError, ValueError):
     """Model options that make no sense (one line for the user)."""
 
 

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .errors import CrashcheckError
+
 REQ = struct.Struct("<IIQ")
 REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT = 1, 2, 3, 4, 5
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
@@ -30,7 +32,7 @@ STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 _DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
 
 
-class RunnerError(Exception):
+class RunnerError(CrashcheckError):
     """The runner could not be started or broke the protocol; the message carries its stderr."""
 
 

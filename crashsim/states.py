@@ -25,7 +25,7 @@ from .image import FP_MOD, ImageState, encode_writes
 from .simulate import CrashPoint
 
 STRATEGIES = ("exhaustive", "bounded")
-DEFAULT_LIMIT = 100
+DEFAULT_LIMIT = 64          # bounded: states per crash point (the one default; harness/defaults.py reads it)
 
 Choice = tuple[int, ...]
 

@@ -11,6 +11,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .errors import CrashcheckError
+
 MAGIC = b"CCTRACE\0"
 VERSION = 2
 READABLE_VERSIONS = (1, 2)   # version 2 added the compact store8 event
@@ -33,7 +35,7 @@ STORE_ORIGINS = {0: "plain", 1: "atomic", 2: "rmw", 3: "cmpxchg", 4: "memset", 5
                  6: "memmove", 7: "asm", 8: "libpmem"}
 
 
-class TraceError(Exception):
+class TraceError(CrashcheckError):
     """A trace that cannot be read; the message is one line for the user."""
 
 

@@ -2,17 +2,18 @@
 
 Each subcommand module (harness/cmd_*.py) exposes `register(subparsers)`, which adds its parser
 and sets `func` to a callable taking the parsed arguments and returning an exit code. Errors the
-user can fix are raised as UsageError or TraceError and end here with one line and exit 2.
+user can fix are raised as a CrashcheckError (crashsim/errors.py maps the hierarchy) and end here
+with one line and exit 2, as does a child process that outlived its time limit.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import subprocess
 import sys
 
 from harness import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
-from crashsim.trace import TraceError
-from harness.errors import UsageError
+from crashsim.errors import CrashcheckError
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
 COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_replay", "harness.cmd_report",
@@ -51,8 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (UsageError, TraceError) as exc:
+    except CrashcheckError as exc:
         print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except subprocess.TimeoutExpired as exc:
+        cmd = exc.cmd if isinstance(exc.cmd, str) else " ".join(map(str, exc.cmd or ["?"]))
+        print(f"crashcheck: error: `{one_line(cmd)[:200]}` did not finish within {exc.timeout:g} s",
+              file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

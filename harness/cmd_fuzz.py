@@ -24,14 +24,14 @@ from rich.text import Text
 
 from crashsim.model import MODELS
 from crashsim.states import STRATEGIES
-from harness import structures, workdir
+from harness import defaults, structures, workdir
 from harness.budget import PROCESS_START, RunInterrupted
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, fuzz_targets
 from harness.journal import Journal, journal_path
 from harness.outputs import check_outputs
-from harness.pipeline import Settings
 from harness.report import write_run
+from harness.settings import Settings
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
 
 # More worker processes than this many per core only adds contention (and forks per state).
@@ -45,18 +45,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=MODELS, default=None,
                    help="persistency model (default: the one the structure is built for, adr unless its "
                         "expect.json says eadr)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="bounded", help="crash-state strategy (default bounded)")
-    p.add_argument("--limit", type=int, default=64, help="bounded strategy: states per crash point (default 64)")
-    p.add_argument("--seed", type=int, default=1, help="run seed (default 1)")
+    p.add_argument("--strategy", choices=STRATEGIES, default=defaults.STRATEGY,
+                   help=f"crash-state strategy (default {defaults.STRATEGY})")
+    p.add_argument("--limit", type=int, default=defaults.LIMIT,
+                   help=f"bounded strategy: states per crash point (default {defaults.LIMIT})")
+    p.add_argument("--seed", type=int, default=defaults.SEED, help=f"run seed (default {defaults.SEED})")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--budget", type=float, help="seconds per structure (default 20)")
+    g.add_argument("--budget", type=float, help=f"seconds per structure (default {defaults.BUDGET_S:g})")
     g.add_argument("--examples", type=int, help="histories per structure (deterministic)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default 1)")
-    p.add_argument("--max-ops", type=int, default=10, help="longest history (default 10)")
-    p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default="mixed", help="key distribution")
-    p.add_argument("--mix", choices=MIXES, default="mixed", help="operation mix")
-    p.add_argument("--recovery-crashes", type=int, default=4, metavar="N",
-                   help="post-crash images per history whose recovery is crashed too (default 4; 0: off)")
+    p.add_argument("--jobs", type=int, default=defaults.JOBS, help=f"parallel worker processes (default {defaults.JOBS})")
+    p.add_argument("--max-ops", type=int, default=defaults.MAX_OPS, help=f"longest history (default {defaults.MAX_OPS})")
+    p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
+    p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
+    p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
+                   help=f"post-crash images per history whose recovery is crashed too (default "
+                        f"{defaults.RECOVERY_CRASHES}; 0: off)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
     p.add_argument("--report", help="write the HTML report here")
     p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
@@ -92,22 +95,27 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         if args.bug:
             s.bug(args.bug)
         s.driver(args.bug)
-        if s.spec_model != "ordered_map" or not s.has_pm:
-            raise UsageError(f"{name} is judged against the {s.spec_model} model{'' if s.has_pm else ' and has no PM'}; "
-                             "`crashcheck fuzz` checks persistent ordered maps only so far (the range lock is "
-                             "checked by its native tests until concurrent histories land)")
+        if not s.has_pm:
+            raise UsageError(f"{name} keeps nothing in persistent memory, so there are no crash states to "
+                             f"check (its {s.spec_model} model is checked by its native tests until "
+                             "concurrent histories land)")
+        model = s.model()
+        if model.histories is None:
+            raise UsageError(f"{name} is judged against the {s.spec_model} model, which has no history "
+                             "strategy to fuzz it with")
         targets.append((name, args.bug))
     return targets
 
 
 def results_json(results: list[TargetResult], settings: Settings, command: str) -> dict:
     total = {"histories": 0, "partial_histories": 0, "crash_points": 0, "states_legal": 0,
-             "states_explored": 0, "states_checked": 0, "elapsed_s": 0.0}
+             "states_explored": 0, "states_checked": 0, "points_sampled": 0, "elapsed_s": 0.0}
     rows, bugs = [], []
     interrupted = next((r.interrupted for r in results if r.interrupted), None)
     for r in results:
         st = r.stats.as_json()
-        for k in ("histories", "partial_histories", "crash_points", "states_explored", "states_checked"):
+        for k in ("histories", "partial_histories", "crash_points", "states_explored", "states_checked",
+                  "points_sampled"):
             total[k] += st[k]
         total["states_legal"] += r.stats.states_legal
         total["elapsed_s"] += st["elapsed_s"]
@@ -143,6 +151,15 @@ def _summary(console: Console, res: dict) -> None:
                       f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
+        if st["crash_points"]:
+            sampled = st.get("points_sampled", 0)
+            if sampled:
+                console.print(f"  coverage: {sampled} of {st['crash_points']} crash points were sampled "
+                              f"({res['strategy']}, limit {res['limit']}), not explored in full: no bug "
+                              "among the states checked, which is not all legal states", highlight=False)
+            elif not st.get("partial_histories"):
+                console.print("  coverage: every legal state of every crash point reached was checked",
+                              highlight=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)
@@ -169,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes)
-    config = Config(examples=args.examples, budget=None if args.examples else (args.budget or 20.0),
+    config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
                     start=PROCESS_START)
     json_out = Path(args.json_out) if args.json_out else None

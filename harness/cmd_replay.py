@@ -12,11 +12,15 @@ import argparse
 
 from harness import record_schema, structures
 from harness.errors import UsageError
-from harness.pipeline import Checker, DriverFailure, RunFailure, Settings, history_text, oracle_point, result_dict
+from harness.errors import DriverFailure
+from harness.findings import oracle_point, result_dict
+from harness.pipeline import Checker
 from harness.report import site_text
-from harness.strategies import with_load
+from harness.session import history_text
+from harness.settings import Settings
+from harness.traced_run import RunFailure
 from specs import leaks as leak_policy
-from specs.ordered_map import parse_op, prefix_states
+from specs.model import Model, with_load
 from specs.oracle import judge_recovery
 
 
@@ -32,22 +36,19 @@ def load_record(path: str, ident: str | None) -> dict:
     return record_schema.load_record(path, ident)
 
 
-def _ops(path: str, lines: list[str], what: str, structure: structures.Structure) -> list:
-    """The operations of LINES, each one the structure can run, or UsageError."""
+def _ops(path: str, lines: list[str], what: str, structure: structures.Structure, model: Model) -> list:
+    """The operations of LINES in MODEL's notation, each one the structure can run, or UsageError."""
+    limits = {"name": structure.name, "key_kind": structure.key_kind, "value_size": structure.value_size,
+              "value_min": structure.value_min}
     ops = []
     for i, line in enumerate(lines):
         try:
-            op = parse_op(line)
+            op = model.parse_op(line)
         except (ValueError, IndexError, OverflowError) as exc:
             raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({'too few fields' if isinstance(exc, IndexError) else exc})") from None
-        if op.kind == "scan" and not 1 <= op.count < 1 << 31:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} (scan count out of range)")
-        if structure.key_kind == "u64" and len(op.key) != 8:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({structure.name} takes "
-                             "8-byte integer keys)")
-        if op.kind in ("insert", "update") and not structure.value_min <= len(op.value) <= structure.value_size:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({structure.name} takes values of "
-                             f"{structure.value_min}..{structure.value_size} bytes, not {len(op.value)})")
+        why = model.validate(op, limits)
+        if why:
+            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({why})")
         ops.append(op)
     return ops
 
@@ -87,9 +88,13 @@ def _replay(path: str, rec: dict) -> int:
     s.driver(rec["bug"])                    # an unknown seeded bug or an unbuilt driver: UsageError
     if rec["model"] not in s.models:
         raise UsageError(f"{path}: {s.name} is not checked under model {rec['model']}")
+    if rec["spec_model"] != s.spec_model:
+        raise UsageError(f"{path}: the record's history is in the {rec['spec_model']} model's notation, but "
+                         f"{s.name} is judged against the {s.spec_model} model")
+    model = s.model()
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"])
-    ops = with_load(_ops(path, rec["history"], "history", s), rec["load"])
-    follow = _ops(path, rec["followup"], "followup", s)
+    ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
+    follow = _ops(path, rec["followup"], "followup", s, model)
     print(f"replaying {rec['id']}: {rec['class']} in {rec['structure']}"
           f"{' (seeded bug ' + rec['bug'] + ')' if rec.get('bug') else ''}, model {rec['model']}")
     print("history:")
@@ -135,7 +140,8 @@ def _replay(path: str, rec: dict) -> int:
                              f"{crash['event']} (the structure or its build changed, or the record is corrupt)")
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
-        [res] = checker.recheck(trace, cp.index, [choice], history_text(follow))
+        [res] = checker.recheck(trace, cp.index, [choice], history_text(model, follow))
+        sets = checker.sets(ops, lines)
     point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
@@ -143,7 +149,7 @@ def _replay(path: str, rec: dict) -> int:
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
-    verdict = judge_recovery(ops, point, result_dict(res), follow, prefix_states(ops))
+    verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

@@ -39,12 +39,14 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hse
 from hypothesis.errors import Flaky, HypothesisException
 
 from crashsim.runner import Stopped
-from harness import structures
+from harness import defaults, structures
 from harness.budget import Budget, OutOfTime, RunInterrupted
-from harness.errors import UsageError
+from harness.errors import DriverFailure, UsageError
+from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
-from harness.pipeline import Checker, DriverFailure, Finding, HistoryOutcome, Settings
+from harness.pipeline import Checker
 from harness.records import build_record
+from harness.settings import Settings
 from harness.strategies import histories
 from specs.oracle import CLASSES
 
@@ -71,13 +73,13 @@ class _Abort(BaseException):
 @dataclass
 class Config:
     examples: int | None = None      # histories to generate (deterministic), or
-    budget: float | None = 20.0      # seconds (stops between batches)
-    max_ops: int = 10
-    keys: str = "mixed"
-    mix: str = "mixed"
+    budget: float | None = defaults.BUDGET_S     # seconds (stops between batches)
+    max_ops: int = defaults.MAX_OPS
+    keys: str = defaults.KEYS
+    mix: str = defaults.MIX
     batch: int = 8
     shrink_calls: int = 40           # histories Hypothesis may try while shrinking, per batch
-    jobs: int = 1
+    jobs: int = defaults.JOBS
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
     start: float | None = None       # time.monotonic() the first target's budget counts from
 
@@ -90,11 +92,12 @@ class Stats:
     states_legal: int = 0
     states_explored: int = 0
     states_checked: int = 0
+    points_sampled: int = 0          # crash points explored only in part (bounded strategy)
     elapsed_s: float = 0.0
 
     def add(self, other: "Stats") -> None:
         for name in ("histories", "partial_histories", "crash_points", "states_legal", "states_explored",
-                     "states_checked"):
+                     "states_checked", "points_sampled"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
 
@@ -103,6 +106,7 @@ class Stats:
         return {"histories": self.histories, "partial_histories": self.partial_histories,
                 "crash_points": self.crash_points, "states_legal": legal,
                 "states_explored": self.states_explored, "states_checked": self.states_checked,
+                "points_sampled": self.points_sampled,
                 "elapsed_s": round(self.elapsed_s, 2),
                 "states_per_s": round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0}
 
@@ -131,7 +135,8 @@ class TargetResult:
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
-    return (len(outcome.ops), sum(len(op.text()) for op in outcome.ops))
+    text = outcome.model.op_text if outcome.model is not None else str
+    return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
 
 
 def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Config,
@@ -150,7 +155,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
     error: str | None = None
     unshrunk = 0
     with Checker(s, bug, settings, budget=budget) as checker:
-        strategy = histories(keys=config.keys, mix=config.mix, max_ops=config.max_ops,
+        strategy = histories(checker.model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size,
                              value_min=checker.value_min)
         shrink_left: list[float] = []      # set when this batch found a failure to shrink
@@ -177,6 +182,7 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             stats.states_legal += outcome.states_legal
             stats.states_explored += outcome.states_explored
             stats.states_checked += outcome.states_checked
+            stats.points_sampled += outcome.points_sampled
             unexpected = []
             for f in outcome.findings:
                 entry = registry.get(f.group)

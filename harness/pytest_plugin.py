@@ -118,9 +118,11 @@ class Gate:
     def _options(self, overrides: dict) -> dict:
         validate(self.defaults)
         validate(overrides)
-        opts = {"model": None, "seed": 1, "examples": None, "budget": None, "limit": 64, "max_ops": 10,
-                "keys": "mixed", "mix": "mixed", "stop_on_class": None, "structure": None, "bug": None,
-                "strategy": "bounded", "recovery_crashes": 4}
+        from harness import defaults
+        opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
+                "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
+                "structure": None, "bug": None, "strategy": defaults.STRATEGY,
+                "recovery_crashes": defaults.RECOVERY_CRASHES}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -140,7 +142,7 @@ class Gate:
         # Imported here so that loading the plugin costs nothing for projects that never gate.
         from harness.cmd_fuzz import results_json
         from harness.fuzz import Config, fuzz_targets
-        from harness.pipeline import Settings
+        from harness.settings import Settings
         from harness.report import write_run
 
         from harness import structures

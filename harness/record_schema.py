@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crashsim.model import MODELS
+from crashsim.states import STRATEGIES
+from harness.defaults import LIMIT
 from harness.errors import UsageError
 
 FORMAT = 1                     # the "crashcheck" field of results files and bug records
 MAX_FILE = 1 << 30             # bytes; a results file of a long run with many bugs stays far below
 MAX_INT = 1 << 63              # counts, offsets and indexes above this are corrupt, not big
-MODELS = ("adr", "eadr")
-STRATEGIES = ("exhaustive", "bounded")
 
 
 class SchemaError(Exception):
@@ -193,6 +194,7 @@ CRASH = Obj({"index": (Opt(Nat()), REQUIRED), "choice": (CHOICE, list), "event":
 TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Text(), ""),
                 "off": (Opt(Nat()), None), "size": (Nat(), 0), "line": (Nat(), 0),
                 "state": (Opt(Text(("durable", "persisted", "lost"))), None)})
+COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Nat(), REQUIRED), "exhaustive": (Bool(), False)})
 SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
               "lines": (List(Tuple((Nat(), Text()))), REQUIRED)})
 
@@ -211,7 +213,8 @@ RECORD = Obj({
     "model": (Text(MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), "bounded"),
     "seed": (Nat(), 0),
-    "limit": (Nat(1), 64),
+    "limit": (Nat(1), LIMIT),
+    "spec_model": (Text(), "ordered_map"),
     "history": (List(Text()), REQUIRED),
     "load": (Nat(), 0),
     "followup": (List(Text()), list),
@@ -227,12 +230,14 @@ RECORD = Obj({
     "expected_states": (List(DUMP), list),
     "actual": (Opt(DUMP), None),
     "leaks": (List(LEAK), list),
+    "group": (List(Text()), list),
+    "coverage": (Opt(COVERAGE), None),
     "timeline": (List(TIMELINE), list),
     "sources": (Map(SOURCE), dict),
     "replay": (Text(), ""),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
-             "states_explored": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+             "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),

@@ -12,8 +12,10 @@ from pathlib import Path
 
 from crashsim.model import Piece
 from crashsim.trace import Trace
-from harness.pipeline import Finding, HistoryOutcome, Settings, _crash_site
-from specs.ordered_map import State, key_text, value_text
+from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point
+from harness.settings import Settings
+from specs import models
+from specs.model import Model
 
 CONTEXT_LINES = 3
 RECORD_FORMAT = 1       # the "crashcheck" field; harness/record_schema.py reads it (FORMAT)
@@ -24,10 +26,11 @@ def site_dict(trace: Trace, site_id: int) -> dict | None:
     return site.as_dict() if site is not None else None
 
 
-def state_pairs(state: State | None) -> list[list[str]] | None:
+def state_json(model: Model, state) -> object:
+    """A model state in the JSON form of records (the model's own: [[key, value], ...] for a map)."""
     if state is None:
         return None
-    return [[key_text(k), value_text(v)] for k, v in state]
+    return model.state_json(state)
 
 
 def _store(trace: Trace, p: Piece) -> dict:
@@ -88,9 +91,19 @@ def _sources(sites: list[dict | None]) -> dict:
     return out
 
 
+def _coverage(f: Finding) -> dict | None:
+    """How much of the finding's crash point was explored: every legal state (exhaustive) or a
+    sample (bounded). None for findings without a crash point."""
+    if f.coverage is None:
+        return None
+    legal, explored = f.coverage
+    return {"legal": legal, "explored": explored, "exhaustive": explored >= legal}
+
+
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path) -> dict:
     f = finding
+    model = outcome.model or models.get("ordered_map")
     # A crash inside recovery lives in the trace of that recovery run.
     trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
     cp = f.point
@@ -107,17 +120,20 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "seed": settings.seed,
         "strategy": settings.strategy,
         "limit": settings.limit,
-        "history": [op.text() for op in outcome.ops],
+        "spec_model": model.name,
+        "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
-        "followup": [op.text() for op in outcome.followup],
+        "followup": [model.op_text(op) for op in outcome.followup],
         "detail": f.detail,
         "occurrences": f.occurrences,
         "crash": None,
         "lost": [],
         "persisted": [],
         "sites": [],
-        "expected_states": [state_pairs(s) for s in verdict.expected] if verdict else [],
-        "actual": state_pairs(verdict.actual) if verdict else None,
+        "expected_states": [state_json(model, s) for s in verdict.expected] if verdict else [],
+        "actual": state_json(model, verdict.actual) if verdict else None,
+        "group": list(f.group),
+        "coverage": _coverage(f),
         "leaks": f.leaks,
         "recovery_of": ({"index": f.recovery_of[0], "choice": list(f.recovery_of[1])}
                         if f.recovery_of is not None else None),
@@ -126,15 +142,14 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
     }
     if trace is not None and cp is not None:
-        from harness.pipeline import oracle_point
         point = oracle_point(cp, len(outcome.ops))
         if f.history_point is not None:
             # a crash inside recovery: the history's position is that of the original crash
             point = f.history_point
-        crash_site = site_dict(trace, _crash_site(trace, cp))
+        crash_at = site_dict(trace, crash_site(trace, cp))
         kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
         record["crash"] = {"event": cp.event, "index": cp.index, "kind": kind, "op": cp.op,
-                           "done": point.done, "inflight": point.inflight, "site": crash_site,
+                           "done": point.done, "inflight": point.inflight, "site": crash_at,
                            "choice": list(f.choice)}
         record["lost"] = [_store(trace, p) for p in f.lost]
         record["persisted"] = [_store(trace, p) for p in f.kept]
@@ -147,7 +162,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
                     sites.append(key)
         record["sites"] = sites
         record["timeline"] = _timeline(trace, f)
-        record["sources"] = _sources([crash_site] + [s["site"] for s in record["lost"][:6]]
+        record["sources"] = _sources([crash_at] + [s["site"] for s in record["lost"][:6]]
                                      + [s["site"] for s in record["persisted"][:3]]
                                      + [leak.get("site") for leak in f.leaks[:3]])
     else:

@@ -65,10 +65,14 @@ def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
     return Markup(table + "".join(excerpts))
 
 
+def _pairs(state) -> bool:
+    return isinstance(state, list) and all(isinstance(p, list) and len(p) == 2 for p in state)
+
+
 def _diff(expected: list[list[list[str]]], actual: list[list[str]] | None) -> list[dict]:
     """Rows of the closest expected state vs the recovered dump (driver notation pairs)."""
-    if actual is None or not expected:
-        return []
+    if actual is None or not expected or not all(_pairs(x) for x in (actual, *expected)):
+        return []         # a model whose states are not key/value pairs: shown as they are
     got = dict(map(tuple, actual))
 
     def distance(state):
@@ -126,7 +130,8 @@ def prepare(results: dict) -> dict:
         "unexpected": sum(1 for b in bugs if not b.get("expected")),
         "expected": sum(1 for b in bugs if b.get("expected"))}]
     title = ", ".join(results.get("structures", [])) or "run"
-    return {"results": results, "rows": rows, "bugs": bugs, "title": title,
+    sampled = sum(int((row.get("stats") or {}).get("points_sampled") or 0) for row in rows)
+    return {"results": results, "rows": rows, "bugs": bugs, "title": title, "sampled": sampled,
             "by_class": {k: {"unexpected": v["unexpected"], "expected": v["expected"]}
                          for k, v in sorted(by_class.items())}}
 

@@ -24,6 +24,9 @@ A model is a frozen record of pure functions over immutable, hashable states:
     followup(ops, **opts)   -> the short workload the driver runs after recovery
     histories(**opts)       -> a Hypothesis strategy of operation lists (or None if the model has
                                none); the driver runs them, so they must use the text notation
+    validate(op, limits)    -> why a structure with LIMITS (its `driver info`: key_kind,
+                               value_size, value_min, ...) cannot run OP, or None (replay checks a
+                               record's operations with it before running them)
 
 Invariant: step never mutates its arguments; states are values (tuples, frozensets, ints).
 """
@@ -68,6 +71,10 @@ def _no_dump(dump: Any) -> State:
     raise NotImplementedError("this model does not read post-crash dumps")
 
 
+def _any_op(op: Op, limits: dict[str, Any]) -> str | None:
+    return None
+
+
 def _normalise(line: str) -> str:
     return " ".join(str(line).split())
 
@@ -90,6 +97,7 @@ class Model:
     classes: tuple[str, ...] = ("wrong-value",)
     followup: Callable[..., list[Op]] = _no_followup
     histories: Callable[..., Any] | None = None
+    validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
     doc: str = field(default="", compare=False)
 
     # -- helpers over the functions above (not part of what a model author writes) ----------
@@ -124,6 +132,19 @@ class Model:
             if self.member(s, out) is None:
                 out.append(s)
         return out
+
+
+class Workload(list):
+    """A list of operations whose first `load` operations are a load phase: set-up that is run
+    (and traced) but not crash-checked (a map's bulk inserts before the checked operations)."""
+    load: int = 0
+
+
+def with_load(ops: Iterable[Op], load: int) -> Workload:
+    """OPS as a Workload whose first LOAD operations are its load phase."""
+    w = Workload(ops)
+    w.load = load
+    return w
 
 
 def run(model: Model, ops: Iterable[Op], state: State | None = None) -> tuple[State, list[Output]]:
@@ -191,4 +212,5 @@ def replay(model: Model, ops: Sequence[Op], got: Sequence[str], start: Sequence[
     return None
 
 
-__all__ = ["Mismatch", "Model", "advance", "generic_classify", "prefix_states", "replay", "run"]
+__all__ = ["Mismatch", "Model", "Workload", "advance", "generic_classify", "prefix_states", "replay", "run",
+           "with_load"]

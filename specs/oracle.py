@@ -96,9 +96,12 @@ def _acceptable(model: Model, sets: list[list[Any]], point: CrashPoint) -> list[
 
 
 def _expected(model: Model, ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None,
-              outputs: Sequence[Any] | None) -> tuple[list[Any], list[list[Any]] | None]:
+              outputs: Sequence[Any] | None, sets: Sequence[Sequence[Any]] | None = None
+              ) -> tuple[list[Any], list[list[Any]] | None]:
     """The acceptable states, and the per-prefix state sets if they had to be computed (with
-    STATES given, only the two prefixes needed are read: this runs once per crash state)."""
+    STATES or SETS given, only the two prefixes needed are read: this runs once per crash state)."""
+    if sets is not None:
+        return _acceptable(model, sets, point), sets
     if states is None:
         sets = _sets(model, ops, None, outputs)
         return _acceptable(model, sets, point), sets
@@ -241,7 +244,8 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
 
 def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
                    followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
-                   model: Model | None = None, outputs: Sequence[Any] | None = None) -> Verdict:
+                   model: Model | None = None, outputs: Sequence[Any] | None = None,
+                   sets: Sequence[Sequence[Any]] | None = None) -> Verdict:
     """Judge one checked crash state.
 
     RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
@@ -249,9 +253,10 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
     FOLLOWUP are the operations the driver ran after recovery (their results, as text lines, are
     in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
     the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
-    pick the branch of a nondeterministic model."""
+    pick the branch of a nondeterministic model. SETS: the states possible after each prefix
+    (specs.model.prefix_states, computed once per history; overrides STATES and OUTPUTS)."""
     model = model or ordered_map.MODEL
-    expected, sets = _expected(model, ops, point, states, outputs)
+    expected, sets = _expected(model, ops, point, states, outputs, sets)
     failed, body, died_in_followup = _failed_recovery(model, result, expected, followup)
     if failed is not None:
         return failed

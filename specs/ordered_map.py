@@ -233,10 +233,24 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8, **_:
 
 
 def histories(**opts: Any):
-    """The Hypothesis strategy of map histories. It still lives in harness/strategies.py (to be
-    moved here); imported lazily so specs does not depend on harness at import time."""
-    from harness.strategies import histories as _histories
+    """The Hypothesis strategy of map histories (specs/map_histories.py), imported on first use so
+    that reading the model needs no Hypothesis."""
+    from specs.map_histories import histories as _histories
     return _histories(**opts)
+
+
+def validate(op: Op, limits: dict[str, Any]) -> str | None:
+    """Why a map structure with LIMITS (key_kind, value_size, value_min) cannot run OP, or None."""
+    if op.kind == "scan" and not 1 <= op.count < 1 << 31:
+        return "scan count out of range"
+    name = limits.get("name", "the structure")
+    if limits.get("key_kind", "u64") == "u64" and len(op.key) != 8:
+        return f"{name} takes 8-byte integer keys"
+    size = int(limits.get("value_size", 8))
+    low = int(limits.get("value_min", size))
+    if op.kind in ("insert", "update") and not low <= len(op.value) <= size:
+        return f"{name} takes values of {low}..{size} bytes, not {len(op.value)}"
+    return None
 
 
 MODEL = Model(
@@ -253,5 +267,6 @@ MODEL = Model(
     classes=CLASS_ORDER,
     followup=followup,
     histories=histories,
+    validate=validate,
     doc="ordered map of byte keys to byte values: insert update delete lookup scan",
 )

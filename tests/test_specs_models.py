@@ -49,12 +49,19 @@ map_ops = st.builds(lambda kind, k, v: ordered_map.Op(kind, k.to_bytes(8, "big")
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(map_ops, max_size=8), st.sampled_from([("u64", 8), ("u64", 16), ("bytes", 8)]))
-def test_followup_is_the_pipeline_one(ops, kind):
-    """The model's follow-up workload is the one harness.pipeline runs today (op for op)."""
-    from harness.pipeline import followup_ops
-    assert ordered_map.MODEL.followup(ops, key_kind=kind[0], value_size=kind[1]) == \
-        followup_ops(ops, kind[0], kind[1])
+@given(st.lists(map_ops, max_size=8), st.sampled_from([("u64", 8), ("u64", 16), ("bytes", 8)]),
+       st.booleans())
+def test_session_runs_the_models_followup(ops, kind, on):
+    """The follow-up a checker session runs after recovery is its structure's model's (with the
+    structure's key kind and value size), or nothing when follow-ups are off."""
+    from types import SimpleNamespace
+    from harness.session import Session
+    fake = SimpleNamespace(model=ordered_map.MODEL, settings=SimpleNamespace(followup=on),
+                           structure=SimpleNamespace(key_kind=kind[0], value_size=kind[1]))
+    want = ordered_map.MODEL.followup(ops, key_kind=kind[0], value_size=kind[1]) if on else []
+    assert Session.followup(fake, ops) == want
+    if on and ops:
+        assert want and all(isinstance(op, ordered_map.Op) for op in want)
 
 
 # -- the range lock against a brute-force lock ----------------------------------------------------

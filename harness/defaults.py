@@ -1,0 +1,47 @@
+"""Every default of a fuzz run, in one place: the CLI, the pytest gate, Settings, record reading
+and the docs take their defaults from here, so they cannot drift apart.
+
+Owns only numbers and names. The C side has one default of its own, the limits of a check when
+`driver serve` is run by hand (CC_RUNNER_DEFAULT_LIMITS in the runner's header); harness always
+passes its own, and tests/test_defaults.py holds the header to these values.
+"""
+from __future__ import annotations
+
+import os
+
+from crashsim.states import DEFAULT_LIMIT
+
+PERSISTENCY_MODEL = "adr"       # unless the structure declares another (expect.json "model")
+STRATEGY = "bounded"            # crash states per crash point: bounded sample or exhaustive
+LIMIT = DEFAULT_LIMIT           # bounded strategy: states per crash point (crashsim owns the number)
+SEED = 1                        # a run's seed (Settings() alone: 0, the seed of library calls)
+MAX_OPS = 10                    # longest checked part of a history
+KEYS = "mixed"                  # key distribution of map histories
+MIX = "mixed"                   # operation mix of map histories
+JOBS = 1                        # worker processes
+BUDGET_S = 20.0                 # seconds per structure when neither --examples nor --budget is given
+RECOVERY_CRASHES = 4            # post-crash images per history whose recovery is crashed again
+POOL_SIZE = 8 << 20             # bytes; small pools keep base-image loads cheap
+TIMEOUT_MS = 2000               # one crash state's check (recovery + follow-up), wall clock
+MEM_MB = 512                    # one crash state's check, address space it may add
+RUN_TIMEOUT_MS = 10_000         # a traced crash-free run, before per-operation time
+OP_TIMEOUT_MS = 100             # a traced crash-free run, per operation
+RUN_TIMEOUT_CAP_MS = 120_000    # a traced crash-free run at most
+
+# The environment may change the limits of checks and runs (tests make them small):
+ENVIRONMENT = {
+    "timeout_ms": ("CRASHCHECK_TIMEOUT_MS", TIMEOUT_MS),
+    "mem_mb": ("CRASHCHECK_MEM_MB", MEM_MB),
+    "run_timeout_ms": ("CRASHCHECK_RUN_TIMEOUT_MS", RUN_TIMEOUT_MS),
+    "op_timeout_ms": ("CRASHCHECK_OP_TIMEOUT_MS", OP_TIMEOUT_MS),
+}
+
+
+def from_env(name: str) -> int:
+    """The limit NAME (a key of ENVIRONMENT): its environment variable if it holds an integer,
+    else the default."""
+    var, default = ENVIRONMENT[name]
+    try:
+        return int(os.environ.get(var, ""))
+    except ValueError:
+        return default

@@ -1,0 +1,70 @@
+"""Crashes inside recovery: recovery must be idempotent.
+
+Owns picking a few post-crash images of a history whose recovery has work to do (mid-operation,
+some pending stores persisted and some lost), tracing that recovery, crashing it at every point
+the persistency model allows, and judging the second recovery against what the original crash
+allowed. Findings carry the original crash (`recovery_of`) and the recovery's trace.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from crashsim.explore import explore
+from crashsim.trace import Trace, TraceError
+from harness.crash_states import images_at
+from harness.errors import DriverFailure
+from harness.findings import (RECOVERY_CRASH_PREFIX, Finding, HistoryOutcome, add_finding, finding_group,
+                              oracle_point, result_dict)
+from harness.session import Session
+from harness.traced_run import trace_recovery
+from specs.oracle import judge_recovery
+
+
+def pick(candidates: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[int, tuple[int, ...]]]:
+    """N of CANDIDATES spread evenly over the history, without repeats."""
+    picks = [candidates[round(i * (len(candidates) - 1) / max(1, n - 1))] for i in range(min(n, len(candidates)))]
+    return list(dict.fromkeys(picks))
+
+
+def crash_recoveries(session: Session, trace: Trace, ops: list, sets: Sequence[Sequence], follow: list,
+                     candidates: list[tuple[int, tuple[int, ...]]], outcome: HistoryOutcome) -> list[Finding]:
+    """Crash inside the recovery of a few post-crash images of TRACE (CANDIDATES: crash point
+    index and choice); the findings, one per group, counted into OUTCOME's coverage."""
+    s = session.settings
+    runner = session.runner()
+    follow_text = session.history_text(follow)
+    found: dict[tuple[str, str], Finding] = {}
+    picks = pick(candidates, s.recovery_crashes)
+    for n, ((cp_index, choice), (cp, image)) in enumerate(zip(picks, images_at(session, trace, picks))):
+        try:
+            rtrace = trace_recovery(session, image)
+        except (DriverFailure, TraceError):
+            continue      # the plain check of this state already judged its recovery (also
+            #               when recovery misbehaves: it did the same under the runner)
+        if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
+            continue      # recovery wrote nothing: crashing inside it changes nothing
+        point = oracle_point(cp, len(ops))
+        before = runner.stats.states
+        scope = ("recovery", cp_index, tuple(choice))
+        for out in explore(rtrace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
+                           runner=runner, followup=follow_text, first_state=session.next_state,
+                           stop=session.budget.expired):
+            session.next_state = out.id + 1
+            outcome.coverage.count(out, scope)
+            res = out.result
+            if res is None:
+                continue
+            verdict = judge_recovery(ops, point, result_dict(res), follow, model=session.model, sets=sets)
+            if verdict.ok:
+                continue
+            f = Finding(verdict.cls, RECOVERY_CRASH_PREFIX + verdict.detail,
+                        (verdict.cls, ""), point=out.point, choice=out.choice, verdict=verdict,
+                        result=res, recovery_of=(cp_index, tuple(choice)), recovery_trace=rtrace,
+                        history_point=point)
+            f.group = finding_group(trace, f)
+            add_finding(found, f)
+        outcome.states_checked += runner.stats.states - before
+    return list(found.values())
+
+
+__all__ = ["crash_recoveries", "pick"]

@@ -1,0 +1,108 @@
+"""One checker session: a structure's driver, its model, its work folder and its runner process.
+
+Owns what every part of checking a history shares: the driver binary (and the refusal to go on
+once it is rebuilt under a running check), the structure's reference model (specs.models, by the
+name `driver info` reports), the scratch folder of pools, traces and histories, the budget, and
+the long-lived checker runner (crashsim/runner.py) with its increasing state ids. Checking itself
+lives in harness/traced_run.py, crash_free.py, judging.py, recovery_crashes.py and state_shrink.py;
+harness/pipeline.py ties them together.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+from crashsim.runner import Runner, RunnerError
+from harness import workdir as workdirs
+from harness.budget import Budget
+from harness.errors import SetupError
+from harness.settings import Settings
+from harness.structures import Structure
+from specs.model import Model
+
+
+class Session:
+    """The shared state of checking histories of one structure (or seeded-bug variant)."""
+
+    def __init__(self, structure: Structure, bug: str | None, settings: Settings,
+                 workdir: str | os.PathLike | None = None, budget: Budget | None = None) -> None:
+        self.structure = structure
+        self.bug = bug
+        self.settings = settings
+        self.budget = budget or Budget()
+        self.model: Model = structure.model()
+        self.driver = structure.driver(bug)
+        self._driver_id = file_id(self.driver)
+        self._tmp = workdirs.make_workdir(settings.pool_size) if workdir is None else None
+        self.workdir = Path(workdir or self._tmp.name)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self._runner: Runner | None = None
+        self.next_state = 0
+
+    # -- the model's notation ----------------------------------------------------------------
+
+    def history_text(self, ops: Iterable[Any]) -> str:
+        """OPS as the history file the driver reads (one operation per line)."""
+        return history_text(self.model, ops)
+
+    def followup(self, ops: list) -> list:
+        """The model's follow-up workload for OPS (empty when follow-ups are off)."""
+        if not self.settings.followup:
+            return []
+        s = self.structure
+        return list(self.model.followup(ops, key_kind=s.key_kind, value_size=s.value_size))
+
+    # -- the runner ------------------------------------------------------------------------
+
+    def runner(self) -> Runner:
+        """The checker runner, started (again) when there is none."""
+        if self._runner is None or self._runner.closed:
+            s = self.settings
+            self.check_driver()
+            try:
+                self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size),
+                                       "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
+                                      env=clean_env(), restart=True)
+            except RunnerError as exc:
+                raise SetupError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
+            self.next_state = 0
+        return self._runner
+
+    def check_driver(self) -> None:
+        """Refuse to go on with a driver that was rebuilt (or removed) since the run started:
+        its traces would not match the ones already judged."""
+        if file_id(self.driver) != self._driver_id:
+            raise SetupError(f"the driver {self.driver} changed during the run (rebuilt?); "
+                             "run crashcheck again once the build is finished")
+
+    def close(self) -> None:
+        if self._runner is not None:
+            self._runner.close()
+            self._runner = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+def history_text(model: Model, ops: Iterable[Any]) -> str:
+    return "".join(model.op_text(op) + "\n" for op in ops)
+
+
+def file_id(path: Path) -> tuple[int, int, int, int] | None:
+    """What changes when a file is rebuilt: inode, size, modification time (ns), device."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_dev)
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of the driver's runs, without a trace file inherited from ours."""
+    env = dict(os.environ)
+    env.pop("CRASHCHECK_TRACE", None)
+    return env
+
+
+__all__ = ["Session", "clean_env", "file_id", "history_text"]

@@ -1,0 +1,187 @@
+"""The traced, supervised runs of the driver: the crash-free history, and recovery of an image.
+
+Owns `driver run` with tracing on: writing the history, running it under harness/supervise.py's
+limits and deadline, reading its results and trace, and telling apart how a run can go wrong: the
+code under test misbehaved (RunFailure, carrying an operation-crash or operation-hang finding of
+the operation that was running), the machine is at fault (SetupError: a full work folder, a
+driver that could not start), or the driver could not run the history at all (DriverFailure). A
+trace cut short is never handed on for exploring: it is a finding when the driver's run ended
+early, an error otherwise.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from crashsim.trace import Trace, TraceError, read_trace
+from harness import defaults
+from harness import workdir as workdirs
+from harness.budget import OutOfTime
+from harness.errors import DriverFailure, SetupError
+from harness.crash_free import op_kind
+from harness.findings import Finding
+from harness.session import Session, clean_env
+from harness.supervise import RunEnd, run_supervised, run_timeout_s
+
+
+class RunFailure(DriverFailure):
+    """The code under test misbehaved in a traced run; FINDING says how and where."""
+
+    def __init__(self, finding: Finding, end: RunEnd) -> None:
+        super().__init__(finding.detail)
+        self.finding = finding
+        self.end = end
+
+
+def trace_history(session: Session, ops: list, deadline: float | None = None) -> tuple[Trace, list[str]]:
+    """Run the traced driver on OPS, checking the structure's invariants after every
+    operation; returns the trace and the driver's result lines (results and `!` lines).
+    Raises RunFailure when the structure misbehaved (died, hung, exited early): its
+    `finding` says how and in which operation. DEADLINE (time.monotonic()) bounds the run."""
+    hist = session.workdir / "history"
+    hist.write_text(session.history_text(ops))
+    return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
+                      what=f"the traced run of {session.structure.name} died", ok=(0, 1),
+                      ops=ops, deadline=deadline)
+
+
+def trace_recovery(session: Session, image: bytes, tag: str = "recovery") -> Trace:
+    """Run the structure's recovery (an empty history on IMAGE) with tracing on."""
+    pool = session.workdir / f"{tag}.pool"
+    pool.write_bytes(image)
+    trace, _ = run_traced(session, pool, os.devnull, f"{tag}.trace", create=False,
+                          what="recovery of a post-crash image failed in the traced run")
+    return trace
+
+
+def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
+               what: str, ok: tuple[int, ...] = (0,), check: bool = False,
+               ops: list | None = None, deadline: float | None = None) -> tuple[Trace, list[str]]:
+    """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
+    CHECK, invariants checked after every operation), supervised (harness/supervise.py);
+    the trace and the result lines. A run that died, hung, stopped, left a process behind or
+    ended without its `!end` line raises RunFailure; any other exit status outside OK raises
+    DriverFailure(WHAT ...). A run that ended normally with a trace cut short raises RunFailure
+    too (operation-crash, `trace cut short`): exploring the cut trace would check the crash
+    points up to the cut and call the history consistent."""
+    ops = ops or []
+    trace_path = session.workdir / tag
+    results = session.workdir / f"{tag}.results"
+    env = clean_env()
+    env["CRASHCHECK_TRACE"] = str(trace_path)
+    argv = ([str(session.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
+            + (["--check"] if check else []) + ["--results", str(results)])
+    s = session.settings
+    session.check_driver()
+    session.budget.check()
+    if session.budget.hard is not None:
+        deadline = session.budget.hard if deadline is None else min(deadline, session.budget.hard)
+    results.unlink(missing_ok=True)
+    end = run_supervised(argv + ["--size", str(s.pool_size), str(history)], env=env,
+                         output=session.workdir / f"{tag}.output", mem_bytes=(s.mem_mb << 20) + s.pool_size,
+                         timeout_s=run_timeout_s(len(ops), s.run_timeout_ms, s.op_timeout_ms,
+                                                 defaults.RUN_TIMEOUT_CAP_MS, deadline))
+    if end.status in ("timeout", "stopped") and session.budget.expired():
+        raise OutOfTime()        # the budget ended the run, not a hang of the structure
+    try:
+        lines = results.read_bytes().decode("utf-8", "replace").splitlines()
+    except OSError:
+        lines = []
+    if "!ready" not in lines or end.code not in ok:
+        setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
+    failure = run_failure(end, lines, ops, session.model)
+    if failure is not None:
+        raise RunFailure(failure, end)
+    if end.code not in ok:
+        raise DriverFailure(f"{what} ({end.how()}): {end.output.strip()[-300:]}")
+    try:
+        trace = read_trace(trace_path)
+    except TraceError as exc:
+        setup_fault(session, trace_path, end.code, end.output, ready=True)
+        raise DriverFailure(f"the traced run left no readable trace: {exc}") from None
+    if not trace.complete:
+        setup_fault(session, trace_path, end.code, end.output, ready=True)
+        done = sum(1 for x in lines if not x.startswith("!"))
+        detail = (f"the traced run ended normally ({end.how()}) after {done} of {len(ops)} operations, "
+                  f"but its trace is cut short ({trace.cut_reason}): the code under test damaged the "
+                  "trace (closed or overwrote its file or buffer), or the trace file was cut by "
+                  "someone else; nothing after the cut could be checked")
+        raise RunFailure(Finding("operation-crash", detail, ("operation-crash", "trace cut short")), end)
+    return trace, lines
+
+
+def setup_fault(session: Session, trace_path: Path, status: int | None, stderr: str, ready: bool) -> None:
+    """Raise SetupError if a failed traced run is the machine's fault, not the structure's:
+    the work folder filled up, or the driver refused to start (exit 2 with its one-line
+    reason before its `!ready` line: the pool could not be created or mapped)."""
+    if workdirs.nearly_full(session.workdir, session.settings.pool_size) or "No space left on device" in stderr:
+        raise workdirs.full_error(session.workdir)
+    if status == 2 and not ready and not began_any_operation(trace_path):
+        lines = [line for line in stderr.strip().splitlines() if line.strip()]
+        reason = lines[-1] if lines else "no reason given"
+        raise SetupError(f"the driver of {session.structure.name} could not start: {reason}")
+
+
+def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | None:
+    """The finding of a traced run that misbehaved, or None. Which operation was running: the
+    one after the last result line (the driver flushes its results after every operation), or
+    the one its `!orphan` line names; before the driver's `!ready` line it is the set-up (pool
+    format, the structure's create, or recovery of an image). One cause is one bug: the group is
+    the class, the kind of operation and how it ended (specs.oracle.end_key's words, shared with
+    follow-up operations after recovery), never the operation's index or the history."""
+    ready = "!ready" in lines
+    orphan = next((int(x.split()[1]) for x in lines if x.startswith("!orphan ")), None)
+    ended = any(x.startswith("!end ") for x in lines)
+    stray = next((int(x.split()[1]) for x in lines if x.startswith("!stray ")), None)
+    done = sum(1 for x in lines if not x.startswith("!"))
+    cls, how, key = "operation-crash", end.how(), end.how_key()
+    if orphan is not None or (end.status == "signal" and end.signal == 9 and ended):
+        # The driver notices only after the kill has landed, which may be operations later: the
+        # operation named is where it was noticed, so the group does not name its kind.
+        how, key = "killed its parent process (crashcheck's supervisor)", "parent-killed"
+        done = orphan if orphan is not None else done
+    elif end.status in ("timeout", "stopped"):
+        cls = "operation-hang"
+    elif end.status == "parent-killed":
+        pass
+    elif end.status in ("signal", "exit") or end.memory_exhausted:
+        if end.status == "exit" and end.code in (1, 2) and not ready:
+            return None      # the driver's own errors (a usage error, a failed recovery)
+    elif not ended and end.code == 0 and ops:
+        how, key = "exited with status 0 before the history ended", "exit 0 early"
+    elif stray is not None or end.stray:
+        how, key = "left a process running (killed after the run)", "stray process"
+        done = stray if stray is not None else done
+    else:
+        return None
+    if done < len(ops) and ready:
+        where, kind = f"`{model.op_text(ops[done])}` (operation {done})", op_kind(model, ops[done])
+    elif done >= len(ops) and ops:
+        where, kind = "after the last operation", "end"
+    else:
+        where, kind = "the set-up (pool format, create or recovery)", "set-up"
+    if key == "parent-killed" and kind != "set-up":
+        where = ("an operation (the driver noticed it only at the end of the history)" if kind == "end"
+                 else f"an operation (the driver noticed it after {where})")
+        kind = ""
+    detail = f"without any crash, {where} {how}"
+    tail = end.output.strip()
+    if tail:
+        lines_ = tail.splitlines()[-5:]
+        shown = " | ".join(lines_)
+        detail += f"; its output ended: {shown[-400:]}"
+    return Finding(cls, detail, (cls, f"{kind}: {key}" if kind else key),
+                   op_index=done if done < len(ops) else None)
+
+
+
+def began_any_operation(trace_path: Path) -> bool:
+    """The (possibly cut or missing) trace holds an op_begin: the driver got past its set-up."""
+    try:
+        return any(ev.kind == "op_begin" for ev in read_trace(trace_path, check_images=False).events)
+    except (TraceError, OSError):
+        return False
+
+
+__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "setup_fault", "trace_history",
+           "trace_recovery"]

@@ -1,0 +1,192 @@
+"""Hypothesis strategies for ordered-map histories (the ordered_map model's `histories`).
+
+Owns what a generated map history looks like: key distributions, operation mixes, lengths. A history
+first draws a small pool of distinct keys and then draws operations over that pool, so updates,
+deletes and lookups hit existing keys, and shrinking can shorten the history and simplify keys
+and values independently.
+
+Key distributions (8-byte integer keys, as in the WORT thesis):
+  dense      consecutive integers from a small base: long shared prefixes, full nodes
+  sparse     uniform 64-bit integers: short prefixes, path compression everywhere
+  clustered  a few random 64-bit cluster bases plus small offsets: dense inside, sparse between
+  nested     one random base with a few bytes varied at three depths: groups inside groups,
+             some of one key, so path-compressed nodes split and merge at every level
+Byte-string keys (for structures with CC_KEYS_BYTES, e.g. HART): 1..24 bytes built from a few
+shared prefixes, so tries split at many depths.
+
+Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and updates),
+delete-heavy, and churn (insert every key, then delete them all in a random order: every node
+grows and then shrinks and merges away).
+
+Bulk load: a third of the histories start by inserting 17..48 keys, so nodes grow past their small forms
+(ART's NODE16 -> NODE48 needs 17 children under one parent); Hypothesis shrinks it away when a
+bug does not need it. The bulk inserts are a load phase (`Workload.load`, specs/model.py): run and traced as
+set-up, never crash-checked. MAX_OPS bounds the checked part in every mix: a churn history of
+a bulk load deletes at most MAX_OPS of its keys, one without inserts and deletes at most
+MAX_OPS // 2 keys (a single insert when MAX_OPS is 1).
+"""
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from specs.model import with_load
+from specs.ordered_map import Op
+
+
+KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "nested", "mixed")
+MIXES = ("insert-heavy", "ycsb", "delete-heavy", "churn", "mixed")
+
+# Relative weights of insert, update, delete, lookup, scan.
+_WEIGHTS = {
+    "insert-heavy": (6, 1, 1, 1, 1),
+    "ycsb": (2, 4, 0, 4, 1),
+    "delete-heavy": (4, 1, 4, 1, 0),
+}
+_KINDS = ("insert", "update", "delete", "lookup", "scan")
+
+
+def _u64_keys(distribution: str, n: int) -> st.SearchStrategy[list[int]]:
+    if distribution == "dense":
+        return st.integers(0, 1 << 12).map(lambda base: [base + i for i in range(n)])
+    if distribution == "sparse":
+        return st.lists(st.integers(0, (1 << 64) - 1), min_size=n, max_size=n, unique=True)
+    if distribution == "clustered":
+        def build(args: tuple[list[int], list[tuple[int, int]]]) -> list[int]:
+            bases, picks = args
+            keys = []
+            for cluster, offset in picks:
+                k = (bases[cluster % len(bases)] + offset) % (1 << 64)
+                if k not in keys:
+                    keys.append(k)
+            return keys or [bases[0]]
+        return st.tuples(st.lists(st.integers(0, (1 << 64) - 1).map(lambda b: b & ~0xFFF), min_size=1,
+                                  max_size=3),
+                         st.lists(st.tuples(st.integers(0, 2), st.integers(0, 255)), min_size=n, max_size=n)
+                         ).map(build)
+    if distribution == "nested":
+        def nest(args: tuple[int, list[tuple[int, int, int]]]) -> list[int]:
+            base, picks = args
+            keys = []
+            for hi, mid, lo in picks:
+                # byte 1 takes one of 2 values, byte 4 one of 3, byte 7 one of 4
+                k = base ^ (hi << 48) ^ (mid << 24) ^ lo
+                if k not in keys:
+                    keys.append(k)
+            return keys
+        return st.tuples(st.integers(0, (1 << 64) - 1),
+                         st.lists(st.tuples(st.integers(0, 1), st.integers(0, 2), st.integers(0, 3)),
+                                  min_size=n, max_size=n)).map(nest)
+    raise ValueError(f"unknown key distribution {distribution!r} (one of {', '.join(KEY_DISTRIBUTIONS)})")
+
+
+def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
+    prefixes = st.lists(st.binary(min_size=1, max_size=12), min_size=1, max_size=3)
+
+    def build(args: tuple[list[bytes], list[tuple[int, bytes]]]) -> list[bytes]:
+        pre, picks = args
+        keys: list[bytes] = []
+        for i, suffix in picks:
+            k = (pre[i % len(pre)] + suffix)[:24] or b"\0"
+            if k not in keys:
+                keys.append(k)
+        return keys
+    return st.tuples(prefixes, st.lists(st.tuples(st.integers(0, 2), st.binary(min_size=0, max_size=12)),
+                                        min_size=n, max_size=n)).map(build)
+
+
+@st.composite
+def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
+              key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
+              max_keys: int = 8) -> list[Op]:
+    """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
+    of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
+    multiple of 8 in that range."""
+    values = _values(value_size, value_size if value_min is None else value_min)
+    if keys == "mixed":
+        keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:4]))
+    if mix == "mixed":
+        mix = draw(st.sampled_from(MIXES[:4]))
+    if mix not in _WEIGHTS and mix != "churn":
+        raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
+    bulk = draw(st.integers(0, 2)) == 0
+    nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
+    if key_kind == "bytes":
+        pool = draw(_byte_keys(nkeys))
+    else:
+        pool = [k.to_bytes(8, "big") for k in draw(_u64_keys(keys, nkeys))]
+    if mix == "churn":
+        order = draw(st.permutations(pool))
+        inserts = [Op("insert", k, draw(values)) for k in pool]
+        deletes = [Op("delete", k) for k in order]
+        if bulk:
+            # the bulk inserts are the load phase; the checked part deletes the grown nodes away
+            return with_load(inserts + deletes[:max_ops], len(inserts))
+        # Every key kept is inserted and deleted, so at most MAX_OPS // 2 keys (the draws above
+        # stay the same, so a MAX_OPS that fits the pool gives the histories it always gave);
+        # a MAX_OPS of 1 keeps one insert.
+        kept = {op.key for op in inserts[:max(1, max_ops // 2)]}
+        ops = [op for op in inserts + deletes if op.key in kept]
+        return with_load(ops[:max_ops], 0)
+    n = draw(st.integers(min_ops, max_ops))
+    if bulk:
+        # Load most keys first (not crash-checked), then the random operations over all of them,
+        # so the checked part still inserts into, and deletes from, the grown nodes.
+        spare = draw(st.integers(0, 4))
+        load = [Op("insert", key, draw(values)) for key in pool[:len(pool) - spare]]
+        n += len(load)
+    else:
+        load = []
+    weights = _WEIGHTS[mix]
+    kinds = [kind for kind, w in zip(_KINDS, weights) for _ in range(w)]
+    ops: list[Op] = list(load)
+    # ycsb: load the keys first, as YCSB's load phase does.
+    if mix == "ycsb" and not load:
+        for key in pool[:n]:
+            ops.append(Op("insert", key, draw(values)))
+    # Inserts mostly pick keys not present yet and the other operations keys that are, so
+    # histories change the structure instead of bouncing off it (an insert into a full NODE48,
+    # a delete that leaves a node with one inner child).
+    present = {op.key for op in ops}
+    while len(ops) < n:
+        kind = draw(st.sampled_from(kinds))
+        absent = [k for k in pool if k not in present]
+        there = [k for k in pool if k in present]
+        preferred = absent if kind == "insert" else there
+        key = draw(st.sampled_from(preferred if preferred and draw(st.integers(0, 3)) else pool))
+        if kind in ("insert", "update"):
+            value = draw(values)
+            if kind == "update" and key in present and draw(st.booleans()):
+                # Half the updates of a present key change its value's size (where sizes vary):
+                # a structure that keeps sizes apart (HART's chunk chains) must move the value.
+                old = next((len(op.value) for op in reversed(ops) if op.key == key and op.value), None)
+                other = draw(_values(value_size, value_size if value_min is None else value_min,
+                                     exclude=old))
+                value = other if other is not None else value
+            ops.append(Op(kind, key, value))
+            present.add(key)
+        elif kind == "scan":
+            ops.append(Op("scan", key, count=draw(st.integers(1, 8))))
+        elif kind == "delete":
+            ops.append(Op(kind, key))
+            present.discard(key)
+        else:
+            ops.append(Op(kind, key))
+    return with_load(ops, len(load))
+
+
+def _values(size: int, min_size: int, exclude: int | None = None) -> st.SearchStrategy[bytes | None]:
+    # Small numbers read well in reports and shrink to 1; distinct values make lost updates
+    # visible. Wider values repeat the number in every 8-byte piece, so a value torn between
+    # two writes shows up as pieces of two different numbers. A structure that takes several
+    # sizes gets every multiple of 8 it takes (HART keeps 8- and 16-byte values in separate
+    # chunk chains, so an update that changes the size moves the value between chains).
+    # EXCLUDE: a size not to draw (None when only that size exists).
+    if size % 8:
+        return st.none() if exclude is not None else st.binary(min_size=size, max_size=size)
+    sizes = [n for n in range(8, size + 1, 8) if n >= min_size and n != exclude]
+    number = st.integers(1, 9999)
+    if not sizes:
+        return st.none()
+    if len(sizes) == 1:
+        return number.map(lambda v, n=sizes[0]: v.to_bytes(8, "little") * (n // 8))
+    return st.tuples(number, st.sampled_from(sizes)).map(lambda p: p[0].to_bytes(8, "little") * (p[1] // 8))
