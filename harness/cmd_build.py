@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--adapter", required=True, help="the adapter file defining `cc_adapter` (see trees/common/cc_tree.h)")
     p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
     p.add_argument("--cflags", default="", help="extra compiler flags, e.g. \"-DMY_OPTION -Iinclude\"")
+    p.add_argument("--model", dest="model_file", metavar="FILE.py",
+                   help="the reference model of a structure that is not an ordered map: a Python file "
+                        "defining MODEL = specs.model.Model(...) named as the adapter's .model (docs/models.md)")
     p.set_defaults(func=run)
 
 
@@ -54,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if args.bugs and not bugs_path.exists():
         raise UsageError(f"{bugs_path}: no such bug catalog")
     bugs = structures.read_bugs(bugs_path)
+    model_file = Path(args.model_file).resolve() if args.model_file else None
+    if model_file is not None and not model_file.is_file():
+        raise UsageError(f"{model_file}: no such model file")
     clang = shutil.which("clang-16")
     wrapper = ROOT / "instrument" / "bin" / "crashcheck-cc"
     runtime = structures.BUILD / "libcrashcheck_rt.a"
@@ -69,9 +75,19 @@ def run(args: argparse.Namespace) -> int:
     _compile([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])
     for bug in bugs:
         _compile([str(wrapper)], out / f"driver-bug-{bug.name}", flags + [f"-D{bug.define}"] + srcs)
+    # The model the adapter names must be one crashcheck knows, or the one --model gives; a
+    # structure whose model cannot be had is not registered (no meta.json).
+    structures._driver_info.cache_clear()
+    probe = structures.Structure(name, adapter.parent, out, False, model_file=model_file)
+    try:
+        model = probe.model()
+    except UsageError:
+        (out / "meta.json").unlink(missing_ok=True)
+        raise
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
-            "adapter": str(adapter), "cflags": args.cflags, "bugs": str(bugs_path) if bugs else None}
+            "adapter": str(adapter), "cflags": args.cflags, "bugs": str(bugs_path) if bugs else None,
+            "model_file": str(model_file) if model_file else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")
-    print(f"built {name}: {out}/driver (traced), driver-native"
+    print(f"built {name} ({model.name} model): {out}/driver (traced), driver-native"
           + (f", {len(bugs)} seeded-bug variant{'s' if len(bugs) != 1 else ''}" if bugs else ""))
     return 0

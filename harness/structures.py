@@ -43,6 +43,7 @@ class Structure:
     known: list[dict] = field(default_factory=list)   # expect.json "known" entries
     designed_for: str = "adr"    # expect.json "model": the persistency model it is built for
     models: tuple[str, ...] = MODELS
+    model_file: Path | None = None   # a user's reference model (crashcheck build --model FILE.py)
 
     def driver(self, bug: str | None = None) -> Path:
         """The traced driver, or a seeded-bug variant's."""
@@ -85,6 +86,22 @@ class Structure:
         says: `ordered_map` for every map, `range_lock` for the range lock."""
         return str(self.info.get("model", "ordered_map"))
 
+    def model(self):
+        """The structure's reference model (a specs.model.Model): a registered one, or the one its
+        `crashcheck build --model FILE.py` gave. UsageError if neither knows its name."""
+        from specs import models
+        name = self.spec_model
+        if name in models.names():
+            return models.get(name)
+        if self.model_file is None:
+            raise UsageError(f"{self.name} is judged against the model {name!r}, which crashcheck does not "
+                             f"know (known: {', '.join(models.names())}); build it with "
+                             "`crashcheck build ... --model FILE.py` defining MODEL")
+        try:
+            return models.load_file(name, self.model_file)
+        except ValueError as exc:
+            raise UsageError(f"{self.name}: {exc}") from None
+
     @property
     def has_pm(self) -> bool:
         """False for a structure that lives in DRAM only (no pool, no crash states)."""
@@ -124,7 +141,7 @@ BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "clas
 # unless told otherwise. Absent: adr.
 EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
                                   "reason": (Text(), "")})), list)})
-META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None)})
+META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None), "model_file": (Opt(Text()), None)})
 
 
 def _checked(spec, path: Path, default):
@@ -183,5 +200,6 @@ def get(name: str) -> Structure:
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
         bugs, known, model = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
-        return Structure(name, folder, build, False, bugs, known, designed_for=model)
+        return Structure(name, folder, build, False, bugs, known, designed_for=model,
+                         model_file=Path(meta["model_file"]) if meta["model_file"] else None)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")
