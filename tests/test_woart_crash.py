@@ -75,8 +75,10 @@ def test_catalog_is_well_formed(tree):
     bugs = catalog(tree)
     assert len(bugs) >= 5
     assert len({b["name"] for b in bugs}) == len(bugs)
-    # a tree's sources: its folder plus the shared engine in trees/woart
-    sources = "".join(p.read_text() for d in {tree, "woart"} for p in (ROOT / "trees" / d).glob("*.c"))
+    # a tree's sources: its folder plus the shared folders its shared.txt names (trees/art_engine)
+    shared = [line.split("#")[0].strip() for line in (ROOT / "trees" / tree / "shared.txt").read_text().splitlines()]
+    assert "art_engine" in shared
+    sources = "".join(p.read_text() for d in [tree, *filter(None, shared)] for p in (ROOT / "trees" / d).glob("*.c"))
     for b in bugs:
         assert b["class"] in CLASSES, b
         assert set(b.get("other_classes", [])) <= CLASSES, b

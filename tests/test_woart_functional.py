@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from test_trees_functional import TREES_DIR, Model, trees_built  # noqa: F401  (session fixture)
 
 TREES = ("woart", "artcow")
-# sizeof of the node types (trees/woart/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
+# sizeof of the node types (trees/art_engine/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
 NODE_SIZE = {4: 56, 16: 168, 48: 656, 256: 2064}
 
 
