@@ -209,6 +209,48 @@ def test_info(trees_built, tree):
     assert info["value_size"] == 8
 
 
+def shared_folders(tree: str) -> list[str]:
+    """The shared folders of trees/ that TREE names in its shared.txt (trees/build.mk)."""
+    path = ROOT / "trees" / tree / "shared.txt"
+    if not path.exists():
+        return []
+    return [d for d in (line.split("#")[0].strip() for line in path.read_text().splitlines()) if d]
+
+
+def test_no_tree_includes_another_folders_files():
+    """Shared code is named in shared.txt and compiled per tree, never pulled in by a relative include."""
+    offenders = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in sorted((ROOT / "trees").glob("*/*.[ch]"))
+                 for line in p.read_text().splitlines() if line.lstrip().startswith("#include") and "../" in line]
+    assert offenders == []
+    for tree in sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")):
+        for d in shared_folders(tree):
+            assert not (ROOT / "trees" / d / "adapter.c").exists() and list((ROOT / "trees" / d).glob("*.c")), d
+
+
+def test_a_change_in_shared_code_rebuilds_every_driver_of_the_trees_naming_it(trees_built):
+    """`make -n -W <engine file> trees`: every driver of WOART and ART+CoW (every seeded bug's too) is
+    rebuilt from the engine's sources with the tree's own flags, and no other tree's driver is."""
+    users = sorted(p.parent.name for p in (ROOT / "trees").glob("*/shared.txt") if "art_engine" in shared_folders(p.parent.name))
+    assert users == ["artcow", "woart"]
+    for changed in ("art_nodes.h", "art_tree.c"):
+        res = subprocess.run(["make", "-n", "-W", f"trees/art_engine/{changed}", "trees"], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        commands = {line.split(" -o ")[1].split()[0]: line for line in res.stdout.splitlines() if " -o build/trees/" in line}
+        want = {f"build/trees/{t}/{d}" for t in users for d in ["driver", "driver-native"] + [
+            f"driver-bug-{b['name']}" for b in json.loads((ROOT / "trees" / t / "bugs.json").read_text())]}
+        assert set(commands) == want, changed
+        for target, line in commands.items():
+            tree, binary = target.split("/")[2:]
+            assert "-Itrees/art_engine" in line and "trees/art_engine/art_nodes.c" in line, line
+            assert f"trees/{tree}/adapter.c" in line and not any(f"trees/{t}/" in line for t in users if t != tree)
+            bug = binary.removeprefix("driver-bug-") if binary.startswith("driver-bug-") else None
+            if bug:
+                define = next(b["define"] for b in json.loads((ROOT / "trees" / tree / "bugs.json").read_text())
+                              if b["name"] == bug)
+                assert f" -D{define} " in line, line
+
+
 USER_ERRORS = [
     (["run", "--pool", "{missing}"], "lookup 1", "{missing}"),
     (["run", "--pool", "{pool}", "--create"], "insert 1 2\nfrobnicate 3\n", "line 2"),
