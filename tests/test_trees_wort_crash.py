@@ -22,7 +22,7 @@ import pytest
 
 from crashsim.trace import read_trace
 
-from test_trees_functional import ROOT, Model, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT, Model
 
 WORT = ROOT / "build" / "trees" / "wort"
 POOL_SIZE = 512 << 10

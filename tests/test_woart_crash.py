@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from test_trees_functional import ROOT, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT
 from test_trees_wort_crash import explore
 
 TREES = ("woart", "artcow")
