@@ -22,3 +22,15 @@ def readers_base(tmp_path_factory):
     a results file of a short fuzz run of a seeded bug, and one of its bug records."""
     from readers_base import make_base
     return make_base(tmp_path_factory.mktemp("readers-base"))
+
+
+@pytest.fixture(scope="session")
+def trees_built() -> list[Path]:
+    """Every native driver, after building them (`make -s trees`, tests/treeutil.py)."""
+    from treeutil import TREES_DIR, build_trees
+    ok, output = build_trees()
+    if not ok:
+        pytest.fail(f"make -s trees failed:\n{output}")
+    drivers = sorted(TREES_DIR.glob("*/driver-native"))
+    assert drivers, "make trees built no driver"
+    return drivers

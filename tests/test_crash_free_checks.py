@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, find, given, settings as hsettings
 
 from crashsim.trace import read_trace
 from harness.strategies import histories
-from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT, run_driver
 from cli_run import run_cli
 
 HART = ROOT / "build" / "trees" / "hart"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "hart" / "driver-native"
 VSIZE = 16

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
-from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "heart" / "driver-native"
 VSIZE = 16

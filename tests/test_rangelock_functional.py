@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 
 from specs import model as spec_model
 from specs import range_lock
-from test_trees_functional import ROOT, run_driver, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT, run_driver
 
 TREE = ROOT / "trees" / "rangelock"
 DRIVER = ROOT / "build" / "trees" / "rangelock" / "driver-native"

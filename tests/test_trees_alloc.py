@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from test_trees_functional import ROOT, trees_built  # noqa: F401  (session fixture)
+from treeutil import ROOT
 
 PROGRAM = r"""
 #include <stdio.h>

@@ -7,42 +7,15 @@ final pool must report a recovered, violation-free, leak-free tree whose dump is
 """
 from __future__ import annotations
 
-import fcntl
-import functools
 import json
 import random
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-TREES_DIR = ROOT / "build" / "trees"
-U64 = (1 << 64) - 1
-
-
-@functools.lru_cache(maxsize=None)
-def build_trees() -> tuple[bool, str]:
-    """`make -s trees`, once per test process (other test modules import the fixture below);
-    a file lock keeps parallel workers (pytest -n) from building the same binaries at once."""
-    (ROOT / "build").mkdir(exist_ok=True)
-    with open(ROOT / "build" / ".trees.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        res = subprocess.run(["make", "-s", "trees"], cwd=ROOT, capture_output=True, text=True)
-    return res.returncode == 0, res.stdout + res.stderr
-
-
-@pytest.fixture(scope="session")
-def trees_built() -> list[Path]:
-    """Every native driver, after building them (`make -s trees`)."""
-    ok, output = build_trees()
-    if not ok:
-        pytest.fail(f"make -s trees failed:\n{output}")
-    drivers = sorted(TREES_DIR.glob("*/driver-native"))
-    assert drivers, "make trees built no driver"
-    return drivers
+from treeutil import ROOT, TREES_DIR, U64, Model, catalog, run_driver, shared_folders
 
 
 def tree_names() -> list[str]:
@@ -51,34 +24,6 @@ def tree_names() -> list[str]:
     (HART: byte-string keys, 16-byte values) have functional tests of their own."""
     return sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")
                   if "CC_KEYS_U64" in p.read_text())
-
-
-@dataclass
-class Model:
-    """The reference: an ordered map of u64 -> u64 and the result line of each operation."""
-    data: dict[int, int] = field(default_factory=dict)
-
-    def apply(self, line: str) -> str:
-        op, *args = line.split()
-        key = int(args[0])
-        if op == "insert":
-            if key in self.data:
-                return "exists"
-            self.data[key] = int(args[1])
-            return "ok"
-        if op == "update":
-            if key not in self.data:
-                return "notfound"
-            self.data[key] = int(args[1])
-            return "ok"
-        if op == "delete":
-            return "ok" if self.data.pop(key, None) is not None else "notfound"
-        if op == "lookup":
-            return f"value {self.data[key]}" if key in self.data else "notfound"
-        if op == "scan":
-            found = sorted(k for k in self.data if k >= key)[: int(args[1])]
-            return " ".join(["scan"] + [f"{k} {self.data[k]}" for k in found])
-        raise AssertionError(op)
 
 
 def random_history(rng: random.Random, keys: Callable[[], int], n: int, deletes: float = 0.2) -> list[str]:
@@ -138,10 +83,6 @@ CASES: dict[str, tuple[Callable[[random.Random], Callable[[], int]], int]] = {
     "high-nibbles": (high_nibble_keys, 400),
     "mixed-long": (mixed_keys, 5000),
 }
-
-
-def run_driver(driver: Path, args: list[str], stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([str(driver), *args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
 def check_pool(driver: Path, pool: Path, model: Model) -> dict:
@@ -207,6 +148,39 @@ def test_info(trees_built, tree):
     assert info["name"] == tree
     assert info["key_kind"] in ("u64", "bytes")
     assert info["value_size"] == 8
+
+
+def test_no_tree_includes_another_folders_files():
+    """Shared code is named in shared.txt and compiled per tree, never pulled in by a relative include."""
+    offenders = [f"{p.relative_to(ROOT)}: {line.strip()}" for p in sorted((ROOT / "trees").glob("*/*.[ch]"))
+                 for line in p.read_text().splitlines() if line.lstrip().startswith("#include") and "../" in line]
+    assert offenders == []
+    for tree in sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")):
+        for d in shared_folders(tree):
+            assert not (ROOT / "trees" / d / "adapter.c").exists() and list((ROOT / "trees" / d).glob("*.c")), d
+
+
+def test_a_change_in_shared_code_rebuilds_every_driver_of_the_trees_naming_it(trees_built):
+    """`make -n -W <engine file> trees`: every driver of WOART and ART+CoW (every seeded bug's too) is
+    rebuilt from the engine's sources with the tree's own flags, and no other tree's driver is."""
+    users = sorted(p.parent.name for p in (ROOT / "trees").glob("*/shared.txt") if "art_engine" in shared_folders(p.parent.name))
+    assert users == ["artcow", "woart"]
+    for changed in ("art_nodes.h", "art_tree.c"):
+        res = subprocess.run(["make", "-n", "-W", f"trees/art_engine/{changed}", "trees"], cwd=ROOT,
+                             capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        commands = {line.split(" -o ")[1].split()[0]: line for line in res.stdout.splitlines() if " -o build/trees/" in line}
+        want = {f"build/trees/{t}/{d}" for t in users for d in ["driver", "driver-native"] + [
+            f"driver-bug-{b['name']}" for b in catalog(t)]}
+        assert set(commands) == want, changed
+        for target, line in commands.items():
+            tree, binary = target.split("/")[2:]
+            assert "-Itrees/art_engine" in line and "trees/art_engine/art_nodes.c" in line, line
+            assert f"trees/{tree}/adapter.c" in line and not any(f"trees/{t}/" in line for t in users if t != tree)
+            bug = binary.removeprefix("driver-bug-") if binary.startswith("driver-bug-") else None
+            if bug:
+                define = next(b["define"] for b in catalog(tree) if b["name"] == bug)
+                assert f" -D{define} " in line, line
 
 
 USER_ERRORS = [

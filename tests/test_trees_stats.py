@@ -7,7 +7,6 @@ import subprocess
 import pytest
 
 from harness import keys
-from test_trees_functional import trees_built  # noqa: F401  (session fixture)
 from cli_run import run_cli
 
 

@@ -16,19 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_trees_functional import TREES_DIR, Model, trees_built  # noqa: F401  (session fixture)
+from treeutil import TREES_DIR, Model, key
 
 TREES = ("woart", "artcow")
-# sizeof of the node types (trees/woart/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
+# sizeof of the node types (trees/art_engine/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
 NODE_SIZE = {4: 56, 16: 168, 48: 656, 256: 2064}
-
-
-def key(*head: int, low: int = 0) -> int:
-    """A u64 key from its leading bytes (big-endian) plus LOW in the last bytes."""
-    k = 0
-    for b in head:
-        k = k << 8 | b
-    return (k << 8 * (8 - len(head))) | low
 
 
 def driver(tree: str) -> Path:

@@ -3,8 +3,12 @@
 #   driver-native       clang -O2 -g, no pass, linked with the runtime (speed baseline, tests)
 #   driver              built with instrument/bin/crashcheck-cc (the pass) at -O2: traced runs
 #   driver-bug-<name>   one per entry of trees/<t>/bugs.json, like driver plus -D<define>
-# Every binary is one clang command over the tree's .c files and trees/common/*.c.  When the
-# wrapper is missing, the traced variants are built natively so work on the trees can go on.
+# Every binary is one clang command over the tree's .c files, the .c files of the shared folders
+# the tree names in trees/<t>/shared.txt (if any; e.g. art_engine/ for WOART and ART+CoW, with
+# each folder also on the include path) and trees/common/*.c.  A shared folder has no adapter.c,
+# so it is no tree itself; its code is compiled into each tree that names it, with that tree's
+# flags, so a seeded bug's -D reaches the shared code too.  When the wrapper is missing, the
+# traced variants are built natively so work on the trees can go on.
 # Included by the top-level Makefile (which defines BUILD, CLANG and instrument's variables).
 
 TREES_RT      := $(or $(RUNTIME_A),$(BUILD)/libcrashcheck_rt.a)
@@ -34,21 +38,35 @@ endif
 # trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json
 trees_bugs = $(shell python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], b["define"]) for b in json.load(open(sys.argv[1]))))' trees/$(1)/bugs.json $(1))
 
+# trees_shared -- the shared folders tree $(1) names in trees/$(1)/shared.txt (one a line, `#`
+# starts a comment); each must hold sources and be neither a tree (no adapter.c) nor common/
+TREES_HASH := \#
+trees_shared = $(strip $(foreach d,$(if $(wildcard trees/$(1)/shared.txt),$(shell sed -e 's/$(TREES_HASH).*//' trees/$(1)/shared.txt)),\
+  $(if $(wildcard trees/$(d)/*.c trees/$(d)/*.h),,$(error trees/$(1)/shared.txt: no sources in trees/$(d)/))\
+  $(if $(wildcard trees/$(d)/adapter.c),$(error trees/$(1)/shared.txt: trees/$(d)/ is a tree, not a shared folder))\
+  $(if $(filter common,$(d)),$(error trees/$(1)/shared.txt: trees/common/ is in every tree already))\
+  $(d)))
+
 TREES_TARGETS :=
 
 # TREE_RULES -- the native and traced drivers of tree $(1)
 define TREE_RULES
-TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(TREES_COMMON_SRCS)
-# A tree may include another tree's files (ART+CoW shares WOART's engine): depend on them all.
-TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/*/*.h trees/*/*.c) $$(TREES_COMMON_HDRS)
+TREES_$(1)_SHARED := $$(call trees_shared,$(1))
+TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.c)) \
+                   $$(TREES_COMMON_SRCS)
+TREES_$(1)_CFLAGS := $$(TREES_CFLAGS) $$(addprefix -Itrees/,$$(TREES_$(1)_SHARED))
+# The tree's own and its shared folders' sources and headers: a change in a shared folder
+# rebuilds every tree that names it.
+TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/$(1)/*.h trees/$(1)/shared.txt) \
+                   $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.h)) $$(TREES_COMMON_HDRS)
 
 $(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_DEPS) $$(TREES_RT)
 	@mkdir -p $$(@D)
-	$$(CLANG) $$(TREES_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_RT) -lpthread -ldl
+	$$(CLANG) $$(TREES_$(1)_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_RT) -lpthread -ldl
 
 $(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_DEPS) $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-native $(BUILD)/trees/$(1)/driver
 endef
@@ -57,7 +75,7 @@ endef
 define BUG_RULE
 $(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_DEPS) trees/$(1)/bugs.json $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_CFLAGS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-bug-$(2)
 endef

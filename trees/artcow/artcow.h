@@ -1,7 +1,7 @@
 /*
  * artcow.h -- ART+CoW, the adaptive radix tree with copy-on-write (seed 004, section 3.6)
  *
- * ART+CoW is the shared ART engine (trees/woart/art_nodes.h) with this
+ * ART+CoW is the shared ART engine (trees/art_engine/art_nodes.h) with this
  * write policy: NODE4 and NODE16 are classic sorted nodes that are never
  * changed in place: any change copies the node, persists the copy and
  * swings the parent pointer.  NODE48 is changed in place as in WOART
@@ -12,7 +12,7 @@
 #ifndef ARTCOW_H
 #define ARTCOW_H
 
-#include "../woart/art_nodes.h"
+#include "art_nodes.h"
 
 extern const struct art_ops artcow_ops;
 

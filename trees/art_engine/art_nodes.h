@@ -18,9 +18,9 @@
  *   - recovery (the header repair of Algorithm 2), dump, invariants and the
  *     reachable-object walk.
  *
- * The code lives in trees/woart/ (art_nodes.c, art_tree.c, art_check.c);
- * the same-named files of trees/artcow/ include them, so it is written once
- * and compiled into each tree.
+ * The code lives in trees/art_engine/, no tree itself (no adapter.c): each
+ * tree naming it in its shared.txt compiles it into its own drivers, with
+ * its own flags (trees/build.mk), so it is written once.
  *
  * Persistence rules every writer follows (the thesis' own):
  *   - a new object (node, leaf, value) is built completely and persisted

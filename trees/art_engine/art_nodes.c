@@ -6,8 +6,8 @@
  * child, list children in key order) and the in-place updates of NODE48
  * (Algorithm 5) and NODE256.  The tree-level operations are in art_tree.c,
  * the invariants in art_check.c, the per-tree write policies in woart.c and
- * artcow.c.  trees/artcow/art_nodes.c includes this file, so every function
- * here is compiled once into each tree.
+ * artcow.c.  Each tree naming trees/art_engine in its shared.txt compiles
+ * this file into its drivers, with its own flags (a seeded bug's -D too).
  */
 #include <stdio.h>
 #include <stdlib.h>

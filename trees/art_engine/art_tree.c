@@ -5,8 +5,8 @@
  * refusal of images no operation could walk), the operation skeletons
  * (insert, delete, update, lookup; each calls the tree's write policy,
  * struct art_ops, where WOART and ART+CoW differ), the ordered walks (scan,
- * dump) and the reachable-object walk.  trees/artcow/art_tree.c includes
- * this file, so it is compiled once into each tree.
+ * dump) and the reachable-object walk.  Compiled into each tree that lists
+ * trees/art_engine in its shared.txt (WOART and ART+CoW).
  *
  * Walkers never trust an image further than they must: every descent is
  * bounded by the key length (depth strictly grows), so a corrupt image can
