@@ -10,6 +10,8 @@ harness/pipeline.py ties them together.
 from __future__ import annotations
 
 import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -81,8 +83,22 @@ class Session:
             self._runner.close()
             self._runner = None
         if self._tmp is not None:
-            self._tmp.cleanup()
+            remove_workdir(self._tmp)
             self._tmp = None
+
+
+def remove_workdir(tmp, tries: int = 20) -> None:
+    """Remove a checker's work folder. A stop (SIGTERM, the budget) may land while a killed
+    driver's process group is still going away and writing its last bytes there, so the folder is
+    not empty for a moment: try again for up to two seconds, then remove what can be removed (the
+    next run cleans up a folder left behind)."""
+    for _ in range(tries):
+        try:
+            tmp.cleanup()
+            return
+        except OSError:
+            time.sleep(0.1)
+    shutil.rmtree(tmp.name, ignore_errors=True)
 
 
 def history_text(model: Model, ops: Iterable[Any]) -> str:
