@@ -1,5 +1,6 @@
 # Makefile -- builds every native part of crashcheck into build/:
-#   the Clang pass and runtime (instrument/build.mk), the trees and their
+#   the Clang pass and runtime (instrument/build.mk), the checker runner
+#   (crashsim/build.mk, archived into the runtime library), the trees and their
 #   drivers (trees/build.mk).  Python needs no build; scripts/setup installs it.
 # Each folder owns its own fragment; this file only ties them together.
 
@@ -13,6 +14,7 @@ CFLAGS_COMMON := -O2 -g -Wall -Wextra -fno-omit-frame-pointer
 all:
 
 include instrument/build.mk
+include crashsim/build.mk
 -include trees/build.mk
 
 clean:

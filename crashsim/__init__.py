@@ -11,6 +11,8 @@ The pipeline, one module per step:
     image.py         guaranteed base image, fingerprints, overlays
     reference.py     brute-force enumerator the fast one is tested against
     runner.py        client of the C checker runner (docs/runner-protocol.md)
+    runner/          the C checker runner itself, a fork server the drivers' `serve` runs
+                     (built by build.mk into the runtime library; runner_internal.h maps it)
     explore.py       the streaming pipeline the harness uses           -> StateOutcome
 
 Typical use:

@@ -1,4 +1,4 @@
-"""Client of the checker runner (instrument/runtime/runner.c): spawns `DRIVER serve ...` and talks
+"""Client of the checker runner (crashsim/runner/, in C): spawns `DRIVER serve ...` and talks
 the protocol of docs/runner-protocol.md.
 
 Owns: the Python end of the wire. Requests are queued and sent in batches; the answers come back

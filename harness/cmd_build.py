@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("clang-16 or the runtime is missing; run scripts/setup first")
     common = sorted(str(p) for p in (ROOT / "trees" / "common").glob("*.c"))
     flags = ["-O2", "-g", "-std=gnu11", f"-I{ROOT}/trees/common", f"-I{ROOT}/instrument/include",
-             f"-I{ROOT}/instrument/runtime", f"-I{adapter.parent}"] + args.cflags.split()
+             f"-I{ROOT}/crashsim/runner", f"-I{adapter.parent}"] + args.cflags.split()
     srcs = [str(s) for s in sources] + [str(adapter)] + common
     out = structures.BUILD / "user" / name
     out.mkdir(parents=True, exist_ok=True)

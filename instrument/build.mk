@@ -28,6 +28,7 @@ $(BUILD)/runtime/%.o: instrument/runtime/%.c $(wildcard instrument/runtime/*.h) 
 	@mkdir -p $(dir $@)
 	$(CLANG) $(RT_CFLAGS) -c $< -o $@
 
+# $^, not $(RT_OBJS): crashsim/build.mk adds the checker runner's objects to the archive.
 $(RUNTIME_A): $(RT_OBJS)
 	@rm -f $@
 	ar rcs $@ $^

@@ -1,4 +1,4 @@
-"""The checker runner (instrument/runtime/runner.c) and its Python client (crashsim/runner.py).
+"""The checker runner (crashsim/runner/) and its Python client (crashsim/runner.py).
 
 The fixture tests/runner_fixtures/misbehave.c picks its CHECK's behaviour from the first word of
 the pool, so each test sends states whose writes set that word: the runner must report every

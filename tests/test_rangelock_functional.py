@@ -198,7 +198,7 @@ def longkv(trees_built, tmp_path_factory) -> Path:
     common = sorted(str(p) for p in (ROOT / "trees" / "common").glob("*.c"))
     cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
            f"-I{ROOT / 'trees' / 'common'}", f"-I{ROOT / 'instrument' / 'include'}",
-           f"-I{ROOT / 'instrument' / 'runtime'}", "-o", str(out),
+           f"-I{ROOT / 'crashsim' / 'runner'}", "-o", str(out),
            str(ROOT / "trees" / "common" / "test" / "long_adapter.c"), *common,
            str(ROOT / "build" / "libcrashcheck_rt.a"), "-lpthread", "-ldl"]
     res = subprocess.run(cmd, capture_output=True, text=True)

@@ -253,13 +253,13 @@ def test_check_of_a_zero_image_is_not_recovered(trees_built, tmp_path, tree):
 
 
 def runner_request(kind: int, ident: int, body: bytes) -> bytes:
-    """One request of the checker runner's protocol (instrument/runtime/runner.c): head, body."""
+    """One request of the checker runner's protocol (crashsim/runner/): head, body."""
     return kind.to_bytes(4, "little") + len(body).to_bytes(4, "little") + ident.to_bytes(8, "little") + body
 
 
 @pytest.mark.parametrize("tree", tree_names())
 def test_serve_checks_states_like_check(trees_built, tmp_path, tree):
-    if not (ROOT / "instrument" / "runtime" / "runner.h").exists():
+    if not (ROOT / "crashsim" / "runner" / "runner.h").exists():
         pytest.skip("the checker runner is not in this checkout")
     driver = TREES_DIR / tree / "driver-native"
     pool = tmp_path / "pool"

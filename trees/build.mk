@@ -18,12 +18,13 @@ TREES         := $(filter-out common,$(patsubst trees/%/adapter.c,%,$(wildcard t
 
 TREES_COMMON_SRCS := $(wildcard trees/common/*.c)
 TREES_COMMON_HDRS := $(wildcard trees/common/*.h) instrument/include/crashcheck.h \
-                     $(wildcard instrument/runtime/runner.h)
-# -Iinstrument/runtime only for runner.h (the checker runner's fork server, used by `serve`)
+                     $(wildcard crashsim/runner/runner.h)
+# -Icrashsim/runner for runner.h (the checker runner's fork server, used by `serve`); its code is
+# in the runtime library (crashsim/build.mk), so a change to it relinks every driver through TREES_RT
 # TREES_EXTRA_CFLAGS: e.g. -DCC_FLUSH=CC_FLUSH_CLWB (see trees/common/persist.h); `make -B trees ...`
 TREES_EXTRA_CFLAGS ?=
 TREES_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -fno-omit-frame-pointer \
-                -Itrees/common -Iinstrument/include -Iinstrument/runtime $(TREES_EXTRA_CFLAGS)
+                -Itrees/common -Iinstrument/include -Icrashsim/runner $(TREES_EXTRA_CFLAGS)
 
 ifneq ($(wildcard $(TREES_WRAPPER)),)
 TREES_TRACE_CC   := $(TREES_WRAPPER)

@@ -1,9 +1,10 @@
 """Builds the checker-runner fixture programs (C files in this folder) into a given folder.
 
 Owns: how a fixture is compiled. A fixture links the runtime library (build/libcrashcheck_rt.a,
-made with `make` when the build knows how); if no archive with the runner can be had, it is
-compiled together with instrument/runtime/runner.c instead, so the fixtures work on a tree where
-the rest of the runtime is broken. Used by tests/test_crashsim_runner.py and bench/crashsim_throughput.
+made with `make` when the build knows how; crashsim/build.mk puts the runner in it); if no archive
+with the runner can be had, it is compiled together with crashsim/runner/*.c instead, so the
+fixtures work on a tree where the rest of the runtime is broken. Used by
+tests/test_crashsim_runner.py and bench/crashsim_throughput.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+RUNNER = ROOT / "crashsim" / "runner"   # runner.h, and the runner's sources for the fallback
 CLANG = os.environ.get("CLANG", "clang-16")
 
 
@@ -34,12 +36,12 @@ def build(name: str, out_dir: Path, *, opt: str = "-O1") -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / name
     cmd = [CLANG, opt, "-g", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "instrument" / "include"),
-           "-I", str(ROOT / "instrument" / "runtime"), str(HERE / f"{name}.c"), "-o", str(out)]
+           "-I", str(RUNNER), str(HERE / f"{name}.c"), "-o", str(out)]
     archive = runtime_archive()
     if archive is not None:
         cmd += [str(archive), "-lpthread"]
     else:
-        cmd += [str(ROOT / "instrument" / "runtime" / "runner.c")]
+        cmd += [str(p) for p in sorted(RUNNER.glob("*.c"))]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"building fixture {name} failed:\n{' '.join(cmd)}\n{res.stderr}")

@@ -353,7 +353,7 @@ static int cmd_serve(int argc, char **argv)
 	pool_size = size;
 	return cc_runner_serve(0, 1, (void *)pool_address(), size, serve_check, &pool_size, &lim) ? 1 : 0;
 #else
-	usage_error("serve: this driver was built without the checker runner (instrument/runtime/runner.h)");
+	usage_error("serve: this driver was built without the checker runner (crashsim/runner/runner.h)");
 #endif
 }
 

@@ -1,0 +1,21 @@
+# crashsim/build.mk -- the C part of crashsim: the checker runner (crashsim/runner/*.c), the fork
+# server a tree driver's `serve` mode hands over to (docs/runner-protocol.md).
+# Included by the top-level Makefile after instrument/build.mk; paths are relative to the root.
+#
+# The runner is never instrumented: it is compiled with the runtime's flags (its own header folder
+# instead of the runtime's) and archived into the runtime library, because every driver already
+# links that one: crashcheck-cc adds it to traced and bug-variant drivers, trees/build.mk to the
+# native ones, `crashcheck build` to a user's, and the tests and benches that build drivers or
+# runner fixtures link it by name.  Code that never calls cc_runner_serve pulls none of it in.
+
+RUNNER_SRCS   := $(wildcard crashsim/runner/*.c)
+RUNNER_HDRS   := $(wildcard crashsim/runner/*.h)
+RUNNER_OBJS   := $(patsubst crashsim/runner/%.c,$(BUILD)/crashsim/runner/%.o,$(RUNNER_SRCS))
+RUNNER_CFLAGS := $(patsubst -Iinstrument/runtime,-Icrashsim/runner,$(RT_CFLAGS))
+
+$(BUILD)/crashsim/runner/%.o: crashsim/runner/%.c $(RUNNER_HDRS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(RUNNER_CFLAGS) -c $< -o $@
+
+# instrument/build.mk archives all of $(RUNTIME_A)'s prerequisites ($^), these included.
+$(RUNTIME_A): $(RUNNER_OBJS)

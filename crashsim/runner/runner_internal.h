@@ -1,0 +1,93 @@
+/*
+ * runner_internal.h -- state shared by the checker runner's files (internal)
+ *
+ * The runner is split by job: serve.c owns the request loop and the
+ * protocol (cc_runner_serve), child.c the forked child that checks one
+ * state (fork, limits, signal handlers, timeout, OOM probing, reaping),
+ * image.c the pool and what is written into it (base images, patches, a
+ * state's writes), answer.c the answers (a child's result checked as JSON,
+ * deduplication, answers, acks and errors), buf.c the growable buffer.
+ *
+ * The wire protocol is docs/runner-protocol.md; keep the two in step.
+ *
+ * Names shared between the files carry the ccr_ prefix: the runner lives in
+ * the runtime library (crashsim/build.mk), which is linked into the code
+ * under test, so a plain name like buf_add could clash with the user's.
+ */
+#ifndef CC_RUNNER_INTERNAL_H
+#define CC_RUNNER_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runner.h"
+
+/* A growable byte buffer (answers, request bodies, captured output). */
+struct buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* One remembered answer: its 128-bit hash and the first state that gave it. */
+struct seen {
+	uint64_t a, b, id;
+	int used;
+};
+
+struct runner {
+	int in_fd, out_fd;
+	uint8_t *pool;
+	size_t size, map_size;
+	cc_check_fn check;
+	void *ctx;
+	struct cc_runner_limits lim;
+	int res_fd, err_fd, null_fd;
+	void *altstack;
+	size_t vm_bytes;       /* runner's address space size, for RLIMIT_AS */
+	int vm_stale;
+	struct buf inb, ans, sendq, body, out, err;
+	size_t inpos;               /* bytes of inb already consumed */
+	struct seen *seen;
+	size_t seen_cap, seen_len;
+};
+
+/* How one check ended: found by ccr_child_run, reported by ccr_answer_state. */
+struct ccr_end {
+	const char *status;    /* "ok", "exit", "signal", "timeout" or "oom" */
+	int sig, code;         /* the signal, the exit code; -1 when there is none */
+	int stray;             /* something the check forked was still running */
+};
+
+/* buf.c.  Each returns 0, or -1 when out of memory; growing a buffer marks
+ * the runner's address-space size stale (R->vm_stale). */
+int ccr_buf_reserve(struct buf *b, size_t n, int *vm_stale);
+int ccr_buf_add(struct runner *r, struct buf *b, const void *data, size_t n);
+int ccr_buf_str(struct runner *r, struct buf *b, const char *s);
+int ccr_buf_fmt(struct runner *r, struct buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* image.c */
+int ccr_pool_map(struct runner *r, void *addr, char *why, size_t whylen);
+void ccr_pool_unmap(struct runner *r);
+int ccr_load_base(struct runner *r, const char *path, char *why, size_t whylen);
+const char *ccr_check_writes(const struct runner *r, const uint8_t *w, size_t n);
+void ccr_apply_writes(uint8_t *pool, const uint8_t *w, size_t n);
+
+/* child.c */
+int ccr_child_setup(struct runner *r, size_t page);
+void ccr_child_teardown(struct runner *r, size_t page);
+void ccr_child_handlers_install(struct runner *r);
+void ccr_child_handlers_restore(void);
+int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
+		  struct ccr_end *end, char *why, size_t whylen);
+
+/* answer.c */
+int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end);
+void ccr_answers_forget(struct runner *r);
+int ccr_send_answer(struct runner *r);
+int ccr_send_ack(struct runner *r, const char *what, uint64_t id);
+int ccr_send_error(struct runner *r, uint64_t id, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int ccr_flush_answers(struct runner *r);
+
+#endif /* CC_RUNNER_INTERNAL_H */

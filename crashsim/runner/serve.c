@@ -1,0 +1,255 @@
+/*
+ * serve.c -- the checker runner's serve loop: many post-crash states per process
+ *
+ * Protocol
+ *   Requests arrive on the input fd as a 16-byte head (u32 kind, u32 body
+ *   length, u64 id) and a body; every request gets exactly one JSON line on
+ *   the output fd, in order, so the client may pipeline.  The runner first
+ *   says hello ({"runner": 1, ...}).  docs/runner-protocol.md is the full
+ *   statement; keep the two in step.
+ *
+ * This file owns cc_runner_serve (runner.h): setting the process up and
+ * restoring it, reading requests and dispatching them.  The work is done
+ * elsewhere: image.c writes the pool, child.c forks and limits the check of
+ * one state, answer.c writes every answer (runner_internal.h has the map).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runner_internal.h"
+
+enum req_kind {
+	REQ_BASE = 1,   /* body: path of an image file */
+	REQ_PATCH = 2,  /* body: writes, applied to the base */
+	REQ_STATE = 3,  /* body: u32 followup length, followup, writes */
+	REQ_RESET = 4,  /* forget earlier results (no more dup_of to them) */
+	REQ_QUIT = 5,
+};
+
+#define REQ_HEAD 16
+#define MAX_BODY ((size_t)1 << 31)
+
+/*
+ * fill_input -- make at least N unconsumed bytes available in the input
+ * buffer.  Requests are read in large chunks (one read(2) usually brings a
+ * whole batch); held answers are written first, since the read may block.
+ * Returns 0, 1 on a clean end of input (nothing buffered), -1 (internal)
+ */
+static int fill_input(struct runner *r, size_t n)
+{
+	struct buf *b = &r->inb;
+	if (b->len - r->inpos >= n)
+		return 0;
+	if (r->inpos) {  /* drop consumed bytes */
+		memmove(b->p, b->p + r->inpos, b->len - r->inpos);
+		b->len -= r->inpos;
+		r->inpos = 0;
+	}
+	if (ccr_flush_answers(r) < 0)
+		return -1;
+	while (b->len < n) {
+		size_t want = n - b->len > (1 << 16) ? n - b->len : (1 << 16);
+		if (ccr_buf_reserve(b, want, &r->vm_stale) < 0) {
+			fprintf(stderr, "crashcheck runner: out of memory reading a request of %zu bytes\n", n);
+			return -1;
+		}
+		ssize_t k = read(r->in_fd, b->p + b->len, b->cap - b->len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			fprintf(stderr, "crashcheck runner: cannot read requests: %s\n", strerror(errno));
+			return -1;
+		}
+		if (k == 0) {
+			if (b->len == 0)
+				return 1;
+			fprintf(stderr, "crashcheck runner: input ended inside a request\n");
+			return -1;
+		}
+		b->len += (size_t)k;
+	}
+	return 0;
+}
+
+/* run_state -- check one state (a STATE request's body) and answer (internal) */
+static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t n)
+{
+	if (n < 4)
+		return ccr_send_error(r, id, "state %llu: body shorter than its followup length",
+				      (unsigned long long)id);
+	uint32_t flen;
+	memcpy(&flen, body, 4);
+	if (flen > n - 4)
+		return ccr_send_error(r, id, "state %llu: followup runs past the body", (unsigned long long)id);
+	const uint8_t *writes = body + 4 + flen;
+	size_t wlen = n - 4 - flen;
+	const char *bad = ccr_check_writes(r, writes, wlen);
+	if (bad)
+		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
+	r->body.len = 0;
+	if (ccr_buf_add(r, &r->body, body + 4, flen) < 0 || ccr_buf_add(r, &r->body, "", 1) < 0)
+		return ccr_send_error(r, id, "out of memory");
+
+	struct ccr_end end;
+	char why[600];
+	if (ccr_child_run(r, writes, wlen, r->body.p, &end, why, sizeof(why)) < 0)
+		return ccr_send_error(r, id, "%s", why);
+	return ccr_answer_state(r, id, &end);
+}
+
+/* serve_loop -- read and answer requests until quit or EOF (internal) */
+static int serve_loop(struct runner *r)
+{
+	for (;;) {
+		int got = fill_input(r, REQ_HEAD);
+		if (got != 0)
+			return got == 1 ? 0 : -1;
+		uint32_t kind, len;
+		uint64_t id;
+		const uint8_t *head = (const uint8_t *)r->inb.p + r->inpos;
+		memcpy(&kind, head, 4);
+		memcpy(&len, head + 4, 4);
+		memcpy(&id, head + 8, 8);
+		if (len > MAX_BODY) {
+			ccr_send_error(r, id, "request body of %u bytes is too large", len);
+			return -1;
+		}
+		if (fill_input(r, REQ_HEAD + (size_t)len) != 0)
+			return -1;
+		uint8_t *body = (uint8_t *)r->inb.p + r->inpos + REQ_HEAD;
+		r->inpos += REQ_HEAD + (size_t)len;
+		int rc;
+		char why[600];
+		const char *bad;
+		switch (kind) {
+		case REQ_BASE:
+			r->body.len = 0;
+			if (memchr(body, '\0', len))
+				rc = ccr_send_error(r, id, "base image path contains a NUL byte");
+			else if (ccr_buf_add(r, &r->body, body, len) < 0 || ccr_buf_add(r, &r->body, "", 1) < 0)
+				rc = ccr_send_error(r, id, "out of memory");
+			else if (ccr_load_base(r, r->body.p, why, sizeof(why)) < 0)
+				rc = ccr_send_error(r, id, "%s", why);
+			else
+				rc = ccr_send_ack(r, "base", id);
+			break;
+		case REQ_PATCH:
+			if ((bad = ccr_check_writes(r, body, len)) != NULL) {
+				rc = ccr_send_error(r, id, "patch %llu: %s", (unsigned long long)id, bad);
+			} else {
+				ccr_apply_writes(r->pool, body, len);
+				rc = ccr_send_ack(r, "patch", id);
+			}
+			break;
+		case REQ_STATE:
+			rc = run_state(r, id, body, len);
+			break;
+		case REQ_RESET:
+			ccr_answers_forget(r);
+			rc = ccr_send_ack(r, "reset", id);
+			break;
+		case REQ_QUIT:
+			ccr_send_ack(r, "quit", id);
+			ccr_flush_answers(r);
+			return 0;
+		default:
+			ccr_send_error(r, id, "unknown request kind %u (protocol out of step)", kind);
+			ccr_flush_answers(r);
+			return -1;
+		}
+		if (rc < 0)
+			return -1;
+	}
+}
+
+/* hello -- the first line: who we are and where the pool is (internal) */
+static int hello(struct runner *r)
+{
+	r->ans.len = 0;
+	if (ccr_buf_fmt(r, &r->ans, "{\"runner\":1,\"pool\":\"0x%llx\",\"size\":%zu,\"pid\":%d,",
+			(unsigned long long)(uintptr_t)r->pool, r->size, (int)getpid()) < 0 ||
+	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u}}",
+			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0)
+		return -1;
+	return ccr_send_answer(r);
+}
+
+/*
+ * cc_runner_serve -- serve check requests from IN_FD, answering on OUT_FD
+ */
+int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
+		    cc_check_fn check, void *ctx, const struct cc_runner_limits *lim)
+{
+	static const struct cc_runner_limits defaults = CC_RUNNER_DEFAULT_LIMITS;
+	struct runner r;
+	memset(&r, 0, sizeof(r));
+	r.in_fd = in_fd;
+	r.out_fd = out_fd;
+	r.check = check;
+	r.ctx = ctx;
+	r.lim = lim ? *lim : defaults;
+	r.size = pool_size;
+	r.res_fd = r.err_fd = r.null_fd = -1;
+	r.vm_stale = 1;
+	int ret = -1;
+
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	r.map_size = (pool_size + page - 1) / page * page;
+	struct sigaction old_chld, old_pipe, sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;   /* reaping needs SIGCHLD not ignored */
+	sigaction(SIGCHLD, &sa, &old_chld);
+	sa.sa_handler = SIG_IGN;   /* a vanished client is an EPIPE, not a death */
+	sigaction(SIGPIPE, &sa, &old_pipe);
+	sigset_t chld, old_mask;  /* child.c collects SIGCHLD with sigtimedwait */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &chld, &old_mask);
+	fflush(NULL);
+
+	char why[600];
+	if (check == NULL || pool_size == 0 || (uintptr_t)pool_addr % page) {
+		ccr_send_error(&r, 0, "bad arguments: check %s, pool 0x%llx of %zu bytes (must be page-aligned and non-empty)",
+			       check ? "set" : "NULL", (unsigned long long)(uintptr_t)pool_addr, pool_size);
+		goto out;
+	}
+	if (ccr_pool_map(&r, pool_addr, why, sizeof(why)) < 0) {
+		ccr_send_error(&r, 0, "%s", why);
+		goto out;
+	}
+	if (ccr_child_setup(&r, page) < 0) {
+		ccr_send_error(&r, 0, "cannot set up the runner: %s", strerror(errno));
+		goto out;
+	}
+
+	ccr_child_handlers_install(&r);
+	if (hello(&r) == 0)
+		ret = serve_loop(&r);
+	ccr_child_handlers_restore();
+out:
+	ccr_flush_answers(&r);
+	ccr_pool_unmap(&r);
+	ccr_child_teardown(&r, page);
+	free(r.inb.p);
+	free(r.ans.p);
+	free(r.sendq.p);
+	free(r.body.p);
+	free(r.out.p);
+	free(r.err.p);
+	free(r.seen);
+	/* Drop a SIGCHLD still pending from our children before unblocking it. */
+	struct timespec zero = { 0, 0 };
+	while (sigtimedwait(&chld, NULL, &zero) > 0)
+		;
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	return ret;
+}
