@@ -1,9 +1,9 @@
 """Every default of a fuzz run, in one place: the CLI, the pytest gate, Settings, record reading
 and the docs take their defaults from here, so they cannot drift apart.
 
-Owns only numbers and names. The C side has one default of its own, the limits of a check when
-`driver serve` is run by hand (CC_RUNNER_DEFAULT_LIMITS in the runner's header); harness always
-passes its own, and tests/test_defaults.py holds the header to these values.
+Owns only numbers and names. The C side repeats one of them, the limits of a check when
+`driver serve` is run by hand (CC_RUNNER_DEFAULT_LIMITS in crashsim/runner/runner.h); harness
+always passes its own, and tests/test_defaults.py holds the header to these values.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ RECOVERY_CRASHES = 4            # post-crash images per history whose recovery i
 POOL_SIZE = 8 << 20             # bytes; small pools keep base-image loads cheap
 TIMEOUT_MS = 2000               # one crash state's check (recovery + follow-up), wall clock
 MEM_MB = 512                    # one crash state's check, address space it may add
+CPU_S = 10                      # one crash state's check, CPU seconds (the runner's own limit)
 RUN_TIMEOUT_MS = 10_000         # a traced crash-free run, before per-operation time
 OP_TIMEOUT_MS = 100             # a traced crash-free run, per operation
 RUN_TIMEOUT_CAP_MS = 120_000    # a traced crash-free run at most

@@ -48,3 +48,15 @@ def test_cli_and_gate_defaults():
 def test_record_reader_fills_in_the_same_limit():
     from harness.record_schema import RECORD
     assert RECORD.fields["limit"][1] == defaults.LIMIT
+
+
+def test_runner_header_repeats_the_check_limits():
+    """`driver serve` run by hand uses CC_RUNNER_DEFAULT_LIMITS: the same limits as harness (it
+    was 10 s and 1 GiB while harness used 2 s and 512 MiB)."""
+    import re
+    from pathlib import Path
+    header = (Path(__file__).resolve().parents[1] / "crashsim" / "runner" / "runner.h").read_text()
+    m = re.search(r"#define CC_RUNNER_DEFAULT_LIMITS \{ (\d+)u, \(size_t\)(\d+) << (\d+), (\d+)u \}", header)
+    assert m, "CC_RUNNER_DEFAULT_LIMITS not in the expected form"
+    timeout, mem, shift, cpu = map(int, m.groups())
+    assert (timeout, mem << shift, cpu) == (defaults.TIMEOUT_MS, defaults.MEM_MB << 20, defaults.CPU_S)

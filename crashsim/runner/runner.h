@@ -39,7 +39,9 @@ struct cc_runner_limits {
 	unsigned cpu_seconds;
 };
 
-#define CC_RUNNER_DEFAULT_LIMITS { 10000u, (size_t)1 << 30, 10u }
+/* The same numbers as harness/defaults.py (TIMEOUT_MS, MEM_MB, CPU_S): harness always passes its
+ * own, these apply to `driver serve` run by hand; tests/test_defaults.py holds them equal. */
+#define CC_RUNNER_DEFAULT_LIMITS { 2000u, (size_t)512 << 20, 10u }
 
 /*
  * CHECK runs in a forked child with the post-crash image mapped at its fixed
