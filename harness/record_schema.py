@@ -220,6 +220,7 @@ RECORD = Obj({
     "expected": (Bool(), False),
     "expected_reason": (Opt(Text()), None),
     "detail": (Text(), ""),
+    "group": (Text(), ""),
     "occurrences": (Nat(), 1),
     "lost": (List(STORE), list),
     "persisted": (List(STORE), list),

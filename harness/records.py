@@ -111,6 +111,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "load": getattr(outcome.ops, "load", 0),
         "followup": [op.text() for op in outcome.followup],
         "detail": f.detail,
+        "group": f.group[1],
         "occurrences": f.occurrences,
         "crash": None,
         "lost": [],
