@@ -328,6 +328,7 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
         else:
             have.occurrences += entry.occurrences
             have.first_seen = min(have.first_seen, entry.first_seen)
+    _fold_followup_deaths(merged)
     result.unshrunk = sum(e.unshrunk for e in merged.values())
     result.first_by_class = {}
     for entry in merged.values():
@@ -347,6 +348,25 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
                            finding=entry.finding, ident=ident, bugdir=bugdir)
         rec["first_seen_s"] = round(entry.first_seen, 2)
         result.records.append(rec)
+
+
+def _fold_followup_deaths(merged: dict[tuple[str, str], Entry]) -> None:
+    """A follow-up operation that died or hung after recovery (post-recovery-divergence, group
+    `follow-up: <kind>: <how>`) the way the same kind of operation also died without any crash
+    (operation-crash/-hang, group `<kind>: <how>`) is that operation's bug, shown by the simpler
+    history: it is folded into it, and the operation's detail says it happened after recovery too."""
+    plain = {g[1]: e for g, e in merged.items() if g[0] in ("operation-crash", "operation-hang")}
+    for group, entry in list(merged.items()):
+        key = group[1].removeprefix("in recovery: ")
+        if group[0] != "post-recovery-divergence" or not key.startswith("follow-up: "):
+            continue
+        op = plain.get(key.removeprefix("follow-up: "))
+        if op is None:
+            continue
+        del merged[group]
+        if "after recovery too" not in op.finding.detail:
+            op.finding.detail += (f"; after recovery too, in the follow-up workload "
+                                  f"({entry.occurrences} crash state{'s' if entry.occurrences != 1 else ''})")
 
 
 def _merge_entries(parts: list[TargetResult]) -> list[Entry]:

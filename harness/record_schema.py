@@ -215,6 +215,7 @@ RECORD = Obj({
     "history": (List(Text()), REQUIRED),
     "load": (Nat(), 0),
     "followup": (List(Text()), list),
+    "followup_outputs": (List(Text()), list),
     "crash": (CRASH, REQUIRED),
     "recovery_of": (Opt(Obj({"index": (Nat(), REQUIRED), "choice": (CHOICE, REQUIRED)})), None),
     "expected": (Bool(), False),

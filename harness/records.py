@@ -110,6 +110,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "history": [op.text() for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
         "followup": [op.text() for op in outcome.followup],
+        "followup_outputs": list(verdict.followup_outputs) if verdict else [],
         "detail": f.detail,
         "group": f.group[1],
         "occurrences": f.occurrences,
