@@ -19,6 +19,13 @@ Design notes
   and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
   history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
   Hypothesis's own end-of-run report (or a flaky replay) is never needed.
+- Nondeterminism is a finding, never swallowed (harness/determinism.py). Once per batch one
+  history's crash-free run is run a second time; a history Hypothesis runs again in the same batch
+  (its final replay of a failure) is checked again; shrinking a bug's crash state traces its
+  history again. A different trace, result or finding is a `nondeterminism` finding naming the
+  history, and what either run found is kept. The property answers a history run again as it did
+  the first time, so Hypothesis's own Flaky errors are left for real surprises: they become
+  warnings of the target (results and summary), and the batch's findings are kept.
 - Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
   stays deterministic), so one stubborn bug cannot eat the run.
 - Time (harness/budget.py): with --budget, the search (generation and Hypothesis's shrinking)
@@ -43,14 +50,15 @@ from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
-from hypothesis.errors import Flaky, HypothesisException
+from hypothesis.errors import Flaky
 
 from crashsim.runner import Stopped
-from harness import structures
+from crashsim.trace import Trace
+from harness import determinism, structures
 from harness.budget import Budget, OutOfTime, RunInterrupted
 from harness.errors import UsageError
 from harness.journal import Journal
-from harness.pipeline import Checker, DriverFailure, Finding, HistoryOutcome, Settings
+from harness.pipeline import Checker, DriverFailure, Finding, HistoryOutcome, RunFailure, Settings, history_text
 from harness.records import build_record
 from harness.strategies import histories
 from specs.oracle import CLASSES
@@ -143,6 +151,20 @@ class TargetResult:
     error: str | None = None         # an internal error ended this target (its traceback)
     unshrunk: int = 0                # bugs reported as first seen: no time left to shrink them
     entries: list[Entry] = field(default_factory=list)   # one per group as found (internal)
+    warnings: list[str] = field(default_factory=list)   # what the user must know besides the bugs
+
+
+@dataclass
+class _Decision:
+    """The first check of a history in a batch, and what the property answered Hypothesis."""
+    crashes: bool
+    trace: Trace | None
+    findings: frozenset               # determinism.findings_key of its findings
+    groups: set                       # the groups of all its findings
+    partial: bool
+    raised: type | None = None        # the Found class raised, if any
+    detail: str = ""
+    rechecked: bool = False           # checked a second time already (once is enough)
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -188,6 +210,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
     registry: dict[tuple[str, str], Entry] = {}
     lane_best: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}   # lane -> group -> smallest size
     first_unexpected: list[float] = []
+    warnings: list[str] = []
     interrupted: str | None = None
     error: str | None = None
     with Checker(s, bug, settings, budget=budget) as checker:
@@ -202,8 +225,103 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
         journaled: set[tuple[str, str]] = set()
         at = [0, 0]                        # (batch, call) of the history being checked
         seen: dict[tuple[str, str], tuple[int, int]] = {}   # this lane's smallest size per group
+        decided: dict[str, _Decision] = {}  # this batch: history -> its first check and decision
+        probed = [False]                   # this batch has run one history's crash-free run twice
+
+        def count(outcome: HistoryOutcome) -> None:
+            stats.histories += 1
+            stats.partial_histories += outcome.partial
+            stats.crash_points += outcome.crash_points
+            stats.states_legal += outcome.states_legal
+            stats.states_explored += outcome.states_explored
+            stats.states_checked += outcome.states_checked
+
+        def note(outcome: HistoryOutcome, f: Finding) -> bool:
+            """Keep F (of OUTCOME) in the registry and the journal; True if it is new to this
+            lane or smaller than this lane's example of its group."""
+            size = _size(outcome)
+            rank = (size, at[0], at[1])
+            entry = registry.get(f.group)
+            if entry is None:
+                registry[f.group] = Entry(f.group, size, outcome, f, f.occurrences, time.monotonic() - t0,
+                                          rank, (at[0], at[1]))
+            else:
+                entry.occurrences += f.occurrences
+                if rank < entry.rank:
+                    entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
+            if f.group not in journaled and journal is not None:
+                journaled.add(f.group)
+                _journal_bug(journal, structure, bug, settings, outcome, f, bugdir, len(journaled),
+                             worker, time.monotonic() - t0)
+            improves = f.group not in seen or size < seen[f.group]
+            if improves:
+                seen[f.group] = size
+            if not f.expected and not first_unexpected:
+                first_unexpected.append(time.monotonic() - t0)
+            return improves
+
+        def nondeterministic(ops, outcome: HistoryOutcome, trace, diff: tuple[str, str]) -> None:
+            group, how = diff
+            f = Finding(determinism.CLASS, determinism.describe(how), (determinism.CLASS, group))
+            note(HistoryOutcome(ops, outcome.followup, trace, [f]), f)
+
+        def probe(ops, outcome: HistoryOutcome) -> None:
+            """Run OPS's crash-free run a second time: the same trace and results, or a finding."""
+            try:
+                again, lines = checker.trace(ops)
+            except RunFailure as exc:
+                if exc.finding.cls != "operation-hang":       # (a hang may be the load's doing)
+                    nondeterministic(ops, outcome, outcome.trace, (
+                        "run: " + exc.finding.group[1], "the first run of it finished; in the second, "
+                        + exc.finding.detail.removeprefix("without any crash, ")))
+                return
+            except DriverFailure as exc:
+                nondeterministic(ops, outcome, outcome.trace, ("run", f"the first run of it finished, the "
+                                                               f"second failed: {str(exc)[:300]}"))
+                return
+            diff = determinism.trace_difference(outcome.trace, again)
+            if diff is None:
+                first = determinism.findings_key(f for f in outcome.findings if f.point is None)
+                diff = determinism.findings_difference(
+                    first, determinism.findings_key(checker.crash_free_findings(ops, lines)))
+            if diff is not None:
+                nondeterministic(ops, outcome, outcome.trace, diff)
+
+        def again(ops, first: _Decision) -> None:
+            """Check OPS a second time (once per batch) and compare with its first check."""
+            if first.rechecked:
+                return
+            first.rechecked = True
+            if budget.search_over():
+                raise OutOfTime()
+            at[1] += 1
+            try:
+                outcome = checker.check(ops, crashes=first.crashes)
+            except UsageError as exc:
+                raise _Abort(exc) from None
+            count(outcome)
+            for f in outcome.findings:
+                if f.group not in first.groups:
+                    note(outcome, f)          # kept, though the first check did not find it
+            diff = None
+            if first.trace is not None and outcome.trace is not None:
+                diff = determinism.trace_difference(first.trace, outcome.trace)
+            if diff is None and not (first.partial or outcome.partial):
+                diff = determinism.findings_difference(first.findings, determinism.findings_key(outcome.findings))
+            if diff is not None:
+                nondeterministic(ops, outcome, first.trace or outcome.trace, diff)
 
         def prop(ops):
+            key = f"{getattr(ops, 'load', 0)}\n{history_text(ops)}"
+            first = decided.get(key)
+            if first is not None:
+                # The same history again in this batch (Hypothesis replays a failure at its end):
+                # it must behave the same; and the answer is the first one, so Hypothesis never
+                # sees a failure vanish because our bookkeeping moved on.
+                again(ops, first)
+                if first.raised is not None:
+                    _raise(first)
+                return
             if shrink_left:
                 if shrink_left[0] <= 0:
                     return      # out of shrink budget: let Hypothesis finish
@@ -211,48 +329,33 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             if budget.search_over():
                 raise OutOfTime()
             at[1] += 1
+            crashes = not (shrink_left and crash_free[0])
             try:
-                outcome = checker.check(ops, crashes=not (shrink_left and crash_free[0]))
+                outcome = checker.check(ops, crashes=crashes)
+                count(outcome)
+                if (not probed[0] and crashes and len(ops) >= 2 and outcome.trace is not None
+                        and not outcome.partial):
+                    probed[0] = True
+                    probe(ops, outcome)
             except UsageError as exc:
                 raise _Abort(exc) from None
-            stats.histories += 1
-            stats.partial_histories += outcome.partial
-            stats.crash_points += outcome.crash_points
-            stats.states_legal += outcome.states_legal
-            stats.states_explored += outcome.states_explored
-            stats.states_checked += outcome.states_checked
             unexpected = []
-            size = _size(outcome)
-            rank = (size, at[0], at[1])
             for f in outcome.findings:
-                entry = registry.get(f.group)
-                if entry is None:
-                    registry[f.group] = Entry(f.group, size, outcome, f, f.occurrences, time.monotonic() - t0,
-                                              rank, (at[0], at[1]))
-                else:
-                    entry.occurrences += f.occurrences
-                    if rank < entry.rank:
-                        entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
-                if f.group not in journaled and journal is not None:
-                    journaled.add(f.group)
-                    _journal_bug(journal, structure, bug, settings, outcome, f, bugdir, len(journaled),
-                                 worker, time.monotonic() - t0)
                 # Only a new bug, or a smaller example of a known one, is worth starting to
                 # shrink (known to this lane: what other lanes found must not change what this
                 # one tries, or --jobs would change the results); once this batch shrinks a class,
                 # every failure of that class counts (Hypothesis's shrinker also moves sideways,
                 # to examples no smaller by our measure).
-                improves = f.group not in seen or size < seen[f.group]
-                if improves:
-                    seen[f.group] = size
+                improves = note(outcome, f)
                 if not f.expected and (improves or f.cls in shrinking):
                     unexpected.append(f)
-                    if not first_unexpected:
-                        first_unexpected.append(time.monotonic() - t0)
             if progress:
                 progress({"structure": structure, "bug": bug, "histories": stats.histories,
                           "states": stats.states_explored, "bugs": sum(1 for e in registry.values() if not e.finding.expected),
                           "elapsed": time.monotonic() - t0})
+            decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
+                                 {f.group for f in outcome.findings}, outcome.partial)
+            decided[key] = decision
             if unexpected:
                 if not shrink_left:
                     shrink_left.append(config.shrink_calls)
@@ -263,7 +366,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                     crash_free[0] = (worst.point is None and worst.recovery_of is None
                                      and worst.cls != "operation-hang")
                 shrinking.add(worst.cls)
-                raise FOUND.get(worst.cls, Found)(worst.detail)
+                decision.raised, decision.detail = FOUND.get(worst.cls, Found), worst.detail
+                _raise(decision)
 
         try:
             for batch_no, lane, n in _my_batches(worker, config):
@@ -272,6 +376,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                 shrink_left.clear()
                 shrinking.clear()
                 crash_free[0] = False
+                decided.clear()
+                probed[0] = False
                 at[:] = [batch_no, 0]
                 seen = lane_best.setdefault(lane, {})
                 test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
@@ -282,9 +388,10 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                     test()
                 except (OutOfTime, KeyboardInterrupt, _Abort):
                     raise
-                except BaseException as exc:      # noqa: BLE001 - sorted by _only_expected
-                    if not _only_expected(exc):
-                        raise
+                except BaseException as exc:      # noqa: BLE001 - sorted by _batch_end
+                    warning = _batch_end(exc)
+                    if warning:
+                        warnings.append(f"batch {batch_no}: {warning}")
                 if config.stop_on_class and any(e.finding.cls == config.stop_on_class and not e.finding.expected
                                                 for e in registry.values()):
                     break
@@ -296,24 +403,40 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             interrupted = _signal_name(exc)
         except Exception:      # noqa: BLE001 - an internal error: keep what was found
             error = traceback.format_exc()
+        decided.clear()
         # Shrink the crash state of every example kept (_finish merges those that turn out to
         # be the same bug once shrunk). With no time left (or after a signal or an error) bugs
-        # are reported as first seen.
+        # are reported as first seen. Shrinking traces each history again: a trace that differs
+        # from the first is a nondeterminism finding, and the bug stays as first seen.
         for entry in sorted(registry.values(), key=lambda e: e.rank):
             if interrupted or error or budget.expired():
                 entry.unshrunk = entry.finding.point is not None and entry.finding.cls != "leak"
                 continue
+            before, kept = entry.outcome.trace, replace(entry.finding)
+            failed = None
             try:
                 checker.finalize(entry.outcome, entry.finding)
-            except (Stopped, OutOfTime, DriverFailure):
-                entry.unshrunk = True
+            except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
+                failed = exc
             except KeyboardInterrupt as exc:
                 interrupted = _signal_name(exc)
+                failed = exc
+            diff = (determinism.trace_difference(before, entry.outcome.trace)
+                    if before is not None and entry.outcome.trace is not before else None)
+            if diff is not None:
+                at[:] = list(entry.found_at)
+                nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
+            if failed is not None:
+                if isinstance(failed, ValueError) and diff is None:
+                    raise failed          # not the structure's doing: an internal error
                 entry.unshrunk = True
+                if diff is not None:      # report it as found, in the trace it was found in
+                    entry.outcome.trace, entry.finding = before, kept
     stats.elapsed_s = time.monotonic() - t0
     return TargetResult(structure, bug, stats,
                         first_unexpected_s=first_unexpected[0] if first_unexpected else None,
-                        interrupted=interrupted, error=error, entries=list(registry.values()))
+                        interrupted=interrupted, error=error, entries=list(registry.values()),
+                        warnings=warnings)
 
 
 def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
@@ -414,16 +537,40 @@ def _signal_name(exc: BaseException) -> str:
     return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"
 
 
-def _only_expected(exc: BaseException) -> bool:
-    """True if EXC is (a group of) our Found exceptions or Hypothesis's flaky-replay complaints."""
-    if isinstance(exc, (Found, Flaky)):
-        return True
+def _raise(decision: _Decision) -> None:
+    """Raise DECISION's Found exception, from this one line whether it is a history's first check
+    or a replay (Hypothesis tells failures apart by exception type and the line raising it)."""
+    raise decision.raised(decision.detail)
+
+
+def _batch_end(exc: BaseException) -> str | None:
+    """Sort out what ended a batch: None for (a group of) our Found exceptions; a warning for one
+    of Hypothesis's Flaky errors (Flaky, FlakyFailure, FlakyStrategyDefinition, ...), which the
+    property's answering every history as it did the first time leaves for real surprises (the
+    structure's own nondeterminism is a finding, made by the property); anything else, including
+    a Flaky around another exception, is raised again (an internal error). Either way what was
+    found stays in the registry."""
+    if not _ours(exc):
+        raise exc
+    flaky = _flaky_in(exc)
+    if flaky is None:
+        return None
+    first = (str(flaky).strip().splitlines() or [""])[0]
+    return (f"Hypothesis found a history that did not behave the same when run again "
+            f"({type(flaky).__name__}: {first[:200]}); what was found is kept")
+
+
+def _ours(exc: BaseException) -> bool:
     group = getattr(exc, "exceptions", None)
     if group:
-        return all(_only_expected(e) for e in group)
-    if isinstance(exc, HypothesisException) and "Flaky" in type(exc).__name__:
-        return True
-    return False
+        return all(_ours(e) for e in group)
+    return isinstance(exc, (Found, Flaky))
+
+
+def _flaky_in(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, Flaky):
+        return exc
+    return next((f for f in map(_flaky_in, getattr(exc, "exceptions", None) or ()) if f is not None), None)
 
 
 def _worker_main(conn, args, stop_event, parent: int) -> None:
@@ -479,12 +626,14 @@ def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, conf
             out.stats.add(p.stats)
             out.interrupted = out.interrupted or p.interrupted
             out.error = out.error or p.error
+            out.warnings += p.warnings
             if p.first_unexpected_s is not None:
                 out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
         if interrupted:
             out.interrupted = out.interrupted or interrupted
         if any(j[0] == s and j[1] == b for j in lost):
             out.interrupted = out.interrupted or "worker lost"
+        out.warnings.sort(key=lambda w: int(w.split()[1].rstrip(":")) if w.startswith("batch ") else -1)
         out.entries = _merge_entries(mine)
         _finish(out, settings, bugdir)
         merged.append(out)

@@ -245,7 +245,8 @@ RESULTS = Obj({
     "stats": (STATS, REQUIRED),
     "per_structure": (Opt(List(Obj({"structure": (Text(), REQUIRED), "bug": (Opt(Text()), None),
                                     "stats": (STATS, REQUIRED), "unexpected": (Nat(), 0),
-                                    "expected": (Nat(), 0)}))), None),
+                                    "expected": (Nat(), 0),
+                                    "warnings": (List(Text()), list)}))), None),
     "bugs": (List(RECORD), REQUIRED),
 })
 

@@ -46,6 +46,10 @@ CLASSES = (
     # leaving a process running), or did not finish in time (a loop, a sleep, stopping itself).
     "operation-crash",
     "operation-hang",
+    # The same history, run twice, did not do the same (a different trace, result or finding):
+    # the structure lets the clock, rand(), addresses or uninitialised memory into what it writes
+    # or returns (harness/determinism.py). Not a verdict on a crash state: found by harness/fuzz.py.
+    "nondeterminism",
 )
 
 # A recovery that kills the checker running it (kill(getppid(), ...)) is a `recovery-crash`, not a
