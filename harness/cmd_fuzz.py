@@ -127,7 +127,8 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
                      "unexpected": sum(1 for b in r.records if not b["expected"]),
                      "expected": sum(1 for b in r.records if b["expected"]),
                      "first_unexpected_s": r.first_unexpected_s,
-                     "complete": not (r.interrupted or r.error), "unshrunk": r.unshrunk})
+                     "complete": not (r.interrupted or r.error), "unshrunk": r.unshrunk,
+                     "warnings": list(r.warnings)})
         bugs.extend(r.records)
     if total["states_legal"] >= 2 ** 53:
         total["states_legal"] = str(total["states_legal"])
@@ -163,6 +164,8 @@ def _summary(console: Console, res: dict) -> None:
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)
+        for warning in row.get("warnings") or []:
+            console.print(f"  warning: {warning}", highlight=False, markup=False)
         if row.get("unshrunk"):
             console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
                           "shrink their crash states", highlight=False)

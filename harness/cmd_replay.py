@@ -1,7 +1,8 @@
 """`crashcheck replay BUG.json`: rerun one bug record and print it.
 
 Owns replaying: the record's history is traced again with the same driver, the crash point and
-crash state it names are checked again, and the oracle judges the result. Exit status 1 when the
+crash state it names are checked again, and the oracle judges the result; a nondeterminism
+record's history is checked a few times and the runs compared (harness/determinism.py). Exit status 1 when the
 bug reproduces (as `fuzz` exits 1 on bugs), 0 only when it no longer does (fixed), 2 on bad input,
 including a record that cannot be replayed as recorded (a crash point or crash state the trace
 of its history no longer has: the structure changed, or the record is corrupt).
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness import record_schema, structures
+from harness import determinism, record_schema, structures
 from harness.errors import UsageError
 from harness.errors import DriverFailure
 from harness.findings import oracle_point, result_dict
@@ -74,6 +75,29 @@ def _point(checker: Checker, path: str, trace, index: int, what: str):
                          f"no crash point {index} (the structure changed, or the record is corrupt)") from None
 
 
+NONDETERMINISM_RUNS = 3       # checks of the history when replaying a nondeterminism finding
+
+
+def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Settings, ops: list) -> int:
+    """Check the record's history a few times and compare each with the first, as fuzz did
+    (harness/determinism.py): 1 if they differ, 0 if every run did the same."""
+    with Checker(s, rec["bug"], settings) as checker:
+        first = checker.check(ops)
+        for n in range(2, NONDETERMINISM_RUNS + 1):
+            again = checker.check(ops)
+            diff = None
+            if first.trace is not None and again.trace is not None:
+                diff = determinism.trace_difference(first.trace, again.trace)
+            if diff is None and not (first.partial or again.partial):
+                diff = determinism.findings_difference(determinism.findings_key(first.findings),
+                                                       determinism.findings_key(again.findings))
+            if diff is not None:
+                print(f"reproduced: nondeterminism: run 1 and run {n}: {diff[1]}")
+                return 1
+    print(f"not reproduced: {NONDETERMINISM_RUNS} checks of the history did the same")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
     try:
@@ -101,6 +125,8 @@ def _replay(path: str, rec: dict) -> int:
     for i, line in enumerate(rec["history"]):
         print(f"  {i:>3}  {line}")
     crash = rec["crash"]
+    if rec["class"] == determinism.CLASS:
+        return _replay_nondeterminism(s, rec, settings, ops)
     with Checker(s, rec["bug"], settings) as checker:
         try:
             trace, lines = checker.trace(ops)

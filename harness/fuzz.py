@@ -8,10 +8,24 @@ Design notes
   run with --examples is fully deterministic and a run with --budget stops between batches. A batch
   that finds an unexpected failure raises a class-specific exception, which makes Hypothesis
   shrink the history while keeping the class; every history it tries goes through the pipeline.
+- The same bugs, grouped the same way, with any --jobs (up to LANES): batch b belongs to lane
+  b % LANES, and what a batch shrinks depends only on its own lane's earlier batches (a bug the lane
+  has already seen in a smaller form is not shrunk again). A worker runs whole lanes, in batch
+  order, so a run with --examples checks the same histories with --jobs 1 and --jobs N. Each
+  worker keeps, per group, the example of the lowest rank (size, batch, call) and shrinks its crash
+  state; the parent keeps the lowest rank over workers, which is the example --jobs 1 keeps and
+  shrinks the same way, and only then merges groups that turned out alike (_finish).
 - The registry sees every finding of every history checked (generated or tried while shrinking)
   and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
   history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
   Hypothesis's own end-of-run report (or a flaky replay) is never needed.
+- Nondeterminism is a finding, never swallowed (harness/determinism.py). Once per batch one
+  history's crash-free run is run a second time; a history Hypothesis runs again in the same batch
+  (its final replay of a failure) is checked again; shrinking a bug's crash state traces its
+  history again. A different trace, result or finding is a `nondeterminism` finding naming the
+  history, and what either run found is kept. The property answers a history run again as it did
+  the first time, so Hypothesis's own Flaky errors are left for real surprises: they become
+  warnings of the target (results and summary), and the batch's findings are kept.
 - Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
   stays deterministic), so one stubborn bug cannot eat the run.
 - Time (harness/budget.py): with --budget, the search (generation and Hypothesis's shrinking)
@@ -36,21 +50,27 @@ from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
-from hypothesis.errors import Flaky, HypothesisException
+from hypothesis.errors import Flaky
 
 from crashsim.runner import Stopped
-from harness import defaults, structures
+from crashsim.trace import Trace
+from harness import defaults, determinism, structures
 from harness.budget import Budget, OutOfTime, RunInterrupted
 from harness.errors import DriverFailure, UsageError
 from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
 from harness.pipeline import Checker
+from harness.session import history_text
+from harness.traced_run import RunFailure
 from harness.records import build_record
 from harness.settings import Settings
 from harness.strategies import histories
 from specs.oracle import CLASSES
 
 CLASS_ORDER = {c: i for i, c in enumerate(CLASSES)}
+# Independent lanes of batches (see the design notes): --jobs up to this many finds the same bugs as
+# --jobs 1. More lanes cost more shrinking early on (each lane shrinks the bugs it finds once).
+LANES = 8
 
 
 class Found(Exception):
@@ -113,12 +133,16 @@ class Stats:
 
 @dataclass
 class Entry:
-    """The smallest example seen of one bug."""
+    """The smallest example seen of one bug (one group as found, before its crash state is shrunk)."""
+    key: tuple[str, str]             # the group the finding was found under
     size: tuple[int, int]
     outcome: HistoryOutcome
     finding: Finding
     occurrences: int = 0
     first_seen: float = 0.0          # seconds into the run
+    rank: tuple = ()                 # (size, batch, call): the lowest is the example kept
+    found_at: tuple[int, int] = (0, 0)   # (batch, call) of the group's first example
+    unshrunk: bool = False           # reported as first seen: its crash state was not shrunk
 
 
 @dataclass
@@ -132,6 +156,21 @@ class TargetResult:
     interrupted: str | None = None   # "SIGINT"/"SIGTERM"/"worker lost": the run ended early
     error: str | None = None         # an internal error ended this target (its traceback)
     unshrunk: int = 0                # bugs reported as first seen: no time left to shrink them
+    entries: list[Entry] = field(default_factory=list)   # one per group as found (internal)
+    warnings: list[str] = field(default_factory=list)   # what the user must know besides the bugs
+
+
+@dataclass
+class _Decision:
+    """The first check of a history in a batch, and what the property answered Hypothesis."""
+    crashes: bool
+    trace: Trace | None
+    findings: frozenset               # determinism.findings_key of its findings
+    groups: set                       # the groups of all its findings
+    partial: bool
+    raised: type | None = None        # the Found class raised, if any
+    detail: str = ""
+    rechecked: bool = False           # checked a second time already (once is enough)
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -139,21 +178,48 @@ def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
 
 
+def _my_batches(worker: int, config: Config):
+    """The batch numbers worker WORKER of config.jobs runs, in order: whole lanes (see the design
+    notes); with --examples, batch b holds examples b*batch.. of the run, whatever --jobs is."""
+    jobs = max(1, config.jobs)
+    lanes = max(LANES, jobs)
+    total = None if config.examples is None else -(-config.examples // config.batch)
+    b = 0
+    while total is None or b < total:
+        if (b % lanes) % jobs == worker:
+            n = config.batch if total is None else min(config.batch, config.examples - b * config.batch)
+            yield b, b % lanes, n
+        b += 1
+
+
 def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Config,
                 worker: int = 0, progress: Callable[[dict], None] | None = None,
                 bugdir: Path = Path("crashcheck-bugs"), budget: Budget | None = None,
                 journal: Journal | None = None) -> TargetResult:
-    """Fuzz one structure (or seeded-bug variant); worker W of config.jobs takes batches W, W+jobs, ...
+    """Fuzz one structure (or seeded-bug variant); worker W of config.jobs runs its lanes' batches.
     Returns what was found even when the budget, a signal or an internal error ends it early."""
+    result = _search(structure, bug, settings, config, worker, progress, bugdir, budget, journal)
+    _finish(result, settings, bugdir)
+    if journal is not None:
+        journal.target_done(structure, bug, result.stats.as_json())
+    return result
+
+
+def _search(structure: str, bug: str | None, settings: Settings, config: Config, worker: int,
+            progress: Callable[[dict], None] | None, bugdir: Path, budget: Budget | None,
+            journal: Journal | None) -> TargetResult:
+    """Worker WORKER's share of fuzzing one target: its batches, then the crash state of every
+    example it keeps shrunk. The entries come back unmerged (one per group as found)."""
     s = structures.get(structure)
     budget = budget or _budget_for(config)
     t0 = time.monotonic()
     stats = Stats()
     registry: dict[tuple[str, str], Entry] = {}
+    lane_best: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}   # lane -> group -> smallest size
     first_unexpected: list[float] = []
+    warnings: list[str] = []
     interrupted: str | None = None
     error: str | None = None
-    unshrunk = 0
     with Checker(s, bug, settings, budget=budget) as checker:
         strategy = histories(checker.model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size,
@@ -164,18 +230,12 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
         # small part of a full check (no crash states): each counts a tenth of a shrink call.
         crash_free: list[bool] = [False]
         journaled: set[tuple[str, str]] = set()
+        at = [0, 0]                        # (batch, call) of the history being checked
+        seen: dict[tuple[str, str], tuple[int, int]] = {}   # this lane's smallest size per group
+        decided: dict[str, _Decision] = {}  # this batch: history -> its first check and decision
+        probed = [False]                   # this batch has run one history's crash-free run twice
 
-        def prop(ops):
-            if shrink_left:
-                if shrink_left[0] <= 0:
-                    return      # out of shrink budget: let Hypothesis finish
-                shrink_left[0] -= 0.1 if crash_free[0] else 1
-            if budget.search_over():
-                raise OutOfTime()
-            try:
-                outcome = checker.check(ops, crashes=not (shrink_left and crash_free[0]))
-            except UsageError as exc:
-                raise _Abort(exc) from None
+        def count(outcome: HistoryOutcome) -> None:
             stats.histories += 1
             stats.partial_histories += outcome.partial
             stats.crash_points += outcome.crash_points
@@ -183,32 +243,127 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             stats.states_explored += outcome.states_explored
             stats.states_checked += outcome.states_checked
             stats.points_sampled += outcome.points_sampled
+
+        def note(outcome: HistoryOutcome, f: Finding) -> bool:
+            """Keep F (of OUTCOME) in the registry and the journal; True if it is new to this
+            lane or smaller than this lane's example of its group."""
+            size = _size(outcome)
+            rank = (size, at[0], at[1])
+            entry = registry.get(f.group)
+            if entry is None:
+                registry[f.group] = Entry(f.group, size, outcome, f, f.occurrences, time.monotonic() - t0,
+                                          rank, (at[0], at[1]))
+            else:
+                entry.occurrences += f.occurrences
+                if rank < entry.rank:
+                    entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
+            if f.group not in journaled and journal is not None:
+                journaled.add(f.group)
+                _journal_bug(journal, structure, bug, settings, outcome, f, bugdir, len(journaled),
+                             worker, time.monotonic() - t0)
+            improves = f.group not in seen or size < seen[f.group]
+            if improves:
+                seen[f.group] = size
+            if not f.expected and not first_unexpected:
+                first_unexpected.append(time.monotonic() - t0)
+            return improves
+
+        def nondeterministic(ops, outcome: HistoryOutcome, trace, diff: tuple[str, str]) -> None:
+            group, how = diff
+            f = Finding(determinism.CLASS, determinism.describe(how), (determinism.CLASS, group))
+            note(HistoryOutcome(ops, outcome.followup, trace, [f], checker.model), f)
+
+        def probe(ops, outcome: HistoryOutcome) -> None:
+            """Run OPS's crash-free run a second time: the same trace and results, or a finding."""
+            try:
+                again, lines = checker.trace(ops)
+            except RunFailure as exc:
+                if exc.finding.cls != "operation-hang":       # (a hang may be the load's doing)
+                    nondeterministic(ops, outcome, outcome.trace, (
+                        "run: " + exc.finding.group[1], "the first run of it finished; in the second, "
+                        + exc.finding.detail.removeprefix("without any crash, ")))
+                return
+            except DriverFailure as exc:
+                nondeterministic(ops, outcome, outcome.trace, ("run", f"the first run of it finished, the "
+                                                               f"second failed: {str(exc)[:300]}"))
+                return
+            diff = determinism.trace_difference(outcome.trace, again)
+            if diff is None:
+                first = determinism.findings_key(f for f in outcome.findings if f.point is None)
+                diff = determinism.findings_difference(
+                    first, determinism.findings_key(checker.crash_free_findings(ops, lines)))
+            if diff is not None:
+                nondeterministic(ops, outcome, outcome.trace, diff)
+
+        def again(ops, first: _Decision) -> None:
+            """Check OPS a second time (once per batch) and compare with its first check."""
+            if first.rechecked:
+                return
+            first.rechecked = True
+            if budget.search_over():
+                raise OutOfTime()
+            at[1] += 1
+            try:
+                outcome = checker.check(ops, crashes=first.crashes)
+            except UsageError as exc:
+                raise _Abort(exc) from None
+            count(outcome)
+            for f in outcome.findings:
+                if f.group not in first.groups:
+                    note(outcome, f)          # kept, though the first check did not find it
+            diff = None
+            if first.trace is not None and outcome.trace is not None:
+                diff = determinism.trace_difference(first.trace, outcome.trace)
+            if diff is None and not (first.partial or outcome.partial):
+                diff = determinism.findings_difference(first.findings, determinism.findings_key(outcome.findings))
+            if diff is not None:
+                nondeterministic(ops, outcome, first.trace or outcome.trace, diff)
+
+        def prop(ops):
+            key = f"{getattr(ops, 'load', 0)}\n{history_text(checker.model, ops)}"
+            first = decided.get(key)
+            if first is not None:
+                # The same history again in this batch (Hypothesis replays a failure at its end):
+                # it must behave the same; and the answer is the first one, so Hypothesis never
+                # sees a failure vanish because our bookkeeping moved on.
+                again(ops, first)
+                if first.raised is not None:
+                    _raise(first)
+                return
+            if shrink_left:
+                if shrink_left[0] <= 0:
+                    return      # out of shrink budget: let Hypothesis finish
+                shrink_left[0] -= 0.1 if crash_free[0] else 1
+            if budget.search_over():
+                raise OutOfTime()
+            at[1] += 1
+            crashes = not (shrink_left and crash_free[0])
+            try:
+                outcome = checker.check(ops, crashes=crashes)
+                count(outcome)
+                if (not probed[0] and crashes and len(ops) >= 2 and outcome.trace is not None
+                        and not outcome.partial):
+                    probed[0] = True
+                    probe(ops, outcome)
+            except UsageError as exc:
+                raise _Abort(exc) from None
             unexpected = []
             for f in outcome.findings:
-                entry = registry.get(f.group)
-                size = _size(outcome)
-                improves = entry is None or size < entry.size
-                if entry is None:
-                    registry[f.group] = Entry(size, outcome, f, f.occurrences, time.monotonic() - t0)
-                else:
-                    entry.occurrences += f.occurrences
-                    if improves:
-                        entry.size, entry.outcome, entry.finding = size, outcome, f
-                if f.group not in journaled and journal is not None:
-                    journaled.add(f.group)
-                    _journal_bug(journal, structure, bug, settings, outcome, f, bugdir, len(journaled),
-                                 worker, time.monotonic() - t0)
                 # Only a new bug, or a smaller example of a known one, is worth starting to
-                # shrink; once this batch shrinks a class, every failure of that class counts
-                # (Hypothesis's shrinker also moves sideways, to examples no smaller by our measure).
+                # shrink (known to this lane: what other lanes found must not change what this
+                # one tries, or --jobs would change the results); once this batch shrinks a class,
+                # every failure of that class counts (Hypothesis's shrinker also moves sideways,
+                # to examples no smaller by our measure).
+                improves = note(outcome, f)
                 if not f.expected and (improves or f.cls in shrinking):
                     unexpected.append(f)
-                    if not first_unexpected:
-                        first_unexpected.append(time.monotonic() - t0)
             if progress:
                 progress({"structure": structure, "bug": bug, "histories": stats.histories,
                           "states": stats.states_explored, "bugs": sum(1 for e in registry.values() if not e.finding.expected),
                           "elapsed": time.monotonic() - t0})
+            decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
+                                 {f.group for f in outcome.findings}, outcome.partial)
+            decided[key] = decision
             if unexpected:
                 if not shrink_left:
                     shrink_left.append(config.shrink_calls)
@@ -219,23 +374,20 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                     crash_free[0] = (worst.point is None and worst.recovery_of is None
                                      and worst.cls != "operation-hang")
                 shrinking.add(worst.cls)
-                raise FOUND.get(worst.cls, Found)(worst.detail)
+                decision.raised, decision.detail = FOUND.get(worst.cls, Found), worst.detail
+                _raise(decision)
 
-        jobs = max(1, config.jobs)
-        mine = (None if config.examples is None else
-                config.examples // jobs + (1 if worker < config.examples % jobs else 0))
-        batch_no = worker
-        done_examples = 0
         try:
-            while True:
-                if mine is not None and done_examples >= mine:
-                    break
+            for batch_no, lane, n in _my_batches(worker, config):
                 if budget.search_over():
                     break
-                n = config.batch if mine is None else min(config.batch, mine - done_examples)
                 shrink_left.clear()
                 shrinking.clear()
                 crash_free[0] = False
+                decided.clear()
+                probed[0] = False
+                at[:] = [batch_no, 0]
+                seen = lane_best.setdefault(lane, {})
                 test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
                                  phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,
                                  suppress_health_check=list(HealthCheck), print_blob=False)(
@@ -244,11 +396,10 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                     test()
                 except (OutOfTime, KeyboardInterrupt, _Abort):
                     raise
-                except BaseException as exc:      # noqa: BLE001 - sorted by _only_expected
-                    if not _only_expected(exc):
-                        raise
-                done_examples += n
-                batch_no += jobs
+                except BaseException as exc:      # noqa: BLE001 - sorted by _batch_end
+                    warning = _batch_end(exc)
+                    if warning:
+                        warnings.append(f"batch {batch_no}: {warning}")
                 if config.stop_on_class and any(e.finding.cls == config.stop_on_class and not e.finding.expected
                                                 for e in registry.values()):
                     break
@@ -260,39 +411,66 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
             interrupted = _signal_name(exc)
         except Exception:      # noqa: BLE001 - an internal error: keep what was found
             error = traceback.format_exc()
-        # Shrink the crash state of every example that will be reported, then merge examples
-        # that turn out to be the same bug once shrunk (same class, same first lost store).
-        # With no time left (or after a signal or an error) bugs are reported as first seen.
-        merged: dict[tuple[str, str], Entry] = {}
-        for entry in sorted(registry.values(), key=lambda e: e.size):
+        decided.clear()
+        # Shrink the crash state of every example kept (_finish merges those that turn out to
+        # be the same bug once shrunk). With no time left (or after a signal or an error) bugs
+        # are reported as first seen. Shrinking traces each history again: a trace that differs
+        # from the first is a nondeterminism finding, and the bug stays as first seen.
+        for entry in sorted(registry.values(), key=lambda e: e.rank):
             if interrupted or error or budget.expired():
-                unshrunk += entry.finding.point is not None and entry.finding.cls != "leak"
-            else:
-                try:
-                    checker.finalize(entry.outcome, entry.finding)
-                except (Stopped, OutOfTime, DriverFailure):
-                    unshrunk += 1
-                except KeyboardInterrupt as exc:
-                    interrupted = _signal_name(exc)
-                    unshrunk += 1
-            have = merged.get(entry.finding.group)
-            if have is None:
-                merged[entry.finding.group] = entry
-            else:
-                have.occurrences += entry.occurrences
-                have.first_seen = min(have.first_seen, entry.first_seen)
-        registry = merged
+                entry.unshrunk = entry.finding.point is not None and entry.finding.cls != "leak"
+                continue
+            before, kept = entry.outcome.trace, replace(entry.finding)
+            failed = None
+            try:
+                checker.finalize(entry.outcome, entry.finding)
+            except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
+                failed = exc
+            except KeyboardInterrupt as exc:
+                interrupted = _signal_name(exc)
+                failed = exc
+            diff = (determinism.trace_difference(before, entry.outcome.trace)
+                    if before is not None and entry.outcome.trace is not before else None)
+            if diff is not None:
+                at[:] = list(entry.found_at)
+                nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
+            if failed is not None:
+                if isinstance(failed, ValueError) and diff is None:
+                    raise failed          # not the structure's doing: an internal error
+                entry.unshrunk = True
+                if diff is not None:      # report it as found, in the trace it was found in
+                    entry.outcome.trace, entry.finding = before, kept
     stats.elapsed_s = time.monotonic() - t0
-    result = TargetResult(structure, bug, stats,
-                          first_unexpected_s=first_unexpected[0] if first_unexpected else None,
-                          interrupted=interrupted, error=error, unshrunk=unshrunk)
-    for entry in registry.values():
+    return TargetResult(structure, bug, stats,
+                        first_unexpected_s=first_unexpected[0] if first_unexpected else None,
+                        interrupted=interrupted, error=error, entries=list(registry.values()),
+                        warnings=warnings)
+
+
+def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
+    """Turn RESULT's entries (of one worker, or merged over workers by _merge_entries) into its
+    records: entries whose shrunk findings are in one group are one bug (the first by size, then
+    by when its group was found, is shown), numbered per class in group order."""
+    merged: dict[tuple[str, str], Entry] = {}
+    for entry in sorted(result.entries, key=lambda e: (e.size, e.found_at)):
+        have = merged.get(entry.finding.group)
+        if have is None:
+            merged[entry.finding.group] = replace(entry)
+        else:
+            have.occurrences += entry.occurrences
+            have.first_seen = min(have.first_seen, entry.first_seen)
+    _fold_followup_deaths(merged)
+    result.unshrunk = sum(e.unshrunk for e in merged.values())
+    result.first_by_class = {}
+    for entry in merged.values():
         if not entry.finding.expected:
             cls = entry.finding.cls
             result.first_by_class[cls] = round(min(result.first_by_class.get(cls, entry.first_seen),
                                                    entry.first_seen), 2)
     counters: dict[str, int] = {}
-    for _, entry in sorted(registry.items(), key=lambda kv: (kv[1].finding.expected, kv[0])):
+    structure, bug = result.structure, result.bug
+    result.records = []
+    for group, entry in sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0])):
         cls = entry.finding.cls
         counters[cls] = counters.get(cls, 0) + 1
         ident = f"{structure}{'-' + bug if bug else ''}-{cls}-{counters[cls]}"
@@ -301,9 +479,42 @@ def fuzz_target(structure: str, bug: str | None, settings: Settings, config: Con
                            finding=entry.finding, ident=ident, bugdir=bugdir)
         rec["first_seen_s"] = round(entry.first_seen, 2)
         result.records.append(rec)
-    if journal is not None:
-        journal.target_done(structure, bug, stats.as_json())
-    return result
+
+
+def _fold_followup_deaths(merged: dict[tuple[str, str], Entry]) -> None:
+    """A follow-up operation that died or hung after recovery (post-recovery-divergence, group
+    `follow-up: <kind>: <how>`) the way the same kind of operation also died without any crash
+    (operation-crash/-hang, group `<kind>: <how>`) is that operation's bug, shown by the simpler
+    history: it is folded into it, and the operation's detail says it happened after recovery too."""
+    plain = {g[1]: e for g, e in merged.items() if g[0] in ("operation-crash", "operation-hang")}
+    for group, entry in list(merged.items()):
+        key = group[1].removeprefix("in recovery: ")
+        if group[0] != "post-recovery-divergence" or not key.startswith("follow-up: "):
+            continue
+        op = plain.get(key.removeprefix("follow-up: "))
+        if op is None:
+            continue
+        del merged[group]
+        if "after recovery too" not in op.finding.detail:
+            op.finding.detail += (f"; after recovery too, in the follow-up workload "
+                                  f"({entry.occurrences} crash state{'s' if entry.occurrences != 1 else ''})")
+
+
+def _merge_entries(parts: list[TargetResult]) -> list[Entry]:
+    """The entries of one target's workers as --jobs 1 would have kept them: per group as found,
+    the example of the lowest rank, with every worker's occurrences."""
+    best: dict[tuple[str, str], Entry] = {}
+    for part in parts:
+        for e in part.entries:
+            have = best.get(e.key)
+            if have is None:
+                best[e.key] = e
+                continue
+            keep = e if e.rank < have.rank else have
+            best[e.key] = replace(keep, occurrences=have.occurrences + e.occurrences,
+                                  first_seen=min(have.first_seen, e.first_seen),
+                                  found_at=min(have.found_at, e.found_at))
+    return list(best.values())
 
 
 def _budget_for(config: Config, **kw) -> Budget:
@@ -334,16 +545,40 @@ def _signal_name(exc: BaseException) -> str:
     return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"
 
 
-def _only_expected(exc: BaseException) -> bool:
-    """True if EXC is (a group of) our Found exceptions or Hypothesis's flaky-replay complaints."""
-    if isinstance(exc, (Found, Flaky)):
-        return True
+def _raise(decision: _Decision) -> None:
+    """Raise DECISION's Found exception, from this one line whether it is a history's first check
+    or a replay (Hypothesis tells failures apart by exception type and the line raising it)."""
+    raise decision.raised(decision.detail)
+
+
+def _batch_end(exc: BaseException) -> str | None:
+    """Sort out what ended a batch: None for (a group of) our Found exceptions; a warning for one
+    of Hypothesis's Flaky errors (Flaky, FlakyFailure, FlakyStrategyDefinition, ...), which the
+    property's answering every history as it did the first time leaves for real surprises (the
+    structure's own nondeterminism is a finding, made by the property); anything else, including
+    a Flaky around another exception, is raised again (an internal error). Either way what was
+    found stays in the registry."""
+    if not _ours(exc):
+        raise exc
+    flaky = _flaky_in(exc)
+    if flaky is None:
+        return None
+    first = (str(flaky).strip().splitlines() or [""])[0]
+    return (f"Hypothesis found a history that did not behave the same when run again "
+            f"({type(flaky).__name__}: {first[:200]}); what was found is kept")
+
+
+def _ours(exc: BaseException) -> bool:
     group = getattr(exc, "exceptions", None)
     if group:
-        return all(_only_expected(e) for e in group)
-    if isinstance(exc, HypothesisException) and "Flaky" in type(exc).__name__:
-        return True
-    return False
+        return all(_ours(e) for e in group)
+    return isinstance(exc, (Found, Flaky))
+
+
+def _flaky_in(exc: BaseException) -> BaseException | None:
+    if isinstance(exc, Flaky):
+        return exc
+    return next((f for f in map(_flaky_in, getattr(exc, "exceptions", None) or ()) if f is not None), None)
 
 
 def _worker_main(conn, args, stop_event, parent: int) -> None:
@@ -355,7 +590,9 @@ def _worker_main(conn, args, stop_event, parent: int) -> None:
     budget = _budget_for(config, stop_event=stop_event, parent_pid=parent)
     signal.signal(signal.SIGTERM, lambda *_: budget.stop())
     try:
-        out = fuzz_target(structure, bug, settings, config, worker, None, bugdir, budget, journal)
+        out = _search(structure, bug, settings, config, worker, None, bugdir, budget, journal)
+        if journal is not None:
+            journal.target_done(structure, bug, out.stats.as_json())
     except UsageError as exc:
         out = exc
     except BaseException:      # noqa: BLE001 - reported to the parent
@@ -370,8 +607,8 @@ def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, conf
                  progress: Callable[[dict], None] | None = None,
                  bugdir: Path = Path("crashcheck-bugs"), journal: Journal | None = None) -> list[TargetResult]:
     """Fuzz every (structure, bug) target, each with its own budget of config.budget seconds;
-    with config.jobs > 1, targets and batches run in worker processes, and a target's workers
-    are merged (smallest example per bug wins). On SIGINT/SIGTERM every worker is told to stop
+    with config.jobs > 1, targets and lanes of batches run in worker processes, and a target's
+    workers are merged as --jobs 1 would have kept their examples (_merge_entries, _finish). On SIGINT/SIGTERM every worker is told to stop
     and what they found comes back, marked interrupted."""
     if config.jobs <= 1:
         out = []
@@ -393,36 +630,20 @@ def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, conf
         if not mine and interrupted:
             continue
         out = TargetResult(s, b, Stats())
-        best: dict[tuple, dict] = {}
         for p in mine:
             out.stats.add(p.stats)
-            out.unshrunk += p.unshrunk
             out.interrupted = out.interrupted or p.interrupted
             out.error = out.error or p.error
+            out.warnings += p.warnings
             if p.first_unexpected_s is not None:
                 out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
-            for cls, t in p.first_by_class.items():
-                out.first_by_class[cls] = min(out.first_by_class.get(cls, t), t)
-            for rec in p.records:
-                key = (rec["class"], tuple(rec["sites"]) or rec["crash"].get("event"))
-                have = best.get(key)
-                if have is None or len(rec["history"]) < len(have["history"]):
-                    if have is not None:
-                        rec["occurrences"] += have["occurrences"]
-                    best[key] = rec
-                else:
-                    have["occurrences"] += rec["occurrences"]
         if interrupted:
             out.interrupted = out.interrupted or interrupted
         if any(j[0] == s and j[1] == b for j in lost):
             out.interrupted = out.interrupted or "worker lost"
-        counters: dict[str, int] = {}
-        for rec in sorted(best.values(), key=lambda r: (r["expected"], r["class"], r["id"])):
-            counters[rec["class"]] = counters.get(rec["class"], 0) + 1
-            ident = f"{s}{'-' + b if b else ''}-{rec['class']}-{counters[rec['class']]}"
-            rec["replay"] = rec["replay"].replace(rec["id"], ident)
-            rec["id"] = ident
-            out.records.append(rec)
+        out.warnings.sort(key=lambda w: int(w.split()[1].rstrip(":")) if w.startswith("batch ") else -1)
+        out.entries = _merge_entries(mine)
+        _finish(out, settings, bugdir)
         merged.append(out)
     return merged
 

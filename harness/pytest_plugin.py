@@ -10,6 +10,10 @@ Installed with the package (entry point `pytest11`). It gives:
 - the options `--crashcheck-seed`, `--crashcheck-examples`, `--crashcheck-budget` and
   `--crashcheck-report-dir` (reports default to the test's tmp_path).
 
+A structure that does not do the same twice on the same history fails the gate like any bug (a
+`nondeterminism` finding, harness/determinism.py); Hypothesis's own complaints about a batch
+become pytest warnings, and what was found is kept.
+
 A gate never checks nothing and passes: nonsense options (examples <= 0, a budget that is not a
 positive number, unknown marker keywords, a model that does not exist or that the structure is
 not meant for) fail the test with one line saying why, and so does a run that checked no
@@ -22,6 +26,7 @@ history at all (a budget too small for one).
 from __future__ import annotations
 
 import math
+import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,6 +191,8 @@ class Gate:
         if result.stats.histories == 0:
             _refuse(f"no history of {name} was checked (the budget ran out first); nothing is known "
                     "about it: give a larger budget")
+        for warning in result.warnings:
+            _warnings.warn(f"crashcheck gate {name}: {warning}", stacklevel=2)
         res = results_json([result], settings, f"pytest gate {name}")
         res["first_by_class"] = result.first_by_class
         report = self.report_dir / f"{name}.html"

@@ -124,7 +124,9 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
         "followup": [model.op_text(op) for op in outcome.followup],
+        "followup_outputs": list(verdict.followup_outputs) if verdict else [],
         "detail": f.detail,
+        "group": f.group[1],
         "occurrences": f.occurrences,
         "crash": None,
         "lost": [],
@@ -132,7 +134,6 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "sites": [],
         "expected_states": [state_json(model, s) for s in verdict.expected] if verdict else [],
         "actual": state_json(model, verdict.actual) if verdict else None,
-        "group": list(f.group),
         "coverage": _coverage(f),
         "leaks": f.leaks,
         "recovery_of": ({"index": f.recovery_of[0], "choice": list(f.recovery_of[1])}

@@ -91,6 +91,9 @@ def _diff(expected: list[list[list[str]]], actual: list[list[str]] | None) -> li
 
 def _crash_text(bug: dict) -> str:
     crash = bug["crash"]
+    if bug.get("class") == "nondeterminism":
+        return ("No crash: the same history, run twice, did not do the same (the detail says where "
+                "the runs parted).")
     if crash.get("index") is None:
         return ("No crash needed: the run without any crash already fails (a result the model "
                 "disagrees with, or the structure's own check right after an operation).")

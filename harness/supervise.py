@@ -180,6 +180,15 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
                 select.select([pidfd], [], [], min(left, STOP_POLL_S))
             else:
                 time.sleep(min(0.005, left))
+    except BaseException:
+        # A signal (SIGINT/SIGTERM end the run) or an error while waiting: the run must not
+        # outlive us, writing into a work folder that is being removed.
+        _kill_group(pgid)
+        try:
+            os.wait4(proc.pid, 0)
+        except ChildProcessError:
+            pass
+        raise
     finally:
         if pidfd is not None:
             os.close(pidfd)

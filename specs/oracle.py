@@ -46,6 +46,10 @@ CLASSES = (
     # leaving a process running), or did not finish in time (a loop, a sleep, stopping itself).
     "operation-crash",
     "operation-hang",
+    # The same history, run twice, did not do the same (a different trace, result or finding):
+    # the structure lets the clock, rand(), addresses or uninitialised memory into what it writes
+    # or returns (harness/determinism.py). Not a verdict on a crash state: found by harness/fuzz.py.
+    "nondeterminism",
 )
 
 # A recovery that kills the checker running it (kill(getppid(), ...)) is a `recovery-crash`, not a
@@ -77,6 +81,8 @@ class Verdict:
     #                                     not checked, neither a pass nor a bug
     witness: tuple[int, ...] = ()       # judge_durable: the linearization explaining the state
     group: str = ""                     # when set: what makes findings of this verdict one bug
+    followup_outputs: list[str] = field(default_factory=list)   # what the follow-up returned, as
+    #                                     far as it ran (all of it, or up to an operation that died)
 
 
 def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
@@ -126,22 +132,47 @@ def dump_state(dump: list[list[str]], model: Model | None = None) -> Any:
 
 
 def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dict, expected: list[Any],
-                         actual: Any, matched: Any) -> Verdict | None:
-    """The verdict when the follow-up's outputs (body["followup"]) leave the model; None if not."""
-    if followup:
-        got = body.get("followup", [])
-        bad = _model.replay(model, followup, got, [actual])
-        if bad is not None:
-            i, _, allowed = bad
-            want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
-            return Verdict(False, "post-recovery-divergence",
-                           f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
-                           f"the model {want}", expected, actual, matched)
-        if len(got) != len(followup):
-            return Verdict(False, "post-recovery-divergence",
-                           f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
-                           expected, actual, matched)
+                         actual: Any, matched: Any, result: dict | None = None) -> Verdict | None:
+    """The verdict when the follow-up's outputs (body["followup"]) leave the model, or when the
+    check died or hung in a follow-up operation (RESULT, the runner's answer, says how); None if
+    neither. Either way the outputs the follow-up printed are kept in the verdict."""
+    if not followup:
+        return None
+    got = [str(x) for x in body.get("followup", [])]
+    bad = _model.replay(model, followup[:len(got)], got, [actual])
+    if bad is not None:
+        i, _, allowed = bad
+        want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+        return Verdict(False, "post-recovery-divergence",
+                       f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
+                       f"the model {want}", expected, actual, matched, followup_outputs=got)
+    if len(got) < len(followup) and result is not None and result.get("status") != "ok":
+        return _followup_death(model, followup, got, result, expected, actual, matched)
+    if len(got) != len(followup):
+        return Verdict(False, "post-recovery-divergence",
+                       f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
+                       expected, actual, matched, followup_outputs=got)
     return None
+
+
+def _followup_death(model: Model, followup: Sequence[Any], got: list[str], result: dict,
+                    expected: list[Any], actual: Any, matched: Any) -> Verdict:
+    """Recovery left an acceptable state and the follow-up operation after the GOT ones died or
+    hung: the structure diverges from the model after recovery. One bug per kind of operation and
+    way of ending (end_key's words), wherever the crash fell; a kill of the checker names no
+    operation (it is noticed late)."""
+    status, sig, code = result.get("status"), result.get("signal"), result.get("exit")
+    op = followup[len(got)]
+    tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
+    said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
+    before = (f" (the {len(got)} before it returned {', '.join(f'`{g}`' for g in got[-4:])}"
+              f"{' ...' if len(got) > 4 else ''})" if got else "")
+    key = end_key(status, sig, code)
+    return Verdict(False, "post-recovery-divergence",
+                   f"after recovery, follow-up operation {len(got)} `{model.op_text(op)}` "
+                   f"{_end_words(status, sig, code)}{before}{said}", expected, actual, matched,
+                   group="follow-up: " + (key if key == "parent-killed" else f"{getattr(op, 'kind', '?')}: {key}"),
+                   followup_outputs=got)
 
 
 def end_key(status: str | None, sig: int | None, code: int | None) -> str:
@@ -270,29 +301,15 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
             sets = _sets(model, ops, states, outputs)
         cls, detail = model.classify(Mismatch(model, ops, sets, point.done, point.inflight, expected, actual))
         return Verdict(False, cls, detail, expected, actual)
-    if died_in_followup:
-        # Recovery left an acceptable state and an ordinary operation on it then died or hung:
-        # the same misbehaviour as in a crash-free run, so the same class and the same group
-        # (unless an operation before it already returned something the model does not).
-        got = body.get("followup", [])
-        diverged = _followup_divergence(model, list(followup)[:len(got)], body, expected, actual, matched)
-        if diverged is not None:
-            return diverged
-        if len(got) < len(followup):
-            status = result.get("status")
-            tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
-            said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
-            op = followup[len(got)]
-            cls = "operation-hang" if status == "timeout" else "operation-crash"
-            key = end_key(status, result.get("signal"), result.get("exit"))
-            return Verdict(False, cls, f"after recovery, the follow-up `{model.op_text(op)}` "
-                           f"{_end_words(status, result.get('signal'), result.get('exit'))}{said}",
-                           expected, actual, matched,
-                           group=key if key == "parent-killed" else f"{getattr(op, 'kind', '?')}: {key}")
-    diverged = _followup_divergence(model, followup, body, expected, actual, matched)
+    # Recovery left an acceptable state: the follow-up must behave like the model (a follow-up
+    # operation that died or hung after an acceptable recovery is a post-recovery divergence
+    # naming that operation, unless one before it already returned something the model does not).
+    diverged = _followup_divergence(model, followup, body, expected, actual, matched,
+                                    result if died_in_followup else None)
     if diverged is not None:
         return diverged
-    return Verdict(True, expected=expected, actual=actual, matched=matched)
+    return Verdict(True, expected=expected, actual=actual, matched=matched,
+                   followup_outputs=[str(x) for x in body.get("followup", [])])
 
 
 def judge_durable(history: History, result: dict, followup: Sequence[Any] | None = None, *,
@@ -309,7 +326,7 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
     (the ordered map: lost-durable-write, resurrected-delete, ...); a budget that ran out: ok False,
     cls None, checked False."""
     model = model or ordered_map.MODEL
-    failed, body, _ = _failed_recovery(model, result, [], followup)
+    failed, body, died_in_followup = _failed_recovery(model, result, [], followup)
     if failed is not None:
         return failed
     actual = model.dump_state(body.get("dump", []))
@@ -327,10 +344,12 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
         sets = _model.prefix_states(model, ops, [o.output for o in order])
         cls, detail = model.classify(Mismatch(model, ops, sets, len(ops), None, expected, actual))
         return Verdict(False, cls, f"{detail} ({r.reason})", expected, actual)
-    diverged = _followup_divergence(model, followup, body, [actual], actual, actual)
+    diverged = _followup_divergence(model, followup, body, [actual], actual, actual,
+                                    result if died_in_followup else None)
     if diverged is not None:
         return diverged
-    return Verdict(True, expected=[actual], actual=actual, matched=actual, witness=r.witness)
+    return Verdict(True, expected=[actual], actual=actual, matched=actual, witness=r.witness,
+                   followup_outputs=[str(x) for x in body.get("followup", [])])
 
 
 __all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",

@@ -98,18 +98,30 @@ def partial(d, done):
     return head + ", ".join(json.dumps(x) for x in done)
 
 
-@pytest.mark.parametrize("status, sig, cls, group", [
-    ("timeout", 9, "operation-hang", "insert: timeout"),
-    ("timeout", 19, "operation-hang", "insert: stopped"),
-    ("signal", 11, "operation-crash", "insert: SIGSEGV (signal 11)"),
+@pytest.mark.parametrize("status, sig, group, words", [
+    ("timeout", 9, "follow-up: insert: timeout", "did not finish within the time limit"),
+    ("timeout", 19, "follow-up: insert: stopped", "stopped itself"),
+    ("signal", 11, "follow-up: insert: SIGSEGV (signal 11)", "died of SIGSEGV (signal 11)"),
+    ("runner-died", None, "follow-up: parent-killed", "killed the checker"),
 ])
-def test_followup_operation_that_dies_after_a_good_recovery(status, sig, cls, group):
+def test_followup_operation_that_dies_after_a_good_recovery(status, sig, group, words):
+    # the runner's answer for a check whose recovery went well and whose second follow-up
+    # operation died: no result, the check JSON flushed up to the first follow-up output
     follow = [parse_op("lookup 1"), parse_op("insert 9 90"), parse_op("lookup 9")]
     res = {"status": status, "signal": sig, "exit": None, "result": None, "stderr": "",
            "output": partial(dump((1, 10), (2, 20)), ["value 10"])}
     verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
-    assert (verdict.cls, verdict.group) == (cls, group)
-    assert "the follow-up `insert 9 90`" in verdict.detail
+    # a post-recovery finding naming the operation that died, with what ran before it kept
+    assert (verdict.cls, verdict.group) == ("post-recovery-divergence", group)
+    assert "follow-up operation 1 `insert 9 90`" in verdict.detail and words in verdict.detail
+    assert "returned `value 10`" in verdict.detail
+    assert verdict.followup_outputs == ["value 10"]
+    assert verdict.actual == verdict.matched            # recovery itself was fine
+    # a follow-up output the model does not allow, before the death, is what is reported
+    res["output"] = partial(dump((1, 10), (2, 20)), ["value 11"])
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    assert verdict.cls == "post-recovery-divergence" and "returned `value 11`" in verdict.detail
+    assert verdict.group == "" and verdict.followup_outputs == ["value 11"]
     # a wrong dump still comes first
     res["output"] = partial(dump((1, 10)), ["value 10"])
     assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls == "lost-durable-write"
