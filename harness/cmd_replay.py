@@ -12,8 +12,7 @@ from __future__ import annotations
 import argparse
 
 from harness import determinism, record_schema, structures
-from harness.errors import UsageError
-from harness.errors import DriverFailure
+from harness.errors import DriverFailure, UsageError
 from harness.findings import oracle_point, result_dict
 from harness.pipeline import Checker
 from harness.report import site_text
