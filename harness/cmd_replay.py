@@ -18,6 +18,7 @@ from harness.pipeline import Checker
 from harness.report import site_text
 from harness.session import history_text
 from harness.settings import Settings
+from harness.threads import make_threaded
 from harness.traced_run import RunFailure
 from specs import leaks as leak_policy
 from specs.model import Model, with_load
@@ -94,12 +95,23 @@ def _replay(path: str, rec: dict) -> int:
     model = s.model()
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"])
     ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
+    if rec["threads"] > 1 and rec["thread_of"]:
+        # a threaded history: the same sections, and the very schedule the fuzzer's run took
+        if not s.thread_safe:
+            raise UsageError(f"{path}: the record's history has {rec['threads']} threads, but {s.name} is "
+                             "not thread-safe")
+        sections = [[op for op, t in zip(ops, rec["thread_of"]) if t == k] for k in range(1, rec["threads"] + 1)]
+        ops = make_threaded([op for op, t in zip(ops, rec["thread_of"]) if t == 0], sections,
+                            rec["sched"] or "random:0", rec["schedule"])
     follow = _ops(path, rec["followup"], "followup", s, model)
     print(f"replaying {rec['id']}: {rec['class']} in {rec['structure']}"
           f"{' (seeded bug ' + rec['bug'] + ')' if rec.get('bug') else ''}, model {rec['model']}")
-    print("history:")
+    print("history:" + (f" {rec['threads']} threads, schedule {rec['sched']}"
+                        + (" (replayed from the record)" if rec["schedule"] else "")
+                        if rec["threads"] > 1 else ""))
     for i, line in enumerate(rec["history"]):
-        print(f"  {i:>3}  {line}")
+        lane = f"t{rec['thread_of'][i]}  " if rec["threads"] > 1 and rec["thread_of"] else ""
+        print(f"  {i:>3}  {lane}{line}")
     crash = rec["crash"]
     with Checker(s, rec["bug"], settings) as checker:
         try:

@@ -24,7 +24,7 @@ from crashsim.explore import explore
 from crashsim.runner import CheckResult, Stopped
 from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
-from harness import crash_states
+from harness import crash_states, threads
 from harness.budget import Budget, OutOfTime
 from harness.crash_free import crash_free_findings
 from harness.errors import DriverFailure
@@ -36,7 +36,7 @@ from harness.session import Session, history_text
 from harness.settings import Settings
 from harness.state_shrink import shrink_state
 from harness.structures import Structure
-from harness.traced_run import RunFailure, trace_history, trace_recovery
+from harness.traced_run import RunFailure, schedule_taken, trace_history, trace_recovery
 from specs.model import prefix_states
 
 
@@ -76,6 +76,8 @@ class Checker:
         return trace_recovery(self.session, image, tag)
 
     def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
+        if getattr(ops, "nthreads", 0):
+            return threads.judge(self.model, ops, lines)[0]
         return crash_free_findings(self.model, ops, lines)
 
     def followup(self, ops: list) -> list:
@@ -108,6 +110,8 @@ class Checker:
         DEADLINE (time.monotonic()) bounds the crash-free run."""
         t0 = time.monotonic()
         self.budget.check()
+        if getattr(ops, "nthreads", 0):
+            return self.check_threaded(ops, t0, deadline)
         follow = self.followup(ops)
         texts = [self.model.op_text(op) for op in ops]
         hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
@@ -180,6 +184,25 @@ class Checker:
             f.coverage = outcome.coverage.of_point(coverage_key(f))
         outcome.elapsed = time.monotonic() - t0
         return outcome
+
+    def check_threaded(self, ops, t0: float, deadline: float | None = None) -> HistoryOutcome:
+        """Judge a threaded history (harness/threads.py) crash-free: run it under the scheduler,
+        then linearizability, the scheduler's findings and the invariants. Its crash states are
+        not explored (yet); the outcome carries the schedule the run took."""
+        try:
+            trace, lines = self.trace(ops, deadline)
+        except RunFailure as exc:
+            out = HistoryOutcome(ops, [], None, [exc.finding], self.model, elapsed=time.monotonic() - t0)
+            out.schedule = schedule_taken(self.session)
+            return out
+        except DriverFailure as exc:
+            f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
+            return HistoryOutcome(ops, [], None, [f], self.model, elapsed=time.monotonic() - t0)
+        findings, checked = threads.judge(self.model, ops, lines)
+        out = HistoryOutcome(ops, [], trace, findings, self.model, elapsed=time.monotonic() - t0)
+        out.not_checked = not checked
+        out.schedule = schedule_taken(self.session)
+        return out
 
     # -- making a finding ready to report ----------------------------------------------------
 
