@@ -165,9 +165,12 @@ def _summary(console: Console, res: dict) -> None:
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
         if st.get("threads", 1) > 1:
-            console.print(f"  threads: {st['threads']} per history, crash-free only: linearizability, "
-                          "deadlock, livelock and invariants checked under the deterministic scheduler; "
-                          "crash states of multi-threaded histories are not explored", highlight=False)
+            crash = ("crash states judged by durable linearizability (no follow-up workload, no leak "
+                     "check, crash states not shrunk)" if st["crash_points"] else
+                     "no crash states explored")
+            console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
+                          f"linearizability, deadlock, livelock and invariants checked; {crash}",
+                          highlight=False)
         if st.get("not_checked"):
             console.print(f"  not checked: {st['not_checked']} histories whose linearizability search ran "
                           "out of budget (neither pass nor failure)", highlight=False)

@@ -18,6 +18,7 @@ from harness.pipeline import Checker
 from harness.report import site_text
 from harness.session import history_text
 from harness.settings import Settings
+from harness import threads
 from harness.threads import make_threaded
 from harness.traced_run import RunFailure
 from specs import leaks as leak_policy
@@ -153,7 +154,7 @@ def _replay(path: str, rec: dict) -> int:
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(model, follow))
-        sets = checker.sets(ops, lines)
+        sets = None if getattr(ops, "nthreads", 0) else checker.sets(ops, lines)
     point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
@@ -161,7 +162,14 @@ def _replay(path: str, rec: dict) -> int:
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
-    verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
+    if getattr(ops, "nthreads", 0):
+        # a threaded history: durable linearizability of the History up to the crash
+        complete = threads.build_history(model, ops, lines)
+        begin, end = threads.op_events(trace)
+        verdict = threads.judge_state(model, threads.history_at(ops, complete, begin, end, cp.event),
+                                      result_dict(res))
+    else:
+        verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

@@ -8,8 +8,12 @@ CRASHCHECK_SCHED with the schedule written to a file, the History rebuilt from t
 (specs/linearizability.py), the scheduler's deadlock / livelock / hang, the structure's
 invariants once every thread has ended.
 
-Crash states of multi-threaded traces are not explored yet: a threaded history is judged
-crash-free only, and every summary says so (`crash_states: "not explored"`).
+Crash states of a threaded trace (a structure with PM) are explored as crashsim enumerates them
+for any trace (per-thread fences; eADR: a prefix of the trace's global store order, a subset of
+the per-thread prefixes the design allows) and judged by durable linearizability
+(`judge_state`): the recovered state must be the model's after a linearization of the operations
+completed before the crash plus any subset of those in flight. Follow-up workloads after
+recovery and leak checks are not run for threaded histories yet.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from hypothesis import strategies as st
 from harness.findings import Finding, address_free
 from specs import linearizability
 from specs.history import History
+from specs.oracle import Verdict, judge_durable
 from specs.model import Model, Workload
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
@@ -202,5 +207,45 @@ def judge(model: Model, ops: Threaded, lines: list[str]) -> tuple[list[Finding],
     return [], True
 
 
-__all__ = ["LIN_STEPS", "SCHED_EXIT", "Threaded", "build_history", "history_text", "judge", "make_threaded",
-           "parse_text", "sched_env", "sched_finding", "threaded_histories"]
+def op_events(trace) -> tuple[dict[int, int], dict[int, int]]:
+    """Each operation's op_begin and op_end event index in TRACE (by operation index)."""
+    begin: dict[int, int] = {}
+    end: dict[int, int] = {}
+    for i, ev in enumerate(trace.events):
+        if ev.kind == "op_begin":
+            begin.setdefault(ev.addr, i)
+        elif ev.kind == "op_end":
+            end.setdefault(ev.addr, i)
+    return begin, end
+
+
+def history_at(ops: Threaded, complete: History, begin: dict[int, int], end: dict[int, int],
+               event: int) -> History:
+    """The History up to a crash before trace event EVENT: each operation begun before it, with
+    its call and return at its op_begin / op_end events (the trace's order is the schedule's),
+    completed ones with the output the crash-free run gave (COMPLETE), the others in flight."""
+    rows = []
+    for i in range(len(ops)):
+        b = begin.get(i)
+        if b is None or b >= event:
+            continue
+        e = end.get(i)
+        done = e is not None and e < event
+        rows.append((ops.thread_of[i], ops[i], b, e if done else None, complete[i].output if done else None))
+    return History.build(rows)
+
+
+def crash_key(history: History) -> tuple:
+    """What a verdict at a crash depends on besides the recovered image: which operations completed
+    and which were in flight (positions only order them, and the order is fixed by the trace)."""
+    return tuple((o.call, o.ret) for o in history)
+
+
+def judge_state(model: Model, history: History, result: dict) -> Verdict:
+    """Durable linearizability of one recovered crash state (specs/oracle.py judge_durable)."""
+    return judge_durable(history, result, None, model=model, max_steps=LIN_STEPS, timeout=LIN_TIMEOUT_S)
+
+
+__all__ = ["LIN_STEPS", "SCHED_EXIT", "Threaded", "build_history", "crash_key", "history_at", "history_text",
+           "judge", "judge_state", "make_threaded", "op_events", "parse_text", "sched_env", "sched_finding",
+           "threaded_histories"]
