@@ -192,3 +192,11 @@ def test_no_pm_structure_is_checked_for_linearizability_only(trees_built, tmp_pa
     assert res.returncode == 0, res.stdout + res.stderr
     st = json.loads(out.read_text())["per_structure"][0]["stats"]
     assert st["histories"] == 10 and st["crash_points"] == 0 and "no crash states explored" in res.stdout
+
+
+def test_list_shows_the_threads_a_bug_needs(trees_built):
+    rows = json.loads(run_cli("list", "--json").stdout)
+    hart = next(r for r in rows if r["name"] == "hart")
+    assert {b["name"]: b["threads"] for b in hart["bugs"] if b["threads"] > 1} == {
+        "mt-insert-read-lock": 3, "mt-check-unlocked": 3, "mt-lock-order": 3}
+    assert all(b["threads"] == 1 for r in rows if r["name"] in ("wort", "woart", "artcow") for b in r["bugs"])
