@@ -36,6 +36,7 @@ from harness.strategies import KEY_DISTRIBUTIONS, MIXES
 
 # More worker processes than this many per core only adds contention (and forks per state).
 MAX_JOBS_PER_CPU = 4
+MAX_THREADS = 4                 # threads per history (--threads)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,6 +58,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-ops", type=int, default=defaults.MAX_OPS, help=f"longest history (default {defaults.MAX_OPS})")
     p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
     p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
+    p.add_argument("--threads", type=int, default=None, metavar="T",
+                   help="threads per history, 1-4 (default 1, or the seeded bug's catalog count); "
+                        "more than 1: run under the deterministic scheduler and check linearizability "
+                        "(thread-safe structures only; crash states are not explored yet)")
+    p.add_argument("--sched", choices=("random", "pct"), default="random",
+                   help="the scheduler's strategy for threaded histories (default random)")
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
@@ -81,6 +88,10 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
+    if args.threads is None:
+        args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1
+    if not 1 <= args.threads <= MAX_THREADS:
+        raise UsageError(f"--threads must be between 1 and {MAX_THREADS}, not {args.threads}")
     targets = []
     if args.model is None:
         designed = {structures.get(name).designed_for for name in args.structures}
@@ -95,10 +106,12 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         if args.bug:
             s.bug(args.bug)
         s.driver(args.bug)
-        if not s.has_pm:
+        if args.threads > 1 and not s.thread_safe:
+            raise UsageError(f"{name} is not thread-safe (its adapter does not set .threads), so it "
+                             f"cannot be fuzzed with --threads {args.threads}")
+        if not s.has_pm and args.threads == 1:
             raise UsageError(f"{name} keeps nothing in persistent memory, so there are no crash states to "
-                             f"check (its {s.spec_model} model is checked by its native tests until "
-                             "concurrent histories land)")
+                             f"check (fuzz its {s.spec_model} model's linearizability with --threads 2 or more)")
         model = s.model()
         if model.histories is None:
             raise UsageError(f"{name} is judged against the {s.spec_model} model, which has no history "
@@ -152,6 +165,16 @@ def _summary(console: Console, res: dict) -> None:
                       f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
+        if st.get("threads", 1) > 1:
+            crash = ("crash states judged by durable linearizability (no follow-up workload, no leak "
+                     "check, crash states not shrunk)" if st["crash_points"] else
+                     "no crash states explored")
+            console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
+                          f"linearizability, deadlock, livelock and invariants checked; {crash}",
+                          highlight=False)
+        if st.get("not_checked"):
+            console.print(f"  not checked: {st['not_checked']} histories whose linearizability search ran "
+                          "out of budget (neither pass nor failure)", highlight=False)
         if st["crash_points"]:
             sampled = st.get("points_sampled", 0)
             if sampled:
@@ -191,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
                         recovery_crashes=args.recovery_crashes)
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
-                    start=PROCESS_START)
+                    start=PROCESS_START, threads=args.threads, sched=args.sched)
     json_out = Path(args.json_out) if args.json_out else None
     bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
     report = Path(args.report) if args.report else None

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         except UsageError:
             spec = None          # not built yet: its driver says which model
         rows.append({"name": name, "builtin": s.builtin, "model": spec, "models": list(s.models),
-                     "bugs": [{"name": b.name, "class": b.cls, "description": b.description} for b in s.bugs],
+                     "bugs": [{"name": b.name, "class": b.cls, "description": b.description, "threads": b.threads}
+                              for b in s.bugs],
                      "known": s.known})
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -50,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['name']}  ({kind}; {spec}; persistency models: {', '.join(row['models'])}; "
               f"{len(row['bugs'])} seeded bugs)")
         for b in row["bugs"]:
-            print(f"    --bug {b['name']:<28} {b['class']:<26} {b['description']}")
+            needs = f"(needs --threads {b['threads']}) " if b["threads"] > 1 else ""
+            print(f"    --bug {b['name']:<28} {b['class']:<26} {needs}{b['description']}")
         for k in row["known"]:
             print(f"    known by design: {k['class']} from {k['alloc_func'] or '?'}: {k['reason']}")
     return 0

@@ -18,6 +18,8 @@ from harness.pipeline import Checker
 from harness.report import site_text
 from harness.session import history_text
 from harness.settings import Settings
+from harness import threads
+from harness.threads import make_threaded
 from harness.traced_run import RunFailure
 from specs import leaks as leak_policy
 from specs.model import Model, with_load
@@ -117,12 +119,23 @@ def _replay(path: str, rec: dict) -> int:
     model = s.model()
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"])
     ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
+    if rec["threads"] > 1 and rec["thread_of"]:
+        # a threaded history: the same sections, and the very schedule the fuzzer's run took
+        if not s.thread_safe:
+            raise UsageError(f"{path}: the record's history has {rec['threads']} threads, but {s.name} is "
+                             "not thread-safe")
+        sections = [[op for op, t in zip(ops, rec["thread_of"]) if t == k] for k in range(1, rec["threads"] + 1)]
+        ops = make_threaded([op for op, t in zip(ops, rec["thread_of"]) if t == 0], sections,
+                            rec["sched"] or "random:0", rec["schedule"])
     follow = _ops(path, rec["followup"], "followup", s, model)
     print(f"replaying {rec['id']}: {rec['class']} in {rec['structure']}"
           f"{' (seeded bug ' + rec['bug'] + ')' if rec.get('bug') else ''}, model {rec['model']}")
-    print("history:")
+    print("history:" + (f" {rec['threads']} threads, schedule {rec['sched']}"
+                        + (" (replayed from the record)" if rec["schedule"] else "")
+                        if rec["threads"] > 1 else ""))
     for i, line in enumerate(rec["history"]):
-        print(f"  {i:>3}  {line}")
+        lane = f"t{rec['thread_of'][i]}  " if rec["threads"] > 1 and rec["thread_of"] else ""
+        print(f"  {i:>3}  {lane}{line}")
     crash = rec["crash"]
     if rec["class"] == determinism.CLASS:
         return _replay_nondeterminism(s, rec, settings, ops)
@@ -166,7 +179,7 @@ def _replay(path: str, rec: dict) -> int:
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(model, follow))
-        sets = checker.sets(ops, lines)
+        sets = None if getattr(ops, "nthreads", 0) else checker.sets(ops, lines)
     point = history_point or oracle_point(cp, len(ops))
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
@@ -174,7 +187,14 @@ def _replay(path: str, rec: dict) -> int:
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
-    verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
+    if getattr(ops, "nthreads", 0):
+        # a threaded history: durable linearizability of the History up to the crash
+        complete = threads.build_history(model, ops, lines)
+        begin, end = threads.op_events(trace)
+        verdict = threads.judge_state(model, threads.history_at(ops, complete, begin, end, cp.event),
+                                      result_dict(res))
+    else:
+        verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

@@ -98,6 +98,8 @@ class HistoryOutcome:
     states_checked: int = 0
     elapsed: float = 0.0
     partial: bool = False        # the budget ran out (or a stop came) before every state was checked
+    not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
+    schedule: str | None = None  # threaded: the schedule file the run took (its text)
 
     # the coverage counts, under the names fuzz statistics use
     @property

@@ -61,13 +61,14 @@ from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
 from harness.pipeline import Checker
 from harness.session import history_text
-from harness.traced_run import RunFailure
 from harness.records import build_record
 from harness.settings import Settings
 from harness.strategies import histories
-from specs.oracle import CLASSES
+from harness.threads import threaded_histories
+from harness.traced_run import RunFailure
+from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
-CLASS_ORDER = {c: i for i, c in enumerate(CLASSES)}
+CLASS_ORDER = {c: i for i, c in enumerate(CLASSES + CONCURRENT_CLASSES)}
 # Independent lanes of batches (see the design notes): --jobs up to this many finds the same bugs as
 # --jobs 1. More lanes cost more shrinking early on (each lane shrinks the bugs it finds once).
 LANES = 8
@@ -78,7 +79,7 @@ class Found(Exception):
     Hypothesis shrinks each class separately."""
 
 
-FOUND = {cls: type(f"Found_{cls.replace('-', '_')}", (Found,), {}) for cls in CLASSES}
+FOUND = {cls: type(f"Found_{cls.replace('-', '_')}", (Found,), {}) for cls in CLASSES + CONCURRENT_CLASSES}
 
 
 class _Abort(BaseException):
@@ -102,6 +103,8 @@ class Config:
     jobs: int = defaults.JOBS
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
     start: float | None = None       # time.monotonic() the first target's budget counts from
+    threads: int = 1                 # threads per history (> 1: harness/threads.py, crash-free only)
+    sched: str = "random"            # the scheduler's strategy for threaded histories (random, pct)
 
 
 @dataclass
@@ -113,13 +116,16 @@ class Stats:
     states_explored: int = 0
     states_checked: int = 0
     points_sampled: int = 0          # crash points explored only in part (bounded strategy)
+    not_checked: int = 0             # threaded histories whose linearizability search ran out of budget
+    threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
 
     def add(self, other: "Stats") -> None:
         for name in ("histories", "partial_histories", "crash_points", "states_legal", "states_explored",
-                     "states_checked", "points_sampled"):
+                     "states_checked", "points_sampled", "not_checked"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
+        self.threads = max(self.threads, other.threads)
 
     def as_json(self) -> dict:
         legal = self.states_legal if self.states_legal < 2 ** 53 else str(self.states_legal)
@@ -127,6 +133,7 @@ class Stats:
                 "crash_points": self.crash_points, "states_legal": legal,
                 "states_explored": self.states_explored, "states_checked": self.states_checked,
                 "points_sampled": self.points_sampled,
+                "not_checked": self.not_checked, "threads": self.threads,
                 "elapsed_s": round(self.elapsed_s, 2),
                 "states_per_s": round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0}
 
@@ -224,6 +231,9 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
         strategy = histories(checker.model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size,
                              value_min=checker.value_min)
+        if config.threads > 1:
+            strategy = threaded_histories(strategy, config.threads, config.sched)
+        stats.threads = config.threads
         shrink_left: list[float] = []      # set when this batch found a failure to shrink
         shrinking: set[str] = set()
         # Shrinking a failure of the crash-free run needs only crash-free runs, which cost a
@@ -238,6 +248,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
         def count(outcome: HistoryOutcome) -> None:
             stats.histories += 1
             stats.partial_histories += outcome.partial
+            stats.not_checked += outcome.not_checked
             stats.crash_points += outcome.crash_points
             stats.states_legal += outcome.states_legal
             stats.states_explored += outcome.states_explored
@@ -320,7 +331,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                 nondeterministic(ops, outcome, first.trace or outcome.trace, diff)
 
         def prop(ops):
-            key = f"{getattr(ops, 'load', 0)}\n{history_text(checker.model, ops)}"
+            # (a threaded history is the same history only under the same schedule)
+            key = f"{getattr(ops, 'load', 0)}\n{getattr(ops, 'sched', '')}\n{history_text(checker.model, ops)}"
             first = decided.get(key)
             if first is not None:
                 # The same history again in this batch (Hypothesis replays a failure at its end):
@@ -333,7 +345,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             if shrink_left:
                 if shrink_left[0] <= 0:
                     return      # out of shrink budget: let Hypothesis finish
-                shrink_left[0] -= 0.1 if crash_free[0] else 1
+                # (a threaded history is only ever checked crash-free: each try costs a full run)
+                shrink_left[0] -= 0.1 if crash_free[0] and config.threads == 1 else 1
             if budget.search_over():
                 raise OutOfTime()
             at[1] += 1

@@ -39,7 +39,7 @@ OPT_REPORT_DIR = "--crashcheck-report-dir"
 MARKER = "crashcheck"
 # What a marker or run()/check() may set, with a one-line description for the error message.
 OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
-           "stop_on_class", "strategy", "recovery_crashes")
+           "stop_on_class", "strategy", "recovery_crashes", "threads")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,7 +69,7 @@ def validate(opts: dict) -> None:
     from crashsim.model import MODELS
     from crashsim.states import STRATEGIES
     from harness.strategies import KEY_DISTRIBUTIONS, MIXES
-    from specs.oracle import CLASSES
+    from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
     unknown = sorted(set(opts) - set(OPTIONS))
     if unknown:
@@ -85,13 +85,16 @@ def validate(opts: dict) -> None:
         v = opts.get(name)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             _refuse(f"{name} must be an integer, not {v!r}")
+    v = opts.get("threads")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 4):
+        _refuse(f"threads must be an integer from 1 to 4, not {v!r}")
     for name in ("limit", "max_ops"):
         if opts.get(name) is not None and opts[name] < 1:
             _refuse(f"{name} must be positive, not {opts[name]}")
     if opts.get("recovery_crashes") is not None and opts["recovery_crashes"] < 0:
         _refuse(f"recovery_crashes must be 0 or more, not {opts['recovery_crashes']}")
     for name, known in (("model", MODELS), ("strategy", STRATEGIES), ("keys", KEY_DISTRIBUTIONS),
-                        ("mix", MIXES), ("stop_on_class", CLASSES)):
+                        ("mix", MIXES), ("stop_on_class", CLASSES + CONCURRENT_CLASSES)):
         v = opts.get(name)
         if v is not None and v not in known:
             _refuse(f"{name} {v!r} does not exist (known: {', '.join(known)})")
@@ -127,7 +130,7 @@ class Gate:
         opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
-                "recovery_crashes": defaults.RECOVERY_CRASHES}
+                "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -174,8 +177,13 @@ class Gate:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
                             seed=opts["seed"], recovery_crashes=opts["recovery_crashes"])
+        # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
+        threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
+        if threads > 1 and not s.thread_safe:
+            _refuse(f"{structure} is not thread-safe, so it cannot be checked with {threads} threads")
         config = Config(examples=opts["examples"], budget=opts["budget"], max_ops=opts["max_ops"],
-                        keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"])
+                        keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"],
+                        threads=threads)
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
         try:

@@ -200,8 +200,8 @@ SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
 
 
 def _classes() -> tuple[str, ...]:
-    from specs.oracle import CLASSES
-    return CLASSES
+    from specs.oracle import CLASSES, CONCURRENT_CLASSES
+    return CLASSES + CONCURRENT_CLASSES
 
 
 RECORD = Obj({
@@ -236,6 +236,10 @@ RECORD = Obj({
     "timeline": (List(TIMELINE), list),
     "sources": (Map(SOURCE), dict),
     "replay": (Text(), ""),
+    "threads": (Nat(1), 1),
+    "thread_of": (List(Nat()), list),
+    "sched": (Opt(Text()), None),
+    "schedule": (Opt(Text()), None),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
@@ -297,6 +301,11 @@ def _consistent(rec: dict, path: str, where: str) -> None:
     if rec["load"] > len(rec["history"]):
         raise UsageError(f"{path}: not a valid bug record: {where}load ({rec['load']}) is longer than "
                          f"the history ({len(rec['history'])} operations)")
+    if rec["thread_of"] and (len(rec["thread_of"]) != len(rec["history"])
+                             or list(rec["thread_of"]) != sorted(rec["thread_of"])
+                             or max(rec["thread_of"]) > rec["threads"]):
+        raise UsageError(f"{path}: not a valid bug record: {where}thread_of must give each operation of the "
+                         f"history its thread (0 for the load phase, then 1..threads in order)")
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

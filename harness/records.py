@@ -141,6 +141,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "timeline": [],
         "sources": {},
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
+        # threaded histories (harness/threads.py): each operation's thread (0: the load phase),
+        # the scheduler setting, and the schedule the run took, which replay runs again exactly
+        "threads": getattr(outcome.ops, "nthreads", 0) or 1,
+        "thread_of": list(getattr(outcome.ops, "thread_of", ())),
+        "sched": getattr(outcome.ops, "sched", None) if getattr(outcome.ops, "nthreads", 0) else None,
+        "schedule": outcome.schedule,
     }
     if trace is not None and cp is not None:
         point = oracle_point(cp, len(outcome.ops))

@@ -102,6 +102,11 @@ def remove_workdir(tmp, tries: int = 20) -> None:
 
 
 def history_text(model: Model, ops: Iterable[Any]) -> str:
+    """OPS as the driver's history text; a threaded history (harness/threads.py) with its
+    `thread N` sections."""
+    if getattr(ops, "nthreads", 0):
+        from harness import threads
+        return threads.history_text(model, ops)
     return "".join(model.op_text(op) + "\n" for op in ops)
 
 

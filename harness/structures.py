@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.errors import UsageError
-from harness.record_schema import REQUIRED, List, Obj, Opt, SchemaError, Text, read_json
+from harness.record_schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text, read_json
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +31,7 @@ class SeededBug:
     define: str
     cls: str
     description: str
+    threads: int = 1             # threads a history needs to show it (catalog "threads")
 
 
 @dataclass
@@ -103,6 +104,12 @@ class Structure:
             raise UsageError(f"{self.name}: {exc}") from None
 
     @property
+    def thread_safe(self) -> bool:
+        """Its operations may run from several threads at once (`driver info` "threads", the
+        adapter's `threads` flag); the thesis trees' may not."""
+        return bool(self.info.get("threads", False))
+
+    @property
     def has_pm(self) -> bool:
         """False for a structure that lives in DRAM only (no pool, no crash states)."""
         return bool(self.info.get("pm", True))
@@ -136,7 +143,7 @@ _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A catalog entry of class "none" is a control variant that must pass (e.g. a structure that only
 # prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
 BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
-                 "description": (Text(), "")}))
+                 "description": (Text(), ""), "threads": (Nat(1), 1)}))
 # "model": the persistency model the structure is built for (Heart: eadr, no flushes); runs use it
 # unless told otherwise. Absent: adr.
 EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
@@ -163,7 +170,7 @@ def read_bugs(path: Path) -> list[SeededBug]:
             raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
         if any(b["name"] == other.name for other in bugs):
             raise UsageError(f"{path}: two seeded bugs are named {b['name']!r}")
-        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"]))
+        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"], b["threads"]))
     return bugs
 
 

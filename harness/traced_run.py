@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from crashsim.trace import Trace, TraceError, read_trace
-from harness import defaults
+from harness import defaults, threads
 from harness import workdir as workdirs
 from harness.budget import OutOfTime
 from harness.errors import DriverFailure, SetupError
@@ -40,9 +40,22 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
     `finding` says how and in which operation. DEADLINE (time.monotonic()) bounds the run."""
     hist = session.workdir / "history"
     hist.write_text(session.history_text(ops))
+    sched = None
+    if getattr(ops, "nthreads", 0):
+        # several threads: one at a time under the deterministic scheduler, the schedule taken
+        # written beside the trace (harness/threads.py)
+        sched = threads.sched_env(ops, session.workdir / "schedule.in", session.workdir / "trace.sched")
     return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
                       what=f"the traced run of {session.structure.name} died", ok=(0, 1),
-                      ops=ops, deadline=deadline)
+                      ops=ops, deadline=deadline, extra_env=sched)
+
+
+def schedule_taken(session: Session) -> str | None:
+    """The schedule file of the last threaded traced run (its text), or None."""
+    try:
+        return (session.workdir / "trace.sched").read_text()
+    except OSError:
+        return None
 
 
 def trace_recovery(session: Session, image: bytes, tag: str = "recovery") -> Trace:
@@ -56,7 +69,8 @@ def trace_recovery(session: Session, image: bytes, tag: str = "recovery") -> Tra
 
 def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
-               ops: list | None = None, deadline: float | None = None) -> tuple[Trace, list[str]]:
+               ops: list | None = None, deadline: float | None = None,
+               extra_env: dict[str, str] | None = None) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -69,6 +83,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     results = session.workdir / f"{tag}.results"
     env = clean_env()
     env["CRASHCHECK_TRACE"] = str(trace_path)
+    for k in ("CRASHCHECK_SCHED", "CRASHCHECK_SCHED_OUT"):
+        env.pop(k, None)
+    env.update(extra_env or {})
     argv = ([str(session.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
             + (["--check"] if check else []) + ["--results", str(results)])
     s = session.settings
@@ -89,6 +106,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         lines = []
     if "!ready" not in lines or end.code not in ok:
         setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
+    if extra_env and end.status == "exit" and end.code in threads.SCHED_EXIT:
+        # the scheduler ended the run: a deadlock, a livelock or a hang (docs/scheduler.md)
+        raise RunFailure(threads.sched_finding(end.code, end.output, ops, lines, session.model), end)
     failure = run_failure(end, lines, ops, session.model)
     if failure is not None:
         raise RunFailure(failure, end)
@@ -183,5 +203,5 @@ def began_any_operation(trace_path: Path) -> bool:
         return False
 
 
-__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "setup_fault", "trace_history",
+__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "schedule_taken", "setup_fault", "trace_history",
            "trace_recovery"]

@@ -204,6 +204,14 @@ struct cc_adapter {
 	 * cells S, E, in increasing S).  Return non-zero from FN to stop.
 	 */
 	void (*dump_items)(void *t, cc_item_fn fn, void *ctx);
+
+	/*
+	 * threads -- non-zero when the operations may run from several
+	 * threads at once (the structure does its own locking): only then does
+	 * the driver accept a history with `thread N` sections.  The thesis
+	 * trees leave it 0.
+	 */
+	int threads;
 };
 
 extern const struct cc_adapter cc_adapter;

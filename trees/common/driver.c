@@ -6,6 +6,9 @@
  *     driver serve [--size BYTES] [--timeout-ms N] [--mem-mb N]
  *     driver info
  *
+ * A history with `thread N` sections (history.h) runs its load phase, then
+ * one pthread per section (cc_run_threads): only for an adapter that sets
+ * `threads`, else a usage error.
  * It knows the structure only through `cc_adapter` (cc_tree.h) and the pool
  * only through pm_alloc.h, so a user's structure gets the same driver by
  * linking its own adapter.  docs/trees.md describes the commands, the
@@ -150,6 +153,15 @@ static void *map_private(int fd, size_t size)
 	return p;
 }
 
+/* run_ops -- H's operations on T, threaded when H has thread sections (internal) */
+static void run_ops(void *t, const struct cc_history *h, FILE *out, int check)
+{
+	if (!h->nthreads)
+		cc_run_history(&cc_adapter, t, h, out, check);
+	else if (cc_run_threads(&cc_adapter, t, h, out, check))
+		exit(2);
+}
+
 /* run_no_pm -- `run` of a structure that declares no PM: no pool, a fresh structure; results
  * to OUT, with the `!ready` / `!end` lines when they go to a --results file (internal) */
 static int run_no_pm(struct cc_history *h, int dump, int check, FILE *out, const char *results)
@@ -163,7 +175,7 @@ static int run_no_pm(struct cc_history *h, int dump, int check, FILE *out, const
 		fputs("!ready\n", out);
 		fflush(out);
 	}
-	cc_run_history(&cc_adapter, t, h, out, check);
+	run_ops(t, h, out, check);
 	if (dump)
 		cc_print_dump(&cc_adapter, t, out);
 	fflush(out);
@@ -207,6 +219,9 @@ static int cmd_run(int argc, char **argv)
 		usage_error("run: --pool FILE is required");
 	struct cc_history h;
 	parse_history(hist, &h);
+	if (h.nthreads && !cc_adapter.threads)
+		usage_error("%s: %s is not thread-safe: a history with thread sections needs a structure "
+			    "whose adapter sets .threads", strcmp(hist, "-") ? hist : "<stdin>", cc_adapter.name);
 	FILE *out = stdout;
 	if (results && !(out = fopen(results, "w")))
 		usage_error("cannot create %s: %s", results, strerror(errno));
@@ -244,7 +259,7 @@ static int cmd_run(int argc, char **argv)
 		fputs("!ready\n", out);
 		fflush(out);
 	}
-	cc_run_history(&cc_adapter, t, &h, out, check);
+	run_ops(t, &h, out, check);
 	if (dump)
 		cc_print_dump(&cc_adapter, t, out);
 	fflush(out);
@@ -364,9 +379,10 @@ static int cmd_info(int argc, char **argv)
 	if (argc)
 		usage_error("info takes no arguments");
 	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu, \"value_min\": %zu, "
-	       "\"model\": \"%s\"",
+	       "\"model\": \"%s\", \"threads\": %s",
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
-	       cc_value_min(&cc_adapter), cc_model(&cc_adapter));
+	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
+	       cc_adapter.threads ? "true" : "false");
 	if (!cc_is_map(&cc_adapter)) {
 		/* the operation table: names and argument kinds ("u" u64, "b" bytes) */
 		printf(", \"pm\": %s, \"ops\": [", cc_adapter.no_pm ? "false" : "true");

@@ -202,7 +202,8 @@ static int parse_text(const char *text, int key_kind, size_t value_min, size_t v
 		cc_history_free(h);
 		return fail(err, errlen, 0, "out of memory");
 	}
-	unsigned line = 0;
+	unsigned line = 0, thread = 0;
+	h->nthreads = 0;
 	char *next = copy;
 	while (next) {
 		char *s = next;
@@ -214,6 +215,22 @@ static int parse_text(const char *text, int key_kind, size_t value_min, size_t v
 			s++;
 		if (!*s || *s == '#')
 			continue;
+		if (!strncmp(s, "thread", 6) && (s[6] == ' ' || s[6] == '\t' || !s[6])) {
+			/* `thread N`: the next section, numbered 1, 2, ... in order */
+			char *end;
+			unsigned long n = strtoul(s + 6, &end, 10);
+			while (*end == ' ' || *end == '\t' || *end == '\r')
+				end++;
+			if (*end || n != thread + 1 || n > CC_THREADS_MAX) {
+				free(copy);
+				cc_history_free(h);
+				return fail(err, errlen, line, "expected 'thread %u' (sections numbered 1, 2, ... "
+					    "in order, at most %d)", thread + 1, CC_THREADS_MAX);
+			}
+			thread = (unsigned)n;
+			h->nthreads = thread;
+			continue;
+		}
 		if (h->n == cap) {
 			struct cc_op *ops = realloc(h->ops, 2 * cap * sizeof(*ops));
 			if (!ops) {
@@ -230,6 +247,7 @@ static int parse_text(const char *text, int key_kind, size_t value_min, size_t v
 			cc_history_free(h);
 			return -1;
 		}
+		h->ops[h->n].thread = thread;
 		h->n++;
 	}
 	free(copy);
@@ -258,4 +276,5 @@ void cc_history_free(struct cc_history *h)
 	free(h->ops);
 	h->ops = NULL;
 	h->n = 0;
+	h->nthreads = 0;
 }

@@ -10,6 +10,12 @@
  * A structure whose model is not an ordered map (cc_is_map) gets generic
  * lines instead: `NAME ARG ...`, NAME one of its table `ops`, each ARG a
  * decimal u64 or x:HEX as the table says (cc_history_parse_for).
+ *
+ * Threads: a line `thread N` (N = 1, 2, ... in order, at most
+ * CC_THREADS_MAX) starts thread N's section; the operations before the
+ * first such line are the load phase (thread 0, run by the main thread
+ * before any other thread starts).  Operations are numbered 0.. in file
+ * order across all sections.
  */
 #ifndef CC_HISTORY_H
 #define CC_HISTORY_H
@@ -29,11 +35,16 @@ struct cc_op {
 	uint64_t count;    /* scan: pairs wanted */
 	struct cc_generic_op gen;  /* OP_GENERIC: name and arguments */
 	unsigned line;     /* line number in the history text */
+	unsigned thread;   /* 0: load phase; N >= 1: thread N's section */
 };
+
+/* at most this many thread sections in one history */
+#define CC_THREADS_MAX 8
 
 struct cc_history {
 	struct cc_op *ops;
 	size_t n;
+	unsigned nthreads; /* thread sections (0: a single-threaded history) */
 };
 
 /*

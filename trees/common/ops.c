@@ -2,6 +2,9 @@
  * ops.c -- run operations through the adapter table and print result lines (see ops.h)
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "crashcheck.h"
@@ -134,6 +137,83 @@ void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history
 			_exit(3);
 		}
 	}
+}
+
+/* one thread section of a threaded run */
+struct section {
+	const struct cc_adapter *a;
+	void *t;
+	const struct cc_history *h;
+	FILE *out;
+	unsigned thread;
+};
+
+/* run_section -- a thread's operations with !call / !ret lines (internal) */
+static void *run_section(void *arg)
+{
+	struct section *s = arg;
+	for (size_t i = 0; i < s->h->n; i++) {
+		if (s->h->ops[i].thread != s->thread)
+			continue;
+		/* the call line goes out before the operation begins and the return
+		 * line after it ends: each interval written contains the real one */
+		flockfile(s->out);
+		fprintf(s->out, "!call %u %zu\n", s->thread, i);
+		fflush(s->out);
+		funlockfile(s->out);
+		char *res = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&res, &len);
+		if (!m) {
+			perror("open_memstream");
+			exit(2);
+		}
+		crashcheck_op_begin(i);
+		cc_run_op(s->a, s->t, &s->h->ops[i], m);
+		crashcheck_op_end(i);
+		fclose(m);
+		if (len && res[len - 1] == '\n')
+			res[--len] = '\0';
+		flockfile(s->out);
+		fprintf(s->out, "!ret %u %zu %s\n", s->thread, i, res ? res : "error");
+		fflush(s->out);
+		funlockfile(s->out);
+		free(res);
+	}
+	return NULL;
+}
+
+/* cc_run_threads -- the load phase, then one pthread per thread section */
+int cc_run_threads(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
+		   int check)
+{
+	size_t nload = 0;
+	while (nload < h->n && h->ops[nload].thread == 0)
+		nload++;
+	struct cc_history load = {h->ops, nload, 0};
+	cc_run_history(a, t, &load, out, check);
+	struct section sec[CC_THREADS_MAX];
+	pthread_t tid[CC_THREADS_MAX];
+	unsigned started = 0;
+	int rc = 0;
+	for (unsigned k = 0; k < h->nthreads && k < CC_THREADS_MAX; k++) {
+		sec[k] = (struct section){a, t, h, out, k + 1};
+		int e = pthread_create(&tid[k], NULL, run_section, &sec[k]);
+		if (e) {
+			fprintf(stderr, "%s: cannot start thread %u: %s\n", a->name, k + 1, strerror(e));
+			rc = -1;
+			break;
+		}
+		started++;
+	}
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(tid[k], NULL);
+	if (check && !rc && h->n > nload) {
+		struct violation_out v = {out, h->n - 1, 0};
+		a->check(t, print_violation, &v);
+	}
+	fflush(out);
+	return rc;
 }
 
 /* print_item -- one dump item as a JSON array of history-notation strings (internal) */

@@ -29,6 +29,23 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
 		    int check);
 
+/*
+ * cc_run_threads -- a history with thread sections (H->nthreads > 0): the
+ * load phase runs first on the calling thread, as cc_run_history (plain
+ * result lines); then one pthread per section runs its operations, each
+ * bracketed by crashcheck_op_begin/op_end with its index in H, and writes
+ * "!call T I" before and "!ret T I RESULT" after it (T the section, I the
+ * index), each line written and flushed under OUT's lock, so the order of
+ * the lines is an order the operations' calls and returns really had (under
+ * CRASHCHECK_SCHED, the schedule's).  With CHECK the adapter's check runs
+ * after each load-phase operation (as cc_run_history) and once more after
+ * every thread has ended (a check reads the structure, so it never runs
+ * while threads do); violations then name the last operation.  Returns 0, or -1 when a thread
+ * could not be started (reason on stderr).
+ */
+int cc_run_threads(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out,
+		   int check);
+
 /* lookups get a buffer this large, so an adapter writing more than CC_VAL_MAX is caught */
 #define CC_LOOKUP_GUARD 4096
 

@@ -60,4 +60,5 @@ const struct cc_adapter cc_adapter = {
 	.reachable = a_reachable,
 	.allocated = a_allocated,
 	.close = a_close,
+	.threads = 1,      /* per-ART rwlocks: safe from several threads */
 };

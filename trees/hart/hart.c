@@ -205,9 +205,22 @@ int hart_insert(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 	struct hart_art *a = ht_find(t, key, klen, 1);                 /* lines 1-5 */
 	if (!a)
 		return CC_NOSPACE;
-	pthread_rwlock_wrlock(&a->lock);
 	int st = CC_OK;
+#if defined(BUG_HART_MT_INSERT_RDLOCK)
+	/* BUG_HART_MT_INSERT_RDLOCK: a write path under the read lock; two
+	 * inserts of one key both find it absent and both return ok */
+	pthread_rwlock_rdlock(&a->lock);
+	if (art_search(a, key, klen)) {
+#elif defined(BUG_HART_MT_CHECK_UNLOCKED)
+	/* BUG_HART_MT_CHECK_UNLOCKED: the existence check before the lock is
+	 * taken (check, then act); another insert of the key may get in between */
+	int present = art_search(a, key, klen) != NULL;
+	pthread_rwlock_wrlock(&a->lock);
+	if (present) {
+#else
+	pthread_rwlock_wrlock(&a->lock);
 	if (art_search(a, key, klen)) {                                 /* lines 6-8 */
+#endif
 		st = CC_EXISTS; /* the adapter API: insert never overwrites */
 		goto out;
 	}
@@ -387,7 +400,17 @@ int hart_delete(struct hart *t, const uint8_t *key, size_t klen)
 	struct hart_art *a = ht_find(t, key, klen, 0);                 /* lines 1-4 */
 	if (!a)
 		return CC_NOTFOUND;
+#ifdef BUG_HART_MT_LOCK_ORDER
+	/* BUG_HART_MT_LOCK_ORDER: the allocator lock taken before the ART's
+	 * lock, against every other path's order (ART lock, then ep_lock): a
+	 * delete holding ep_lock waits for an insert, update or lookup that
+	 * holds the ART's lock and waits for ep_lock */
+	pthread_mutex_lock(&t->ep_lock);
 	pthread_rwlock_wrlock(&a->lock);
+	pthread_mutex_unlock(&t->ep_lock);
+#else
+	pthread_rwlock_wrlock(&a->lock);
+#endif
 	struct hart_leaf *l = art_delete(a, key, klen);                 /* lines 5-9 */
 	if (l)
 		ep_free_leaf(t, l);                                     /* lines 10-14 */

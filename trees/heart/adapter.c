@@ -61,4 +61,5 @@ const struct cc_adapter cc_adapter = {
 	.reachable = a_reachable,
 	.allocated = a_allocated,
 	.close = a_close,
+	.threads = 1,      /* lock-free: safe from several threads */
 };

@@ -112,4 +112,5 @@ const struct cc_adapter cc_adapter = {
 	.dump_items = a_dump_items,
 	.check = a_check,
 	.close = a_close,
+	.threads = 1,      /* lock-free: safe from several threads */
 };
