@@ -101,6 +101,10 @@ class ImageState:
         self.fp = 0
         self._dirty: dict[int, bytes] = {}          # slot -> bytes before its first change since commit
         self._history: dict[int, list[Piece]] = {}  # slot -> pieces since its first NT piece
+        # Pieces may become durable out of trace order: NT pieces always, cached pieces when
+        # several threads' store buffers drain independently (eADR). A slot keeps a history from
+        # its first such piece on, so an older piece never overwrites a newer durable one.
+        self.out_of_order_cached = False
 
     def _check(self, p: Piece) -> None:
         if p.off + len(p.data) > self.size:
@@ -115,7 +119,7 @@ class ImageState:
         slot = p.off - p.off % self.unit
         hist = self._history.get(slot)
         if hist is None:
-            if not p.nt:
+            if not p.nt and not self.out_of_order_cached:
                 return
             hist = self._history[slot] = []
         hist.append(p)

@@ -13,8 +13,9 @@ Rules (the same as the fast simulator's, phrased per piece):
         if its thread fences after it and before C. A subset S of the pending pieces is a legal
         state if, for every line, the persisted cached pieces (guaranteed ones plus S) are a
         prefix of that line's cached pieces in trace order. NT pieces are unconstrained.
-  eadr  pieces stored before the previous crash point are guaranteed; S is legal if it is a
-        prefix, in trace order, of the pieces stored since.
+  eadr  a piece of thread T is guaranteed at crash point C if T fences, or begins or ends an
+        operation, after the piece and before C. S is legal if, for every thread, the pieces of
+        S stored by that thread are a prefix, in trace order, of that thread's pending pieces.
 The image of a state is the initial image with all persisted pieces applied in trace order.
 """
 from __future__ import annotations
@@ -96,6 +97,11 @@ def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: Model
     return False
 
 
+def _drained_eadr(p: RefPiece, events: Sequence[Event], c: int) -> bool:
+    return any(events[f].kind in ("fence", "op_begin", "op_end") and events[f].tid == p.tid
+               for f in range(p.key[0] + 1, c))
+
+
 def _op_in_flight(events: Sequence[Event], c: int) -> int | None:
     """The operation in flight at crash point C: begun before C and not ended at or before C
     (at op_end(i) the operation has returned)."""
@@ -116,11 +122,10 @@ def reference(events: Sequence[Event], options: ModelOptions | None = None,
     pieces = ref_pieces(events, options, line_size)
     by_key = {p.key: p for p in pieces}
     points = []
-    prev_c = 0
     for c, kind in ref_crash_points(events, options):
         before = [p for p in pieces if p.key[0] < c]
         if options.model == "eadr":
-            guaranteed = frozenset(p.key for p in before if p.key[0] < prev_c)
+            guaranteed = frozenset(p.key for p in before if _drained_eadr(p, events, c))
         else:
             guaranteed = frozenset(p.key for p in before
                                    if _guaranteed_adr(p, events, c, options, line_size))
@@ -135,7 +140,6 @@ def reference(events: Sequence[Event], options: ModelOptions | None = None,
                 if _legal(kept, before, guaranteed, pending, options):
                     states.add(kept)
         points.append(RefPoint(c, kind, _op_in_flight(events, c), guaranteed, pending, states))
-        prev_c = c
     return points, by_key
 
 
@@ -143,8 +147,14 @@ def _legal(kept: frozenset[PieceKey], before: list[RefPiece], guaranteed: frozen
            pending: tuple[PieceKey, ...], options: ModelOptions) -> bool:
     persisted = guaranteed | kept
     if options.model == "eadr":
-        # kept must be a prefix of the pending pieces in trace order
-        return set(pending[:len(kept)]) == kept
+        # per thread, the kept pieces must be a prefix of its pending pieces in trace order
+        tid_of = {p.key: p.tid for p in before}
+        for tid in {tid_of[k] for k in pending}:
+            mine = [k for k in pending if tid_of[k] == tid]
+            flags = [k in kept for k in mine]
+            if any(not flags[i] and flags[j] for i in range(len(flags)) for j in range(i + 1, len(flags))):
+                return False
+        return True
     lines: dict[int, list[RefPiece]] = {}
     for p in before:
         if not p.nt:

@@ -19,11 +19,13 @@ x86-ADR (default)
   - Multi-threaded traces use the recorded global order.
 
 eADR
-  - Caches are persistent: every store is durable once made, and a crash leaves a prefix of the
-    global piece order. Flushes and fences change nothing. So that every instant between two
-    crash points is covered, the pending unit at a crash point is the sequence of pieces stored
-    since the previous crash point (any prefix of it persisted); everything earlier is durable.
-    NT stores are treated like any other store.
+  - Caches are persistent: a store is durable once it leaves its thread's store buffer, which
+    drains in program order. Flushes change nothing. Each thread's pieces since its last drain
+    point are one pending unit, persisting as a prefix; units of different threads are
+    independent (each thread's buffer drains on its own). A thread's drain points are its fences
+    and its own operation boundaries: for one thread the pending unit is the pieces since the
+    previous crash point, so every instant between two crash points is covered; everything
+    earlier is durable. NT stores are treated like any other store.
 
 Crash points
   Before every fence, at every op_begin and op_end, and at the end of the trace (with
@@ -33,7 +35,7 @@ Crash points
 
 Pending units (what a crash state chooses)
   A crash state picks, for every pending unit, how many of its pending pieces persisted: for a
-  line unit any prefix length 0..n, for an NT unit 0 or 1, for the eADR global unit any prefix.
+  line unit any prefix length 0..n, for an NT unit 0 or 1, for an eADR thread unit any prefix.
   The number of legal states is the product of (n + 1) over the units.
 
 Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
@@ -57,9 +59,10 @@ from .trace import Event, Trace, TraceError
 @dataclass(frozen=True)
 class Unit:
     """One pending unit: kind "line" (a line's pending cached pieces, persisting as a prefix),
-    "nt" (one NT piece), or "global" (eADR: the pieces since the previous crash point)."""
+    "nt" (one NT piece), or "thread" (eADR: a thread's pieces since its last drain point, in
+    program order, persisting as a prefix)."""
     kind: str
-    line: int | None          # line address (absolute), None for "global"
+    line: int | None          # line address (absolute), None for "thread"
     pieces: tuple[Piece, ...]
 
     @property
@@ -207,7 +210,9 @@ class Simulator:
         gprefix: dict[int, int] = {}               # line -> guaranteed prefix length
         nt_pend: dict[int, list[Piece]] = {}       # thread -> NT pieces awaiting its fence
         flushed: dict[int, dict[int, int]] = {}    # thread -> line -> pieces its flushes cover
-        glob: list[Piece] = []                     # eadr: pieces since the previous crash point
+        buffered: dict[int, list[Piece]] = {}      # eadr: thread -> pieces since its drain point
+        if eadr and len({ev.tid for ev in self.events if ev.kind in ("store", "ntstore")}) > 1:
+            image.out_of_order_cached = True
         in_flight: list[int] = []
         last_done: int | None = None
         pid = 0
@@ -216,7 +221,7 @@ class Simulator:
         def point(i: int, kind: str) -> CrashPoint:
             nonlocal index
             if eadr:
-                units = (Unit("global", None, tuple(glob)),) if glob else ()
+                units = tuple(Unit("thread", None, tuple(buffered[t])) for t in sorted(buffered))
             else:
                 units = tuple(Unit("line", line * line_size, tuple(pend[line])) for line in sorted(pend))
                 if nt_pend:
@@ -244,6 +249,11 @@ class Simulator:
                 del pend[line]
             gprefix[line] = count
 
+        def drain(tid: int) -> None:
+            done = buffered.pop(tid, None)
+            if done:
+                image.guarantee(done)
+
         for i, ev in enumerate(self.events):
             kind = ev.kind
             if kind == "store" or kind == "ntstore":
@@ -259,7 +269,7 @@ class Simulator:
                     pid += 1
                     record(p)
                     if eadr:
-                        glob.append(p)
+                        buffered.setdefault(tid, []).append(p)
                     elif nt:
                         nt_pend.setdefault(tid, []).append(p)
                     else:
@@ -272,8 +282,7 @@ class Simulator:
             elif kind == "fence":
                 yield point(i, "fence")
                 if eadr:
-                    image.guarantee(glob)
-                    glob.clear()
+                    drain(ev.tid)
                     continue
                 newly: list[Piece] = []
                 for line, count in flushed.pop(ev.tid, {}).items():
@@ -299,8 +308,7 @@ class Simulator:
             elif kind == "op_begin":
                 yield point(i, "op_begin")
                 if eadr:
-                    image.guarantee(glob)
-                    glob.clear()
+                    drain(ev.tid)
                 in_flight.append(ev.addr)
             elif kind == "op_end":
                 if ev.addr in in_flight:
@@ -308,7 +316,6 @@ class Simulator:
                 last_done = ev.addr
                 yield point(i, "op_end")
                 if eadr:
-                    image.guarantee(glob)
-                    glob.clear()
+                    drain(ev.tid)
         self.pieces = pid
         yield point(len(self.events), "end")

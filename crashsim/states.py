@@ -110,7 +110,8 @@ class StateCodec:
         self.base_fp = cp.fp
         by_line: dict[object, list[int]] = {}
         for j, u in enumerate(cp.units):
-            by_line.setdefault(u.line if u.line is not None else ("global", j), []).append(j)
+            # eADR thread units (line None) may write the same bytes: they are encoded together
+            by_line.setdefault(u.line if u.line is not None else "threads", []).append(j)
         self._singles: list[tuple[int, dict[int, tuple[int, bytes]]]] = []
         self._groups: list[tuple[tuple[int, ...], dict[tuple[int, ...], tuple[int, bytes]]]] = []
         for idxs in by_line.values():
