@@ -33,6 +33,7 @@ from harness.outputs import check_outputs
 from harness.report import write_run
 from harness.settings import Settings
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
+from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 # More worker processes than this many per core only adds contention (and forks per state).
 MAX_JOBS_PER_CPU = 4
@@ -61,12 +62,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=None, metavar="T",
                    help="threads per history, 1-4 (default 1, or the seeded bug's catalog count); "
                         "more than 1: run under the deterministic scheduler and check linearizability "
-                        "(thread-safe structures only; crash states are not explored yet)")
+                        "(thread-safe structures only)")
     p.add_argument("--sched", choices=("random", "pct"), default="random",
                    help="the scheduler's strategy for threaded histories (default random)")
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
+    p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
+                   help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
     p.add_argument("--report", help="write the HTML report here")
     p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
@@ -166,8 +169,8 @@ def _summary(console: Console, res: dict) -> None:
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
         if st.get("threads", 1) > 1:
-            crash = ("crash states judged by durable linearizability (no follow-up workload, no leak "
-                     "check, crash states not shrunk)" if st["crash_points"] else
+            crash = ("crash states judged by durable linearizability, with the follow-up workload, the "
+                     "leak check and crashes inside recovery" if st["crash_points"] else
                      "no crash states explored")
             console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
                           f"linearizability, deadlock, livelock and invariants checked; {crash}",
@@ -214,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
                         recovery_crashes=args.recovery_crashes)
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
-                    start=PROCESS_START, threads=args.threads, sched=args.sched)
+                    start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on)
     json_out = Path(args.json_out) if args.json_out else None
     bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
     report = Path(args.report) if args.report else None

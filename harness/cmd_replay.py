@@ -13,17 +13,14 @@ import argparse
 
 from harness import determinism, record_schema, structures
 from harness.errors import DriverFailure, UsageError
-from harness.findings import oracle_point, result_dict
 from harness.pipeline import Checker
 from harness.report import site_text
 from harness.session import history_text
 from harness.settings import Settings
-from harness import threads
 from harness.threads import make_threaded
 from harness.traced_run import RunFailure
 from specs import leaks as leak_policy
 from specs.model import Model, with_load
-from specs.oracle import judge_recovery
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -159,16 +156,16 @@ def _replay(path: str, rec: dict) -> int:
                 return 1
             print("not reproduced: the crash-free run now agrees with the model and keeps the invariants")
             return 0
-        history_point = None
+        oracle = checker.oracle(ops, trace, lines, follow)
+        history_cp = None
         if rec.get("recovery_of"):
             # a crash inside recovery: rebuild the original post-crash image, trace its recovery
             orig = rec["recovery_of"]
             _check_choice(path, "original crash", _point(checker, path, trace, orig["index"], "original crash"),
                           tuple(orig["choice"]))
-            ocp, image = checker.image_at(trace, orig["index"], tuple(orig["choice"]))
-            history_point = oracle_point(ocp, len(ops))
+            history_cp, image = checker.image_at(trace, orig["index"], tuple(orig["choice"]))
             trace = checker.trace_recovery(image)
-            print(f"recovery of the crash state at event #{ocp.event} was itself interrupted")
+            print(f"recovery of the crash state at event #{history_cp.event} was itself interrupted")
         cp = _point(checker, path, trace, crash["index"], "crash")
         # what the record says of the crash point, derived as harness/records.py derives it
         kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
@@ -179,22 +176,16 @@ def _replay(path: str, rec: dict) -> int:
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(model, follow))
-        sets = None if getattr(ops, "nthreads", 0) else checker.sets(ops, lines)
-    point = history_point or oracle_point(cp, len(ops))
+    # a crash inside recovery is judged at the original crash; a threaded history by durable
+    # linearizability of the History up to the crash (harness/crash_oracle.py)
+    point = oracle.history_point(history_cp or cp)
+    verdict = oracle.verdict(history_cp or cp, res)
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
           + (f", during operation {point.inflight}" if point.inflight is not None else ""))
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
-    if getattr(ops, "nthreads", 0):
-        # a threaded history: durable linearizability of the History up to the crash
-        complete = threads.build_history(model, ops, lines)
-        begin, end = threads.op_events(trace)
-        verdict = threads.judge_state(model, threads.history_at(ops, complete, begin, end, cp.event),
-                                      result_dict(res))
-    else:
-        verdict = judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

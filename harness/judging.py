@@ -8,49 +8,43 @@ terms; leaks are attributed once per answer and crash point).
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 from crashsim.explore import StateOutcome
 from crashsim.trace import Trace
-from harness.findings import Finding, finding_group, oracle_point, result_dict
+from harness.crash_oracle import SequentialOracle
+from harness.findings import Finding, finding_group
 from harness.session import Session
 from specs import leaks as leak_policy
-from specs.oracle import CrashPoint, Verdict, judge_recovery
+from specs.oracle import Verdict
 
 
 class HistoryJudge:
-    """Judges crash states of one traced history (OPS, whose possible states per prefix are
-    SETS, with the follow-up FOLLOW run after every recovery)."""
+    """Judges crash states of one traced history through its ORACLE (harness/crash_oracle.py:
+    the history's operations, states or History, and follow-up)."""
 
-    def __init__(self, session: Session, trace: Trace, ops: list, sets: Sequence[Sequence], follow: list) -> None:
+    def __init__(self, session: Session, trace: Trace, oracle: SequentialOracle) -> None:
         self.session = session
         self.trace = trace
-        self.ops = ops
-        self.sets = sets
-        self.follow = follow
+        self.oracle = oracle
+        self.unchecked = 0        # states whose verdict search ran out of budget (never a pass)
         self._verdicts: dict[tuple, tuple[Verdict, list[dict]]] = {}
         self._leaks: dict[tuple, tuple[list[dict], dict | None]] = {}
         self._leak_index: leak_policy.LeakIndex | None = None
-
-    def verdict(self, point: CrashPoint, res) -> Verdict:
-        """The oracle's verdict on one answer RES for a crash at POINT (history terms)."""
-        return judge_recovery(self.ops, point, result_dict(res), self.follow,
-                              model=self.session.model, sets=self.sets)
 
     def judge(self, out: StateOutcome) -> list[Finding]:
         """The findings of one explored state (none when it was not checked or is fine)."""
         res = out.result
         if res is None:
             return []
-        point = oracle_point(out.point, len(self.ops))
-        key = (res.first, point.done, point.inflight)
+        key = (res.first, self.oracle.key(out.point))
         if key not in self._verdicts:
-            verdict = self.verdict(point, res)
+            verdict = self.oracle.verdict(out.point, res)
             leaked = leak_policy.unreachable(res.result) if verdict.ok or verdict.cls != "recovery-crash" else []
             self._verdicts[key] = (verdict, leaked)
         verdict, leaked = self._verdicts[key]
         found: list[Finding] = []
-        if not verdict.ok and verdict.checked:
+        if not verdict.checked:
+            self.unchecked += 1
+        elif not verdict.ok:
             f = Finding(verdict.cls, verdict.detail, (verdict.cls, ""), point=out.point,
                         choice=out.choice, verdict=verdict, result=res)
             f.group = finding_group(self.trace, f)

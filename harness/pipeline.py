@@ -5,6 +5,7 @@ each:
   harness/session.py           the driver, the structure's model, the work folder, the runner
   harness/traced_run.py        traced, supervised driver runs (the history; recovery of an image)
   harness/crash_free.py        what the crash-free run already shows
+  harness/crash_oracle.py      what a recovered state is judged against (one thread or several)
   harness/judging.py           verdicts and leaks of explored crash states (with their caches)
   harness/recovery_crashes.py  crashes inside recovery
   harness/crash_states.py      going back to given crash states (shrinking, replay)
@@ -26,6 +27,7 @@ from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
 from harness import crash_states, threads
 from harness.budget import Budget, OutOfTime
+from harness.crash_oracle import SequentialOracle, oracle_for
 from harness.crash_free import crash_free_findings
 from harness.errors import DriverFailure
 from harness.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
@@ -107,42 +109,60 @@ class Checker:
     def check(self, ops: list, progress=None, crashes: bool = True,
               deadline: float | None = None) -> HistoryOutcome:
         """Judge one history: its crash-free run, then (with CRASHES) its crash states.
-        DEADLINE (time.monotonic()) bounds the crash-free run."""
+        DEADLINE (time.monotonic()) bounds the crash-free run. A threaded history
+        (harness/threads.py) runs under the scheduler and its outcome carries the schedule taken;
+        its crash-free verdict is linearizability, its crash states' durable linearizability."""
         t0 = time.monotonic()
         self.budget.check()
-        if getattr(ops, "nthreads", 0):
-            return self.check_threaded(ops, t0, deadline, crashes)
+        threaded = bool(getattr(ops, "nthreads", 0))
         follow = self.followup(ops)
         texts = [self.model.op_text(op) for op in ops]
         hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
-                     if tuple(texts[:k]) in self._hung), None) if self._hung else None
+                     if tuple(texts[:k]) in self._hung), None) if self._hung and not threaded else None
         if hung is not None:
             return HistoryOutcome(ops, follow, None, [replace(hung)], self.model, elapsed=time.monotonic() - t0)
         try:
             trace, lines = self.trace(ops, deadline)
         except RunFailure as exc:
             f = exc.finding
-            if f.cls == "operation-hang" and f.op_index is not None:
+            if f.cls == "operation-hang" and f.op_index is not None and not threaded:
                 # The driver is deterministic: any history with the same operations up to the one
                 # that hung hangs there too. Shrinking tries dozens of such histories, each of which
                 # would cost the whole timeout again.
                 self._hung[tuple(texts[:f.op_index + 1])] = f
-            return HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
+            out = HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
+            if threaded:
+                out.schedule = schedule_taken(self.session)
+            return out
         except DriverFailure as exc:
             f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
             return HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
         outcome = HistoryOutcome(ops, follow, trace, [], self.model)
         # The crash-free run must already agree with the model and keep the invariants.
-        outcome.findings = self.crash_free_findings(ops, lines)
-        if outcome.findings or not crashes:
-            outcome.elapsed = time.monotonic() - t0
-            return outcome
-        # The model's possible states after each prefix, narrowed by what the run returned (a
-        # nondeterministic model's branch is the one the structure took).
-        sets = self.sets(ops, lines)
+        if threaded:
+            outcome.schedule = schedule_taken(self.session)
+            outcome.findings, checked = threads.judge(self.model, ops, lines)
+            outcome.not_checked = not checked
+            crashes = crashes and checked and self.structure.has_pm
+        else:
+            outcome.findings = self.crash_free_findings(ops, lines)
+        if not outcome.findings and crashes:
+            self._check_crash_states(outcome, lines, progress)
+        outcome.elapsed = time.monotonic() - t0
+        return outcome
+
+    def oracle(self, ops: list, trace: Trace, lines: list[str], follow: list) -> SequentialOracle:
+        """What crash states of OPS (traced as TRACE, crash-free output LINES) are judged against."""
+        return oracle_for(self.model, ops, trace, lines, self.sets, follow)
+
+    def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
+        """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
+        recoveries again; the findings, one per group, go into OUTCOME."""
+        ops, trace = outcome.ops, outcome.trace
+        oracle = self.oracle(ops, trace, lines, outcome.followup)
         runner = self.session.runner()
         checked_before = runner.stats.states
-        judge = HistoryJudge(self.session, trace, ops, sets, follow)
+        judge = HistoryJudge(self.session, trace, oracle)
         by_group: dict[tuple[str, str], Finding] = {}
         # Post-crash images to crash again inside their recovery: recovered fine, mid-operation,
         # some pending stores persisted and some lost (a half-done change is where recovery has
@@ -158,7 +178,7 @@ class Checker:
         s = self.settings
         try:
             for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
-                               runner=runner, followup=history_text(self.model, follow),
+                               runner=runner, followup=history_text(self.model, outcome.followup),
                                first_state=self.session.next_state, progress=progress,
                                start_event=first_op, stop=self.budget.expired):
                 self.session.next_state = out.id + 1
@@ -172,80 +192,18 @@ class Checker:
                     add_finding(by_group, f)
             outcome.states_checked = runner.stats.states - checked_before
             if s.recovery_crashes and candidates:
-                for f in crash_recoveries(self.session, trace, ops, sets, follow, candidates, outcome):
+                for f in crash_recoveries(self.session, trace, oracle, candidates, outcome):
                     add_finding(by_group, f)
         except (Stopped, OutOfTime):
             # What was judged before the stop stands; the rest of this history is unexplored.
             outcome.partial = True
             outcome.states_checked = max(0, runner.stats.states - checked_before)
+        # a verdict search that ran out of budget (durable linearizability) is never a pass
+        outcome.not_checked = outcome.not_checked or judge.unchecked > 0
         outcome.coverage.close()
         outcome.findings = list(by_group.values())
         for f in outcome.findings:
             f.coverage = outcome.coverage.of_point(coverage_key(f))
-        outcome.elapsed = time.monotonic() - t0
-        return outcome
-
-    def check_threaded(self, ops, t0: float, deadline: float | None = None, crashes: bool = True) -> HistoryOutcome:
-        """Judge a threaded history (harness/threads.py): run it under the scheduler, then
-        linearizability, the scheduler's findings and the invariants; then (with CRASHES, for a
-        structure with PM) its crash states by durable linearizability. The outcome carries the
-        schedule the run took."""
-        try:
-            trace, lines = self.trace(ops, deadline)
-        except RunFailure as exc:
-            out = HistoryOutcome(ops, [], None, [exc.finding], self.model, elapsed=time.monotonic() - t0)
-            out.schedule = schedule_taken(self.session)
-            return out
-        except DriverFailure as exc:
-            f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
-            return HistoryOutcome(ops, [], None, [f], self.model, elapsed=time.monotonic() - t0)
-        findings, checked = threads.judge(self.model, ops, lines)
-        out = HistoryOutcome(ops, [], trace, findings, self.model, elapsed=time.monotonic() - t0)
-        out.not_checked = not checked
-        out.schedule = schedule_taken(self.session)
-        if findings or not checked or not crashes or not self.structure.has_pm:
-            out.elapsed = time.monotonic() - t0
-            return out
-        # Crash states: durable linearizability of each recovered state against the History up
-        # to the crash (harness/threads.py); no follow-up workload, no leak check yet.
-        complete = threads.build_history(self.model, ops, lines)
-        begin, end = threads.op_events(trace)
-        first_op = begin.get(ops.load, len(trace.events))
-        runner = self.session.runner()
-        checked_before = runner.stats.states
-        verdicts: dict[tuple, object] = {}
-        by_group: dict[tuple[str, str], Finding] = {}
-        s = self.settings
-        try:
-            for st in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
-                              runner=runner, followup="", first_state=self.session.next_state,
-                              start_event=first_op, stop=self.budget.expired):
-                self.session.next_state = st.id + 1
-                out.coverage.count(st)
-                if st.result is None:
-                    continue
-                hist = threads.history_at(ops, complete, begin, end, st.point.event)
-                key = (st.result.first, threads.crash_key(hist))
-                if key not in verdicts:
-                    verdicts[key] = threads.judge_state(self.model, hist, result_dict(st.result))
-                v = verdicts[key]
-                if not v.checked:
-                    out.not_checked = True
-                elif not v.ok:
-                    f = Finding(v.cls, v.detail, (v.cls, ""), point=st.point, choice=st.choice, verdict=v,
-                                result=st.result)
-                    f.group = finding_group(trace, f)
-                    add_finding(by_group, f)
-            out.states_checked = runner.stats.states - checked_before
-        except (Stopped, OutOfTime):
-            out.partial = True
-            out.states_checked = max(0, runner.stats.states - checked_before)
-        out.coverage.close()
-        out.findings = list(by_group.values())
-        for f in out.findings:
-            f.coverage = out.coverage.of_point(coverage_key(f))
-        out.elapsed = time.monotonic() - t0
-        return out
 
     # -- making a finding ready to report ----------------------------------------------------
 
@@ -253,29 +211,26 @@ class Checker:
         """Make F, found while fuzzing, ready to report: trace its history again (traces are
         deterministic, so its crash point has the same index), shrink its crash state, and
         recompute its group from the shrunk state."""
-        if f.point is None or f.cls == "leak" or getattr(outcome.ops, "nthreads", 0):
-            # (a threaded history's crash state is reported as found: shrinking its stores needs
-            # the durable-linearizability oracle, which state_shrink does not speak yet)
+        if f.point is None or f.cls == "leak":
             return
         trace, lines = self.trace(outcome.ops)
         outcome.trace = trace
-        sets = self.sets(outcome.ops, lines)
+        oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
         if f.recovery_of is not None:
             cp_index, choice = f.recovery_of
-            _, image = self.image_at(trace, cp_index, choice)
+            orig, image = self.image_at(trace, cp_index, choice)
             rtrace = self.trace_recovery(image, "recovery-final")
             f.recovery_trace = rtrace
             f.point = self.point_at(rtrace, f.point.index)
-            orig = oracle_point(self.point_at(trace, cp_index), len(outcome.ops))
-            f.history_point = orig
-            shrink_state(self.session, rtrace, outcome.ops, sets, outcome.followup, f, orig)
+            f.history_point = oracle.history_point(orig)
+            shrink_state(self.session, rtrace, oracle, f, orig)
             f.group = finding_group(trace, f)
             return
         f.point = self.point_at(trace, f.point.index)
         if len(f.point.units) != len(f.choice):
             raise DriverFailure(f"{self.structure.name}: the same history traced twice gave different "
                                 "traces (the structure or its driver is not deterministic)")
-        shrink_state(self.session, trace, outcome.ops, sets, outcome.followup, f)
+        shrink_state(self.session, trace, oracle, f)
         f.group = finding_group(trace, f)
 
 

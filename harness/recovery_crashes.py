@@ -7,17 +7,14 @@ allowed. Findings carry the original crash (`recovery_of`) and the recovery's tr
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 from crashsim.explore import explore
 from crashsim.trace import Trace, TraceError
+from harness.crash_oracle import SequentialOracle
 from harness.crash_states import images_at
 from harness.errors import DriverFailure
-from harness.findings import (RECOVERY_CRASH_PREFIX, Finding, HistoryOutcome, add_finding, finding_group,
-                              oracle_point, result_dict)
+from harness.findings import RECOVERY_CRASH_PREFIX, Finding, HistoryOutcome, add_finding, finding_group
 from harness.session import Session
 from harness.traced_run import trace_recovery
-from specs.oracle import judge_recovery
 
 
 def pick(candidates: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[int, tuple[int, ...]]]:
@@ -26,13 +23,14 @@ def pick(candidates: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[in
     return list(dict.fromkeys(picks))
 
 
-def crash_recoveries(session: Session, trace: Trace, ops: list, sets: Sequence[Sequence], follow: list,
+def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
                      candidates: list[tuple[int, tuple[int, ...]]], outcome: HistoryOutcome) -> list[Finding]:
     """Crash inside the recovery of a few post-crash images of TRACE (CANDIDATES: crash point
-    index and choice); the findings, one per group, counted into OUTCOME's coverage."""
+    index and choice), judging each second recovery by ORACLE at the original crash; the
+    findings, one per group, counted into OUTCOME's coverage."""
     s = session.settings
     runner = session.runner()
-    follow_text = session.history_text(follow)
+    follow_text = session.history_text(oracle.follow)
     found: dict[tuple[str, str], Finding] = {}
     picks = pick(candidates, s.recovery_crashes)
     for n, ((cp_index, choice), (cp, image)) in enumerate(zip(picks, images_at(session, trace, picks))):
@@ -43,7 +41,7 @@ def crash_recoveries(session: Session, trace: Trace, ops: list, sets: Sequence[S
             #               when recovery misbehaves: it did the same under the runner)
         if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
             continue      # recovery wrote nothing: crashing inside it changes nothing
-        point = oracle_point(cp, len(ops))
+        point = oracle.history_point(cp)
         before = runner.stats.states
         scope = ("recovery", cp_index, tuple(choice))
         for out in explore(rtrace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
@@ -54,8 +52,8 @@ def crash_recoveries(session: Session, trace: Trace, ops: list, sets: Sequence[S
             res = out.result
             if res is None:
                 continue
-            verdict = judge_recovery(ops, point, result_dict(res), follow, model=session.model, sets=sets)
-            if verdict.ok:
+            verdict = oracle.verdict(cp, res)
+            if verdict.ok or not verdict.checked:
                 continue
             f = Finding(verdict.cls, RECOVERY_CRASH_PREFIX + verdict.detail,
                         (verdict.cls, ""), point=out.point, choice=out.choice, verdict=verdict,

@@ -6,28 +6,26 @@ the trace per batch). Hypothesis shrinks the history; this shrinks the crash sta
 """
 from __future__ import annotations
 
-from typing import Sequence
-
+from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
+from harness.crash_oracle import SequentialOracle
 from harness.crash_states import state_checker
-from harness.findings import RECOVERY_CRASH_PREFIX, Finding, oracle_point, result_dict
+from harness.findings import RECOVERY_CRASH_PREFIX, Finding
 from harness.session import Session
-from specs.oracle import CrashPoint, judge_recovery
 
 
-def shrink_state(session: Session, trace: Trace, ops: list, sets: Sequence[Sequence], follow: list,
-                 f: Finding, point: CrashPoint | None = None) -> None:
-    """Move F to the state with the fewest lost pieces that still fails with F's class. POINT is
-    the crash in history terms (default: F's crash point; for a crash inside recovery, the
-    original crash)."""
+def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,
+                 history_cp: SimPoint | None = None) -> None:
+    """Move F to the state with the fewest lost pieces that still fails with F's class, judged by
+    ORACLE at HISTORY_CP (default: F's crash point; for a crash inside recovery, the original
+    crash in the history's trace)."""
     cp = f.point
     radices = cp.radices
-    point = point or oracle_point(cp, len(ops))
-    model = session.model
-    check = state_checker(session, trace, cp.index, session.history_text(follow))
+    at = history_cp or cp
+    check = state_checker(session, trace, cp.index, session.history_text(oracle.follow))
 
     def verdict(res):
-        return judge_recovery(ops, point, result_dict(res), follow, model=model, sets=sets)
+        return oracle.verdict(at, res)
 
     def failing(cands: list[tuple[int, ...]]) -> list[bool]:
         out = []

@@ -8,12 +8,11 @@ CRASHCHECK_SCHED with the schedule written to a file, the History rebuilt from t
 (specs/linearizability.py), the scheduler's deadlock / livelock / hang, the structure's
 invariants once every thread has ended.
 
-Crash states of a threaded trace (a structure with PM) are explored as crashsim enumerates them
-for any trace (per-thread fences; eADR: a prefix of the trace's global store order, a subset of
-the per-thread prefixes the design allows) and judged by durable linearizability
-(`judge_state`): the recovered state must be the model's after a linearization of the operations
-completed before the crash plus any subset of those in flight. Follow-up workloads after
-recovery and leak checks are not run for threaded histories yet.
+Crash states of a threaded trace (a structure with PM) are explored under crashsim's per-thread
+rules and judged by durable linearizability (`judge_state`, through harness/crash_oracle.py):
+the recovered state must be the model's after a linearization of the operations completed
+before the crash plus any subset of those in flight, and the follow-up workload must then
+behave like the model from that state.
 """
 from __future__ import annotations
 
@@ -239,9 +238,10 @@ def crash_key(history: History) -> tuple:
     return tuple((o.call, o.ret) for o in history)
 
 
-def judge_state(model: Model, history: History, result: dict) -> Verdict:
-    """Durable linearizability of one recovered crash state (specs/oracle.py judge_durable)."""
-    return judge_durable(history, result, None, model=model, max_steps=LIN_STEPS, timeout=LIN_TIMEOUT_S)
+def judge_state(model: Model, history: History, result: dict, followup: list | None = None) -> Verdict:
+    """Durable linearizability of one recovered crash state (specs/oracle.py judge_durable), and
+    the follow-up workload FOLLOWUP from the recovered state."""
+    return judge_durable(history, result, followup, model=model, max_steps=LIN_STEPS, timeout=LIN_TIMEOUT_S)
 
 
 __all__ = ["LIN_STEPS", "SCHED_EXIT", "Threaded", "build_history", "crash_key", "history_at", "history_text",

@@ -41,23 +41,40 @@ class LeakIndex:
         self.trace = trace
         self.allocs: dict[int, list[tuple[int, int]]] = {}   # off -> [(event index, site)]
         self.spans: list[tuple[int, int, set[int]]] = []      # (op_begin index, op_end index, offsets)
-        current: tuple[int, set[int]] | None = None
+        # each thread's operation in flight (one thread: at most one operation at a time); an
+        # allocation or free belongs to the operation of the thread that made it
+        current: dict[int, tuple[int, set[int]]] = {}
         for i, ev in enumerate(trace.events):
             kind = ev.kind
             if kind == "op_begin":
-                current = (i, set())
+                current[ev.tid] = (i, set())
             elif kind == "op_end":
-                if current is not None:
-                    self.spans.append((current[0], i, current[1]))
-                current = None
+                begun = current.pop(ev.tid, None)
+                if begun is not None:
+                    self.spans.append((begun[0], i, begun[1]))
             elif kind in ("alloc", "free") and ev.region == 0:
                 if kind == "alloc":
                     self.allocs.setdefault(ev.off, []).append((i, ev.site))
-                if current is not None:
-                    current[1].add(ev.off)
-        if current is not None:
-            self.spans.append((current[0], len(trace.events), current[1]))
+                if ev.tid in current:
+                    current[ev.tid][1].add(ev.off)
+        for begin, offs in current.values():
+            self.spans.append((begin, len(trace.events), offs))
+        self.spans.sort(key=lambda s: s[0])
         self._begins = [b for b, _, _ in self.spans]
+        # operations of several threads overlap; then more than one may be in flight at a crash
+        self._overlapping = any(self.spans[k][1] > self.spans[k + 1][0] for k in range(len(self.spans) - 1))
+
+    def touched_in_flight(self, crash_event: int) -> set[int]:
+        """Pool offsets the operations in flight at CRASH_EVENT allocate or free (their whole span,
+        also after the crash: what they would have done had power not failed). Empty between ops
+        (a crash at op_end(i) still counts as inside operation i: its marker is not yet logged)."""
+        k = bisect.bisect_left(self._begins, crash_event) - 1
+        if k < 0:
+            return set()
+        if self._overlapping:
+            return set().union(*(offs for begin, end, offs in self.spans[:k + 1] if crash_event <= end))
+        begin, end, offs = self.spans[k]
+        return offs if crash_event <= end else set()
 
     def attribute(self, objects: list[tuple[int, int]], before_event: int) -> list[dict]:
         """Each leaked object with the site of its last allocation before BEFORE_EVENT, or, if
@@ -77,15 +94,6 @@ class LeakIndex:
                         "site": _site_dict(self.trace, sid) if sid is not None else None})
         return out
 
-    def touched_in_flight(self, crash_event: int) -> set[int]:
-        """Pool offsets the operation in flight at CRASH_EVENT allocates or frees (its whole span,
-        also after the crash: what it would have done had power not failed). Empty between ops
-        (a crash at op_end(i) still counts as inside operation i: its marker is not yet logged)."""
-        k = bisect.bisect_left(self._begins, crash_event) - 1
-        if k < 0:
-            return set()
-        begin, end, offs = self.spans[k]
-        return offs if crash_event <= end else set()
 
 
 def attribute(trace: Trace, objects: list[tuple[int, int]], before_event: int) -> list[dict]:
