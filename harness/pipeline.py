@@ -36,7 +36,7 @@ from harness.session import Session, history_text
 from harness.settings import Settings
 from harness.state_shrink import shrink_state
 from harness.structures import Structure
-from harness.traced_run import RunFailure, schedule_taken, trace_history, trace_recovery
+from harness.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
 from specs.model import prefix_states
 
 
@@ -195,6 +195,10 @@ class Checker:
         except RunFailure as exc:
             out = HistoryOutcome(ops, [], None, [exc.finding], self.model, elapsed=time.monotonic() - t0)
             out.schedule = schedule_taken(self.session)
+            # kept for the record's lanes only (what ran before the scheduler stopped the run):
+            # outcome.trace stays None, a cut trace is never explored
+            out.lines = exc.lines
+            out.run_trace = trace_left(self.session)
             return out
         except DriverFailure as exc:
             f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
@@ -203,6 +207,8 @@ class Checker:
         out = HistoryOutcome(ops, [], trace, findings, self.model, elapsed=time.monotonic() - t0)
         out.not_checked = not checked
         out.schedule = schedule_taken(self.session)
+        out.lines = lines
+        out.run_trace = trace
         if findings or not checked or not crashes or not self.structure.has_pm:
             out.elapsed = time.monotonic() - t0
             return out
