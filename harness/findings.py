@@ -100,6 +100,8 @@ class HistoryOutcome:
     partial: bool = False        # the budget ran out (or a stop came) before every state was checked
     not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
+    lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
+    run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
 
     # the coverage counts, under the names fuzz statistics use
     @property

@@ -38,7 +38,7 @@ from harness.session import Session, history_text
 from harness.settings import Settings
 from harness.state_shrink import shrink_state
 from harness.structures import Structure
-from harness.traced_run import RunFailure, schedule_taken, trace_history, trace_recovery
+from harness.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
 from specs.model import prefix_states
 
 
@@ -133,6 +133,10 @@ class Checker:
             out = HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
             if threaded:
                 out.schedule = schedule_taken(self.session)
+                # kept for the record's lanes only (what ran before the scheduler stopped the
+                # run): outcome.trace stays None, a cut trace is never explored
+                out.lines = exc.lines
+                out.run_trace = trace_left(self.session)
             return out
         except DriverFailure as exc:
             f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
@@ -141,6 +145,7 @@ class Checker:
         # The crash-free run must already agree with the model and keep the invariants.
         if threaded:
             outcome.schedule = schedule_taken(self.session)
+            outcome.lines, outcome.run_trace = lines, trace      # for the record's lanes
             outcome.findings, checked = threads.judge(self.model, ops, lines)
             outcome.not_checked = not checked
             crashes = crashes and checked and self.structure.has_pm

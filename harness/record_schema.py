@@ -195,6 +195,11 @@ TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Te
                 "off": (Opt(Nat()), None), "size": (Nat(), 0), "line": (Nat(), 0),
                 "state": (Opt(Text(("durable", "persisted", "lost"))), None)})
 COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Nat(), REQUIRED), "exhaustive": (Bool(), False)})
+# a threaded run's picture (harness/lanes.py): positions are trace event indices
+LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(), REQUIRED),
+            "result": (Opt(Text()), None), "call": (Nat(), REQUIRED), "ret": (Opt(Nat()), None)})
+PREEMPTION = Obj({"step": (Nat(), REQUIRED), "from": (Nat(), REQUIRED), "to": (Nat(), REQUIRED),
+                  "at": (Nat(), REQUIRED), "site": (Opt(SITE), None), "where": (Text(), "")})
 SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
               "lines": (List(Tuple((Nat(), Text()))), REQUIRED)})
 
@@ -240,6 +245,9 @@ RECORD = Obj({
     "thread_of": (List(Nat()), list),
     "sched": (Opt(Text()), None),
     "schedule": (Opt(Text()), None),
+    "lanes": (List(LANE), list),
+    "preemptions": (List(PREEMPTION), list),
+    "lanes_crash": (Opt(Nat()), None),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
@@ -297,7 +305,8 @@ def check_results(data: Any, path: str) -> dict:
 
 
 def _consistent(rec: dict, path: str, where: str) -> None:
-    """What the types cannot say: the load phase lies inside the history."""
+    """What the types cannot say: the load phase lies inside the history, a lane returns after
+    its call."""
     if rec["load"] > len(rec["history"]):
         raise UsageError(f"{path}: not a valid bug record: {where}load ({rec['load']}) is longer than "
                          f"the history ({len(rec['history'])} operations)")
@@ -306,6 +315,10 @@ def _consistent(rec: dict, path: str, where: str) -> None:
                              or max(rec["thread_of"]) > rec["threads"]):
         raise UsageError(f"{path}: not a valid bug record: {where}thread_of must give each operation of the "
                          f"history its thread (0 for the load phase, then 1..threads in order)")
+    for i, lane in enumerate(rec["lanes"]):
+        if lane["ret"] is not None and lane["ret"] <= lane["call"]:
+            raise UsageError(f"{path}: not a valid bug record: {where}lanes[{i}] returns at event {lane['ret']}, "
+                             f"before its call at event {lane['call']}")
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

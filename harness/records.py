@@ -2,8 +2,9 @@
 
 Owns everything a record must carry so that the report and `crashcheck replay` need nothing else:
 the crash point and its source site, the lost and persisted stores with sites, expected vs actual
-dumps in driver notation, leaked objects, the timeline of the operation in flight, and a few lines
-of source around every site named. Never judges anything (specs/) and never renders HTML.
+dumps in driver notation, leaked objects, the timeline of the operation in flight, a threaded
+run's lanes and scheduler switches (harness/lanes.py), and a few lines of source around every site
+named. Never judges anything (specs/) and never renders HTML.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from crashsim.model import Piece
 from crashsim.trace import Trace
+from harness import lanes
 from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point
 from harness.settings import Settings
 from specs import models
@@ -147,7 +149,17 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "thread_of": list(getattr(outcome.ops, "thread_of", ())),
         "sched": getattr(outcome.ops, "sched", None) if getattr(outcome.ops, "nthreads", 0) else None,
         "schedule": outcome.schedule,
+        # the picture of a threaded run (harness/lanes.py), all on the trace's event axis
+        "lanes": [],
+        "preemptions": [],
+        "lanes_crash": None,
     }
+    if getattr(outcome.ops, "nthreads", 0) and outcome.run_trace is not None:
+        run = outcome.run_trace
+        record["lanes"] = lanes.lanes(model, outcome.ops, outcome.lines, run)
+        record["preemptions"] = lanes.preemptions(run)
+        if cp is not None and trace is run:
+            record["lanes_crash"] = cp.event
     if trace is not None and cp is not None:
         point = oracle_point(cp, len(outcome.ops))
         if f.history_point is not None:

@@ -2,7 +2,7 @@
 
 Owns turning bug records into what a person reads: the summary rows, the per-bug diff between the
 closest acceptable state and the recovered dump, source excerpts, store tables and the timeline
-picture. Reads nothing but the results it is given (records carry their own source excerpts), so a
+picture, and a threaded bug's lanes. Reads nothing but the results it is given (records carry their own source excerpts), so a
 report renders the same anywhere. Writes atomically.
 """
 from __future__ import annotations
@@ -16,9 +16,13 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from harness.lanes_svg import render_lanes
 from harness.timeline import render_timeline
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "reports" / "templates"
+# rows of a threaded bug's switch list; a random walk switches at most points, and the record
+# keeps every switch
+MAX_SWITCHES = 200
 
 
 def site_text(site: dict | None) -> str:
@@ -123,6 +127,9 @@ def prepare(results: dict) -> dict:
         crash_index = next((i for i, ev in enumerate(timeline) if ev.get("kind") == "crash"), None)
         events = [ev for ev in timeline if ev.get("kind") != "crash"]
         bug["timeline_svg"] = render_timeline(events, crash_index) if events else ""
+        # a threaded bug: one lane per thread (harness/lanes_svg.py); none for a single thread
+        lanes = bug.get("lanes") or []
+        bug["lanes_svg"] = render_lanes(lanes, bug.get("preemptions") or [], bug.get("lanes_crash")) if lanes else ""
         bugs.append(bug)
         counts = by_class.setdefault(bug["class"], Counter())
         counts["expected" if bug.get("expected") else "unexpected"] += 1
@@ -149,7 +156,7 @@ def big(n) -> str:
 def render(results: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(source=_source, stores=_stores, site_text=site_text)
+    env.globals.update(source=_source, stores=_stores, site_text=site_text, max_switches=MAX_SWITCHES)
     env.filters["big"] = big
     return env.get_template("report.html.j2").render(**prepare(results))
 

@@ -27,10 +27,11 @@ from harness.supervise import RunEnd, run_supervised, run_timeout_s
 class RunFailure(DriverFailure):
     """The code under test misbehaved in a traced run; FINDING says how and where."""
 
-    def __init__(self, finding: Finding, end: RunEnd) -> None:
+    def __init__(self, finding: Finding, end: RunEnd, lines: list[str] | None = None) -> None:
         super().__init__(finding.detail)
         self.finding = finding
         self.end = end
+        self.lines = lines or []      # the driver's result lines up to where it stopped
 
 
 def trace_history(session: Session, ops: list, deadline: float | None = None) -> tuple[Trace, list[str]]:
@@ -55,6 +56,15 @@ def schedule_taken(session: Session) -> str | None:
     try:
         return (session.workdir / "trace.sched").read_text()
     except OSError:
+        return None
+
+
+def trace_left(session: Session) -> Trace | None:
+    """The trace the last traced history run left, even one cut short (the scheduler ends a
+    deadlocked run with its finding as the last event), or None if there is none to read."""
+    try:
+        return read_trace(session.workdir / "trace", check_images=False)
+    except (TraceError, OSError):
         return None
 
 
@@ -108,7 +118,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
     if extra_env and end.status == "exit" and end.code in threads.SCHED_EXIT:
         # the scheduler ended the run: a deadlock, a livelock or a hang (docs/scheduler.md)
-        raise RunFailure(threads.sched_finding(end.code, end.output, ops, lines, session.model), end)
+        raise RunFailure(threads.sched_finding(end.code, end.output, ops, lines, session.model), end, lines)
     failure = run_failure(end, lines, ops, session.model)
     if failure is not None:
         raise RunFailure(failure, end)
@@ -203,5 +213,5 @@ def began_any_operation(trace_path: Path) -> bool:
         return False
 
 
-__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "schedule_taken", "setup_fault", "trace_history",
+__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "schedule_taken", "setup_fault", "trace_history", "trace_left",
            "trace_recovery"]

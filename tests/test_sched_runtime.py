@@ -130,9 +130,12 @@ def test_switches_are_marked_in_the_trace(exe, tmp_path):
     assert marks[0][1] == "cc-sched start"
     switches = [(i, m) for i, m in marks if m.startswith("cc-sched switch ")]
     assert switches
+    sites = read_trace(r.trace_path).sites
     for i, m in switches:
         fields = dict(f.split("=") for f in m.split()[2:])
         assert events[i].tid == int(fields["from"])
+        # where the thread was switched away: the mark's site, or the interposed call's name
+        assert ("at" in fields) != (0 <= events[i].site < len(sites)), m
         if i + 1 < len(events):   # the next event, a mark or not, is the new thread's
             assert events[i + 1].tid == int(fields["to"]), m
 

@@ -40,7 +40,7 @@ void __cc_op_begin(uint64_t index, crashcheck_site_t site)
 {
 	cc_emit(CC_EV_OP_BEGIN, 0, cc_site_id(site), index, 0, NULL, 0);
 	if (__builtin_expect(cc_sched_enabled, 0))
-		cc_sched_op(1, index);
+		cc_sched_op(1, index, cc_site_id(site));
 }
 
 /* __cc_op_end -- operation INDEX is complete */
@@ -48,7 +48,7 @@ void __cc_op_end(uint64_t index, crashcheck_site_t site)
 {
 	cc_emit(CC_EV_OP_END, 0, cc_site_id(site), index, 0, NULL, 0);
 	if (__builtin_expect(cc_sched_enabled, 0))
-		cc_sched_op(0, index);
+		cc_sched_op(0, index, cc_site_id(site));
 }
 
 /* __cc_mark -- a free-form label */

@@ -10,7 +10,8 @@
  * the pass declares them with the same signatures (instrument/pass).
  *
  * Each logged PM access is also a scheduling point (rt_sched.c), behind one
- * predictable branch.  __cc_store8 reaches it only off its inline path: the
+ * predictable branch; it passes the access's site id, which a switch there
+ * puts on its trace mark.  __cc_store8 reaches it only off its inline path: the
  * scheduler runs 2+ threads, so logging is locked and never inline.  Atomics
  * get their point from __cc_sched_atomic, which the pass calls after them.
  */
@@ -47,7 +48,7 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 	if (cc_trace_make_room() && cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
 		return;
 	cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_hook_site(site), (uintptr_t)addr, 8, addr, 8);
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /* __cc_store -- a store of SIZE bytes (plain, atomic, vector, memset/memcpy/memmove, asm) */
@@ -57,7 +58,7 @@ void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_sit
 		return;
 	log_store(CC_EV_STORE, addr, size, origin, cc_hook_site(site));
 	if (origin != CC_ORIGIN_ATOMIC)
-		CC_SCHED_POINT();
+		CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /* __cc_ntstore -- a non-temporal store */
@@ -66,7 +67,7 @@ void __cc_ntstore(const void *addr, uint64_t size, uint32_t origin, crashcheck_s
 	if (!FILTER(addr) || size == 0)
 		return;
 	log_store(CC_EV_NTSTORE, addr, size, origin, cc_hook_site(site));
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /* __cc_locked_store -- a locked instruction (RMW, xchg): a fence, then its store if STORED */
@@ -82,7 +83,7 @@ void __cc_locked_store(const void *addr, uint64_t size, uint32_t origin, uint32_
 	if (stored)
 		log_store(CC_EV_STORE, addr, size, origin, id);
 	if (origin == CC_ORIGIN_ASM) /* the pass adds no __cc_sched_atomic after inline asm */
-		CC_SCHED_POINT();
+		CC_SCHED_POINT(id);
 }
 
 /* __cc_flush -- clflush / clflushopt / clwb of the line holding ADDR */
@@ -92,7 +93,7 @@ void __cc_flush(const void *addr, uint32_t kind, crashcheck_site_t site)
 		return;
 	uintptr_t line = (uintptr_t)addr & ~(uintptr_t)(CC_LINE_SIZE - 1);
 	cc_emit(CC_EV_FLUSH, (uint8_t)kind, cc_hook_site(site), line, CC_LINE_SIZE, NULL, 0);
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /*
@@ -105,7 +106,7 @@ void __cc_fence(uint32_t kind, crashcheck_site_t site)
 	if (cc_pm_span == 0)
 		return;
 	cc_emit(CC_EV_FENCE, (uint8_t)kind, cc_hook_site(site), 0, 0, NULL, 0);
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /* __cc_load -- a load of SIZE bytes (only with load instrumentation) */
@@ -114,7 +115,7 @@ void __cc_load(const void *addr, uint64_t size, crashcheck_site_t site)
 	if (!FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
 		return;
 	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(cc_hook_site(site));
 }
 
 /* libpmem modes, decided by the pass from the function's name */
@@ -150,5 +151,5 @@ void __cc_pmem(const void *addr, uint64_t len, uint32_t stored, uint32_t mode, u
 	}
 	if (drain)
 		cc_emit(CC_EV_FENCE, CC_FENCE_SFENCE, id, 0, 0, NULL, 0);
-	CC_SCHED_POINT();
+	CC_SCHED_POINT(id);
 }

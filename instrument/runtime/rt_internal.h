@@ -119,16 +119,17 @@ void cc_unlock(void);
 /* rt_sched.c */
 extern int __cc_sched_on;     /* the scheduler serialises (enabled, 2+ live threads) */
 extern int cc_sched_enabled;  /* CRASHCHECK_SCHED is set */
-void cc_sched_point(void);
-void cc_sched_op(int begin, uint64_t index);
+void cc_sched_point(uint32_t site);
+void cc_sched_op(int begin, uint64_t index, uint32_t site);
 int cc_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg);
 /* __cc_sched_atomic's OP: kind in bits 0-3, CC_SCHED_NOVAL, access size in bits 8-15 */
 enum { CC_SCHED_LOAD = 0, CC_SCHED_STORE = 1, CC_SCHED_RMW = 2, CC_SCHED_CAS_OK = 3,
        CC_SCHED_CAS_FAIL = 4, CC_SCHED_NOVAL = 0x10 };
 void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_site_t site);
 
-/* CC_SCHED_POINT -- a scheduling point after a traced PM access: one predictable branch when off */
-#define CC_SCHED_POINT() do { if (__builtin_expect(__cc_sched_on, 0)) cc_sched_point(); } while (0)
+/* CC_SCHED_POINT -- a scheduling point after a traced PM access at SITE (an id, for the switch
+   mark's site): one predictable branch when off */
+#define CC_SCHED_POINT(site) do { if (__builtin_expect(__cc_sched_on, 0)) cc_sched_point(site); } while (0)
 
 #include <sched.h>
 #include <time.h>

@@ -127,6 +127,8 @@ struct sthread {
 	uintptr_t pair_addr[NPAIRS];
 	uint64_t pair_val[NPAIRS];
 	int64_t prio;            /* PCT */
+	uint32_t at_site;        /* where it reached its current scheduling point: a site id, */
+	const char *at_what;     /* or CC_NO_SITE and the interposed call's name (switch marks) */
 	pthread_t pt;
 	void *(*start)(void *);
 	void *arg;
@@ -245,19 +247,25 @@ static void out_line(const char *fmt, ...)
 		out_fd = -1;
 }
 
-/* trace_mark -- a `mark` event with a formatted label, when tracing (internal) */
-static void trace_mark(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void trace_mark(const char *fmt, ...)
+/* trace_mark_at -- a `mark` event at SITE (an id) with a formatted label, when tracing (internal) */
+static void trace_mark_at(uint32_t site, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void trace_mark_at(uint32_t site, const char *fmt, ...)
 {
 	char label[512];
 	va_list ap;
 	if (!cc_trace_enabled())
 		return;
 	va_start(ap, fmt);
-	vsnprintf(label, sizeof(label), fmt, ap);
+	int n = vsnprintf(label, sizeof(label), fmt, ap);
 	va_end(ap);
-	__cc_mark(label, NULL);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(label))
+		n = sizeof(label) - 1;
+	cc_emit(CC_EV_MARK, 0, site, 0, (uint32_t)n, label, (uint32_t)n);
 }
+
+#define trace_mark(...) trace_mark_at(CC_NO_SITE, __VA_ARGS__)
 
 static void finish_record(const char *result)
 {
@@ -487,8 +495,14 @@ static void reschedule(struct sthread *cur, int spin)
 	}
 	if (next == cur)
 		return;
-	trace_mark("cc-sched switch step=%llu from=%d to=%d", (unsigned long long)steps, cur->tid,
-		   next->tid);
+	/* the mark carries where CUR was preempted: the site of the access or atomic (the event's
+	   site), else the interposed call's name in the label, since libc's callers have no site */
+	if (cur->at_site != CC_NO_SITE)
+		trace_mark_at(cur->at_site, "cc-sched switch step=%llu from=%d to=%d",
+			      (unsigned long long)steps, cur->tid, next->tid);
+	else
+		trace_mark("cc-sched switch step=%llu from=%d to=%d at=%s", (unsigned long long)steps,
+			   cur->tid, next->tid, cur->at_what ? cur->at_what : "unknown");
 	next->run_len = 0;
 	__atomic_store_n(&running, next, __ATOMIC_RELAXED);
 	futex_give(&next->go);
@@ -501,6 +515,21 @@ static inline struct sthread *modelled(void)
 {
 	struct sthread *t = self;
 	return cc_sched_enabled && t && t->state != T_DEAD ? t : NULL;
+}
+
+/*
+ * modelled_at -- modelled(), and if so note that the thread's next
+ * scheduling points are inside SITE (an id) or, without a site, inside the
+ * call WHAT: a switch there names it (internal)
+ */
+static inline struct sthread *modelled_at(uint32_t site, const char *what)
+{
+	struct sthread *t = modelled();
+	if (t) {
+		t->at_site = site;
+		t->at_what = what;
+	}
+	return t;
 }
 
 /*
@@ -551,16 +580,17 @@ static int block(struct sthread *t, enum tstate state, void *obj, int timed)
 
 /* ---- hooks the rest of the runtime and the pass call ---- */
 
-/* cc_sched_point -- a traced PM access (rt_hooks.c) */
-void cc_sched_point(void)
+/* cc_sched_point -- a traced PM access at SITE (rt_hooks.c) */
+void cc_sched_point(uint32_t site)
 {
-	point(0);
+	if (modelled_at(site, "pm_access"))
+		point(0);
 }
 
-/* cc_sched_op -- operation INDEX begins (BEGIN) or ends (rt_api.c) */
-void cc_sched_op(int begin, uint64_t index)
+/* cc_sched_op -- operation INDEX begins (BEGIN) or ends (rt_api.c), called at SITE */
+void cc_sched_op(int begin, uint64_t index, uint32_t site)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(site, begin ? "crashcheck_op_begin" : "crashcheck_op_end");
 	if (!t)
 		return;
 	t->in_op = begin;
@@ -576,8 +606,7 @@ void cc_sched_op(int begin, uint64_t index)
  */
 void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_site_t site)
 {
-	(void)site;
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(cc_hook_site(site), "atomic");
 	if (!t || !__cc_sched_on)
 		return;
 	int spin = 0;
@@ -630,6 +659,8 @@ static void thread_exit(struct sthread *t)
 {
 	if (t->state == T_DEAD)
 		return;
+	t->at_site = CC_NO_SITE;
+	t->at_what = "thread_exit";
 	t->state = T_DEAD;
 	nlive--;
 	if (nlive <= 1)
@@ -675,7 +706,7 @@ static void *watchdog(void *arg)
  */
 int cc_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)(void *), void *arg)
 {
-	struct sthread *cur = modelled();
+	struct sthread *cur = modelled_at(CC_NO_SITE, "pthread_create");
 	if (!cur || nthreads >= MAX_THREADS)
 		return cc_real_pthread_create(thread, attr, start, arg);
 	struct sthread *t = calloc(1, sizeof(*t));
@@ -683,6 +714,7 @@ int cc_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start
 		return EAGAIN;
 	t->idx = nthreads;
 	t->tid = cc_next_tid();
+	t->at_site = CC_NO_SITE;
 	t->start = start;
 	t->arg = arg;
 	t->prio = pct_depth + 1 + (int64_t)(rng() >> 24);
@@ -723,7 +755,7 @@ void pthread_exit(void *ret)
 
 int pthread_join(pthread_t th, void **ret)
 {
-	struct sthread *t = modelled(), *target = NULL;
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_join"), *target = NULL;
 	if (t)
 		for (int i = 0; i < nthreads; i++)
 			if (threads[i] != t && pthread_equal(threads[i]->pt, th))
@@ -782,7 +814,7 @@ out:
 
 int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_mutex_lock");
 	if (!t)
 		return REAL(mutex_lock)(m);
 	return mutex_acquire(t, m, mutex_kind(m), 0, 0);
@@ -790,7 +822,7 @@ int pthread_mutex_lock(pthread_mutex_t *m)
 
 int pthread_mutex_trylock(pthread_mutex_t *m)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_mutex_trylock");
 	if (!t)
 		return REAL(mutex_trylock)(m);
 	return mutex_acquire(t, m, mutex_kind(m), 1, 0);
@@ -798,7 +830,7 @@ int pthread_mutex_trylock(pthread_mutex_t *m)
 
 int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_mutex_timedlock");
 	if (!t)
 		return REAL(mutex_timedlock)(m, abstime);
 	return mutex_acquire(t, m, mutex_kind(m), 0, 1);
@@ -806,7 +838,7 @@ int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
 
 int pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_mutex_unlock");
 	if (!t)
 		return REAL(mutex_unlock)(m);
 	return mutex_release(t, m, mutex_kind(m), 1);
@@ -814,7 +846,7 @@ int pthread_mutex_unlock(pthread_mutex_t *m)
 
 int pthread_spin_lock(pthread_spinlock_t *s)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_spin_lock");
 	if (!t)
 		return REAL(spin_lock)(s);
 	return mutex_acquire(t, (void *)s, PTHREAD_MUTEX_NORMAL, 0, 0);
@@ -822,7 +854,7 @@ int pthread_spin_lock(pthread_spinlock_t *s)
 
 int pthread_spin_trylock(pthread_spinlock_t *s)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_spin_trylock");
 	if (!t)
 		return REAL(spin_trylock)(s);
 	return mutex_acquire(t, (void *)s, PTHREAD_MUTEX_NORMAL, 1, 0);
@@ -830,7 +862,7 @@ int pthread_spin_trylock(pthread_spinlock_t *s)
 
 int pthread_spin_unlock(pthread_spinlock_t *s)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_spin_unlock");
 	if (!t)
 		return REAL(spin_unlock)(s);
 	return mutex_release(t, (void *)s, PTHREAD_MUTEX_NORMAL, 1);
@@ -863,31 +895,31 @@ static int rw_acquire(struct sthread *t, pthread_rwlock_t *rw, int write, int tr
 
 int pthread_rwlock_rdlock(pthread_rwlock_t *rw)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_rwlock_rdlock");
 	return t ? rw_acquire(t, rw, 0, 0) : REAL(rw_rdlock)(rw);
 }
 
 int pthread_rwlock_wrlock(pthread_rwlock_t *rw)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_rwlock_wrlock");
 	return t ? rw_acquire(t, rw, 1, 0) : REAL(rw_wrlock)(rw);
 }
 
 int pthread_rwlock_tryrdlock(pthread_rwlock_t *rw)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_rwlock_tryrdlock");
 	return t ? rw_acquire(t, rw, 0, 1) : REAL(rw_tryrdlock)(rw);
 }
 
 int pthread_rwlock_trywrlock(pthread_rwlock_t *rw)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_rwlock_trywrlock");
 	return t ? rw_acquire(t, rw, 1, 1) : REAL(rw_trywrlock)(rw);
 }
 
 int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_rwlock_unlock");
 	if (!t)
 		return REAL(rw_unlock)(rw);
 	struct lockst *l = lock_get(rw);
@@ -926,13 +958,13 @@ static int cond_wait(struct sthread *t, pthread_cond_t *c, pthread_mutex_t *m, i
 
 int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_cond_wait");
 	return t ? cond_wait(t, c, m, 0) : REAL(cond_wait)(c, m);
 }
 
 int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_cond_timedwait");
 	return t ? cond_wait(t, c, m, 1) : REAL(cond_timedwait)(c, m, abstime);
 }
 
@@ -956,7 +988,7 @@ static void cond_wake(pthread_cond_t *c, int all)
 
 int pthread_cond_signal(pthread_cond_t *c)
 {
-	if (!modelled())
+	if (!modelled_at(CC_NO_SITE, "pthread_cond_signal"))
 		return REAL(cond_signal)(c);
 	cond_wake(c, 0);
 	return 0;
@@ -964,7 +996,7 @@ int pthread_cond_signal(pthread_cond_t *c)
 
 int pthread_cond_broadcast(pthread_cond_t *c)
 {
-	if (!modelled())
+	if (!modelled_at(CC_NO_SITE, "pthread_cond_broadcast"))
 		return REAL(cond_broadcast)(c);
 	cond_wake(c, 1);
 	return 0;
@@ -1020,7 +1052,7 @@ int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *a, u
 int pthread_barrier_wait(pthread_barrier_t *b)
 {
 	static int (*real)(pthread_barrier_t *);
-	struct sthread *t = modelled();
+	struct sthread *t = modelled_at(CC_NO_SITE, "pthread_barrier_wait");
 	if (!t) {
 		if (!real)
 			real = dlsym(RTLD_NEXT, "pthread_barrier_wait");
@@ -1041,7 +1073,7 @@ int pthread_barrier_wait(pthread_barrier_t *b)
 /* sched_yield -- a spin step: let another thread run */
 int sched_yield(void)
 {
-	if (modelled() && __cc_sched_on) {
+	if (modelled_at(CC_NO_SITE, "sched_yield") && __cc_sched_on) {
 		point(1);
 		return 0;
 	}
@@ -1051,7 +1083,7 @@ int sched_yield(void)
 /* usleep, nanosleep -- virtual time: a spin step instead of sleeping */
 int usleep(useconds_t us)
 {
-	if (modelled() && __cc_sched_on) {
+	if (modelled_at(CC_NO_SITE, "usleep") && __cc_sched_on) {
 		point(1);
 		return 0;
 	}
@@ -1060,7 +1092,7 @@ int usleep(useconds_t us)
 
 int nanosleep(const struct timespec *req, struct timespec *rem)
 {
-	if (modelled() && __cc_sched_on) {
+	if (modelled_at(CC_NO_SITE, "nanosleep") && __cc_sched_on) {
 		point(1);
 		return 0;
 	}
@@ -1076,7 +1108,8 @@ int crashcheck_sched_active(void)
 
 void crashcheck_sched_yield(void)
 {
-	point(1);
+	if (modelled_at(CC_NO_SITE, "crashcheck_sched_yield"))
+		point(1);
 }
 
 /* ---- start-up ---- */
@@ -1218,6 +1251,7 @@ static void sched_start(void)
 	if (!t)
 		abort();
 	t->tid = cc_tid();
+	t->at_site = CC_NO_SITE;
 	t->pt = pthread_self();
 	t->prio = pct_depth + 1 + (int64_t)(rng() >> 24);
 	threads[nthreads++] = t;
