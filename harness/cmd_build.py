@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from harness import structures
@@ -35,7 +37,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _compile(cc: list[str], out: Path, args: list[str]) -> None:
-    res = subprocess.run(cc + args + ["-o", str(out)], capture_output=True, text=True)
+    # Linked under a private name and renamed into place: a run of the previous driver (or another
+    # build of the same structure at the same time) never sees a half-written executable.
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        res = subprocess.run(cc + args + ["-o", str(tmp)], capture_output=True, text=True)
+        if res.returncode == 0:
+            os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
     if res.returncode != 0:
         lines = (res.stderr or res.stdout).strip().splitlines()
         first = next((line for line in lines if "error" in line), lines[0] if lines else "")
@@ -71,10 +81,14 @@ def run(args: argparse.Namespace) -> int:
     srcs = [str(s) for s in sources] + [str(adapter)] + common
     out = structures.BUILD / "user" / name
     out.mkdir(parents=True, exist_ok=True)
-    _compile([str(wrapper)], out / "driver", flags + srcs)
-    _compile([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])
-    for bug in bugs:
-        _compile([str(wrapper)], out / f"driver-bug-{bug.name}", flags + [f"-D{bug.define}"] + srcs)
+    jobs = [([str(wrapper)], out / "driver", flags + srcs),
+            ([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])]
+    jobs += [([str(wrapper)], out / f"driver-bug-{bug.name}", flags + [f"-D{bug.define}"] + srcs) for bug in bugs]
+    # the variants are independent compiles: one per core at a time (a catalog of ten bugs took
+    # ten times one compile); the first failure, in catalog order, is the one reported
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for done in [pool.submit(_compile, *job) for job in jobs]:
+            done.result()
     # The model the adapter names must be one crashcheck knows, or the one --model gives; a
     # structure whose model cannot be had is not registered (no meta.json).
     structures._driver_info.cache_clear()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 from crashsim.trace import Trace
+from harness.threads import op_events
 from specs.model import Model
 
 SWITCH = re.compile(r"cc-sched switch step=(\d+) from=(\d+) to=(\d+)(?: at=(\S+))?")
@@ -29,13 +30,7 @@ def lanes(model: Model, ops, lines: list[str], trace: Trace) -> list[dict]:
     """One entry per operation of the threaded part of OPS that began in TRACE, in order of call:
     thread, op (index in the history), text, result (the `!ret` line's output; None if it never
     returned), call and ret (event indices; ret None if it never ended)."""
-    begin: dict[int, int] = {}
-    end: dict[int, int] = {}
-    for i, ev in enumerate(trace.events):
-        if ev.kind == "op_begin":
-            begin.setdefault(ev.addr, i)
-        elif ev.kind == "op_end":
-            end.setdefault(ev.addr, i)
+    begin, end = op_events(trace)
     results: dict[int, str] = {}
     for x in lines:
         if x.startswith("!ret "):
