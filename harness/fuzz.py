@@ -232,7 +232,10 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                              key_kind=checker.key_kind, value_size=checker.value_size,
                              value_min=checker.value_min)
         if config.threads > 1:
-            strategy = threaded_histories(strategy, config.threads, config.sched)
+            # a model whose threads follow a protocol (the range lock) draws its own sections
+            own = checker.model.thread_histories
+            sections = own(config.threads, max_ops=config.max_ops) if own else None
+            strategy = threaded_histories(strategy, config.threads, config.sched, sections)
         stats.threads = config.threads
         shrink_left: list[float] = []      # set when this batch found a failure to shrink
         shrinking: set[str] = set()

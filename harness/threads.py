@@ -60,24 +60,31 @@ def make_threaded(load: list, sections: list[list], sched: str, schedule: str | 
     return w
 
 
-def threaded_histories(base, threads: int, sched: str = "random"):
-    """Hypothesis strategy of Threaded histories: a history drawn from BASE (the model's own
-    strategy; its load phase stays the load phase), each later operation given to one of THREADS
-    threads, and a scheduler seed. Everything shrinks toward thread 1 and seed 0: fewer threads,
-    fewer operations, the first schedules."""
+def threaded_histories(base, threads: int, sched: str = "random", sections=None):
+    """Hypothesis strategy of Threaded histories and a scheduler seed. The operations: SECTIONS
+    when the model draws its own (a strategy of (load, [ops of thread 1, ...]), the model's
+    `thread_histories`), else a history drawn from BASE (the model's own strategy; its load
+    phase stays the load phase) with each later operation given to one of THREADS threads.
+    Everything shrinks toward thread 1 and seed 0: fewer threads, fewer operations, the first
+    schedules."""
     if sched not in SCHED_KINDS:
         raise ValueError(f"scheduler strategy {sched!r}: one of {', '.join(SCHED_KINDS)}")
 
     @st.composite
-    def threaded(draw):
+    def dealt(draw):
         w = draw(base)
         load = getattr(w, "load", 0)
         rest = list(w)[load:]
         owner = draw(st.lists(st.integers(1, threads), min_size=len(rest), max_size=len(rest)))
+        return list(w)[:load], [[op for op, k in zip(rest, owner) if k == t] for t in range(1, threads + 1)]
+
+    @st.composite
+    def threaded(draw):
+        load, secs = draw(sections if sections is not None else dealt())
         seed = draw(st.integers(0, 2 ** 32 - 1))
-        sections = [[op for op, k in zip(rest, owner) if k == t] for t in range(1, threads + 1)]
-        setting = f"random:{seed}" if sched == "random" else f"pct:{seed}:3:{max(100, 50 * len(rest))}"
-        return make_threaded(list(w)[:load], sections, setting)
+        n = sum(len(sec) for sec in secs)
+        setting = f"random:{seed}" if sched == "random" else f"pct:{seed}:3:{max(100, 50 * n)}"
+        return make_threaded(load, secs, setting)
 
     return threaded()
 

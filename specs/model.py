@@ -24,6 +24,11 @@ A model is a frozen record of pure functions over immutable, hashable states:
     followup(ops, **opts)   -> the short workload the driver runs after recovery
     histories(**opts)       -> a Hypothesis strategy of operation lists (or None if the model has
                                none); the driver runs them, so they must use the text notation
+    thread_histories(threads, **opts) -> optional: a Hypothesis strategy of (load, sections), a
+                               load phase and one operation list per thread, for a model whose
+                               threads must each follow a protocol (a range-lock thread releases
+                               what it holds); without it the harness deals one drawn history's
+                               operations out to the threads at random (harness/threads.py)
     validate(op, limits)    -> why a structure with LIMITS (its `driver info`: key_kind,
                                value_size, value_min, ...) cannot run OP, or None (replay checks a
                                record's operations with it before running them)
@@ -97,6 +102,7 @@ class Model:
     classes: tuple[str, ...] = ("wrong-value",)
     followup: Callable[..., list[Op]] = _no_followup
     histories: Callable[..., Any] | None = None
+    thread_histories: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
     doc: str = field(default="", compare=False)
 

@@ -138,6 +138,39 @@ def histories(min_ops: int = 1, max_ops: int = 12, points: Sequence[int] = EDGES
     return build()
 
 
+def thread_histories(threads: int, min_ops: int = 1, max_ops: int = 12, points: Sequence[int] = EDGES,
+                     **_: Any):
+    """(load, sections) for THREADS threads: no load phase; each thread's section has MIN_OPS to
+    MAX_OPS operations of its own (so a thread has room for several lock/release rounds, where a
+    race can hit: one round per thread made the scheduler meet a narrow window about once in 200
+    runs). A thread trylocks drawn ranges and releases mostly a range it tried itself, after
+    that trylock (the release must succeed unless the trylock failed), sometimes any range (a
+    wrong release, which must fail unless it names a range another thread holds). Ranges come
+    from POINTS, a small universe with both ends of uint64, so threads overlap and sit next to
+    each other often."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def section(draw):
+        n = draw(st.integers(min_ops, max_ops))
+        held: list[Range] = []
+        ops = []
+        for _ in range(n):
+            kind = draw(st.integers(0, 5))      # 0-1: trylock, 2-4: release own, 5: release any
+            if kind >= 2 and held and kind < 5:
+                s, e = held.pop(draw(st.integers(0, len(held) - 1)))
+                ops.append(Op("release", s, e))
+            elif kind == 5:
+                ops.append(Op("release", *draw(ranges(points))))
+            else:
+                rng = draw(ranges(points))
+                held.append(rng)
+                ops.append(Op("trylock", *rng))
+        return ops
+
+    return st.tuples(st.just([]), st.lists(section(), min_size=threads, max_size=threads))
+
+
 def make(spurious: bool = False) -> Model:
     """The range-lock model; with SPURIOUS, trylock on a free range may also fail."""
     return Model(
@@ -152,6 +185,7 @@ def make(spurious: bool = False) -> Model:
         state_json=state_json,
         followup=followup,
         histories=histories,
+        thread_histories=thread_histories,
         doc="range lock over inclusive uint64 ranges: trylock S E, release S E -> ok | fail",
     )
 

@@ -1,0 +1,58 @@
+"""The range lock (trees/rangelock) under the deterministic scheduler, through the pytest gate.
+
+Owns: the seeded bugs the scheduler finds with their class (`crashcheck.run(..., threads=3)`, the
+same path as `crashcheck fuzz rangelock --threads 3 --bug NAME`), and the correct lock passing a
+short threaded run. Each run stops at the batch that finds the class (stop_on_class), so a test
+takes seconds; most of it is Hypothesis shrinking the failure.
+
+The histories are the range_lock model's own thread sections (specs/range_lock.py
+`thread_histories`): each thread runs several lock/release rounds over a small universe of
+ranges. Bugs the native stress shows but this run does not find yet are listed in NOT_FOUND with
+why, so a change that makes the scheduler find one shows up here as a test to add.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUGS = {b["name"]: b for b in json.loads((ROOT / "trees" / "rangelock" / "bugs.json").read_text())}
+
+# bug -> (seed, examples) at which the gate finds it on this machine in under ~20 s
+FOUND = {
+    "overlap-one-side": (1, 60),
+    "paper-find": (1, 60),
+    "cas-as-store": (1, 60),
+    "release-no-retry": (2, 100),
+}
+
+# Not found within 800 histories at seed 1 (random and pct): each needs two other threads' steps
+# inside one step window of the victim thread (succ-before-mark: a link after curr and the mark
+# of curr between two loads; no-restart-after-snip: a delete of pred and a link after it before
+# the failed snip). succ-before-mark and mark-bottom-first show there as invariant violations
+# ("level 1 is not sorted"), not yet as their catalogued class.
+NOT_FOUND = {"succ-before-mark", "no-restart-after-snip", "mark-bottom-first"}
+
+
+def test_every_bug_is_accounted_for():
+    assert set(FOUND) | NOT_FOUND == set(BUGS)
+    # the concurrent ones say so in the catalog, so `crashcheck fuzz --bug` runs them threaded
+    for name in ("cas-as-store", "release-no-retry"):
+        assert BUGS[name].get("threads", 1) > 1, name
+
+
+@pytest.mark.parametrize("bug", sorted(FOUND))
+def test_bug_found_with_its_class_by_the_scheduler(trees_built, crashcheck, bug):
+    seed, examples = FOUND[bug]
+    cls = BUGS[bug]["class"]
+    result = crashcheck.run("rangelock", bug=bug, threads=3, seed=seed, examples=examples, stop_on_class=cls)
+    assert cls in result.classes, (f"rangelock --bug {bug}: expected {cls}, got {sorted(result.classes) or 'none'} "
+                                   f"(report: {result.report})")
+
+
+def test_correct_range_lock_passes_three_threads(trees_built, crashcheck):
+    result = crashcheck.run("rangelock", threads=3, seed=1, examples=60)
+    assert result.classes == set(), result.report
+    assert result.results["stats"]["histories"] == 60
