@@ -14,7 +14,8 @@ Rules (the same as the fast simulator's, phrased per piece):
         state if, for every line, the persisted cached pieces (guaranteed ones plus S) are a
         prefix of that line's cached pieces in trace order. NT pieces are unconstrained.
   eadr  a piece of thread T is guaranteed at crash point C if T fences, or begins or ends an
-        operation, after the piece and before C. S is legal if, for every thread, the pieces of
+        operation, after the piece and before C, or if it is the store of a locked instruction
+        (T's previous event is a `locked` fence): that instruction drains the buffer after it. S is legal if, for every thread, the pieces of
         S stored by that thread are a prefix, in trace order, of that thread's pending pieces.
 The image of a state is the initial image with all persisted pieces applied in trace order.
 """
@@ -97,8 +98,16 @@ def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: Model
     return False
 
 
+def _locked_store(events: Sequence[Event], i: int) -> bool:
+    """Event I is a locked instruction's store: its thread's previous event is a `locked` fence."""
+    for j in range(i - 1, -1, -1):
+        if events[j].tid == events[i].tid:
+            return events[j].kind == "fence" and events[j].sub == "locked"
+    return False
+
+
 def _drained_eadr(p: RefPiece, events: Sequence[Event], c: int) -> bool:
-    return any(events[f].kind in ("fence", "op_begin", "op_end") and events[f].tid == p.tid
+    return _locked_store(events, p.key[0]) or any(events[f].kind in ("fence", "op_begin", "op_end") and events[f].tid == p.tid
                for f in range(p.key[0] + 1, c))
 
 

@@ -25,7 +25,10 @@ eADR
     independent (each thread's buffer drains on its own). A thread's drain points are its fences
     and its own operation boundaries: for one thread the pending unit is the pieces since the
     previous crash point, so every instant between two crash points is covered; everything
-    earlier is durable. NT stores are treated like any other store.
+    earlier is durable. NT stores are treated like any other store. A locked instruction (RMW,
+    cmpxchg, xchg; logged as a `locked` fence, then its store) drains the buffer after its store
+    too, so that store is durable at once: another thread that reads it (the scheduler lets it
+    run right after the instruction) can never see a value a crash then takes back.
 
 Crash points
   Before every fence, at every op_begin and op_end, and at the end of the trace (with
@@ -254,8 +257,15 @@ class Simulator:
             if done:
                 image.guarantee(done)
 
+        locked: set[int] = set()                   # eadr: threads whose last event is a locked fence
         for i, ev in enumerate(self.events):
             kind = ev.kind
+            after_locked = ev.tid in locked
+            if eadr:
+                if kind == "fence" and ev.sub == "locked":
+                    locked.add(ev.tid)
+                else:
+                    locked.discard(ev.tid)
             if kind == "store" or kind == "ntstore":
                 if ev.off is None or ev.region is None:
                     self.unplaced += 1
@@ -270,6 +280,8 @@ class Simulator:
                     record(p)
                     if eadr:
                         buffered.setdefault(tid, []).append(p)
+                        if after_locked:
+                            drain(tid)             # the locked instruction's own store
                     elif nt:
                         nt_pend.setdefault(tid, []).append(p)
                     else:

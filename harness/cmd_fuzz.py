@@ -30,6 +30,7 @@ from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, fuzz_targets
 from harness.journal import Journal, journal_path
 from harness.outputs import check_outputs
+from harness.threads import SCHED_KINDS
 from harness.report import write_run
 from harness.settings import Settings
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
@@ -63,8 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="threads per history, 1-4 (default 1, or the seeded bug's catalog count); "
                         "more than 1: run under the deterministic scheduler and check linearizability "
                         "(thread-safe structures only)")
-    p.add_argument("--sched", choices=("random", "pct"), default="random",
-                   help="the scheduler's strategy for threaded histories (default random)")
+    p.add_argument("--sched", choices=SCHED_KINDS, default="mixed",
+                   help="the scheduler's strategy for threaded histories: random walk, PCT, or one of the "
+                        "two drawn for each history (default mixed)")
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")

@@ -72,6 +72,7 @@ def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: st
 
     def check(choices: list[tuple[int, ...]]) -> list[CheckResult]:
         ids = []
+        session.next_state = session.free_state_id()
         for choice in choices:
             _, writes = codec.encode(tuple(choice))
             ids.append(session.next_state)

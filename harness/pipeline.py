@@ -184,7 +184,7 @@ class Checker:
         try:
             for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
                                runner=runner, followup=history_text(self.model, outcome.followup),
-                               first_state=self.session.next_state, progress=progress,
+                               first_state=self.session.free_state_id(), progress=progress,
                                start_event=first_op, stop=self.budget.expired):
                 self.session.next_state = out.id + 1
                 outcome.coverage.count(out)

@@ -45,7 +45,7 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
         before = runner.stats.states
         scope = ("recovery", cp_index, tuple(choice))
         for out in explore(rtrace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
-                           runner=runner, followup=follow_text, first_state=session.next_state,
+                           runner=runner, followup=follow_text, first_state=session.free_state_id(),
                            stop=session.budget.expired):
             session.next_state = out.id + 1
             outcome.coverage.count(out, scope)

@@ -71,6 +71,13 @@ class Session:
             self.next_state = 0
         return self._runner
 
+    def free_state_id(self) -> int:
+        """The first state id a new exploration may use with the runner: past every id handed out,
+        including the ids of states an exploration queued (a batch at a time) but never yielded
+        because an exception left its loop (the runner refuses an id it has seen)."""
+        runner = self._runner
+        return max(self.next_state, runner.next_state if runner is not None and not runner.closed else 0)
+
     def check_driver(self) -> None:
         """Refuse to go on with a driver that was rebuilt (or removed) since the run started:
         its traces would not match the ones already judged."""

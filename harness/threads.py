@@ -28,7 +28,8 @@ from specs.model import Model, Workload
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}
-SCHED_KINDS = ("random", "pct")
+# mixed: Hypothesis draws random or pct for each history (docs/scheduler.md "How the harness uses it")
+SCHED_KINDS = ("mixed", "random", "pct")
 # the linearizability search's budget for one history: past it the history is "not checked"
 LIN_STEPS = 200_000
 LIN_TIMEOUT_S = 10.0
@@ -60,13 +61,27 @@ def make_threaded(load: list, sections: list[list], sched: str, schedule: str | 
     return w
 
 
-def threaded_histories(base, threads: int, sched: str = "random", sections=None):
+def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
     """Hypothesis strategy of Threaded histories and a scheduler seed. The operations: SECTIONS
     when the model draws its own (a strategy of (load, [ops of thread 1, ...]), the model's
     `thread_histories`), else a history drawn from BASE (the model's own strategy; its load
-    phase stays the load phase) with each later operation given to one of THREADS threads.
-    Everything shrinks toward thread 1 and seed 0: fewer threads, fewer operations, the first
-    schedules."""
+    phase stays the load phase), in half of them its next operations up to a drawn point too (a
+    set-up run before the threads start), each later operation given to one of THREADS threads.
+    Everything shrinks toward thread 1 and seed 0: fewer threads, fewer operations, no set-up,
+    the first schedules.
+
+    Why the set-up: a base history inserts its keys as it goes (a ycsb history inserts them all
+    first), so spread over threads those inserts race with the operations on their keys, which
+    mostly find nothing. A race on a key that is present all along (a lookup that holds a leaf
+    while another thread replaces and frees it, two deletes of one key) needs the key inserted
+    before the threads start.
+
+    Why mixed schedules: the random walk picks a thread uniformly at every scheduling point, so it
+    preempts often but never keeps one thread stopped for long: a reader stopped between reading
+    a pointer and reading through it resumes within a few points, long before another thread
+    could replace, free and reallocate the object (a lock-free structure's reclamation bugs).
+    PCT keeps a thread it demoted stopped while the others run on, but preempts rarely. With
+    `mixed` each history draws one of the two (shrinking toward random)."""
     if sched not in SCHED_KINDS:
         raise ValueError(f"scheduler strategy {sched!r}: one of {', '.join(SCHED_KINDS)}")
 
@@ -74,6 +89,8 @@ def threaded_histories(base, threads: int, sched: str = "random", sections=None)
     def dealt(draw):
         w = draw(base)
         load = getattr(w, "load", 0)
+        if draw(st.booleans()):
+            load += draw(st.integers(0, len(w) - load))
         rest = list(w)[load:]
         owner = draw(st.lists(st.integers(1, threads), min_size=len(rest), max_size=len(rest)))
         return list(w)[:load], [[op for op, k in zip(rest, owner) if k == t] for t in range(1, threads + 1)]
@@ -82,8 +99,9 @@ def threaded_histories(base, threads: int, sched: str = "random", sections=None)
     def threaded(draw):
         load, secs = draw(sections if sections is not None else dealt())
         seed = draw(st.integers(0, 2 ** 32 - 1))
+        kind = draw(st.sampled_from(("random", "pct"))) if sched == "mixed" else sched
         n = sum(len(sec) for sec in secs)
-        setting = f"random:{seed}" if sched == "random" else f"pct:{seed}:3:{max(100, 50 * n)}"
+        setting = f"random:{seed}" if kind == "random" else f"pct:{seed}:3:{max(100, 50 * n)}"
         return make_threaded(load, secs, setting)
 
     return threaded()

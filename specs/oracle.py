@@ -337,11 +337,14 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
         return Verdict(False, CONCURRENT_CLASSES[0], r.reason, [], actual)
     if r.illegal:
         expected = list(r.states)
-        # name the difference as the model would for one thread running the completed operations
-        # in the order of one of their linearizations (the crash then fell after all of them)
-        order = [history[i] for i in r.longest if not history[i].pending]
+        # name the difference as the model would for one thread running the operations of one
+        # linearization of the history in its order (the crash then fell after all of them): the
+        # completed ones with their outputs, and the in-flight ones it applied with none known
+        # (dropping those would leave outputs that depend on them impossible: `insert k` in
+        # flight, then `insert k` -> exists)
+        order = [history[i] for i in r.longest]
         ops = [o.op for o in order]
-        sets = _model.prefix_states(model, ops, [o.output for o in order])
+        sets = _model.prefix_states(model, ops, [None if o.pending else o.output for o in order])
         cls, detail = model.classify(Mismatch(model, ops, sets, len(ops), None, expected, actual))
         return Verdict(False, cls, f"{detail} ({r.reason})", expected, actual)
     diverged = _followup_divergence(model, followup, body, [actual], actual, actual,

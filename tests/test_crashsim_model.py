@@ -244,6 +244,25 @@ def test_eadr_prefixes():
     assert points[3][0].legal == 1
 
 
+def test_eadr_a_locked_instructions_store_is_durable_at_once():
+    """Under eADR a CAS (a `locked` fence, then its store) leaves nothing pending: the locked
+    instruction drains the store buffer after its store too. Thread 1 read the CAS's value
+    before thread 0's next fence, so a crash that took the CAS back would show thread 1 a value
+    that never existed. A plain store after it is pending as before."""
+    w = TraceWriter()
+    w.store(0, u64(1), tid=0)
+    w.fence("locked", tid=0)
+    w.store(8, u64(2), tid=0, origin="cmpxchg")
+    w.op_begin(7, tid=1)                                       # thread 1 acts on what it saw
+    w.store(64, u64(3), tid=0)
+    w.fence("mfence", tid=0)
+    points = run(w, model="eadr")
+    assert [cp.kind for cp, _, _ in points] == ["fence", "op_begin", "fence", "end"]
+    assert points[1][0].legal == 1 and points[1][1] == {S()}   # the CAS's store is durable
+    assert points[2][1] == {S(), S((4, 0))}                    # the plain store after it is not
+    assert run(w, model="adr")[1][0].legal == 3                # x86-ADR: not flushed, a prefix of the line
+
+
 def test_eadr_ignores_flushes_and_fences_for_durability():
     w = TraceWriter()
     w.store(0, u64(1))

@@ -153,3 +153,17 @@ def test_judge_durable_uses_the_map_classes():
     assert judge_durable(h, dump((2, 20))).ok
     assert judge_durable(h, dump()).cls == "lost-durable-write"
     assert judge_durable(h, dump((1, 10), (2, 20))).cls == "resurrected-delete"
+
+
+def test_judge_durable_classifies_with_the_in_flight_operations_the_linearization_applied():
+    """A completed operation's output may depend on an in-flight one the linearization applied
+    (`insert 1` in flight, then `insert 1` -> exists): the mismatch is classed along that whole
+    linearization, not along the completed operations alone (whose outputs are then impossible)."""
+    from specs.history import History
+    from specs.oracle import judge_durable
+    from specs.ordered_map import MODEL as MAP
+    h = History.build([(1, MAP.parse_op("insert 1 10"), 0, None, None),
+                       (2, MAP.parse_op("insert 1 11"), 1, 2, "exists")])
+    empty = {"status": "ok", "result": {"recovered": True, "violations": [], "dump": []}}
+    v = judge_durable(h, empty)
+    assert (v.ok, v.checked, v.cls) == (False, True, "lost-durable-write") and "key 1 " in v.detail

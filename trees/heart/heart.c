@@ -391,10 +391,19 @@ restart:;
 			 * position m + 1 while its children sit under their bytes at m */
 			unsigned pplen = m - (unsigned)idx;
 #endif
+#ifndef BUG_HEART_SPLIT_PLAIN_STORE
 			if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, pplen))) {
 				heart_free(p);
 				goto restart;
 			}
+#else
+			/* BUG_HEART_SPLIT_PLAIN_STORE: the complete parent is published
+			 * by a plain store over the leaf's context read above: an
+			 * update or delete of that leaf that committed in between (its
+			 * CAS saw the old context) is overwritten with the old leaf
+			 * (needs threads) */
+			__atomic_store_n(slot, ctx_make(T_N8, 0, key[idx], p, pplen), __ATOMIC_RELEASE);
+#endif
 			split_published(p, old, CTX_BYTE(old), oe, nlc, CTX_BYTE(nlc), ne);
 			leaf_published(nl, key, klen, val, vlen);
 			nl = NULL;

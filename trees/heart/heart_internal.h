@@ -173,12 +173,12 @@ static inline hctx ctx_load(const hctx *p) { return __atomic_load_n(p, __ATOMIC_
 /*
  * ctx_cas -- compare and swap one context, a full barrier on both sides.
  * On x86 the locked CMPXCHG already drains the store buffer before and
- * after, so under eADR its store is durable when it returns.  crashcheck
- * logs a locked RMW as "fence, then store", which leaves that store pending
- * until the thread's next fence; the seq_cst fence after it (one MFENCE,
- * redundant on hardware) states the barrier the instruction provides, so
- * a completed operation's commit is durable in the model too.  Build with
- * -DHEART_NO_MODEL_FENCE to drop it (native benchmarks).
+ * after, so under eADR its store is durable when it returns (crashcheck's
+ * eADR model says the same: a locked instruction's store is never pending).
+ * The seq_cst fence after it (one MFENCE, redundant on hardware) dates from
+ * when the model left that store pending until the thread's next fence; it
+ * is kept so that every commit still ends in a crash point of its own.
+ * Build with -DHEART_NO_MODEL_FENCE to drop it (native benchmarks).
  */
 static inline int ctx_cas(hctx *p, hctx expect, hctx desired)
 {
