@@ -10,6 +10,7 @@ each:
   harness/recovery_crashes.py  crashes inside recovery
   harness/crash_states.py      going back to given crash states (shrinking, replay)
   harness/state_shrink.py      the fewest lost stores that still fail
+  harness/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/findings.py          findings, grouping, coverage
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
 every answer to the judge. Never decides what to fuzz (harness/fuzz.py) and never formats reports
@@ -35,6 +36,7 @@ from harness.findings import (Finding, HistoryOutcome, add_finding, finding_grou
 from harness.judging import HistoryJudge
 from harness.recovery_crashes import crash_recoveries
 from harness.session import Session, history_text
+from harness.schedule_shrink import shrink_schedule, switches
 from harness.settings import Settings
 from harness.state_shrink import shrink_state
 from harness.structures import Structure
@@ -215,7 +217,18 @@ class Checker:
     def finalize(self, outcome: HistoryOutcome, f: Finding) -> None:
         """Make F, found while fuzzing, ready to report: trace its history again (traces are
         deterministic, so its crash point has the same index), shrink its crash state, and
-        recompute its group from the shrunk state."""
+        recompute its group from the shrunk state. A concurrency bug found without a crash gets
+        its schedule shrunk instead (harness/schedule_shrink.py)."""
+        if f.point is None and getattr(outcome.ops, "nthreads", 0) and outcome.schedule:
+            before = switches(outcome.schedule)
+            shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
+            if shrunk is not None:
+                g = next(g for g in shrunk.findings if g.cls == f.cls)
+                outcome.ops, outcome.schedule = shrunk.ops, shrunk.schedule
+                outcome.lines, outcome.run_trace = shrunk.lines, shrunk.run_trace
+                f.detail = (f"{g.detail} (schedule shrunk from {before} forced switches to "
+                            f"{switches(shrunk.schedule)})")
+            return
         if f.point is None or f.cls == "leak":
             return
         trace, lines = self.trace(outcome.ops)
