@@ -68,12 +68,21 @@ def shrink_schedule(check: Callable[[Threaded], HistoryOutcome], outcome: Histor
         out = check(with_schedule(outcome.ops, _text(head, candidate)))
         return out if any(g.cls == f.cls for g in out.findings) else None
 
+    def stable(out: HistoryOutcome | None) -> HistoryOutcome | None:
+        # a replay's file names its input (`# strategy replay:/dev/shm/<work folder>/...`), a
+        # path that differs from run to run; the record names the strategy the bug was found with
+        if out is not None and out.schedule:
+            strategy = next((line for line in head if line.startswith("# strategy ")), "# strategy ?")
+            out.schedule = "".join(f"{strategy} (shrunk)\n" if line.startswith("# strategy replay:") else line
+                                   for line in out.schedule.splitlines(keepends=True))
+        return out
+
     chunk = max(1, len(body) // 2)
     while chunk >= 1 and body:
         i = 0
         while i < len(body):
             if tries >= MAX_TRIES or time.monotonic() >= stop:
-                return best
+                return stable(best)
             candidate = body[:i] + body[i + chunk:]
             out = still_fails(candidate)
             if out is not None:
@@ -81,7 +90,7 @@ def shrink_schedule(check: Callable[[Threaded], HistoryOutcome], outcome: Histor
             else:
                 i += chunk
         chunk //= 2
-    return best
+    return stable(best)
 
 
 def switches(schedule: str | None) -> int:

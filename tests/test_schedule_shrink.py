@@ -47,6 +47,8 @@ def test_linearizability_violation_schedule_shrinks_and_replays(trees_built):
     assert f"schedule shrunk from {switches(before)} forced switches to {switches(out.schedule)}" in f.detail
     assert "linearizability-violation" in {g.cls for g in again.findings}
     assert out.ops.schedule is not None and out.lines
+    # the record's schedule names the strategy the bug was found with, not the replay's temp file
+    assert "# strategy random:0 (shrunk)\n" in out.schedule and "replay:" not in out.schedule
 
 
 def test_deadlock_schedule_shrinks_and_replays(trees_built):
