@@ -7,7 +7,8 @@ order, with bounded memory for the states in flight.
         if out.result and not out.result.ok: ...
 
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
-its result. States whose image (and followup) equals one already checked, at this or an earlier
+its result. With strategy "lazy" (crashsim.lazy) each outcome is one execution standing for a
+class of `covers` states; its choice is the member with the fewest lost pieces. States whose image (and followup) equals one already checked, at this or an earlier
 crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
 as explored. Results arrive in batches, so outcomes are yielded a batch at a time, in state order.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import encode_writes
+from .lazy import DEFAULT_EXECUTIONS, LazyPlan, Leaf, PointSearch
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -39,6 +41,9 @@ class StateOutcome:
     cached_from: int | None              # earlier state with the same image and followup, if any
     result: CheckResult | None = None
     followup: str = ""
+    covers: int = 1                      # lazy: crash states of this execution's class
+    decisions: tuple[int, ...] | None = None   # lazy: the execution's decision list
+    leaf: Leaf | None = None             # lazy: the class this execution stands for
 
     @property
     def kept(self) -> list[Piece]:
@@ -60,6 +65,10 @@ class Progress:
     checked: int          # states sent to the runner and answered
     cached: int           # explored states answered from the image cache
     elapsed: float
+    executions: int = 0   # lazy: checker executions
+    covered: int = 0      # lazy: legal states covered by finished executions' classes
+    complete: int = 0     # lazy: crash points whose classes covered every legal state
+    partial: int = 0      # lazy: crash points left partly covered (limit, fallback, unknown class)
 
 
 def _load(source: Trace | str | Path) -> Trace:
@@ -74,13 +83,15 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             progress: Callable[[Progress], None] | None = None, batch: int = 256,
             cache: bool = True, first_state: int | None = None,
             start_event: int = 0, stop: Callable[[], bool] | None = None,
-            allow_cut: bool = False) -> Iterator[StateOutcome]:
+            allow_cut: bool = False, executions: int = DEFAULT_EXECUTIONS,
+            points: Callable[[CrashPoint], bool] | None = None) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
                 `options` is the simulator's own and must not be given)
     options     the persistency model (crashsim.model.ModelOptions; default x86-ADR)
-    strategy    "exhaustive" or "bounded" (see crashsim.states)
+    strategy    "exhaustive", "bounded" (see crashsim.states) or "lazy" (crashsim.lazy; needs a
+                runner whose driver was compiled with check loads)
     limit, seed the bounded strategy's state limit per crash point and its seed
     runner      a started Runner whose pool matches the trace's; its base is (re)loaded here
     followup    text attached to every state, or a function of the crash point
@@ -96,9 +107,16 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                 a huge crash point then ends partly explored instead of stalling the run)
     allow_cut   explore a trace whose tail is cut (the program died mid-run) up to the cut; by
                 default such a trace is a TraceError, so a cut never reads as "checked"
+    executions  lazy: executions per crash point before the point is left partial
+    points      explore only the crash points it accepts (the others are simulated, as with
+                start_event)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
+    if strategy == "lazy" and (runner is None or not runner.lazy_supported):
+        raise TraceError("the lazy strategy needs a runner whose driver was compiled with check loads"
+                         if runner is not None else "the lazy strategy needs a runner: it explores "
+                         "by running recovery")
     if isinstance(source, Simulator):
         if options is not None:
             raise ValueError("explore(Simulator, options=...): the simulator already has its options")
@@ -130,7 +148,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     if first_state is None:
         first_state = runner.next_state if runner is not None else 0
     return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
-                    start_event, stop)
+                    start_event, stop, executions, points)
 
 
 def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int, bytes]]:
@@ -146,7 +164,9 @@ def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int
 def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runner | None,
              followup: Followup, progress: Callable[[Progress], None] | None, batch: int,
              cache: bool, next_id: int, start_event: int = 0,
-             stop: Callable[[], bool] | None = None) -> Iterator[StateOutcome]:
+             stop: Callable[[], bool] | None = None,
+             executions: int = DEFAULT_EXECUTIONS,
+             points: Callable[[CrashPoint], bool] | None = None) -> Iterator[StateOutcome]:
     t0 = time.monotonic()
     total = sim.count_crash_points() if progress else 0
     seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
@@ -180,13 +200,27 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     for cp in sim.crash_points():
         if runner is not None and cp.patch:
             runner.queue_patch(encode_writes(cp.patch))
-        if cp.event < start_event:
+        if cp.event < start_event or (points is not None and not points(cp)):
             continue
         fu = fixed if fixed is not None else followup(cp)
         codec = StateCodec(cp, sim.image)
         encode = codec.encode
         stats.legal += cp.legal
-        for choice in select(cp, strategy, limit, seed):
+        plan = LazyPlan(cp, sim.image) if strategy == "lazy" else None
+        if plan is not None and plan.feasible:
+            yield from drain()
+            lazy = _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, executions)
+            for out in lazy:
+                next_id = out.id + 1
+                yield out
+            stats.points_done += 1
+            if progress:
+                stats.elapsed = time.monotonic() - t0
+                progress(stats)
+            continue
+        if plan is not None:
+            stats.partial += 1     # too big to plan: a bounded sample of it
+        for choice in select(cp, "bounded" if plan is not None else strategy, limit, seed):
             if stop is not None and stop():
                 if runner is not None:
                     runner.close(kill=True)      # its queue holds requests nobody will read
@@ -219,3 +253,40 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     if progress:
         stats.elapsed = time.monotonic() - t0
         progress(stats)
+
+
+def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, size: list[int],
+                stats: Progress, stop: Callable[[], bool] | None,
+                limit: int) -> Iterator[StateOutcome]:
+    """Search one crash point lazily: executions in batches (each answer opens its siblings),
+    until the decision tree is done or LIMIT executions ran."""
+    cp = plan.cp
+    search = PointSearch(plan)
+    while search.frontier and search.executions < limit:
+        if stop is not None and stop():
+            runner.close(kill=True)
+            raise Stopped(f"stopped at crash point {cp.index} after {search.executions} executions")
+        batch: list[tuple[int, tuple[int, ...]]] = []
+        while search.frontier and len(batch) < max(size[0], 1) and search.executions + len(batch) < limit:
+            decisions = search.frontier.popleft()
+            sid = next_id
+            next_id += 1
+            runner.queue_lazy(sid, plan.spec(decisions), fu)
+            batch.append((sid, decisions))
+        sent = time.monotonic()
+        results = dict(runner.flush(stop))
+        took = time.monotonic() - sent
+        size[0] = min(256, size[0] * 2) if took < 0.2 else max(1, size[0] // 2) if took > 1.0 else size[0]
+        for sid, decisions in batch:
+            res = results[sid]
+            leaf = search.done(decisions, res.lazy)
+            fp, _ = encode(leaf.choice)
+            stats.checked += 1
+            stats.executions += 1
+            stats.explored += 1
+            stats.covered += leaf.covers
+            yield StateOutcome(cp, leaf.choice, sid, fp, None, res, fu, leaf.covers, decisions, leaf)
+    if search.complete:
+        stats.complete += 1
+    else:
+        stats.partial += 1

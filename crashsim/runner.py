@@ -26,7 +26,8 @@ from typing import Any, Callable, Sequence
 from .errors import CrashcheckError
 
 REQ = struct.Struct("<IIQ")
-REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT = 1, 2, 3, 4, 5
+REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY = 1, 2, 3, 4, 5, 6
+_STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder.
 _DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
@@ -65,6 +66,9 @@ class CheckResult:
     output   the raw text it wrote when that was not one JSON object, else None
     first    the state that first produced this answer
     stray    the check left a process running after it ended (the runner killed it)
+    lazy     for a lazy execution (Runner.queue_lazy): {"branches": [classes at each branch
+             point], "allowed": [[group, [variants]], ...] for the groups it narrowed,
+             "diverged": 0/1, "truncated": 0/1}; else None
     """
     status: str
     signal: int | None
@@ -74,6 +78,7 @@ class CheckResult:
     output: str | None
     first: int
     stray: bool = False
+    lazy: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -173,6 +178,24 @@ class Runner:
         fu = followup.encode()
         self._push(REQ_STATE, struct.pack("<I", len(fu)) + fu + writes, state)
 
+    def queue_lazy(self, state: int, spec: bytes, followup: str = "", writes: bytes = b"") -> None:
+        """One lazy execution (crashsim/lazy.py builds SPEC: groups of undetermined lines with
+        their variants, and the decision list); its result carries the exploration log."""
+        if not self.hello.get("lazy"):
+            raise RunnerError("this driver's code was compiled without check loads: lazy "
+                              "exploration cannot see its reads (rebuild it with the crashcheck "
+                              "pass, without CRASHCHECK_PASS_CHECK_LOADS=0)")
+        if state < self.next_state:
+            raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
+        self.next_state = state + 1
+        fu = followup.encode()
+        self._push(REQ_LAZY, struct.pack("<I", len(fu)) + fu + struct.pack("<I", len(spec)) + spec
+                   + writes, state)
+
+    @property
+    def lazy_supported(self) -> bool:
+        return bool(self.hello.get("lazy"))
+
     def queue_reset(self) -> None:
         self._push(REQ_RESET, b"")
 
@@ -182,7 +205,7 @@ class Runner:
 
     @property
     def queued_states(self) -> int:
-        return self._kinds.count(REQ_STATE)
+        return sum(1 for k in self._kinds if k in _STATE_KINDS)
 
     def flush(self, stop: Callable[[], bool] | None = None) -> list[tuple[int, CheckResult]]:
         """Send every queued request; return (state id, result) for the queued states, in order.
@@ -209,7 +232,7 @@ class Runner:
             except _RunnerDied as died:
                 answers += self._parse(died.lines)
                 i = len(answers)          # the first request without an answer
-                if not self.restart or (careful and kinds[i] != REQ_STATE):
+                if not self.restart or (careful and kinds[i] not in _STATE_KINDS):
                     self._fail(str(died))
                 if careful:               # request i alone killed it: a check killed its runner
                     _, _, sid = REQ.unpack_from(reqs[i])
@@ -222,7 +245,7 @@ class Runner:
         for kind, ans in zip(kinds, answers):
             if "error" in ans:
                 raise RunnerError(f"runner rejected a request: {ans['error']}")
-            if kind != REQ_STATE:
+            if kind not in _STATE_KINDS:
                 continue
             sid = ans["state"]
             self.stats.states += 1
@@ -234,7 +257,8 @@ class Runner:
                     raise RunnerError(f"runner answered state {sid} as a duplicate of unknown state {dup}")
             else:
                 res = CheckResult(ans["status"], ans["signal"], ans["exit"], ans["result"],
-                                  ans["stderr"], ans.get("output"), sid, bool(ans.get("stray")))
+                                  ans["stderr"], ans.get("output"), sid, bool(ans.get("stray")),
+                                  ans.get("lazy"))
                 self._unique[sid] = res
             out.append((sid, res))
         return out

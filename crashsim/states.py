@@ -24,7 +24,7 @@ from typing import Iterable, Iterator, Sequence
 from .image import FP_MOD, ImageState, encode_writes
 from .simulate import CrashPoint
 
-STRATEGIES = ("exhaustive", "bounded")
+STRATEGIES = ("exhaustive", "bounded", "lazy")   # lazy: crashsim.lazy, driven by crashsim.explore
 DEFAULT_LIMIT = 64          # bounded: states per crash point (the one default; harness/defaults.py reads it)
 
 Choice = tuple[int, ...]
@@ -84,6 +84,9 @@ def select(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAULT_LIMIT
         if limit < 1:
             raise ValueError(f"the state limit must be at least 1, not {limit}")
         return bounded(radices, limit, random.Random(f"{seed}:{cp.index}"))
+    if strategy == "lazy":
+        raise ValueError("the lazy strategy chooses states by running recovery: use "
+                         "crashsim.explore with a runner")
     raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
 
 

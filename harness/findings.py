@@ -63,19 +63,22 @@ class Coverage:
     states_legal: int = 0
     states_explored: int = 0
     points_sampled: int = 0          # crash points with fewer states explored than legal
+    executions: int = 0              # checker runs (lazy: one per class of states, eager: per state)
     # crash point index -> [legal, explored] (points of a recovery run keyed ("r", tag, index))
     per_point: dict[Any, list[int]] = field(default_factory=dict)
 
     def count(self, out: StateOutcome, scope: Any = None) -> None:
         """Count OUT's state as explored, and its crash point (with its legal states) once."""
         key = out.point.index if scope is None else (scope, out.point.index)
-        self.states_explored += 1
+        covers = getattr(out, "covers", 1)       # a lazy execution stands for a class of states
+        self.states_explored += covers
+        self.executions += 1
         entry = self.per_point.get(key)
         if entry is None:
             entry = self.per_point[key] = [out.point.legal, 0]
             self.crash_points += 1
             self.states_legal += out.point.legal
-        entry[1] += 1
+        entry[1] += covers
 
     def close(self) -> None:
         """Count the sampled points (call once exploring is over)."""

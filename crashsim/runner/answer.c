@@ -529,6 +529,8 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	rc |= buf_json_str(r, a, r->err.p + from, r->err.len - from);
 	if (end->stray)
 		rc |= ccr_buf_str(r, a, ",\"stray\":true");
+	if (rc == 0 && ccr_lazy_active())
+		rc |= ccr_lazy_answer(r, a);
 	if (rc != 0)
 		return ccr_send_error(r, id, "out of memory building the answer of state %llu",
 				      (unsigned long long)id);

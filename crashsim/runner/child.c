@@ -220,6 +220,7 @@ static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, con
 	if (getppid() != parent)
 		_exit(126);
 	ccr_apply_writes(r->pool, writes, wlen);
+	ccr_lazy_child_begin();
 
 	/* Keep the protocol fds out of reach: stray prints land in the capture. */
 	dup2(r->null_fd, 0);

@@ -4,6 +4,7 @@
  * The runner is split by job: serve.c owns the request loop and the
  * protocol (cc_runner_serve), child.c the forked child that checks one
  * state (fork, limits, signal handlers, timeout, OOM probing, reaping),
+ * lazy.c the branching of a LAZY request's child on what recovery reads,
  * image.c the pool and what is written into it (base images, patches, a
  * state's writes), answer.c the answers (a child's result checked as JSON,
  * deduplication, answers, acks and errors), buf.c the growable buffer.
@@ -80,6 +81,14 @@ void ccr_child_handlers_install(struct runner *r);
 void ccr_child_handlers_restore(void);
 int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
 		  struct ccr_end *end, char *why, size_t whylen);
+
+/* lazy.c: lazy exploration (LAZY requests) */
+int ccr_lazy_supported(void);
+const char *ccr_lazy_parse(struct runner *r, const uint8_t *spec, size_t n);
+void ccr_lazy_child_begin(void);
+int ccr_lazy_active(void);
+void ccr_lazy_end(void);
+int ccr_lazy_answer(struct runner *r, struct buf *a);
 
 /* answer.c */
 int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end);

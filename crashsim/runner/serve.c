@@ -31,6 +31,7 @@ enum req_kind {
 	REQ_STATE = 3,  /* body: u32 followup length, followup, writes */
 	REQ_RESET = 4,  /* forget earlier results (no more dup_of to them) */
 	REQ_QUIT = 5,
+	REQ_LAZY = 6,   /* body: u32 followup length, followup, u32 spec length, spec, writes */
 };
 
 #define REQ_HEAD 16
@@ -78,8 +79,8 @@ static int fill_input(struct runner *r, size_t n)
 	return 0;
 }
 
-/* run_state -- check one state (a STATE request's body) and answer (internal) */
-static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t n)
+/* run_state -- check one state (a STATE or LAZY request's body) and answer (internal) */
+static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t n, int lazy)
 {
 	if (n < 4)
 		return ccr_send_error(r, id, "state %llu: body shorter than its followup length",
@@ -90,18 +91,43 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 		return ccr_send_error(r, id, "state %llu: followup runs past the body", (unsigned long long)id);
 	const uint8_t *writes = body + 4 + flen;
 	size_t wlen = n - 4 - flen;
+	if (lazy) {
+		if (!ccr_lazy_supported())
+			return ccr_send_error(r, id, "state %llu: lazy exploration needs code compiled with "
+					      "check loads (the crashcheck pass without CRASHCHECK_PASS_CHECK_LOADS=0)",
+					      (unsigned long long)id);
+		uint32_t slen;
+		if (wlen < 4)
+			return ccr_send_error(r, id, "state %llu: body shorter than its spec length",
+					      (unsigned long long)id);
+		memcpy(&slen, writes, 4);
+		if (slen > wlen - 4)
+			return ccr_send_error(r, id, "state %llu: lazy spec runs past the body",
+					      (unsigned long long)id);
+		const char *why = ccr_lazy_parse(r, writes + 4, slen);
+		if (why)
+			return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, why);
+		writes += 4 + slen;
+		wlen -= 4 + slen;
+	}
 	const char *bad = ccr_check_writes(r, writes, wlen);
-	if (bad)
+	if (bad) {
+		ccr_lazy_end();
 		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
+	}
 	r->body.len = 0;
 	if (ccr_buf_add(r, &r->body, body + 4, flen) < 0 || ccr_buf_add(r, &r->body, "", 1) < 0)
 		return ccr_send_error(r, id, "out of memory");
 
 	struct ccr_end end;
 	char why[600];
+	int rc;
 	if (ccr_child_run(r, writes, wlen, r->body.p, &end, why, sizeof(why)) < 0)
-		return ccr_send_error(r, id, "%s", why);
-	return ccr_answer_state(r, id, &end);
+		rc = ccr_send_error(r, id, "%s", why);
+	else
+		rc = ccr_answer_state(r, id, &end);
+	ccr_lazy_end();
+	return rc;
 }
 
 /* serve_loop -- read and answer requests until quit or EOF (internal) */
@@ -149,7 +175,8 @@ static int serve_loop(struct runner *r)
 			}
 			break;
 		case REQ_STATE:
-			rc = run_state(r, id, body, len);
+		case REQ_LAZY:
+			rc = run_state(r, id, body, len, kind == REQ_LAZY);
 			break;
 		case REQ_RESET:
 			ccr_answers_forget(r);
@@ -175,8 +202,9 @@ static int hello(struct runner *r)
 	r->ans.len = 0;
 	if (ccr_buf_fmt(r, &r->ans, "{\"runner\":1,\"pool\":\"0x%llx\",\"size\":%zu,\"pid\":%d,",
 			(unsigned long long)(uintptr_t)r->pool, r->size, (int)getpid()) < 0 ||
-	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u}}",
-			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0)
+	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u},",
+			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0 ||
+	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s}", ccr_lazy_supported() ? "true" : "false") < 0)
 		return -1;
 	return ccr_send_answer(r);
 }

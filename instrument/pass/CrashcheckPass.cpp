@@ -24,6 +24,13 @@
 //     if (__cc_sched_on) __cc_sched_atomic(ptr, op | size << 8, value, site)
 //   an inline load and a never-taken branch while the scheduler is off;
 //   CRASHCHECK_PASS_SCHED=0 at compile time leaves these out.
+//   before every read that may touch PM, for lazy crash-state exploration
+//   (crashsim/runner/lazy.c): plain and atomic loads, the read half of
+//   atomicrmw and cmpxchg, memcpy/memmove sources (intrinsics, libc, libpmem),
+//   memcmp/bcmp/strncmp/memchr (size argument) and strcmp/strlen (a string):
+//     if (__cc_lazy_on) __cc_check_load(ptr, size)
+//   an inline load and a never-taken branch outside a lazy checker child;
+//   CRASHCHECK_PASS_CHECK_LOADS=0 at compile time leaves these out.
 //
 // How to run it
 //   clang-16 -g -fpass-plugin=build/libcrashcheck_pass.so ...  (or crashcheck-cc)
@@ -118,14 +125,14 @@ const std::map<std::string, unsigned> &libcWrites() {
 
 struct Stats {
   unsigned Stores = 0, NTStores = 0, Atomics = 0, MemOps = 0, Flushes = 0, Fences = 0,
-           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0, SchedAtomics = 0;
+           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0, SchedAtomics = 0, CheckLoads = 0;
   unsigned SkippedStack = 0, SkippedGlobal = 0, SkippedWeakFence = 0, AsmUnknown = 0;
 };
 
 class Instrumenter {
 public:
-  Instrumenter(Module &M, bool Loads, bool Sched)
-      : M(M), Sites(M), Loads(Loads), Sched(Sched), Ctx(M.getContext()) {
+  Instrumenter(Module &M, bool Loads, bool Sched, bool CheckLoads)
+      : M(M), Sites(M), Loads(Loads), Sched(Sched), CheckLoads(CheckLoads), Ctx(M.getContext()) {
     Ptr = PointerType::getUnqual(Ctx);
     I32 = Type::getInt32Ty(Ctx);
     I64 = Type::getInt64Ty(Ctx);
@@ -140,8 +147,12 @@ public:
       for (Instruction &I : instructions(F))
         classify(I);
     }
+    // Check loads first: they go before their instruction, which the
+    // rewrites below may replace (invoke -> call).
+    for (CheckLoad &C : Reads)
+      rewriteCheckLoad(C);
     if (Points.empty())
-      return false;
+      return !Reads.empty();
     // Phase 3: the site table, then the rewrites.
     Sites.finalize();
     for (Point &P : Points)
@@ -165,6 +176,63 @@ private:
     std::vector<AsmEvent> Asm;
     bool Sched = false;    // an atomic: a scheduling point follows its hook
   };
+
+  // A read lazy exploration must see: LEN bytes (or Size if LEN is null;
+  // ~0 is a NUL-terminated string) at PTR, read by I.
+  struct CheckLoad {
+    Instruction *I;
+    Value *Ptr;
+    Value *Len;
+    uint64_t Size;
+  };
+
+  void addRead(Instruction &I, Value *P, Value *Len, uint64_t Size = 0) {
+    if (!CheckLoads || isa<InvokeInst>(&I))
+      return;
+    const Value *Obj = getUnderlyingObject(P);   // as cannotBePM, without counting
+    if (isa<AllocaInst>(Obj) || isa<GlobalVariable>(Obj))
+      return;
+    S.CheckLoads++;
+    Reads.push_back({&I, P, Len, Size});
+  }
+
+  // The reads of a library call that lazy exploration must see.
+  void addLibcReads(CallBase &CB, StringRef Name) {
+    unsigned N = CB.arg_size();
+    if ((Name == "memcmp" || Name == "bcmp" || Name == "strncmp") && N >= 3) {
+      addRead(CB, CB.getArgOperand(0), CB.getArgOperand(2));
+      addRead(CB, CB.getArgOperand(1), CB.getArgOperand(2));
+    } else if ((Name == "memchr" || Name == "memrchr") && N >= 3) {
+      addRead(CB, CB.getArgOperand(0), CB.getArgOperand(2));
+    } else if ((Name == "strcmp" || Name == "strcoll") && N >= 2) {
+      addRead(CB, CB.getArgOperand(0), nullptr, ~0ull);
+      addRead(CB, CB.getArgOperand(1), nullptr, ~0ull);
+    } else if ((Name == "strlen" || Name == "strdup" || Name == "strchr" || Name == "strrchr") &&
+               N >= 1) {
+      addRead(CB, CB.getArgOperand(0), nullptr, ~0ull);
+    } else if ((Name == "strcpy" || Name == "stpcpy") && N >= 2) {
+      addRead(CB, CB.getArgOperand(1), nullptr, ~0ull);
+    } else if ((Name == "memcpy" || Name == "memmove" || Name == "__memcpy_chk" ||
+                Name == "__memmove_chk" || Name.startswith("pmem_memcpy") ||
+                Name.startswith("pmem_memmove")) && N >= 3) {
+      addRead(CB, CB.getArgOperand(1), CB.getArgOperand(2));
+    }
+  }
+
+  // if (__cc_lazy_on) __cc_check_load(ptr, size), right before the read.
+  void rewriteCheckLoad(CheckLoad &C) {
+    IRBuilder<> B0(C.I);
+    B0.SetCurrentDebugLocation(C.I->getDebugLoc());
+    LoadInst *On = B0.CreateLoad(I32, M.getOrInsertGlobal("__cc_lazy_on", I32));
+    On->setAlignment(Align(4));
+    Value *Cond = B0.CreateICmpNE(On, ConstantInt::get(I32, 0));
+    Instruction *Then = SplitBlockAndInsertIfThen(Cond, C.I, false,
+                                                  MDBuilder(Ctx).createBranchWeights(1, 1 << 20));
+    IRBuilder<> B(Then);
+    B.SetCurrentDebugLocation(C.I->getDebugLoc());
+    Value *Len = C.Len ? i64(B, C.Len) : ConstantInt::get(I64, C.Size);
+    B.CreateCall(hook("__cc_check_load", {Ptr, I64}), {C.Ptr, Len});
+  }
 
   // Stack and global variables are never PM: skip accesses that provably
   // stay in them (counted, so the numbers explain what was left out).
@@ -212,10 +280,14 @@ private:
       S.Stores++;
       return add(I, Kind::Store);
     }
-    if (auto *RI = dyn_cast<AtomicRMWInst>(&I))
+    if (auto *RI = dyn_cast<AtomicRMWInst>(&I)) {
+      addRead(I, RI->getPointerOperand(), nullptr, storeSize(RI->getType()));
       return addAtomic(I, Kind::RMW, cannotBePM(RI->getPointerOperand()));
-    if (auto *CI = dyn_cast<AtomicCmpXchgInst>(&I))
+    }
+    if (auto *CI = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      addRead(I, CI->getPointerOperand(), nullptr, storeSize(CI->getNewValOperand()->getType()));
       return addAtomic(I, Kind::CmpXchg, cannotBePM(CI->getPointerOperand()));
+    }
     if (auto *FI = dyn_cast<FenceInst>(&I)) {
       // Only seq_cst emits mfence on x86; acquire/release fences and
       // single-thread fences are compiler barriers with no persistency effect.
@@ -228,6 +300,7 @@ private:
       return;
     }
     if (auto *LI = dyn_cast<LoadInst>(&I)) {
+      addRead(I, LI->getPointerOperand(), nullptr, storeSize(LI->getType()));
       if (Loads && !cannotBePM(LI->getPointerOperand())) {
         S.Loads++;
         add(I, Kind::Load);
@@ -239,6 +312,8 @@ private:
       return;
     }
     if (auto *MI = dyn_cast<AnyMemIntrinsic>(&I)) {
+      if (auto *MT = dyn_cast<AnyMemTransferInst>(MI))
+        addRead(I, MT->getRawSource(), MT->getLength());
       if (cannotBePM(MI->getRawDest()))
         return;
       S.MemOps++;
@@ -280,6 +355,7 @@ private:
     if (!Callee)
       return;
     StringRef Name = Callee->getName();
+    addLibcReads(*CB, Name);
     if (pmemCalls().count(Name.str())) {
       S.Pmem++;
       return add(I, Kind::Pmem);
@@ -545,7 +621,7 @@ private:
            << S.Atomics << ", mem-ops " << S.MemOps << ", flushes " << S.Flushes
            << ", fences " << S.Fences << ", asm-events " << S.AsmEvents << ", libpmem "
            << S.Pmem << ", loads " << S.Loads << ", api " << S.Api
-           << ", sched-atomics " << S.SchedAtomics
+           << ", sched-atomics " << S.SchedAtomics << ", check-loads " << S.CheckLoads
            << "; skipped: stack " << S.SkippedStack << ", global " << S.SkippedGlobal
            << ", weak-fences " << S.SkippedWeakFence << ", asm-unknown " << S.AsmUnknown
            << "\n";
@@ -553,10 +629,11 @@ private:
 
   Module &M;
   SiteTable Sites;
-  bool Loads, Sched;
+  bool Loads, Sched, CheckLoads;
   LLVMContext &Ctx;
   Type *Ptr, *I32, *I64, *VoidTy;
   std::vector<Point> Points;
+  std::vector<CheckLoad> Reads;
   std::vector<Instruction *> ToErase;
   Stats S;
 };
@@ -567,7 +644,17 @@ struct CrashcheckPass : PassInfoMixin<CrashcheckPass> {
     // Scheduling points after atomics: on unless CRASHCHECK_PASS_SCHED=0.
     const char *SchedEnv = std::getenv("CRASHCHECK_PASS_SCHED");
     bool Sched = !SchedEnv || std::string(SchedEnv) != "0";
-    bool Changed = Instrumenter(M, Loads, Sched).run();
+    // Check loads for lazy exploration: on unless CRASHCHECK_PASS_CHECK_LOADS=0.
+    const char *CheckEnv = std::getenv("CRASHCHECK_PASS_CHECK_LOADS");
+    bool CheckLoads = !CheckEnv || std::string(CheckEnv) != "0";
+    bool Changed = Instrumenter(M, Loads, Sched, CheckLoads).run();
+    if (CheckLoads) {
+      // Tells the runner that this module's reads are seen by lazy exploration.
+      new GlobalVariable(M, Type::getInt32Ty(M.getContext()), true, GlobalValue::WeakAnyLinkage,
+                         ConstantInt::get(Type::getInt32Ty(M.getContext()), 1),
+                         "__cc_module_check_loads");
+      Changed = true;
+    }
     if (Loads) {
       // Tells the runtime (and so the trace header) that loads were instrumented.
       auto *GV = new GlobalVariable(M, Type::getInt32Ty(M.getContext()), true,

@@ -38,6 +38,7 @@ static void log_store(uint8_t kind, const void *addr, uint64_t size, uint32_t or
 /* __cc_store8 -- a plain 8-byte store (the hot path) */
 void __cc_store8(const void *addr, crashcheck_site_t site)
 {
+	CC_LAZY_STORE(addr, 8);
 	if (!FILTER(addr))
 		return;
 	if (cc_nregions > 1 && !cc_in_pm_slow((uintptr_t)addr))
@@ -54,6 +55,7 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 /* __cc_store -- a store of SIZE bytes (plain, atomic, vector, memset/memcpy/memmove, asm) */
 void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_site_t site)
 {
+	CC_LAZY_STORE(addr, size);
 	if (!FILTER(addr) || size == 0)
 		return;
 	log_store(CC_EV_STORE, addr, size, origin, cc_hook_site(site));
@@ -64,6 +66,7 @@ void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_sit
 /* __cc_ntstore -- a non-temporal store */
 void __cc_ntstore(const void *addr, uint64_t size, uint32_t origin, crashcheck_site_t site)
 {
+	CC_LAZY_STORE(addr, size);
 	if (!FILTER(addr) || size == 0)
 		return;
 	log_store(CC_EV_NTSTORE, addr, size, origin, cc_hook_site(site));
@@ -74,6 +77,10 @@ void __cc_ntstore(const void *addr, uint64_t size, uint32_t origin, crashcheck_s
 void __cc_locked_store(const void *addr, uint64_t size, uint32_t origin, uint32_t stored,
 		       crashcheck_site_t site)
 {
+	if (stored)
+		CC_LAZY_STORE(addr, size);
+	else if (cc_lazy_store)
+		return;
 	if (!FILTER(addr))
 		return;
 	if (!cc_in_pm((uintptr_t)addr, size))
@@ -133,7 +140,9 @@ enum { PMEM_FLUSH_DRAIN = 0, PMEM_FLUSH_ONLY = 1, PMEM_DRAIN_ONLY = 2, PMEM_BY_F
 void __cc_pmem(const void *addr, uint64_t len, uint32_t stored, uint32_t mode, uint32_t flags,
 	       crashcheck_site_t site)
 {
-	if (cc_pm_span == 0)
+	if (stored != NO_STORE && len)
+		CC_LAZY_STORE(addr, len);
+	if (cc_pm_span == 0 || cc_lazy_store)
 		return;
 	uint32_t id = cc_hook_site(site);
 	int flush = mode != PMEM_DRAIN_ONLY, drain = mode == PMEM_FLUSH_DRAIN || mode == PMEM_DRAIN_ONLY;

@@ -106,6 +106,24 @@ static inline int cc_in_pm(uintptr_t addr, size_t size)
 	return cc_nregions == 1 || cc_in_pm_slow(addr);
 }
 
+/* rt_lazy.c: lazy exploration in a checker child (crashsim/runner/lazy.c) */
+typedef void (*cc_lazy_fn)(uintptr_t addr, uint64_t size);
+#define CC_LAZY_CSTRING UINT64_MAX   /* a load of a NUL-terminated string */
+extern int __cc_lazy_on;
+extern cc_lazy_fn cc_lazy_load, cc_lazy_store;
+void cc_lazy_install(cc_lazy_fn load, cc_lazy_fn store);
+void __cc_check_load(const void *addr, uint64_t size);
+
+/* CC_LAZY_STORE -- in a lazy checker child, report a store and return
+ * (tracing is off there) */
+#define CC_LAZY_STORE(addr, size) \
+	do { \
+		if (__builtin_expect(cc_lazy_store != NULL, 0)) { \
+			cc_lazy_store((uintptr_t)(addr), (size)); \
+			return; \
+		} \
+	} while (0)
+
 /* rt_threads.c */
 extern int cc_mt_mode;
 extern __thread int cc_tl_tid;

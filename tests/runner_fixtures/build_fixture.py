@@ -31,10 +31,19 @@ def runtime_archive() -> Path | None:
     return archive if " T cc_runner_serve" in syms else None
 
 
-def build(name: str, out_dir: Path, *, opt: str = "-O1") -> Path:
-    """Compile tests/runner_fixtures/NAME.c into OUT_DIR/NAME; returns the program's path."""
+def build(name: str, out_dir: Path, *, opt: str = "-O1", instrumented: bool = False) -> Path:
+    """Compile tests/runner_fixtures/NAME.c into OUT_DIR/NAME; returns the program's path.
+    INSTRUMENTED: with the crashcheck pass (instrument/bin/crashcheck-cc, which links the
+    runtime), for fixtures whose checks lazy exploration must see reading."""
     out_dir.mkdir(parents=True, exist_ok=True)
     out = out_dir / name
+    if instrumented:
+        cmd = [str(ROOT / "instrument" / "bin" / "crashcheck-cc"), opt, "-Wall", "-Wextra", "-Werror",
+               "-I", str(RUNNER), str(HERE / f"{name}.c"), "-o", str(out)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"building fixture {name} failed:\n{' '.join(cmd)}\n{res.stderr}")
+        return out
     cmd = [CLANG, opt, "-g", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "instrument" / "include"),
            "-I", str(RUNNER), str(HERE / f"{name}.c"), "-o", str(out)]
     archive = runtime_archive()

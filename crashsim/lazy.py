@@ -1,0 +1,220 @@
+"""Lazy crash-state exploration: a crash point's states are told apart only by what recovery reads.
+
+Owns: the plan of one crash point (its undetermined lines, grouped, with every legal content of
+each group) and the search over the runner's executions (crashsim/runner/lazy.c does the
+branching in the checker child).
+
+A group is the set of pending units whose pieces share cache lines (crashsim.states.StateCodec
+groups them the same way: a line's cached pieces with its NT pieces; eADR's thread units all
+together). Its variants are its units' joint choices, in mixed-radix order (the first unit varies
+slowest), each with the contents of the group's lines. One execution starts every group at
+variant 0; at the first read of bytes the still-allowed variants of a group disagree on, it
+branches into classes of variants that agree on those bytes, takes the class its decision list
+names (class 0 past the list's end) and reports every branch point's number of classes. The
+search sends the sibling decision lists as new executions, so the executions are the leaves of
+the decision tree, and each leaf's class (the product over groups of its allowed variants) is a
+set of crash states the whole check could not tell apart. The classes of a finished search
+partition the legal states: a point is complete when the covered count equals its legal count.
+
+Why re-execution instead of forking inside the child (as Jaaru does): every execution is then
+an ordinary runner child with one answer, so a leaf that crashes, hangs or exhausts memory is
+reported and limited like any state, and the runner's deduplication, restarts and batching apply
+unchanged. The price is re-running the shared prefix of recovery once per leaf.
+"""
+from __future__ import annotations
+
+import itertools
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+from .image import ImageState
+from .simulate import CrashPoint
+
+MAX_VARIANTS = 4096          # a group with more joint choices is not explored lazily
+MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than this per execution
+DEFAULT_EXECUTIONS = 4096    # executions per crash point before it is left partial
+
+
+@dataclass
+class Group:
+    units: tuple[int, ...]                 # unit indices in the crash point
+    radices: tuple[int, ...]               # their pending piece counts
+    lines: list[int] = field(default_factory=list)   # pool offsets of the lines it writes
+    variants: list[tuple[int, ...]] = field(default_factory=list)
+
+    def kept(self, v: int) -> int:
+        return sum(self.variants[v])
+
+
+@dataclass
+class Leaf:
+    """One finished execution: its decisions, the class of states it stands for, and the one
+    concrete member chosen to represent it (per group the variant that keeps the most pieces)."""
+    decisions: tuple[int, ...]
+    branches: tuple[int, ...]
+    allowed: list[list[int] | None]        # per group; None: every variant
+    covers: int                            # states in the class (0 if it is not known)
+    choice: tuple[int, ...]
+    groups: list[Group] = field(default_factory=list, repr=False)
+    nunits: int = 0
+
+    def members(self) -> Iterator[tuple[int, ...]]:
+        """Every crash state (choice vector) of the class (for tests: small points only)."""
+        per_group = []
+        for g, a in zip(self.groups, self.allowed):
+            vs = g.variants or list(itertools.product(*(range(m + 1) for m in g.radices)))
+            per_group.append([vs[v] for v in a] if a is not None else vs)
+        for combo in itertools.product(*per_group):
+            choice = [0] * self.nunits
+            for g, ks in zip(self.groups, combo):
+                for j, k in zip(g.units, ks):
+                    choice[j] = k
+            yield tuple(choice)
+
+
+class LazyPlan:
+    """The lazy plan of one crash point (valid while the image is at CP's guaranteed state)."""
+
+    def __init__(self, cp: CrashPoint, image: ImageState) -> None:
+        self.cp = cp
+        ls = cp.line_size
+        by_line: dict[Any, list[int]] = {}
+        for j, u in enumerate(cp.units):
+            by_line.setdefault(u.line if u.line is not None else "threads", []).append(j)
+        self.groups: list[Group] = []
+        self.sent: list[int] = []              # groups that go to the runner (they touch the pool)
+        self.feasible = True
+        size = 12
+        for idxs in by_line.values():
+            g = Group(tuple(idxs), tuple(len(cp.units[j].pieces) for j in idxs))
+            n = 1
+            for m in g.radices:
+                n *= m + 1
+            if n > MAX_VARIANTS:
+                self.feasible = False
+                self.groups.append(g)
+                continue
+            g.variants = list(itertools.product(*(range(m + 1) for m in g.radices)))
+            g.lines = sorted({p.off - p.off % ls for j in idxs for p in cp.units[j].pieces
+                              if p.region == image.region})
+            self.groups.append(g)
+            if g.lines:
+                self.sent.append(len(self.groups) - 1)
+                size += 8 + 8 * len(g.lines) + len(g.variants) * len(g.lines) * ls
+        if size > MAX_SPEC_BYTES:
+            self.feasible = False
+        self._body = self._encode(image) if self.feasible else b""
+
+    def _encode(self, image: ImageState) -> bytes:
+        cp, ls = self.cp, self.cp.line_size
+        parts = []
+        for gi in self.sent:
+            g = self.groups[gi]
+            base = {off: bytes(image.base[off:off + ls]) for off in g.lines}
+            contents = []
+            for ks in g.variants:
+                kept = [p for j, k in zip(g.units, ks) for p in cp.units[j].pieces[:k]]
+                kept.sort(key=lambda p: p.id)
+                lines = {off: bytearray(b) for off, b in base.items()}
+                for off, data in image.overlay(kept)[1]:
+                    pos = 0
+                    while pos < len(data):          # a coalesced write may span lines
+                        at = off + pos
+                        line = at - at % ls
+                        n = min(len(data) - pos, line + ls - at)
+                        lines[line][at - line:at - line + n] = data[pos:pos + n]
+                        pos += n
+                contents.append(b"".join(bytes(lines[off]) for off in g.lines))
+            parts.append(struct.pack("<II", len(g.lines), len(g.variants))
+                         + b"".join(struct.pack("<Q", off) for off in g.lines) + b"".join(contents))
+        return b"".join(parts)
+
+    def spec(self, decisions: Sequence[int]) -> bytes:
+        """The runner's spec for one execution with DECISIONS."""
+        return (struct.pack("<III", self.cp.line_size, len(self.sent), len(decisions))
+                + struct.pack(f"<{len(decisions)}H", *decisions) + self._body)
+
+    def leaf(self, decisions: tuple[int, ...], log: dict | None) -> Leaf:
+        """The class an execution stands for, from its answer's exploration LOG (None: the
+        execution left no log, e.g. it killed the runner: its class is not known)."""
+        allowed: list[list[int] | None] = [None] * len(self.groups)
+        nunits = len(self.cp.units)
+        if log is None or log.get("diverged"):
+            return Leaf(decisions, (), allowed, 0, self._choice(allowed), self.groups, nunits)
+        for sent_index, variants in log.get("allowed", []):
+            allowed[self.sent[sent_index]] = list(variants)
+        covers = 1
+        for g, a in zip(self.groups, allowed):
+            n = 1
+            for m in g.radices:
+                n *= m + 1
+            covers *= n if a is None else len(a)
+        return Leaf(decisions, tuple(log.get("branches", ())), allowed, covers, self._choice(allowed),
+                    self.groups, nunits)
+
+    def _choice(self, allowed: list[list[int] | None]) -> tuple[int, ...]:
+        """The class member with the fewest lost pieces (first in order among equals)."""
+        choice = [0] * len(self.cp.units)
+        for g, a in zip(self.groups, allowed):
+            if a is None:
+                ks = g.radices
+            else:
+                ks = g.variants[max(a, key=lambda v: (g.kept(v), -v))]
+            for j, k in zip(g.units, ks):
+                choice[j] = k
+        return tuple(choice)
+
+
+def children(decisions: tuple[int, ...], branches: Sequence[int]) -> list[tuple[int, ...]]:
+    """The sibling executions an execution with DECISIONS that met BRANCHES opens: at every branch
+    point past its own decisions, each class other than the first it took."""
+    full = tuple(decisions) + (0,) * max(0, len(branches) - len(decisions))
+    out = []
+    for i in range(len(decisions), len(branches)):
+        for c in range(1, branches[i]):
+            out.append(full[:i] + (c,))
+    return out
+
+
+@dataclass
+class PointSearch:
+    """The state of one crash point's search (crashsim.explore drives it)."""
+    plan: LazyPlan
+    frontier: deque = field(default_factory=lambda: deque([()]))
+    executions: int = 0
+    covered: int = 0
+    unknown: int = 0          # executions whose class could not be known (no log, diverged, truncated)
+
+    @property
+    def complete(self) -> bool:
+        return not self.frontier and self.unknown == 0 and self.covered == self.plan.cp.legal
+
+    def done(self, decisions: tuple[int, ...], log: dict | None) -> Leaf:
+        """Take in one execution's answer: its leaf, and the executions it opens."""
+        leaf = self.plan.leaf(decisions, log)
+        self.executions += 1
+        self.covered += leaf.covers
+        if log is None or log.get("diverged") or log.get("truncated"):
+            self.unknown += 1
+        self.frontier.extend(children(decisions, leaf.branches))
+        return leaf
+
+
+def decode(spec: bytes) -> tuple[list[int], list[tuple[list[int], list[bytes]]]]:
+    """(decisions, [(line offsets, variant contents)]) of a spec (tests, debugging)."""
+    ls, ngroups, ndec = struct.unpack_from("<III", spec)
+    pos = 12
+    decisions = list(struct.unpack_from(f"<{ndec}H", spec, pos))
+    pos += 2 * ndec
+    groups = []
+    for _ in range(ngroups):
+        nl, nv = struct.unpack_from("<II", spec, pos)
+        pos += 8
+        offs = list(struct.unpack_from(f"<{nl}Q", spec, pos))
+        pos += 8 * nl
+        size = nl * ls
+        groups.append((offs, [spec[pos + v * size:pos + (v + 1) * size] for v in range(nv)]))
+        pos += nv * size
+    return decisions, groups

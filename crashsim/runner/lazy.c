@@ -1,0 +1,439 @@
+/*
+ * lazy.c -- lazy crash-state exploration in the checker child
+ *
+ * A LAZY request (docs/runner-protocol.md) checks a whole crash point's
+ * states, not one: its undetermined cache lines come in groups (the lines a
+ * set of pending units writes), each with its legal contents ("variants",
+ * one per joint choice of the group's units).  The child starts with every
+ * group at variant 0 and runs the check; the pass calls __cc_check_load
+ * before every read that may touch PM (rt_lazy.c).  At the first read of a
+ * group's bytes that its still-allowed variants disagree on, the child
+ * branches: the allowed variants split into classes by the bytes read
+ * (variants giving the same bytes are one class), the request's decision
+ * list picks the class (class 0 once the list is used up), the group is
+ * narrowed to that class and its lines rewritten to the class's first
+ * member, so later reads see the choice.  Bytes recovery wrote itself before
+ * reading them are its own, never compared nor rewritten.
+ *
+ * Branching is by deterministic re-execution, not by forking here: each
+ * execution reports how many classes every branch point had, and the client
+ * (crashsim/lazy.py) sends the sibling decision lists as new requests.  So a
+ * leaf that crashes, hangs or exhausts memory ends like any other state, and
+ * one child is one execution with one answer.  The branch log and the
+ * allowed sets live in a shared mapping, so they survive the child's death
+ * and the parent adds them to the answer ("lazy": ...).
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runner_internal.h"
+
+/* rt_lazy.c (the runtime, same library): where check loads and stores go. */
+typedef void (*cc_lazy_fn)(uintptr_t addr, uint64_t size);
+void cc_lazy_install(cc_lazy_fn load, cc_lazy_fn store);
+extern const int __cc_module_check_loads __attribute__((weak));
+
+#define LZ_CSTRING UINT64_MAX
+#define LZ_MAX_BRANCHES 16384
+#define LZ_SHARED_BYTES ((size_t)4 << 20)
+#define LZ_MAX_LINE 256
+
+/* The shared mapping: what the parent reads back after the child ended. */
+struct lz_shared {
+	uint32_t nbranches;       /* branch points met (may exceed LZ_MAX_BRANCHES) */
+	uint32_t diverged;        /* a decision named a class that does not exist */
+	uint32_t ncls[LZ_MAX_BRANCHES];
+	uint64_t allowed[];       /* per group, a bitmap over its variants */
+};
+#define LZ_BITMAP_WORDS ((LZ_SHARED_BYTES - sizeof(struct lz_shared)) / 8)
+
+struct lz_group {
+	uint32_t nlines, nvar, first;   /* lines[first .. first + nlines) */
+	const uint8_t *content;         /* nvar * nlines * line_size bytes */
+	size_t bits;                    /* word offset of its bitmap in allowed[] */
+	uint32_t nallowed;              /* child-side count of set bits */
+};
+
+struct lz_line {
+	uint64_t off;       /* pool offset, line-aligned */
+	uint32_t group, idx;
+	uint64_t owned[LZ_MAX_LINE / 64];   /* child-side: bytes recovery wrote */
+};
+
+static struct lz_state {
+	int active;
+	uint32_t line_size, ngroups, nlines, ndec;
+	const uint8_t *dec;               /* u16 decisions, unaligned */
+	struct lz_group *groups;
+	struct lz_line *lines;
+	uint32_t *sorted;                 /* line indices by offset */
+	uint32_t *cls, *rep;              /* scratch: class of each variant, representatives */
+	size_t groups_cap, lines_cap, scratch_cap;
+	struct lz_shared *shared;
+	uint8_t *pool;
+	uintptr_t lo, hi;                 /* hull of the lines (addresses) */
+} lz;
+
+static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+/* ccr_lazy_supported -- whether the code under test was compiled with check loads */
+int ccr_lazy_supported(void)
+{
+	return &__cc_module_check_loads != NULL;
+}
+
+static int by_off(const void *a, const void *b)
+{
+	uint64_t x = lz.lines[*(const uint32_t *)a].off, y = lz.lines[*(const uint32_t *)b].off;
+	return x < y ? -1 : x > y;
+}
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+	if (n <= *cap)
+		return 0;
+	size_t c = *cap ? *cap : 16;
+	while (c < n)
+		c *= 2;
+	void *q = realloc(*p, c * elem);
+	if (q == NULL)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/*
+ * ccr_lazy_parse -- validate a LAZY request's spec and prepare the child's
+ * tables (in the parent, before the fork).  NULL, or what is wrong.
+ *
+ *   spec   := u32 line_size | u32 ngroups | u32 ndec | u16 dec[ndec] | group*
+ *   group  := u32 nlines | u32 nvar | u64 offset[nlines] | content
+ *   content = nvar * nlines * line_size bytes: variant v's copy of line i at
+ *             (v * nlines + i) * line_size
+ */
+const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
+{
+	static struct lz_shared *shared;
+	if (shared == NULL) {
+		void *m = mmap(NULL, LZ_SHARED_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return "cannot map the lazy exploration log";
+		shared = m;
+		r->vm_stale = 1;
+	}
+	lz.active = 0;
+	lz.shared = shared;
+	lz.pool = r->pool;
+	if (n < 12)
+		return "lazy spec shorter than its header";
+	lz.line_size = rd32(p);
+	lz.ngroups = rd32(p + 4);
+	lz.ndec = rd32(p + 8);
+	if (lz.line_size == 0 || lz.line_size > LZ_MAX_LINE || (lz.line_size & (lz.line_size - 1)))
+		return "lazy spec: line size must be a power of two up to 256";
+	size_t pos = 12;
+	if (lz.ndec > (n - pos) / 2)
+		return "lazy spec: decisions run past the body";
+	lz.dec = p + pos;
+	pos += (size_t)lz.ndec * 2;
+	if (lz.ngroups > (n - pos) / 8)
+		return "lazy spec: more groups than the body can hold";
+	if (grow((void **)&lz.groups, &lz.groups_cap, lz.ngroups, sizeof(*lz.groups)) < 0)
+		return "out of memory";
+	lz.nlines = 0;
+	size_t words = 0, maxvar = 1;
+	for (uint32_t g = 0; g < lz.ngroups; g++) {
+		if (n - pos < 8)
+			return "lazy spec: a group runs past the body";
+		uint32_t nl = rd32(p + pos), nv = rd32(p + pos + 4);
+		pos += 8;
+		if (nl == 0 || nv == 0)
+			return "lazy spec: a group without lines or variants";
+		if (nl > (n - pos) / 8)
+			return "lazy spec: line offsets run past the body";
+		if (grow((void **)&lz.lines, &lz.lines_cap, (size_t)lz.nlines + nl, sizeof(*lz.lines)) < 0)
+			return "out of memory";
+		struct lz_group *G = &lz.groups[g];
+		G->nlines = nl;
+		G->nvar = nv;
+		G->first = lz.nlines;
+		for (uint32_t i = 0; i < nl; i++) {
+			uint64_t off = rd64(p + pos + 8 * (size_t)i);
+			if (off % lz.line_size || off >= r->size || r->size - off < lz.line_size)
+				return "lazy spec: a line offset is unaligned or outside the pool";
+			struct lz_line *L = &lz.lines[lz.nlines++];
+			L->off = off;
+			L->group = g;
+			L->idx = i;
+		}
+		pos += (size_t)nl * 8;
+		if ((uint64_t)nv * nl * lz.line_size > n - pos)
+			return "lazy spec: variant contents run past the body";
+		G->content = p + pos;
+		pos += (size_t)nv * nl * lz.line_size;
+		G->bits = words;
+		words += (nv + 63) / 64;
+		if (nv > maxvar)
+			maxvar = nv;
+	}
+	if (pos != n)
+		return "lazy spec: bytes left over after the last group";
+	if (words > LZ_BITMAP_WORDS)
+		return "lazy spec: too many variants for the exploration log";
+	if (grow((void **)&lz.sorted, &lz.scratch_cap, lz.nlines > maxvar ? lz.nlines : maxvar,
+		 sizeof(uint32_t)) < 0)
+		return "out of memory";
+	free(lz.cls);
+	free(lz.rep);
+	lz.cls = malloc(maxvar * sizeof(uint32_t));
+	lz.rep = malloc(maxvar * sizeof(uint32_t));
+	if (lz.cls == NULL || lz.rep == NULL)
+		return "out of memory";
+	for (uint32_t i = 0; i < lz.nlines; i++)
+		lz.sorted[i] = i;
+	qsort(lz.sorted, lz.nlines, sizeof(uint32_t), by_off);
+	for (uint32_t i = 1; i < lz.nlines; i++)
+		if (lz.lines[lz.sorted[i]].off == lz.lines[lz.sorted[i - 1]].off)
+			return "lazy spec: a line belongs to two groups";
+	lz.lo = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[0]].off : 0;
+	lz.hi = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[lz.nlines - 1]].off + lz.line_size : 0;
+	r->vm_stale = 1;
+	lz.active = 1;
+	return NULL;
+}
+
+/* find -- the lazy line holding pool address A, or NULL (internal) */
+static struct lz_line *find(uintptr_t a)
+{
+	uint64_t off = (a - (uintptr_t)lz.pool) & ~(uint64_t)(lz.line_size - 1);
+	size_t lo = 0, hi = lz.nlines;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		struct lz_line *L = &lz.lines[lz.sorted[mid]];
+		if (L->off == off)
+			return L;
+		if (L->off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int owned(const struct lz_line *L, unsigned b)
+{
+	return (int)(L->owned[b / 64] >> (b % 64) & 1);
+}
+
+static const uint8_t *variant_line(const struct lz_group *G, uint32_t v, uint32_t i)
+{
+	return G->content + ((size_t)v * G->nlines + i) * lz.line_size;
+}
+
+/* materialize -- write the group's first allowed variant into its lines, except
+ * the bytes recovery wrote itself (internal) */
+static void materialize(struct lz_group *G)
+{
+	uint64_t *bits = lz.shared->allowed + G->bits;
+	uint32_t v = 0;
+	while (!(bits[v / 64] >> (v % 64) & 1))
+		v++;
+	for (uint32_t i = 0; i < G->nlines; i++) {
+		struct lz_line *L = &lz.lines[G->first + i];
+		uint8_t *dst = lz.pool + L->off;
+		const uint8_t *src = variant_line(G, v, i);
+		for (unsigned b = 0; b < lz.line_size; b++)
+			if (!owned(L, b))
+				dst[b] = src[b];
+	}
+}
+
+/* read_line -- recovery reads bytes [b0, b1) of line L: branch if its group's
+ * allowed variants disagree on the ones it did not write itself (internal) */
+static void read_line(struct lz_line *L, unsigned b0, unsigned b1)
+{
+	struct lz_group *G = &lz.groups[L->group];
+	if (G->nallowed <= 1)
+		return;
+	uint64_t *bits = lz.shared->allowed + G->bits;
+	uint32_t ncls = 0;
+	for (uint32_t v = 0; v < G->nvar; v++) {
+		if (!(bits[v / 64] >> (v % 64) & 1))
+			continue;
+		const uint8_t *x = variant_line(G, v, L->idx);
+		uint32_t c = 0;
+		for (; c < ncls; c++) {
+			const uint8_t *y = variant_line(G, lz.rep[c], L->idx);
+			unsigned b = b0;
+			for (; b < b1; b++)
+				if (x[b] != y[b] && !owned(L, b))
+					break;
+			if (b == b1)
+				break;
+		}
+		if (c == ncls)
+			lz.rep[ncls++] = v;
+		lz.cls[v] = c;
+	}
+	if (ncls <= 1)
+		return;
+	struct lz_shared *S = lz.shared;
+	uint32_t k = S->nbranches++;
+	uint32_t pick = 0;
+	if (k < lz.ndec) {
+		uint16_t d;
+		memcpy(&d, lz.dec + 2 * (size_t)k, 2);
+		pick = d;
+	}
+	if (pick >= ncls) {   /* the same decisions met a different branch: not deterministic */
+		S->diverged = 1;
+		pick = 0;
+	}
+	if (k < LZ_MAX_BRANCHES)
+		S->ncls[k] = ncls;
+	uint32_t left = 0;
+	for (uint32_t v = 0; v < G->nvar; v++) {
+		if (!(bits[v / 64] >> (v % 64) & 1))
+			continue;
+		if (lz.cls[v] != pick)
+			bits[v / 64] &= ~(1ull << (v % 64));
+		else
+			left++;
+	}
+	G->nallowed = left;
+	materialize(G);
+}
+
+/* on_load -- the check is about to read SIZE bytes at A (internal) */
+static void on_load(uintptr_t a, uint64_t size)
+{
+	if (size == LZ_CSTRING) {   /* a string: line by line, up to its NUL */
+		for (;;) {
+			if (a < lz.lo || a >= lz.hi) {
+				/* outside the lazy hull: skip ahead to it unless the NUL comes first */
+				if (a >= lz.hi)
+					return;
+				const char *nul = memchr((const void *)a, 0, lz.lo - a);
+				if (nul)
+					return;
+				a = lz.lo;
+			}
+			uintptr_t end = (a | (lz.line_size - 1)) + 1;
+			on_load(a, end - a);
+			if (memchr((const void *)a, 0, end - a))
+				return;
+			a = end;
+		}
+	}
+	if (size == 0 || a >= lz.hi || a + size <= lz.lo)
+		return;
+	uintptr_t from = a < lz.lo ? lz.lo : a, to = a + size > lz.hi ? lz.hi : a + size;
+	while (from < to) {
+		uintptr_t line = from & ~(uintptr_t)(lz.line_size - 1);
+		uintptr_t end = line + lz.line_size < to ? line + lz.line_size : to;
+		struct lz_line *L = find(from);
+		if (L)
+			read_line(L, (unsigned)(from - line), (unsigned)(end - line));
+		from = end;
+	}
+}
+
+/* on_store -- the check wrote SIZE bytes at A: those bytes are its own (internal) */
+static void on_store(uintptr_t a, uint64_t size)
+{
+	if (size == 0 || a >= lz.hi || a + size <= lz.lo)
+		return;
+	uintptr_t from = a < lz.lo ? lz.lo : a, to = a + size > lz.hi ? lz.hi : a + size;
+	while (from < to) {
+		uintptr_t line = from & ~(uintptr_t)(lz.line_size - 1);
+		uintptr_t end = line + lz.line_size < to ? line + lz.line_size : to;
+		struct lz_line *L = find(from);
+		if (L && lz.groups[L->group].nallowed > 1)
+			for (uintptr_t b = from - line; b < end - line; b++)
+				L->owned[b / 64] |= 1ull << (b % 64);
+		from = end;
+	}
+}
+
+/* ccr_lazy_child_begin -- in the child, after the state's writes: every group
+ * at variant 0, all variants allowed, the hooks on */
+void ccr_lazy_child_begin(void)
+{
+	if (!lz.active)
+		return;
+	struct lz_shared *S = lz.shared;
+	S->nbranches = 0;
+	S->diverged = 0;
+	for (uint32_t g = 0; g < lz.ngroups; g++) {
+		struct lz_group *G = &lz.groups[g];
+		uint64_t *bits = S->allowed + G->bits;
+		size_t w = (G->nvar + 63) / 64;
+		memset(bits, 0xff, w * 8);
+		if (G->nvar % 64)
+			bits[w - 1] = (1ull << (G->nvar % 64)) - 1;
+		G->nallowed = G->nvar;
+	}
+	for (uint32_t i = 0; i < lz.nlines; i++)
+		memset(lz.lines[i].owned, 0, sizeof(lz.lines[i].owned));
+	for (uint32_t g = 0; g < lz.ngroups; g++)
+		materialize(&lz.groups[g]);
+	if (lz.nlines)
+		cc_lazy_install(on_load, on_store);
+}
+
+/* ccr_lazy_active -- whether the request being served is a LAZY one */
+int ccr_lazy_active(void)
+{
+	return lz.active;
+}
+
+/* ccr_lazy_end -- the request is answered: later STATE requests are eager */
+void ccr_lazy_end(void)
+{
+	lz.active = 0;
+}
+
+/*
+ * ccr_lazy_answer -- append the exploration log to answer body A:
+ *   ,"lazy":{"branches":[n, ...],"allowed":[[group,[v, ...]], ...],
+ *            "diverged":0|1,"truncated":0|1}
+ * "allowed" lists only the groups the execution narrowed.
+ */
+int ccr_lazy_answer(struct runner *r, struct buf *a)
+{
+	const struct lz_shared *S = lz.shared;
+	uint32_t nb = S->nbranches < LZ_MAX_BRANCHES ? S->nbranches : LZ_MAX_BRANCHES;
+	int rc = ccr_buf_str(r, a, ",\"lazy\":{\"branches\":[");
+	for (uint32_t k = 0; k < nb; k++)
+		rc |= ccr_buf_fmt(r, a, k ? ",%u" : "%u", S->ncls[k]);
+	rc |= ccr_buf_str(r, a, "],\"allowed\":[");
+	int first = 1;
+	for (uint32_t g = 0; g < lz.ngroups; g++) {
+		const struct lz_group *G = &lz.groups[g];
+		const uint64_t *bits = S->allowed + G->bits;
+		uint32_t count = 0;
+		for (uint32_t v = 0; v < G->nvar; v++)
+			count += (uint32_t)(bits[v / 64] >> (v % 64) & 1);
+		if (count == G->nvar)
+			continue;
+		rc |= ccr_buf_fmt(r, a, first ? "[%u,[" : ",[%u,[", g);
+		first = 0;
+		int f2 = 1;
+		for (uint32_t v = 0; v < G->nvar; v++)
+			if (bits[v / 64] >> (v % 64) & 1) {
+				rc |= ccr_buf_fmt(r, a, f2 ? "%u" : ",%u", v);
+				f2 = 0;
+			}
+		rc |= ccr_buf_str(r, a, "]]");
+	}
+	rc |= ccr_buf_fmt(r, a, "],\"diverged\":%u,\"truncated\":%u}", S->diverged ? 1u : 0u,
+			  S->nbranches > LZ_MAX_BRANCHES ? 1u : 0u);
+	return rc;
+}

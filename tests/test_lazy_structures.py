@@ -1,0 +1,85 @@
+"""Lazy exploration on the built-in structures: state by state the same results as exhaustive.
+
+Each tree's driver runs a short history traced; at every crash point small enough to enumerate
+(at most SMALL legal states) every legal state is checked on its own (exhaustive) and the point
+is explored lazily. Every member of every lazy class must have got, on its own, the very result
+its class got (the whole check output: the dump, the invariant check, the reachable and
+allocated objects, the follow-up's answers), and the classes must partition the legal states.
+Then the whole trace is explored lazily: every crash point must be covered completely.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from crashsim import Runner, Simulator, read_trace
+from crashsim.explore import explore
+from crashsim.model import ModelOptions
+from treeutil import ROOT
+
+POOL_SIZE = 512 << 10
+SMALL = 64
+HISTORY = ["insert 4096 1", "insert 4097 2", "insert 4352 3", "update 4097 20", "delete 4352",
+           "insert 8192 4", "lookup 4097", "delete 4096"]
+FOLLOWUP = "lookup 4096\nlookup 4097\nlookup 4352\nlookup 8192\n"
+TREES = ["wort", "woart", "artcow", "hart", "heart"]
+MODEL = {"heart": ModelOptions(model="eadr")}       # Heart is built for eADR: it never flushes
+
+
+def traced(tree: str, tmp_path):
+    driver = ROOT / "build" / "trees" / tree / "driver"
+    env = {k: v for k, v in os.environ.items() if k != "CRASHCHECK_TRACE"}
+    ran = subprocess.run([str(driver), "run", "--pool", str(tmp_path / "pool"), "--create", "--size",
+                          str(POOL_SIZE)], input="".join(line + "\n" for line in HISTORY),
+                         capture_output=True, text=True, timeout=60,
+                         env=dict(env, CRASHCHECK_TRACE=str(tmp_path / "trace")))
+    assert ran.returncode == 0, ran.stderr
+    trace = read_trace(tmp_path / "trace")
+    first_op = next(i for i, ev in enumerate(trace.events) if ev.kind == "op_begin")
+    return driver, env, trace, first_op
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_lazy_agrees_with_exhaustive_state_by_state(tree, tmp_path):
+    driver, env, trace, first_op = traced(tree, tmp_path)
+    small = lambda cp: cp.legal <= SMALL           # noqa: E731
+    with Runner([str(driver), "serve", "--size", str(POOL_SIZE)], env=env) as runner:
+        eager = {}
+        for o in explore(trace, strategy="exhaustive", runner=runner, followup=FOLLOWUP, cache=False,
+                         start_event=first_op, points=small, options=MODEL.get(tree)):
+            eager.setdefault(o.point.index, {})[tuple(o.choice)] = (o.result.status, o.result.result)
+        lazy: dict[int, list] = {}
+        for o in explore(trace, strategy="lazy", runner=runner, followup=FOLLOWUP, start_event=first_op,
+                         points=small, options=MODEL.get(tree)):
+            lazy.setdefault(o.point.index, []).append(o)
+    assert eager and eager.keys() == lazy.keys()
+    branched = 0
+    for index, by_choice in eager.items():
+        seen: set = set()
+        for o in lazy[index]:
+            members = set(o.leaf.members())
+            assert len(members) == o.covers and not members & seen
+            seen |= members
+            for m in members:
+                assert by_choice[m] == (o.result.status, o.result.result), (tree, index, m, o.decisions)
+        assert seen == set(by_choice)
+        branched += len(lazy[index]) > 1
+    assert branched, "no crash point needed more than one execution: nothing was tested"
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_lazy_covers_every_crash_point(tree, tmp_path):
+    driver, env, trace, first_op = traced(tree, tmp_path)
+    seen = []
+    with Runner([str(driver), "serve", "--size", str(POOL_SIZE)], env=env) as runner:
+        outs = list(explore(trace, strategy="lazy", runner=runner, followup=FOLLOWUP, start_event=first_op,
+                            progress=seen.append, options=MODEL.get(tree)))
+    stats = seen[-1]
+    legal = sum(cp.legal for cp in Simulator.from_trace(trace, MODEL.get(tree)).crash_points()
+                if cp.event >= first_op)
+    assert stats.partial == 0 and stats.complete == stats.points_done
+    assert stats.covered == legal == stats.legal
+    assert stats.executions == len(outs) < legal
+    assert all(o.result.status == "ok" for o in outs)
