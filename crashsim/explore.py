@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import encode_writes
-from .lazy import DEFAULT_EXECUTIONS, LazyPlan, Leaf, PointSearch
+from .lazy import DEFAULT_EXECUTIONS, EAGER_BELOW, LazyPlan, Leaf, PointSearch
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -170,6 +170,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     t0 = time.monotonic()
     total = sim.count_crash_points() if progress else 0
     seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
+    # lazy: (guaranteed image, plan, followup) -> the point's executions (decisions, first id)
+    lazy_seen: dict[tuple, list[tuple[tuple[int, ...], int]]] = {}
     results: dict[int, CheckResult] = {}           # first state id -> its result
     waiting: list[StateOutcome] = []
     stats = Progress(0, total, 0, 0, 0, 0, 0.0)
@@ -207,9 +209,12 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         encode = codec.encode
         stats.legal += cp.legal
         plan = LazyPlan(cp, sim.image) if strategy == "lazy" else None
-        if plan is not None and plan.feasible:
+        covers, whole = 1, None
+        if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
-            lazy = _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, executions)
+            key = (cp.fp, plan.key, fu) if cache else None
+            lazy = _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, executions,
+                               lazy_seen, key)
             for out in lazy:
                 next_id = out.id + 1
                 yield out
@@ -218,9 +223,22 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                 stats.elapsed = time.monotonic() - t0
                 progress(stats)
             continue
-        if plan is not None:
+        if plan is not None and plan.feasible and plan.sent:
+            choices = select(cp, "exhaustive")       # small: state by state, each its own class
+            stats.complete += 1
+        elif plan is not None and plan.feasible:
+            # nothing recovery could read differently (no pending line in the pool): every legal
+            # state recovers alike, one state stands for all (and the image cache applies)
+            whole = plan.leaf((), {"branches": [], "allowed": []})
+            choices: Iterator[Choice] | list[Choice] = [whole.choice]
+            covers = cp.legal
+            stats.complete += 1
+        elif plan is not None:
             stats.partial += 1     # too big to plan: a bounded sample of it
-        for choice in select(cp, "bounded" if plan is not None else strategy, limit, seed):
+            choices = select(cp, "bounded", limit, seed)
+        else:
+            choices = select(cp, strategy, limit, seed)
+        for choice in choices:
             if stop is not None and stop():
                 if runner is not None:
                     runner.close(kill=True)      # its queue holds requests nobody will read
@@ -230,6 +248,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             next_id += 1
             first = seen.get((fp, fu)) if cache else None
             if first is None:
+                stats.executions += 1
                 seen[(fp, fu)] = sid
                 if runner is not None:
                     runner.queue_state(sid, writes, fu)
@@ -237,7 +256,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                 stats.cached += 1
                 if runner is not None and sid >= runner.next_state:
                     runner.next_state = sid + 1      # reserve the id: dup_of may not name it
-            waiting.append(StateOutcome(cp, choice, sid, fp, first, None, fu))
+            leaf = whole if whole is not None or plan is None or not plan.feasible else plan.single(choice)
+            waiting.append(StateOutcome(cp, choice, sid, fp, first, None, fu, covers,
+                                        None if leaf is None else (), leaf))
+            stats.covered += covers
             stats.explored += 1
             # Drain when a batch of checks is queued, or when cache hits alone pile up.
             if runner is None or runner.queued_states >= size[0] or len(waiting) >= 16 * batch:
@@ -256,12 +278,33 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
 
 
 def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, size: list[int],
-                stats: Progress, stop: Callable[[], bool] | None,
-                limit: int) -> Iterator[StateOutcome]:
+                stats: Progress, stop: Callable[[], bool] | None, limit: int,
+                seen: dict, key: tuple | None) -> Iterator[StateOutcome]:
     """Search one crash point lazily: executions in batches (each answer opens its siblings),
-    until the decision tree is done or LIMIT executions ran."""
+    until the decision tree is done or LIMIT executions ran. A point whose guaranteed image, plan
+    and followup equal an earlier point's gets that point's executions' results (SEEN, KEY)."""
     cp = plan.cp
     search = PointSearch(plan)
+    earlier = seen.get(key) if key is not None else None
+    if earlier is not None:
+        for decisions, first, res in earlier:
+            leaf = search.done(decisions, res.lazy)
+            search.frontier.clear()
+            sid = next_id
+            next_id += 1
+            if sid >= runner.next_state:
+                runner.next_state = sid + 1          # reserve the id: dup_of may not name it
+            fp, _ = encode(leaf.choice)
+            stats.cached += 1
+            stats.explored += 1
+            stats.covered += leaf.covers
+            yield StateOutcome(cp, leaf.choice, sid, fp, first, res, fu, leaf.covers, decisions, leaf)
+        if search.complete:
+            stats.complete += 1
+        else:
+            stats.partial += 1
+        return
+    done: list[tuple[tuple[int, ...], int, CheckResult]] = []
     while search.frontier and search.executions < limit:
         if stop is not None and stop():
             runner.close(kill=True)
@@ -279,6 +322,7 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
         size[0] = min(256, size[0] * 2) if took < 0.2 else max(1, size[0] // 2) if took > 1.0 else size[0]
         for sid, decisions in batch:
             res = results[sid]
+            done.append((decisions, sid, res))
             leaf = search.done(decisions, res.lazy)
             fp, _ = encode(leaf.choice)
             stats.checked += 1
@@ -288,5 +332,7 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             yield StateOutcome(cp, leaf.choice, sid, fp, None, res, fu, leaf.covers, decisions, leaf)
     if search.complete:
         stats.complete += 1
+        if key is not None:
+            seen[key] = done
     else:
         stats.partial += 1

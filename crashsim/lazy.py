@@ -23,6 +23,8 @@ unchanged. The price is re-running the shared prefix of recovery once per leaf.
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import itertools
 import struct
 from collections import deque
@@ -32,6 +34,10 @@ from typing import Any, Iterator, Sequence
 from .image import ImageState
 from .simulate import CrashPoint
 
+EAGER_BELOW = int(os.environ.get("CRASHCHECK_LAZY_EAGER_BELOW", "4"))
+# A crash point with at most this many legal states is checked state by state instead (the image
+# cache answers most of them: they repeat images of earlier points, which a lazy execution, run
+# before anything is known, cannot reuse); it is still covered completely.
 MAX_VARIANTS = 4096          # a group with more joint choices is not explored lazily
 MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than this per execution
 DEFAULT_EXECUTIONS = 4096    # executions per crash point before it is left partial
@@ -106,6 +112,9 @@ class LazyPlan:
         if size > MAX_SPEC_BYTES:
             self.feasible = False
         self._body = self._encode(image) if self.feasible else b""
+        # what an execution's answer depends on besides the guaranteed image and the followup
+        self.key = (hashlib.blake2b(self._body, digest_size=16).digest(), len(cp.units),
+                    tuple((g.units, g.radices) for g in self.groups))
 
     def _encode(self, image: ImageState) -> bytes:
         cp, ls = self.cp, self.cp.line_size
@@ -153,6 +162,14 @@ class LazyPlan:
             covers *= n if a is None else len(a)
         return Leaf(decisions, tuple(log.get("branches", ())), allowed, covers, self._choice(allowed),
                     self.groups, nunits)
+
+    def single(self, choice: Sequence[int]) -> Leaf:
+        """The one-state class of CHOICE (a state checked on its own)."""
+        allowed: list[list[int] | None] = []
+        for g in self.groups:
+            ks = tuple(choice[j] for j in g.units)
+            allowed.append([g.variants.index(ks)])
+        return Leaf((), (), allowed, 1, tuple(choice), self.groups, len(self.cp.units))
 
     def _choice(self, allowed: list[list[int] | None]) -> tuple[int, ...]:
         """The class member with the fewest lost pieces (first in order among equals)."""

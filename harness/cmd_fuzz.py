@@ -127,13 +127,14 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 
 def results_json(results: list[TargetResult], settings: Settings, command: str) -> dict:
     total = {"histories": 0, "partial_histories": 0, "crash_points": 0, "states_legal": 0,
-             "states_explored": 0, "states_checked": 0, "points_sampled": 0, "elapsed_s": 0.0}
+             "states_explored": 0, "states_checked": 0, "points_sampled": 0, "points_complete": 0,
+             "executions": 0, "elapsed_s": 0.0}
     rows, bugs = [], []
     interrupted = next((r.interrupted for r in results if r.interrupted), None)
     for r in results:
         st = r.stats.as_json()
         for k in ("histories", "partial_histories", "crash_points", "states_explored", "states_checked",
-                  "points_sampled"):
+                  "points_sampled", "points_complete", "executions"):
             total[k] += st[k]
         total["states_legal"] += r.stats.states_legal
         total["elapsed_s"] += st["elapsed_s"]
@@ -156,6 +157,14 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
             "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
             "command": command, "complete": not any(r.interrupted or r.error for r in results),
             "interrupted": interrupted, "stats": total, "per_structure": rows, "bugs": bugs}
+
+
+def _states_text(p: dict, elapsed: float) -> str:
+    """The progress line's account of crash states: executions and covered points when lazy."""
+    if p.get("executions") and p["executions"] != p["states"]:
+        return (f"{p['executions']} executions ({p['executions'] / elapsed:.0f}/s) covering {p['states']} "
+                f"crash states, {p['complete']} of {p['points']} crash points complete")
+    return f"{p['states']} crash states checked ({p['states'] / elapsed:.0f}/s)"
 
 
 def _summary(console: Console, res: dict) -> None:
@@ -182,12 +191,15 @@ def _summary(console: Console, res: dict) -> None:
                           "out of budget (neither pass nor failure)", highlight=False)
         if st["crash_points"]:
             sampled = st.get("points_sampled", 0)
+            how = (f"lazy: {st.get('executions', 0)} executions" if res["strategy"] == "lazy"
+                   else f"{res['strategy']}, limit {res['limit']}")
             if sampled:
-                console.print(f"  coverage: {sampled} of {st['crash_points']} crash points were sampled "
-                              f"({res['strategy']}, limit {res['limit']}), not explored in full: no bug "
-                              "among the states checked, which is not all legal states", highlight=False)
+                console.print(f"  coverage: {st['crash_points'] - sampled} of {st['crash_points']} crash points "
+                              f"covered completely ({how}); {sampled} partial: no bug among the states "
+                              "checked there, which is not all legal states", highlight=False)
             elif not st.get("partial_histories"):
-                console.print("  coverage: every legal state of every crash point reached was checked",
+                console.print(f"  coverage: every legal state of every crash point reached was covered "
+                              f"({st['crash_points']} of {st['crash_points']} crash points complete, {how})",
                               highlight=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
@@ -244,8 +256,8 @@ def run(args: argparse.Namespace) -> int:
         def progress(p: dict) -> None:
             el = max(p["elapsed"], 1e-6)
             live.update(Text(f"{p['structure']}{' --bug ' + p['bug'] if p['bug'] else ''}: "
-                             f"{p['histories']} histories, {p['states']} crash states checked "
-                             f"({p['states'] / el:.0f}/s), {p['bugs']} bugs so far, {el:.0f} s"))
+                             f"{p['histories']} histories, {_states_text(p, el)}, {p['bugs']} bugs so far, "
+                             f"{el:.0f} s"))
     else:
         live = None
         last = [time.monotonic()]
@@ -255,8 +267,8 @@ def run(args: argparse.Namespace) -> int:
                 return
             last[0] = time.monotonic()
             el = max(p["elapsed"], 1e-6)
-            print(f"crashcheck: {p['structure']}: {p['histories']} histories, {p['states']} states "
-                  f"({p['states'] / el:.0f}/s), {p['bugs']} bugs so far", file=sys.stderr)
+            print(f"crashcheck: {p['structure']}: {p['histories']} histories, {_states_text(p, el)}, "
+                  f"{p['bugs']} bugs so far", file=sys.stderr)
     old_term = signal.signal(signal.SIGTERM, _raise_on_sigterm)
     try:
         results = fuzz_targets(targets, settings, config, progress, bugdir, journal)

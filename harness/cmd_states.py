@@ -3,6 +3,9 @@
 Owns the human and JSON views of crash-state enumeration; the rules are crashsim's. Per crash
 point: event index, kind, operation in flight, pending lines, legal states (exact), explored states,
 and how many of those repeat an image already seen (they would be answered from the cache).
+With --strategy lazy the states are told apart by running recovery (crashsim/lazy.py), so it needs
+the structure's driver (--structure or --driver): per crash point, the executions lazy exploration
+takes and whether their classes cover every legal state.
 """
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cache-line size in bytes (default: the trace's)")
     p.add_argument("--atomic-unit", type=options.positive, default=8,
                    help="failure-atomic unit in bytes (default 8)")
+    p.add_argument("--structure", help="lazy: the structure whose driver recovers the states")
+    p.add_argument("--driver", help="lazy: a driver program to recover the states with (instead of --structure)")
+    p.add_argument("--followup", default="", help="lazy: operations run after recovery, one per line")
     p.add_argument("--list", action="store_true", help="also print each state as the pending pieces it keeps")
     p.add_argument("--json", action="store_true", help="one JSON object per crash point")
     p.set_defaults(func=run)
@@ -73,6 +79,61 @@ def _dumps(obj: dict) -> str:
         return json.dumps(obj)
 
 
+def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
+    """`states --strategy lazy`: run the search and print its executions per crash point."""
+    from crashsim.explore import explore
+    from crashsim.runner import Runner, RunnerError
+    from crashsim.trace import TraceError
+    from harness import structures
+    from harness.session import clean_env
+    if args.driver:
+        driver = args.driver
+    elif args.structure:
+        driver = str(structures.get(args.structure).driver(None))
+    else:
+        raise UsageError("--strategy lazy runs recovery: name the structure (--structure) or its driver (--driver)")
+    if not trace.regions:
+        raise UsageError(f"{args.trace}: the trace registered no PM region, nothing to recover")
+    region = trace.regions[0]
+    env = dict(clean_env(), CRASHCHECK_POOL_ADDR=f"{region.base:#x}")
+    points: dict[int, list] = {}
+    out = sys.stdout
+    try:
+        with Runner([driver, "serve", "--size", str(region.size)], env=env, pool_base=region.base,
+                    pool_size=region.size) as runner:
+            for o in explore(trace, options=options, strategy="lazy", runner=runner,
+                             followup=args.followup.replace("\\n", "\n")):
+                entry = points.setdefault(o.point.index, [o.point, 0, 0])
+                entry[1] += 1
+                entry[2] += o.covers
+    except (RunnerError, TraceError, OSError) as exc:
+        raise UsageError(f"cannot explore {args.trace} lazily with {driver}: {exc}") from None
+    if not args.json:
+        out.write(f"{args.trace}: {len(trace.events)} events, model {args.model}, strategy lazy\n")
+        out.write(f"{'event':>9} {'kind':<9} {'op':>5} {'lines':>6} {'pieces':>7} {'legal':>12} "
+                  f"{'executions':>10} {'complete':>8}\n")
+    total = {"points": 0, "legal": 0, "executions": 0, "complete": 0}
+    for cp, execs, covered in points.values():
+        complete = covered == cp.legal
+        total["points"] += 1
+        total["legal"] += cp.legal
+        total["executions"] += execs
+        total["complete"] += complete
+        if args.json:
+            out.write(_dumps({"index": cp.index, "event": cp.event, "kind": cp.kind, "op": cp.op,
+                              "legal": cp.legal, "executions": execs, "covered": covered,
+                              "complete": complete}) + "\n")
+        else:
+            op = "-" if cp.op is None else str(cp.op)
+            out.write(f"{cp.event:>9} {cp.kind:<9} {op:>5} {len(cp.pending_lines):>6} {cp.pending_pieces:>7} "
+                      f"{_count(cp.legal):>12} {execs:>10} {'yes' if complete else 'partial':>8}\n")
+    if not args.json:
+        out.write(f"total: {total['points']} crash points, {_count(total['legal'])} legal states, "
+                  f"{total['executions']} executions, {total['complete']} of {total['points']} crash points "
+                  "covered completely\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     trace = read_trace(args.trace)
     if not trace.complete:
@@ -83,6 +144,8 @@ def run(args: argparse.Namespace) -> int:
         sim = Simulator.from_trace(trace, options)
     except ModelError as exc:
         raise UsageError(str(exc)) from None
+    if args.strategy == "lazy":
+        return _lazy(args, trace, options)
     base = trace.regions[0].base if trace.regions else trace.pool_base
     out = sys.stdout
     if not args.json:

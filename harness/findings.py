@@ -72,7 +72,7 @@ class Coverage:
         key = out.point.index if scope is None else (scope, out.point.index)
         covers = getattr(out, "covers", 1)       # a lazy execution stands for a class of states
         self.states_explored += covers
-        self.executions += 1
+        self.executions += getattr(out, "cached_from", None) is None
         entry = self.per_point.get(key)
         if entry is None:
             entry = self.per_point[key] = [out.point.legal, 0]
@@ -122,6 +122,10 @@ class HistoryOutcome:
     @property
     def points_sampled(self) -> int:
         return self.coverage.points_sampled
+
+    @property
+    def executions(self) -> int:
+        return self.coverage.executions
 
 
 def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:

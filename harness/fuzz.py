@@ -115,14 +115,15 @@ class Stats:
     states_legal: int = 0
     states_explored: int = 0
     states_checked: int = 0
-    points_sampled: int = 0          # crash points explored only in part (bounded strategy)
+    points_sampled: int = 0          # crash points explored only in part (bounded sample, lazy cut)
+    executions: int = 0              # checker executions (lazy: one per class of states)
     not_checked: int = 0             # threaded histories whose linearizability search ran out of budget
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
 
     def add(self, other: "Stats") -> None:
         for name in ("histories", "partial_histories", "crash_points", "states_legal", "states_explored",
-                     "states_checked", "points_sampled", "not_checked"):
+                     "states_checked", "points_sampled", "not_checked", "executions"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
         self.threads = max(self.threads, other.threads)
@@ -133,6 +134,8 @@ class Stats:
                 "crash_points": self.crash_points, "states_legal": legal,
                 "states_explored": self.states_explored, "states_checked": self.states_checked,
                 "points_sampled": self.points_sampled,
+                "points_complete": self.crash_points - self.points_sampled,
+                "executions": self.executions,
                 "not_checked": self.not_checked, "threads": self.threads,
                 "elapsed_s": round(self.elapsed_s, 2),
                 "states_per_s": round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0}
@@ -257,6 +260,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             stats.states_explored += outcome.states_explored
             stats.states_checked += outcome.states_checked
             stats.points_sampled += outcome.points_sampled
+            stats.executions += outcome.executions
 
         def note(outcome: HistoryOutcome, f: Finding) -> bool:
             """Keep F (of OUTCOME) in the registry and the journal; True if it is new to this
@@ -375,7 +379,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                     unexpected.append(f)
             if progress:
                 progress({"structure": structure, "bug": bug, "histories": stats.histories,
-                          "states": stats.states_explored, "bugs": sum(1 for e in registry.values() if not e.finding.expected),
+                          "states": stats.states_explored, "executions": stats.executions,
+                          "points": stats.crash_points, "complete": stats.crash_points - stats.points_sampled, "bugs": sum(1 for e in registry.values() if not e.finding.expected),
                           "elapsed": time.monotonic() - t0})
             decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
                                  {f.group for f in outcome.findings}, outcome.partial)

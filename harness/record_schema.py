@@ -250,7 +250,8 @@ RECORD = Obj({
     "lanes_crash": (Opt(Nat()), None),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
-             "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+             "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
+             "executions": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),

@@ -72,16 +72,19 @@ def test_record_carries_its_points_coverage(tmp_path):
 def test_summary_and_report_say_when_points_were_sampled(tmp_path):
     out = tmp_path / "r.json"
     html = tmp_path / "r.html"
-    res = run_cli("fuzz", "wort", "--examples", "3", "--limit", "1", "--seed", "2", "--quiet",
-                  "--recovery-crashes", "0", "--json", out, "--report", html)
+    res = run_cli("fuzz", "wort", "--examples", "3", "--strategy", "bounded", "--limit", "1", "--seed", "2",
+                  "--quiet", "--recovery-crashes", "0", "--json", out, "--report", html)
     assert res.returncode == 0, res.stdout + res.stderr
     data = json.loads(out.read_text())
     sampled = data["per_structure"][0]["stats"]["points_sampled"]
     assert sampled > 0 and data["stats"]["points_sampled"] == sampled
-    assert f"coverage: {sampled} of " in res.stdout and "not all legal states" in res.stdout
+    points = data["per_structure"][0]["stats"]["crash_points"]
+    assert f"coverage: {points - sampled} of {points} crash points covered completely (bounded, limit 1); " \
+        f"{sampled} partial" in res.stdout and "not all legal states" in res.stdout
     assert "every legal state" not in res.stdout
     text = html.read_text()
-    assert f"Coverage: {sampled} crash points were sampled (bounded, limit 1), not explored in full, so this is not a proof" in text
+    assert (f"Coverage (bounded, limit 1): {sampled} crash points were covered only in part, so this is "
+            "not a proof") in text
     # All points explored in full (a structure small enough for exhaustive exploration): the
     # summary and the report say so. Rendered from the results of the run above, made exhaustive.
     from rich.console import Console
@@ -92,8 +95,24 @@ def test_summary_and_report_say_when_points_were_sampled(tmp_path):
     data["stats"]["points_sampled"] = 0
     console = Console(record=True, width=200)
     _summary(console, data)
-    assert "coverage: every legal state of every crash point reached was checked" in console.export_text()
-    assert "every legal state of every crash point reached was checked" in render(data)
+    assert "coverage: every legal state of every crash point reached was covered" in console.export_text()
+    assert "every legal state of every crash point reached was covered" in render(data)
+
+
+def test_lazy_run_covers_every_point_and_says_so(tmp_path):
+    out = tmp_path / "r.json"
+    html = tmp_path / "r.html"
+    res = run_cli("fuzz", "wort", "--examples", "3", "--seed", "2", "--quiet", "--json", out, "--report", html)
+    assert res.returncode == 0, res.stdout + res.stderr
+    data = json.loads(out.read_text())
+    assert data["strategy"] == "lazy"
+    st = data["per_structure"][0]["stats"]
+    # every legal state of every point covered, by far fewer executions than states
+    assert st["points_sampled"] == 0 and st["points_complete"] == st["crash_points"] > 0
+    assert st["states_explored"] == int(st["states_legal"]) > st["executions"] > 0
+    assert (f"coverage: every legal state of every crash point reached was covered ({st['crash_points']} of "
+            f"{st['crash_points']} crash points complete, lazy: {st['executions']} executions)") in res.stdout
+    assert "Coverage (lazy exploration" in html.read_text()
 
 
 def test_explore_refuses_a_cut_trace(wort, tmp_path):

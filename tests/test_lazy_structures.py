@@ -9,6 +9,7 @@ Then the whole trace is explored lazily: every crash point must be covered compl
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -81,5 +82,17 @@ def test_lazy_covers_every_crash_point(tree, tmp_path):
                 if cp.event >= first_op)
     assert stats.partial == 0 and stats.complete == stats.points_done
     assert stats.covered == legal == stats.legal
-    assert stats.executions == len(outs) < legal
+    assert stats.executions == sum(o.cached_from is None for o in outs) < legal
     assert all(o.result.status == "ok" for o in outs)
+
+
+def test_states_cli_reports_lazy_executions(tmp_path, capsys):
+    from harness.cli import main
+    _, _, trace, _ = traced("wort", tmp_path)
+    assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == Simulator.from_trace(trace).count_crash_points()
+    assert all(r["complete"] and r["covered"] == r["legal"] for r in rows)
+    assert sum(r["executions"] for r in rows) < sum(r["legal"] for r in rows)
+    assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy"]) == 2
+    assert "--structure" in capsys.readouterr().err
