@@ -93,6 +93,8 @@ static int by_off(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int grew;   /* an array grew: the runner's address-space size changed */
+
 static int grow(void **p, size_t *cap, size_t n, size_t elem)
 {
 	if (n <= *cap)
@@ -105,6 +107,7 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 		return -1;
 	*p = q;
 	*cap = c;
+	grew = 1;
 	return 0;
 }
 
@@ -187,15 +190,24 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 		return "lazy spec: bytes left over after the last group";
 	if (words > LZ_BITMAP_WORDS)
 		return "lazy spec: too many variants for the exploration log";
-	if (grow((void **)&lz.sorted, &lz.scratch_cap, lz.nlines > maxvar ? lz.nlines : maxvar,
-		 sizeof(uint32_t)) < 0)
-		return "out of memory";
-	free(lz.cls);
-	free(lz.rep);
-	lz.cls = malloc(maxvar * sizeof(uint32_t));
-	lz.rep = malloc(maxvar * sizeof(uint32_t));
-	if (lz.cls == NULL || lz.rep == NULL)
-		return "out of memory";
+	/* scratch arrays grow and are kept: a new allocation would make the
+	 * runner re-measure its address space (RLIMIT_AS) for the next child */
+	size_t need = lz.nlines > maxvar ? lz.nlines : maxvar;
+	if (need > lz.scratch_cap) {
+		size_t cap = lz.scratch_cap;
+		if (grow((void **)&lz.sorted, &cap, need, sizeof(uint32_t)) < 0)
+			return "out of memory";
+		cap = lz.scratch_cap;
+		if (grow((void **)&lz.cls, &cap, need, sizeof(uint32_t)) < 0)
+			return "out of memory";
+		cap = lz.scratch_cap;
+		if (grow((void **)&lz.rep, &cap, need, sizeof(uint32_t)) < 0)
+			return "out of memory";
+		lz.scratch_cap = cap;
+	}
+	if (grew)
+		r->vm_stale = 1;
+	grew = 0;
 	for (uint32_t i = 0; i < lz.nlines; i++)
 		lz.sorted[i] = i;
 	qsort(lz.sorted, lz.nlines, sizeof(uint32_t), by_off);
@@ -204,7 +216,6 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 			return "lazy spec: a line belongs to two groups";
 	lz.lo = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[0]].off : 0;
 	lz.hi = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[lz.nlines - 1]].off + lz.line_size : 0;
-	r->vm_stale = 1;
 	lz.active = 1;
 	return NULL;
 }
