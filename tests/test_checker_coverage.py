@@ -102,7 +102,8 @@ def test_summary_and_report_say_when_points_were_sampled(tmp_path):
 def test_lazy_run_covers_every_point_and_says_so(tmp_path):
     out = tmp_path / "r.json"
     html = tmp_path / "r.html"
-    res = run_cli("fuzz", "wort", "--examples", "3", "--seed", "2", "--quiet", "--json", out, "--report", html)
+    res = run_cli("fuzz", "wort", "--examples", "3", "--seed", "2", "--strategy", "lazy", "--quiet", "--json", out,
+                  "--report", html)
     assert res.returncode == 0, res.stdout + res.stderr
     data = json.loads(out.read_text())
     assert data["strategy"] == "lazy"
