@@ -115,6 +115,12 @@ class Structure:
         return bool(self.info.get("pm", True))
 
     @property
+    def map_ops(self) -> tuple[str, ...]:
+        """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
+        are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""
+        return tuple(self.info.get("map_ops", ("insert", "update", "delete", "lookup", "scan")))
+
+    @property
     def value_min(self) -> int:
         """The shortest value the structure takes (drivers before value_min: value_size)."""
         return int(self.info.get("value_min", self.value_size))

@@ -18,6 +18,11 @@ Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and upd
 delete-heavy, and churn (insert every key, then delete them all in a random order: every node
 grows and then shrinks and merges away).
 
+Optional operations: a structure without update, delete or scan (its adapter leaves the verb NULL;
+`driver info` lists "map_ops") gets histories without them (`map_ops=`); insert and lookup are
+always there. Values and keys, as docs/trees.md "What the fuzzer draws" lists them: values are
+the numbers 1..9999 (never 0) as 8 little-endian bytes, repeated for 16-byte values.
+
 Bulk load: a third of the histories start by inserting 17..48 keys, so nodes grow past their small forms
 (ART's NODE16 -> NODE48 needs 17 children under one parent); Hypothesis shrinks it away when a
 bug does not need it. The bulk inserts are a load phase (`Workload.load`, specs/model.py): run and traced as
@@ -26,6 +31,8 @@ a bulk load deletes at most MAX_OPS of its keys, one without inserts and deletes
 MAX_OPS // 2 keys (a single insert when MAX_OPS is 1).
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 from hypothesis import strategies as st
 
@@ -97,10 +104,14 @@ def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
 @st.composite
 def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
               key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
-              max_keys: int = 8) -> list[Op]:
+              max_keys: int = 8, map_ops: Sequence[str] | None = None) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
     of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
-    multiple of 8 in that range."""
+    multiple of 8 in that range. MAP_OPS: the operations the structure has (`driver info`
+    map_ops; default all five); the others never appear (a churn without delete is insert-heavy)."""
+    have = set(_KINDS if map_ops is None else map_ops)
+    if not {"insert", "lookup"} <= have:
+        raise ValueError("a map structure needs at least insert and lookup")
     values = _values(value_size, value_size if value_min is None else value_min)
     if keys == "mixed":
         keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:4]))
@@ -108,6 +119,8 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         mix = draw(st.sampled_from(MIXES[:4]))
     if mix not in _WEIGHTS and mix != "churn":
         raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
+    if mix == "churn" and "delete" not in have:
+        mix = "insert-heavy"
     bulk = draw(st.integers(0, 2)) == 0
     nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
     if key_kind == "bytes":
@@ -137,7 +150,7 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
     else:
         load = []
     weights = _WEIGHTS[mix]
-    kinds = [kind for kind, w in zip(_KINDS, weights) for _ in range(w)]
+    kinds = [kind for kind, w in zip(_KINDS, weights) if kind in have for _ in range(w)]
     ops: list[Op] = list(load)
     # ycsb: load the keys first, as YCSB's load phase does.
     if mix == "ycsb" and not load:
