@@ -63,3 +63,13 @@ def test_fuzzing_a_structure_without_delete_finds_nothing(insertonly, tmp_path):
     assert data["bugs"] == [] and data["stats"]["histories"] >= 24
     assert data["stats"]["crash_points"] > 0
 
+
+def test_stats_knows_user_structures_and_their_operations(insertonly):
+    res = run_cli("stats", "insertonly", "--ops", "40")
+    assert res.returncode == 0, res.stderr
+    rows = [line.split() for line in res.stdout.splitlines()[2:]]
+    assert [r[0] for r in rows] == ["insert", "lookup"]
+    insert = dict(zip(["stores", "flushes", "fences"], map(float, rows[0][1:])))
+    # an insert writes the entry and the count and persists both (clflush + 2 mfences each)
+    assert insert["stores"] >= 2 and insert["flushes"] >= 2 and insert["fences"] >= 2
+    assert float(rows[1][2]) == 0      # a lookup flushes nothing
