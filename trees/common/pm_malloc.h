@@ -17,7 +17,9 @@
  * posix_memalign itself (a macro of that name would break the declaration);
  * their include guards keep later includes from seeing the macros.
  * Pool objects come back zeroed; memory freed that is not a pool object
- * (allocated before the pool existed) goes to the C library's free.
+ * (allocated before the pool existed) goes to the C library's free.  In
+ * C++, std::malloc and friends are redirected too; new and delete are not
+ * (construct PM objects with placement new on pm_alloc, as examples/cppmap).
  */
 #ifndef CC_PM_MALLOC_H
 #define CC_PM_MALLOC_H
