@@ -5,8 +5,7 @@ HART declares its 56-slot EPallocator chunks. Its histories, drawn as a fuzz run
 them, hold more than 56 keys in some examples, with the 57th key inserted, or the oldest chunk's
 last keys deleted, by a checked operation; plain histories never exceed 48 keys. HART's seeded bug
 chain-head-first (a second chunk linked before it is durable) is found by tests/test_gate.py like
-every seeded bug; the slow test here shows that without the thresholds it is not."""
-import pytest
+every seeded bug; the last test here shows that without the thresholds it is not."""
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 from harness import strategies, structures
@@ -66,7 +65,6 @@ def test_crossing_histories_keep_the_checked_part_short(ops):
     assert _live(ops) <= 56 + 3 + HART["max_ops"]
 
 
-@pytest.mark.slow
 def test_chain_bug_needs_the_threshold(trees_built, monkeypatch):
     """Without HART's declared threshold, 48 histories do not find chain-head-first."""
     from harness.fuzz import Config, fuzz_target
