@@ -47,9 +47,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Options whose value may itself start with "-" (`--cflags -DFOO`): argparse would take the value
+# for an option of its own, so `--cflags X` is read as `--cflags=X`.
+DASH_VALUE_OPTIONS = ("--cflags",)
+
+
+def join_dash_values(argv: list[str]) -> list[str]:
+    """ARGV with every `OPTION VALUE` of DASH_VALUE_OPTIONS written as `OPTION=VALUE`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in DASH_VALUE_OPTIONS and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
     try:
         return int(args.func(args) or 0)
     except CrashcheckError as exc:

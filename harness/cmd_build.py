@@ -1,22 +1,24 @@
 """`crashcheck build NAME SOURCES... --adapter ADAPTER.c`: put a user's own structure under test.
 
-Owns compiling a user's structure into drivers like the built-in trees': the sources, the adapter
-(trees/common/cc_tree.h) and trees/common (driver, pool allocator) are compiled with crashcheck-cc
-into build/user/NAME/driver, natively into driver-native, and, for every entry of a bugs.json
-beside the adapter (or given with --bugs), into driver-bug-<name> with -D<define>. A meta.json
-records where the catalog and expectation file live, so every other command accepts NAME.
+Owns the command line of putting a user's structure under test and what it registers: the sources,
+the adapter (trees/common/cc_tree.h) and trees/common (driver, pool allocator) become
+build/user/NAME/driver (traced), driver-native and, for every entry of a bugs.json beside the
+adapter (or given with --bugs), driver-bug-<name> with -D<define>; harness/build_compile.py owns
+the compiler commands (C and C++, --pm-malloc). A meta.json records where the catalog and
+expectation file live, so every other command accepts NAME. A failed compile prints the
+compiler's whole output, then one error line.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import shutil
-import subprocess
+import shlex
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness import structures
+from harness import build_compile, structures
 from harness.errors import UsageError
 from harness.report import write_atomic
 
@@ -27,29 +29,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile your own structure with the pass so every command accepts it")
     p.add_argument("name", help="the name to give it (letters, digits, - and _)")
     p.add_argument("sources", nargs="*", help="the structure's C/C++ sources (none if all is in the adapter)")
-    p.add_argument("--adapter", required=True, help="the adapter file defining `cc_adapter` (see trees/common/cc_tree.h)")
+    p.add_argument("--adapter", required=True,
+                   help="the adapter file (C or C++) defining `cc_adapter` (see trees/common/cc_tree.h)")
     p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
-    p.add_argument("--cflags", default="", help="extra compiler flags, e.g. \"-DMY_OPTION -Iinclude\"")
+    p.add_argument("--cflags", action="append", default=[],
+                   help="extra compiler flags: one flag (--cflags -DMY_OPTION) or several in quotes "
+                        "(--cflags \"-DMY_OPTION -Iinclude\"); may be repeated")
+    p.add_argument("--pm-malloc", action="store_true",
+                   help="send the sources' malloc, calloc, realloc, free, posix_memalign, aligned_alloc and "
+                        "_mm_malloc to the pool allocator, each allocation recorded with the line that "
+                        "called it (trees/common/pm_malloc.h); not the adapter's")
     p.add_argument("--model", dest="model_file", metavar="FILE.py",
                    help="the reference model of a structure that is not an ordered map: a Python file "
                         "defining MODEL = specs.model.Model(...) named as the adapter's .model (docs/models.md)")
     p.set_defaults(func=run)
 
 
-def _compile(cc: list[str], out: Path, args: list[str]) -> None:
-    # Linked under a private name and renamed into place: a run of the previous driver (or another
-    # build of the same structure at the same time) never sees a half-written executable.
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        res = subprocess.run(cc + args + ["-o", str(tmp)], capture_output=True, text=True)
-        if res.returncode == 0:
-            os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    if res.returncode != 0:
-        lines = (res.stderr or res.stdout).strip().splitlines()
-        first = next((line for line in lines if "error" in line), lines[0] if lines else "")
-        raise UsageError(f"compiling {out.name} failed: {first}")
+def _compile_all(plan: build_compile.Plan, out: Path, bugs: list) -> None:
+    """Every driver of the structure into OUT: traced, native, one per seeded bug. The variants
+    are independent compiles, one per core at a time; the first failure in catalog order is the
+    one reported."""
+    build_compile.syntax_check(plan)
+    with build_compile.objects_dir(out) as d:
+        work = Path(d)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            traced_f = pool.submit(build_compile.common_objects, plan, work, True)
+            native_f = pool.submit(build_compile.common_objects, plan, work, False)
+            traced, native = traced_f.result(), native_f.result()
+        jobs = [(out / "driver", traced, True, []), (out / "driver-native", native, False, [])]
+        jobs += [(out / f"driver-bug-{bug.name}", traced, True, [bug.define]) for bug in bugs]
+        with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+            for done in [pool.submit(build_compile.build_variant, plan, o, common, work, t, defs)
+                         for o, common, t, defs in jobs]:
+                done.result()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     for path in sources + [adapter]:
         if not path.is_file():
             raise UsageError(f"{path}: no such source file")
+        build_compile.language(path)
     bugs_path = Path(args.bugs).resolve() if args.bugs else adapter.parent / "bugs.json"
     if args.bugs and not bugs_path.exists():
         raise UsageError(f"{bugs_path}: no such bug catalog")
@@ -70,36 +83,39 @@ def run(args: argparse.Namespace) -> int:
     model_file = Path(args.model_file).resolve() if args.model_file else None
     if model_file is not None and not model_file.is_file():
         raise UsageError(f"{model_file}: no such model file")
-    clang = shutil.which("clang-16")
-    wrapper = ROOT / "instrument" / "bin" / "crashcheck-cc"
-    runtime = structures.BUILD / "libcrashcheck_rt.a"
-    if clang is None or not runtime.exists():
-        raise UsageError("clang-16 or the runtime is missing; run scripts/setup first")
-    common = sorted(str(p) for p in (ROOT / "trees" / "common").glob("*.c"))
-    flags = ["-O2", "-g", "-std=gnu11", f"-I{ROOT}/trees/common", f"-I{ROOT}/instrument/include",
-             f"-I{ROOT}/crashsim/runner", f"-I{adapter.parent}"] + args.cflags.split()
-    srcs = [str(s) for s in sources] + [str(adapter)] + common
+    try:
+        cflags = [f for text in args.cflags for f in shlex.split(text)]
+    except ValueError as exc:
+        raise UsageError(f"--cflags: {exc}") from None
+    plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc)
+    missing = build_compile.missing_tools(plan)
+    if missing is None and not build_compile.runtime().exists():
+        missing = "the runtime is not built; run scripts/setup first"
+    if missing:
+        raise UsageError(missing)
     out = structures.BUILD / "user" / name
     out.mkdir(parents=True, exist_ok=True)
-    jobs = [([str(wrapper)], out / "driver", flags + srcs),
-            ([clang], out / "driver-native", flags + srcs + [str(runtime), "-lpthread", "-ldl"])]
-    jobs += [([str(wrapper)], out / f"driver-bug-{bug.name}", flags + [f"-D{bug.define}"] + srcs) for bug in bugs]
-    # the variants are independent compiles: one per core at a time (a catalog of ten bugs took
-    # ten times one compile); the first failure, in catalog order, is the one reported
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for done in [pool.submit(_compile, *job) for job in jobs]:
-            done.result()
+    try:
+        _compile_all(plan, out, bugs)
+    except build_compile.BuildFailure as exc:
+        # the compiler's own words, all of them, then the one line every error ends with
+        print(exc.diagnostics, file=sys.stderr)
+        raise UsageError(f"{exc} (the compiler's messages are above)") from None
     # The model the adapter names must be one crashcheck knows, or the one --model gives; a
     # structure whose model cannot be had is not registered (no meta.json).
     structures._driver_info.cache_clear()
     probe = structures.Structure(name, adapter.parent, out, False, model_file=model_file)
     try:
         model = probe.model()
+        if model.name == "ordered_map" and not {"insert", "lookup"} <= set(probe.map_ops):
+            raise UsageError(f"{name}: a map needs at least insert and lookup (its adapter has "
+                             f"{', '.join(probe.map_ops) or 'none'}); update, delete and scan may be NULL")
     except UsageError:
         (out / "meta.json").unlink(missing_ok=True)
         raise
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
-            "adapter": str(adapter), "cflags": args.cflags, "bugs": str(bugs_path) if bugs else None,
+            "adapter": str(adapter), "cflags": shlex.join(cflags),
+            "pm_malloc": args.pm_malloc, "bugs": str(bugs_path) if bugs else None,
             "model_file": str(model_file) if model_file else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")
     print(f"built {name} ({model.name} model): {out}/driver (traced), driver-native"

@@ -38,7 +38,7 @@ def load_record(path: str, ident: str | None) -> dict:
 def _ops(path: str, lines: list[str], what: str, structure: structures.Structure, model: Model) -> list:
     """The operations of LINES in MODEL's notation, each one the structure can run, or UsageError."""
     limits = {"name": structure.name, "key_kind": structure.key_kind, "value_size": structure.value_size,
-              "value_min": structure.value_min}
+              "value_min": structure.value_min, "map_ops": structure.map_ops}
     ops = []
     for i, line in enumerate(lines):
         try:

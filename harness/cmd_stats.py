@@ -1,7 +1,8 @@
 """`crashcheck stats STRUCTURE --keys dense|sparse|clustered --ops N [--json] [--seed S]`.
 
 Owns the per-operation write cost of a structure: it runs N inserts, then N updates, N lookups and
-N deletes of the same keys with the traced driver (build/trees/<t>/driver), reads the traces, and
+N deletes of the same keys with the traced driver (a built-in tree's or a user's structure's from
+`crashcheck build`; the operations a structure does not have are left out), reads the traces, and
 prints the average stores, flushes and fences per operation of each kind (events between an
 operation's op_begin and op_end; recovery and pool formatting are not counted).
 
@@ -57,7 +58,7 @@ class StatsRun:
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("stats", help="stores, flushes and fences per insert/update/lookup/delete")
-    parser.add_argument("structure", help="a tree under trees/ (e.g. wort)")
+    parser.add_argument("structure", help="a persistent map: a built-in tree (e.g. wort) or one of `crashcheck build`")
     parser.add_argument("--keys", choices=sorted(keygen.GENERATORS), default="dense",
                         help="key distribution of the thesis (default dense)")
     parser.add_argument("--ops", type=options.positive, default=1000, help="operations of each kind (default 1000)")
@@ -67,19 +68,30 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def known_structures() -> list[str]:
-    """Built-in persistent maps (stats counts PM stores, flushes and fences of map operations)."""
-    return sorted(p.parent.name for p in (ROOT / "trees").glob("*/adapter.c")
-                  if ".no_pm" not in p.read_text())
+    """Persistent maps, built-in and the user's own (`crashcheck build`): stats counts PM stores,
+    flushes and fences of map operations. A user's structure counts once its meta.json exists."""
+    out = []
+    for name in structures.all_names():
+        if name in structures.builtin_names():
+            if ".no_pm" in (ROOT / "trees" / name / "adapter.c").read_text():
+                continue
+        else:
+            try:
+                s = structures.get(name)
+                if not s.has_pm or s.spec_model != "ordered_map":
+                    continue
+            except UsageError:
+                continue        # a user's build whose driver is gone: not listed
+        out.append(name)
+    return out
 
 
 def traced_driver(structure: str) -> Path:
     known = known_structures()
     if structure not in known:
-        raise UsageError(f"unknown structure {structure!r} (known: {', '.join(known) or 'none'})")
-    driver = ROOT / "build" / "trees" / structure / "driver"
-    if not driver.is_file():
-        raise UsageError(f"{driver} is not built; run `make trees` in {ROOT}")
-    return driver
+        raise UsageError(f"unknown structure {structure!r} (known: {', '.join(known) or 'none'}; "
+                         "build your own with `crashcheck build`)")
+    return structures.get(structure).driver()
 
 
 def histories(keys: list[int], seed: int, value_size: int = 8) -> dict[str, list[str]]:
@@ -168,8 +180,10 @@ def collect(structure: str, keys_kind: str, n: int, seed: int) -> StatsRun:
         tmp = Path(d)
         pool = tmp / "pool"
         create = True
-        value_size = structures.get(structure).value_size
-        for kind, lines in histories(keys, seed, value_size).items():
+        s = structures.get(structure)
+        for kind, lines in histories(keys, seed, s.value_size).items():
+            if kind not in s.map_ops:
+                continue      # an optional operation the structure does not have
             for start in range(0, len(lines), SEGMENT):
                 run_segment(driver, pool, size, create, lines[start:start + SEGMENT], tmp,
                             result.counts[kind], expect[kind])
@@ -179,14 +193,14 @@ def collect(structure: str, keys_kind: str, n: int, seed: int) -> StatsRun:
 
 def run(args: argparse.Namespace) -> int:
     stats = collect(args.structure, args.keys, args.ops, args.seed)
-    table = {kind: stats.counts[kind].averages() for kind in KINDS}
+    have = structures.get(args.structure).map_ops
+    table = {kind: stats.counts[kind].averages() for kind in KINDS if kind in have}
     if args.json:
         print(json.dumps(table))
         return 0
     print(f"{stats.structure}: {stats.keys} keys, {stats.ops} operations of each kind (seed {stats.seed}), "
           f"averages per operation")
     print(f"{'operation':<10}{'stores':>10}{'flushes':>10}{'fences':>10}")
-    for kind in KINDS:
-        row = table[kind]
+    for kind, row in table.items():
         print(f"{kind:<10}{row['stores']:>10.2f}{row['flushes']:>10.2f}{row['fences']:>10.2f}")
     return 0

@@ -233,7 +233,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
     with Checker(s, bug, settings, budget=budget) as checker:
         strategy = histories(checker.model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size,
-                             value_min=checker.value_min)
+                             value_min=checker.value_min, map_ops=checker.map_ops,
+                             thresholds=s.thresholds)
         if config.threads > 1:
             # a model whose threads follow a protocol (the range lock) draws its own sections
             own = checker.model.thread_histories

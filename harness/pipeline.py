@@ -61,6 +61,7 @@ class Checker:
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
         self.value_min = structure.value_min
+        self.map_ops = structure.map_ops
 
     def close(self) -> None:
         self.session.close()

@@ -53,7 +53,7 @@ class Session:
         if not self.settings.followup:
             return []
         s = self.structure
-        return list(self.model.followup(ops, key_kind=s.key_kind, value_size=s.value_size))
+        return list(self.model.followup(ops, key_kind=s.key_kind, value_size=s.value_size, map_ops=s.map_ops))
 
     # -- the runner ------------------------------------------------------------------------
 

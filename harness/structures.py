@@ -45,6 +45,7 @@ class Structure:
     designed_for: str = "adr"    # expect.json "model": the persistency model it is built for
     models: tuple[str, ...] = MODELS
     model_file: Path | None = None   # a user's reference model (crashcheck build --model FILE.py)
+    thresholds: tuple[int, ...] = ()  # expect.json "thresholds": capacities histories must cross
 
     def driver(self, bug: str | None = None) -> Path:
         """The traced driver, or a seeded-bug variant's."""
@@ -115,6 +116,12 @@ class Structure:
         return bool(self.info.get("pm", True))
 
     @property
+    def map_ops(self) -> tuple[str, ...]:
+        """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
+        are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""
+        return tuple(self.info.get("map_ops", ("insert", "update", "delete", "lookup", "scan")))
+
+    @property
     def value_min(self) -> int:
         """The shortest value the structure takes (drivers before value_min: value_size)."""
         return int(self.info.get("value_min", self.value_size))
@@ -147,7 +154,10 @@ BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "clas
 # "model": the persistency model the structure is built for (Heart: eadr, no flushes); runs use it
 # unless told otherwise. Absent: adr.
 EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
-                                  "reason": (Text(), "")})), list)})
+                                  "reason": (Text(), "")})), list),
+              # capacities the structure's histories must cross (specs/map_histories.py): a unit
+              # (chunk, node) that holds KEYS keys; up to MAX_THRESHOLD
+              "thresholds": (List(Obj({"keys": (Nat(1), REQUIRED), "what": (Text(), "")})), list)})
 META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None), "model_file": (Opt(Text()), None)})
 
 
@@ -174,10 +184,18 @@ def read_bugs(path: Path) -> list[SeededBug]:
     return bugs
 
 
-def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict], str]:
+# The largest capacity a structure may declare: a history crossing it loads that many keys.
+MAX_THRESHOLD = 256
+
+
+def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict], str, tuple[int, ...]]:
     bugs = read_bugs(bugs_file or folder / "bugs.json")
-    expect = _checked(EXPECT, folder / "expect.json", {})
-    return bugs, expect["known"], expect["model"] or "adr"
+    path = folder / "expect.json"
+    expect = _checked(EXPECT, path, {})
+    thresholds = tuple(sorted({t["keys"] for t in expect["thresholds"]}))
+    if thresholds and thresholds[-1] > MAX_THRESHOLD:
+        raise UsageError(f"{path}: thresholds: {thresholds[-1]} keys is more than the {MAX_THRESHOLD} a history may load")
+    return bugs, expect["known"], expect["model"] or "adr", thresholds
 
 
 def builtin_names() -> list[str]:
@@ -200,13 +218,15 @@ def all_names() -> list[str]:
 def get(name: str) -> Structure:
     if name in builtin_names():
         folder = ROOT / "trees" / name
-        bugs, known, model = _catalog(folder)
-        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model)
+        bugs, known, model, thresholds = _catalog(folder)
+        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model,
+                         thresholds=thresholds)
     if name in user_names():
         build = BUILD / "user" / name
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
-        bugs, known, model = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
+        bugs, known, model, thresholds = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
         return Structure(name, folder, build, False, bugs, known, designed_for=model,
-                         model_file=Path(meta["model_file"]) if meta["model_file"] else None)
+                         model_file=Path(meta["model_file"]) if meta["model_file"] else None,
+                         thresholds=thresholds)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -18,7 +18,16 @@ Operation mixes: insert-heavy, ycsb (a load phase of inserts, then reads and upd
 delete-heavy, and churn (insert every key, then delete them all in a random order: every node
 grows and then shrinks and merges away).
 
-Bulk load: a third of the histories start by inserting 17..48 keys, so nodes grow past their small forms
+Optional operations: a structure without update, delete or scan (its adapter leaves the verb NULL;
+`driver info` lists "map_ops") gets histories without them (`map_ops=`); insert and lookup are
+always there. Values and keys, as docs/trees.md "What the fuzzer draws" lists them: values are
+the numbers 1..9999 (never 0) as 8 little-endian bytes, repeated for 16-byte values.
+
+Thresholds: a structure that declares capacities (expect.json "thresholds", e.g. HART's 56-slot
+chunks) gets a quarter of its histories from specs/threshold_histories.py: loads of up to C + 3
+keys whose checked part crosses capacity C, growing a unit or emptying one to be recycled.
+
+Bulk load: a third of the other histories start by inserting 17..48 keys, so nodes grow past their small forms
 (ART's NODE16 -> NODE48 needs 17 children under one parent); Hypothesis shrinks it away when a
 bug does not need it. The bulk inserts are a load phase (`Workload.load`, specs/model.py): run and traced as
 set-up, never crash-checked. MAX_OPS bounds the checked part in every mix: a churn history of
@@ -27,8 +36,11 @@ MAX_OPS // 2 keys (a single insert when MAX_OPS is 1).
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from hypothesis import strategies as st
 
+from specs import threshold_histories
 from specs.model import with_load
 from specs.ordered_map import Op
 
@@ -97,10 +109,17 @@ def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
 @st.composite
 def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
               key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
-              max_keys: int = 8) -> list[Op]:
+              max_keys: int = 8, map_ops: Sequence[str] | None = None,
+              thresholds: Sequence[int] = ()) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
     of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
-    multiple of 8 in that range."""
+    multiple of 8 in that range. MAP_OPS: the operations the structure has (`driver info`
+    map_ops; default all five); the others never appear (a churn without delete is insert-heavy).
+    THRESHOLDS: capacities the structure declares (expect.json); a quarter of the histories then
+    cross one of them (specs/threshold_histories.py)."""
+    have = set(_KINDS if map_ops is None else map_ops)
+    if not {"insert", "lookup"} <= have:
+        raise ValueError("a map structure needs at least insert and lookup")
     values = _values(value_size, value_size if value_min is None else value_min)
     if keys == "mixed":
         keys = draw(st.sampled_from(KEY_DISTRIBUTIONS[:4]))
@@ -108,6 +127,20 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         mix = draw(st.sampled_from(MIXES[:4]))
     if mix not in _WEIGHTS and mix != "churn":
         raise ValueError(f"unknown operation mix {mix!r} (one of {', '.join(MIXES)})")
+    if mix == "churn" and "delete" not in have:
+        mix = "insert-heavy"
+    if thresholds and draw(st.integers(0, 3)) == 0:
+        # a quarter of the histories of a structure with capacity thresholds cross one
+        def key_pool(n: int):
+            if key_kind == "bytes":
+                return _byte_keys(n)
+            return _u64_keys(keys, n).map(lambda ks: [k.to_bytes(8, "big") for k in ks])
+        low = value_size if value_min is None else value_min
+        sizes = [n for n in range(8, value_size + 1, 8) if n >= low] if value_size % 8 == 0 else []
+        return draw(threshold_histories.crossing(
+            thresholds=thresholds, key_pool=key_pool, key_kind=key_kind, value_sizes=sizes or [8],
+            kinds=_kinds(mix, have), have=have, max_ops=max_ops, min_ops=min_ops, random_ops=random_ops,
+            value_size=value_size, value_min=value_min))
     bulk = draw(st.integers(0, 2)) == 0
     nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
     if key_kind == "bytes":
@@ -136,17 +169,30 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
         n += len(load)
     else:
         load = []
-    weights = _WEIGHTS[mix]
-    kinds = [kind for kind, w in zip(_KINDS, weights) for _ in range(w)]
+    kinds = _kinds(mix, have)
     ops: list[Op] = list(load)
     # ycsb: load the keys first, as YCSB's load phase does.
     if mix == "ycsb" and not load:
         for key in pool[:n]:
             ops.append(Op("insert", key, draw(values)))
-    # Inserts mostly pick keys not present yet and the other operations keys that are, so
-    # histories change the structure instead of bouncing off it (an insert into a full NODE48,
-    # a delete that leaves a node with one inner child).
-    present = {op.key for op in ops}
+    random_ops(draw, ops, pool, n, kinds, values, value_size, value_min)
+    return with_load(ops, len(load))
+
+
+def _kinds(mix: str, have: set[str]) -> list[str]:
+    """The operation kinds of MIX, each repeated by its weight, those the structure has only
+    (a churn's random part, where there is one, is insert-heavy)."""
+    weights = _WEIGHTS.get(mix, _WEIGHTS["insert-heavy"])
+    return [kind for kind, w in zip(_KINDS, weights) if kind in have for _ in range(w)]
+
+
+def random_ops(draw, ops: list[Op], pool: list[bytes], n: int, kinds: list[str], values,
+               value_size: int, value_min: int | None) -> None:
+    """Append operations drawn from KINDS (repeated by weight) over the keys of POOL to OPS
+    until it holds N. Inserts mostly pick keys not present yet and the other operations keys
+    that are, so histories change the structure instead of bouncing off it (an insert into a
+    full NODE48, a delete that leaves a node with one inner child)."""
+    present = _present(ops)
     while len(ops) < n:
         kind = draw(st.sampled_from(kinds))
         absent = [k for k in pool if k not in present]
@@ -171,7 +217,18 @@ def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1
             present.discard(key)
         else:
             ops.append(Op(kind, key))
-    return with_load(ops, len(load))
+
+
+def _present(ops: list[Op]) -> set[bytes]:
+    """The keys present after OPS (an insert or update adds its key, a delete removes it; updates
+    of absent keys only happen in histories whose earlier ops the caller wrote, which insert)."""
+    present: set[bytes] = set()
+    for op in ops:
+        if op.kind in ("insert", "update"):
+            present.add(op.key)
+        elif op.kind == "delete":
+            present.discard(op.key)
+    return present
 
 
 def _values(size: int, min_size: int, exclude: int | None = None) -> st.SearchStrategy[bytes | None]:

@@ -206,9 +206,11 @@ def classify(m: Mismatch) -> tuple[str, str]:
     return best
 
 
-def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8, **_: Any) -> list[Op]:
+def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8,
+             map_ops: Sequence[str] | None = None, **_: Any) -> list[Op]:
     """A short deterministic workload run after every recovery: lookups of the history's keys, an
-    insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything.
+    insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything,
+    leaving out the operations the structure does not have (MAP_OPS, default all).
     (Was harness.pipeline.followup_ops; same operations for the same arguments.)"""
     keys: list[bytes] = []
     for op in ops:
@@ -229,7 +231,7 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8, **_:
         out.append(Op("delete", keys[-1]))
     out.append(Op("lookup", fresh))
     out.append(Op("scan", b"\0" * (8 if key_kind != "bytes" else 1), count=64))
-    return out
+    return out if map_ops is None else [op for op in out if op.kind in map_ops]
 
 
 def histories(**opts: Any):
@@ -244,6 +246,8 @@ def validate(op: Op, limits: dict[str, Any]) -> str | None:
     if op.kind == "scan" and not 1 <= op.count < 1 << 31:
         return "scan count out of range"
     name = limits.get("name", "the structure")
+    if op.kind not in limits.get("map_ops", OP_KINDS):
+        return f"{name} has no {op.kind}"
     if limits.get("key_kind", "u64") == "u64" and len(op.key) != 8:
         return f"{name} takes 8-byte integer keys"
     size = int(limits.get("value_size", 8))

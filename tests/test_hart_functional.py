@@ -167,7 +167,8 @@ def test_hart_short_keys_and_prefixes(trees_built, tmp_path):
 def test_hart_info(trees_built):
     res = run_driver(DRIVER, ["info"])
     assert json.loads(res.stdout) == {"name": "hart", "key_kind": "bytes", "value_size": 16, "value_min": 1, "threads": True,
-                                      "model": "ordered_map"}
+                                      "model": "ordered_map",
+                                      "map_ops": ["insert", "update", "delete", "lookup", "scan"]}
 
 
 @pytest.fixture(scope="module")

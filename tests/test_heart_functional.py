@@ -179,7 +179,8 @@ def test_heart_short_keys_and_prefixes(trees_built, tmp_path):
 def test_heart_info(trees_built):
     res = run_driver(DRIVER, ["info"])
     assert json.loads(res.stdout) == {"name": "heart", "key_kind": "bytes", "value_size": 16, "value_min": 1, "threads": True,
-                                      "model": "ordered_map"}
+                                      "model": "ordered_map",
+                                      "map_ops": ["insert", "update", "delete", "lookup", "scan"]}
 
 
 MT_SRCS = ["test/heart_mt.c", "heart.c", "heart_mem.c", "heart_recover.c"]

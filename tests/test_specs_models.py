@@ -57,7 +57,8 @@ def test_session_runs_the_models_followup(ops, kind, on):
     from types import SimpleNamespace
     from harness.session import Session
     fake = SimpleNamespace(model=ordered_map.MODEL, settings=SimpleNamespace(followup=on),
-                           structure=SimpleNamespace(key_kind=kind[0], value_size=kind[1]))
+                           structure=SimpleNamespace(key_kind=kind[0], value_size=kind[1],
+                                                     map_ops=ordered_map.OP_KINDS))
     want = ordered_map.MODEL.followup(ops, key_kind=kind[0], value_size=kind[1]) if on else []
     assert Session.followup(fake, ops) == want
     if on and ops:

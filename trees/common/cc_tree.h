@@ -130,6 +130,13 @@ struct cc_adapter {
 	 */
 	int (*recover)(void *t);
 
+	/*
+	 * The map verbs.  insert, lookup and dump are required; update, remove
+	 * and scan are optional: a structure without one leaves it NULL, the
+	 * fuzzer's histories and follow-up workload then leave that operation
+	 * out (`driver info` lists what it has as "map_ops"), and a history
+	 * line using it is a user error.
+	 */
 	int (*insert)(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
 	int (*update)(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen);
 	int (*remove)(void *t, const uint8_t *key, size_t klen);

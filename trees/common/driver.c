@@ -383,7 +383,16 @@ static int cmd_info(int argc, char **argv)
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
 	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
 	       cc_adapter.threads ? "true" : "false");
-	if (!cc_is_map(&cc_adapter)) {
+	if (cc_is_map(&cc_adapter)) {
+		/* the map operations it has: update, delete and scan are optional (NULL) */
+		static const enum cc_op_kind kinds[] = {OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN};
+		static const char *const names[] = {"insert", "update", "delete", "lookup", "scan"};
+		printf(", \"map_ops\": [");
+		for (int i = 0, n = 0; i < 5; i++)
+			if (!cc_missing_verb(&cc_adapter, kinds[i]))
+				printf("%s\"%s\"", n++ ? ", " : "", names[i]);
+		printf("]");
+	} else {
 		/* the operation table: names and argument kinds ("u" u64, "b" bytes) */
 		printf(", \"pm\": %s, \"ops\": [", cc_adapter.no_pm ? "false" : "true");
 		for (int i = 0; cc_adapter.ops && cc_adapter.ops[i].name; i++)

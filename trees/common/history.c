@@ -265,9 +265,35 @@ int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t va
 int cc_history_parse_for(const char *text, const struct cc_adapter *a,
 			 struct cc_history *h, char *err, size_t errlen)
 {
-	if (cc_is_map(a))
-		return cc_history_parse(text, a->key_kind, cc_value_min(a), a->value_size, h, err, errlen);
-	return parse_text(text, 0, 0, 0, a->ops, 1, h, err, errlen);
+	if (!cc_is_map(a))
+		return parse_text(text, 0, 0, 0, a->ops, 1, h, err, errlen);
+	if (cc_history_parse(text, a->key_kind, cc_value_min(a), a->value_size, h, err, errlen))
+		return -1;
+	/* an operation the adapter leaves out (a NULL verb) is a user error, never a crash */
+	for (size_t i = 0; i < h->n; i++) {
+		const char *verb = cc_missing_verb(a, h->ops[i].kind);
+		if (verb) {
+			unsigned line = h->ops[i].line;
+			const char *member = h->ops[i].kind == OP_DELETE ? "remove" : verb;
+			cc_history_free(h);
+			return fail(err, errlen, line, "%s has no %s (its adapter leaves .%s NULL)", a->name,
+				    verb, member);
+		}
+	}
+	return 0;
+}
+
+/* cc_missing_verb -- the name of KIND when adapter A leaves its entry point NULL, else NULL */
+const char *cc_missing_verb(const struct cc_adapter *a, enum cc_op_kind kind)
+{
+	switch (kind) {
+	case OP_INSERT: return a->insert ? NULL : "insert";
+	case OP_UPDATE: return a->update ? NULL : "update";
+	case OP_DELETE: return a->remove ? NULL : "delete";
+	case OP_LOOKUP: return a->lookup ? NULL : "lookup";
+	case OP_SCAN: return a->scan ? NULL : "scan";
+	default: return NULL;
+	}
 }
 
 /* cc_history_free -- release a parsed history */

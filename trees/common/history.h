@@ -9,7 +9,9 @@
  *
  * A structure whose model is not an ordered map (cc_is_map) gets generic
  * lines instead: `NAME ARG ...`, NAME one of its table `ops`, each ARG a
- * decimal u64 or x:HEX as the table says (cc_history_parse_for).
+ * decimal u64 or x:HEX as the table says (cc_history_parse_for).  A map
+ * adapter may leave update, remove and scan NULL: a line using one is then
+ * refused by cc_history_parse_for.
  *
  * Threads: a line `thread N` (N = 1, 2, ... in order, at most
  * CC_THREADS_MAX) starts thread N's section; the operations before the
@@ -63,6 +65,13 @@ int cc_history_parse(const char *text, int key_kind, size_t value_min, size_t va
  */
 int cc_history_parse_for(const char *text, const struct cc_adapter *a,
 			 struct cc_history *h, char *err, size_t errlen);
+
+/*
+ * cc_missing_verb -- "update", "delete" ... when A leaves the entry point of
+ * map operation KIND NULL (an optional operation it does not have), else
+ * NULL.  Such an operation in a history is a user error naming the line.
+ */
+const char *cc_missing_verb(const struct cc_adapter *a, enum cc_op_kind kind);
 
 void cc_history_free(struct cc_history *h);
 

@@ -40,6 +40,13 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 	int st;
 	uint8_t val[CC_LOOKUP_GUARD]; /* room for an adapter that writes too much: reported, not cut */
 	size_t vlen = 0;
+	const char *missing = cc_missing_verb(a, op->kind);
+	if (missing) {
+		/* parsing refuses such a line; a caller that built OP itself gets "error" */
+		fprintf(stderr, "%s: has no %s\n", a->name, missing);
+		fputs("error\n", out);
+		return CC_ERROR;
+	}
 	switch (op->kind) {
 	case OP_GENERIC: {
 		char res[CC_OUT_MAX] = "";

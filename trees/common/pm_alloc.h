@@ -20,6 +20,10 @@
 #include "crashcheck.h"
 #include "cc_tree.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define PM_ROOT_SIZE 64  /* bytes of root area at a fixed place in the pool */
 
 /*
@@ -58,5 +62,9 @@ size_t pm_object_size(const void *p);
 
 /* pm_contains -- non-zero if P lies inside the pool's heap. */
 int pm_contains(const void *p);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* CC_PM_ALLOC_H */

@@ -296,15 +296,22 @@ static struct ep_chunk *chunk_new_locked(struct hart *t, int chain)
 	if (c) {
 		c->hdr = hdr_make(0);
 		c->next = m->head[chain];
+#ifndef BUG_HART_CHAIN_HEAD_FIRST
 		/* the whole chunk: recovery reads free slots' value pointers, and
 		 * pm_alloc's zeroing is not flushed */
 		persistent(c, chunk_bytes(chain));
+#endif
 		if (idx_add(t, c, chain)) {
 			pm_free(c);
 			c = NULL;
 		} else {
 			store8(&m->head[chain], (uintptr_t)c);
 			persistent(&m->head[chain], 8);
+#ifdef BUG_HART_CHAIN_HEAD_FIRST
+			/* seeded bug: the new chunk (its PNext to the old head) is made
+			 * durable only after the head names it */
+			persistent(c, chunk_bytes(chain));
+#endif
 		}
 	}
 	store8(&m->alog, 0);

@@ -1,0 +1,160 @@
+"""Compiling a user's structure into drivers: languages, flags, objects, links, diagnostics.
+
+Owns the compiler commands of `crashcheck build` (harness/cmd_build.py owns its command line and
+what it registers). Each source is compiled by its language: `.c` as C (-std=gnu11) and `.cc`
+`.cpp` `.cxx` `.c++` `.C` as C++ (-std=gnu++20), with crashcheck-cc / crashcheck-c++ for the
+traced drivers and clang-16 / clang++-16 for the native one; a driver with any C++ source is
+linked by the C++ compiler. trees/common (driver, pool, allocator) is compiled once per flavour
+(traced, native) and linked into every variant; the structure's sources and the adapter are
+compiled per variant, with the seeded bug's -D define. With `pm_malloc`, the structure's sources
+(not the adapter, not trees/common) get `-include pm_malloc.h`, which sends malloc and its
+relatives to the pool (trees/common/pm_malloc.h).
+
+A compiler that fails raises BuildFailure with its complete output, which the command prints
+before its one-line error. Outputs are written under a private name and renamed into place, so a
+running driver never sees a half-written executable.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+C_SUFFIXES = (".c",)
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+C_STD = "-std=gnu11"
+CXX_STD = "-std=gnu++20"
+
+
+class BuildFailure(UsageError):
+    """A compile or link failed: the message is one line, `diagnostics` the compiler's whole output."""
+
+    def __init__(self, message: str, diagnostics: str) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+def language(path: Path) -> str:
+    """'c' or 'c++' by the file's suffix, or UsageError."""
+    if path.suffix in C_SUFFIXES:
+        return "c"
+    if path.suffix in CXX_SUFFIXES:
+        return "c++"
+    raise UsageError(f"{path}: not a C or C++ source (suffixes {' '.join(C_SUFFIXES + CXX_SUFFIXES)})")
+
+
+@dataclass
+class Plan:
+    """What to compile and how: the structure's SOURCES, its ADAPTER, the user's CFLAGS."""
+    sources: list[Path]
+    adapter: Path
+    cflags: list[str]
+    pm_malloc: bool = False
+    common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
+
+    @property
+    def cxx(self) -> bool:
+        return any(language(p) == "c++" for p in self.sources + [self.adapter])
+
+    def flags(self, lang: str) -> list[str]:
+        """The flags of one LANG compile: ours, then the user's (a user's -std= for the other
+        language is left out, so `--cflags -std=c++17` does not reach the C files)."""
+        own = [f for f in self.cflags if f.startswith("-std=")]
+        mine = [f for f in own if ("++" in f) == (lang == "c++")]
+        rest = [f for f in self.cflags if not f.startswith("-std=")]
+        std = mine or [CXX_STD if lang == "c++" else C_STD]
+        return (["-O2", "-g", "-mclflushopt", "-mclwb", *std, f"-I{ROOT}/trees/common",
+                 f"-I{ROOT}/instrument/include", f"-I{ROOT}/crashsim/runner", f"-I{self.adapter.parent}"]
+                + [f"-I{p.parent}" for p in self.sources] + rest)
+
+
+def compilers(traced: bool) -> dict[str, str]:
+    """The C and C++ compiler commands of the traced (pass) or native flavour."""
+    if traced:
+        return {"c": str(ROOT / "instrument" / "bin" / "crashcheck-cc"),
+                "c++": str(ROOT / "instrument" / "bin" / "crashcheck-c++")}
+    return {"c": "clang-16", "c++": "clang++-16"}
+
+
+def missing_tools(plan: Plan) -> str | None:
+    """What is not installed or built, or None."""
+    need = ["clang-16"] + (["clang++-16"] if plan.cxx else [])
+    for tool in need:
+        if shutil.which(tool) is None:
+            return f"{tool} is missing; run scripts/setup first"
+    return None
+
+
+def _run(cmd: list[str], what: str) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        out = (res.stderr + res.stdout).rstrip()
+        lines = out.splitlines()
+        first = next((line for line in lines if "error" in line), lines[0] if lines else "no output")
+        raise BuildFailure(f"{what} failed (exit {res.returncode}): {first.strip()}", out)
+
+
+def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
+    """The compiler and flags for SRC (its language's; pm_malloc.h forced into the structure's
+    own sources with pm_malloc)."""
+    lang = language(src)
+    cmd = [compilers(traced)[lang], *plan.flags(lang)]
+    if plan.pm_malloc and src in plan.sources:
+        cmd += ["-include", str(ROOT / "trees" / "common" / "pm_malloc.h")]
+    return cmd
+
+
+def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[str]) -> None:
+    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}")
+
+
+def syntax_check(plan: Plan) -> None:
+    """The structure's sources and adapter through the native compiler's front end only: a
+    mistake there shows in a second, before any driver is compiled."""
+    for src in plan.sources + [plan.adapter]:
+        _run(_command(plan, src, False) + ["-fsyntax-only", str(src)], f"compiling {src.name}")
+
+
+def common_objects(plan: Plan, workdir: Path, traced: bool) -> list[Path]:
+    """trees/common compiled once for the traced (or native) flavour, into WORKDIR."""
+    objs = []
+    for src in plan.common:
+        obj = workdir / f"common-{'traced' if traced else 'native'}-{src.stem}.o"
+        compile_object(plan, src, obj, traced, [])
+        objs.append(obj)
+    return objs
+
+
+def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, traced: bool,
+                  defines: list[str] = ()) -> None:
+    """The driver OUT: the structure's sources and adapter (with DEFINES) linked with COMMON."""
+    tag = out.name
+    objs = []
+    for i, src in enumerate(plan.sources + [plan.adapter]):
+        obj = workdir / f"{tag}-{i}-{src.stem}.o"
+        compile_object(plan, src, obj, traced, [f"-D{d}" for d in defines])
+        objs.append(obj)
+    cc = compilers(traced)["c++" if plan.cxx else "c"]
+    tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        _run([cc, *map(str, objs + common), *tail, "-o", str(tmp)], f"linking {out.name}")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def runtime() -> Path:
+    from harness import structures
+    return structures.BUILD / "libcrashcheck_rt.a"
+
+
+def objects_dir(out: Path) -> tempfile.TemporaryDirectory:
+    """A private scratch folder for one build's objects, beside its drivers."""
+    return tempfile.TemporaryDirectory(prefix=".objs-", dir=out)
