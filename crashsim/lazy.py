@@ -29,10 +29,11 @@ import itertools
 import struct
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from .image import ImageState
 from .simulate import CrashPoint
+from .states import exhaustive, legal_count, unit_groups
 
 EAGER_BELOW = int(os.environ.get("CRASHCHECK_LAZY_EAGER_BELOW", "4"))
 # A crash point with at most this many legal states is checked state by state instead (the image
@@ -70,7 +71,7 @@ class Leaf:
         """Every crash state (choice vector) of the class (for tests: small points only)."""
         per_group = []
         for g, a in zip(self.groups, self.allowed):
-            vs = g.variants or list(itertools.product(*(range(m + 1) for m in g.radices)))
+            vs = g.variants or list(exhaustive(g.radices))
             per_group.append([vs[v] for v in a] if a is not None else vs)
         for combo in itertools.product(*per_group):
             choice = [0] * self.nunits
@@ -86,23 +87,17 @@ class LazyPlan:
     def __init__(self, cp: CrashPoint, image: ImageState) -> None:
         self.cp = cp
         ls = cp.line_size
-        by_line: dict[Any, list[int]] = {}
-        for j, u in enumerate(cp.units):
-            by_line.setdefault(u.line if u.line is not None else "threads", []).append(j)
         self.groups: list[Group] = []
         self.sent: list[int] = []              # groups that go to the runner (they touch the pool)
         self.feasible = True
         size = 12
-        for idxs in by_line.values():
-            g = Group(tuple(idxs), tuple(len(cp.units[j].pieces) for j in idxs))
-            n = 1
-            for m in g.radices:
-                n *= m + 1
-            if n > MAX_VARIANTS:
+        for idxs in unit_groups(cp):
+            g = Group(idxs, tuple(len(cp.units[j].pieces) for j in idxs))
+            if legal_count(g.radices) > MAX_VARIANTS:
                 self.feasible = False
                 self.groups.append(g)
                 continue
-            g.variants = list(itertools.product(*(range(m + 1) for m in g.radices)))
+            g.variants = list(exhaustive(g.radices))
             g.lines = sorted({p.off - p.off % ls for j in idxs for p in cp.units[j].pieces
                               if p.region == image.region})
             self.groups.append(g)
@@ -156,10 +151,7 @@ class LazyPlan:
             allowed[self.sent[sent_index]] = list(variants)
         covers = 1
         for g, a in zip(self.groups, allowed):
-            n = 1
-            for m in g.radices:
-                n *= m + 1
-            covers *= n if a is None else len(a)
+            covers *= legal_count(g.radices) if a is None else len(a)
         return Leaf(decisions, tuple(log.get("branches", ())), allowed, covers, self._choice(allowed),
                     self.groups, nunits)
 

@@ -98,6 +98,15 @@ def explored_count(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAU
     return len(bounded(cp.radices, limit, random.Random(f"{seed}:{cp.index}")))
 
 
+def unit_groups(cp: CrashPoint) -> list[tuple[int, ...]]:
+    """CP's units in groups that may touch the same bytes: one group per cache line (its cached
+    unit and its NT units), and all eADR thread units (line None) together."""
+    by_line: dict[object, list[int]] = {}
+    for j, u in enumerate(cp.units):
+        by_line.setdefault(u.line if u.line is not None else "threads", []).append(j)
+    return [tuple(idxs) for idxs in by_line.values()]
+
+
 class StateCodec:
     """Fingerprints and runner writes of the states of one crash point.
 
@@ -111,17 +120,13 @@ class StateCodec:
         self.cp = cp
         self.image = image
         self.base_fp = cp.fp
-        by_line: dict[object, list[int]] = {}
-        for j, u in enumerate(cp.units):
-            # eADR thread units (line None) may write the same bytes: they are encoded together
-            by_line.setdefault(u.line if u.line is not None else "threads", []).append(j)
         self._singles: list[tuple[int, dict[int, tuple[int, bytes]]]] = []
         self._groups: list[tuple[tuple[int, ...], dict[tuple[int, ...], tuple[int, bytes]]]] = []
-        for idxs in by_line.values():
+        for idxs in unit_groups(cp):
             if len(idxs) == 1:
                 self._singles.append((idxs[0], {}))
             else:
-                self._groups.append((tuple(idxs), {}))
+                self._groups.append((idxs, {}))
 
     def _effect(self, idxs: Sequence[int], ks: Sequence[int]) -> tuple[int, bytes]:
         units = self.cp.units

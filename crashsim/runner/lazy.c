@@ -322,6 +322,23 @@ static void read_line(struct lz_line *L, unsigned b0, unsigned b1)
 	materialize(G);
 }
 
+/* each_line -- call FN(line, first byte, end byte) for every lazy line that
+ * [A, A + SIZE) overlaps (internal) */
+static void each_line(uintptr_t a, uint64_t size, void (*fn)(struct lz_line *, unsigned, unsigned))
+{
+	if (size == 0 || a >= lz.hi || a + size <= lz.lo)
+		return;
+	uintptr_t from = a < lz.lo ? lz.lo : a, to = a + size > lz.hi ? lz.hi : a + size;
+	while (from < to) {
+		uintptr_t line = from & ~(uintptr_t)(lz.line_size - 1);
+		uintptr_t end = line + lz.line_size < to ? line + lz.line_size : to;
+		struct lz_line *L = find(from);
+		if (L)
+			fn(L, (unsigned)(from - line), (unsigned)(end - line));
+		from = end;
+	}
+}
+
 /* on_load -- the check is about to read SIZE bytes at A (internal) */
 static void on_load(uintptr_t a, uint64_t size)
 {
@@ -343,34 +360,21 @@ static void on_load(uintptr_t a, uint64_t size)
 			a = end;
 		}
 	}
-	if (size == 0 || a >= lz.hi || a + size <= lz.lo)
-		return;
-	uintptr_t from = a < lz.lo ? lz.lo : a, to = a + size > lz.hi ? lz.hi : a + size;
-	while (from < to) {
-		uintptr_t line = from & ~(uintptr_t)(lz.line_size - 1);
-		uintptr_t end = line + lz.line_size < to ? line + lz.line_size : to;
-		struct lz_line *L = find(from);
-		if (L)
-			read_line(L, (unsigned)(from - line), (unsigned)(end - line));
-		from = end;
-	}
+	each_line(a, size, read_line);
 }
 
-/* on_store -- the check wrote SIZE bytes at A: those bytes are its own (internal) */
+/* own_bytes -- bytes [B0, B1) of L are the check's own from now on (internal) */
+static void own_bytes(struct lz_line *L, unsigned b0, unsigned b1)
+{
+	if (lz.groups[L->group].nallowed > 1)
+		for (unsigned b = b0; b < b1; b++)
+			L->owned[b / 64] |= 1ull << (b % 64);
+}
+
+/* on_store -- the check wrote SIZE bytes at A (internal) */
 static void on_store(uintptr_t a, uint64_t size)
 {
-	if (size == 0 || a >= lz.hi || a + size <= lz.lo)
-		return;
-	uintptr_t from = a < lz.lo ? lz.lo : a, to = a + size > lz.hi ? lz.hi : a + size;
-	while (from < to) {
-		uintptr_t line = from & ~(uintptr_t)(lz.line_size - 1);
-		uintptr_t end = line + lz.line_size < to ? line + lz.line_size : to;
-		struct lz_line *L = find(from);
-		if (L && lz.groups[L->group].nallowed > 1)
-			for (uintptr_t b = from - line; b < end - line; b++)
-				L->owned[b / 64] |= 1ull << (b % 64);
-		from = end;
-	}
+	each_line(a, size, own_bytes);
 }
 
 /* ccr_lazy_child_begin -- in the child, after the state's writes: every group
