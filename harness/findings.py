@@ -44,6 +44,12 @@ class Finding:
     recovery_trace: Trace | None = None
     history_point: CrashPoint | None = None      # the original crash, in history terms
     op_index: int | None = None                  # crash-free run: the operation that died or hung
+    # Other findings of the same crash state (an unexpected leak beside an invariant violation):
+    # symptoms of this one, never bugs of their own (harness/bugs.py).
+    symptoms: list["Finding"] = field(default_factory=list)
+    # After shrinking: the persisted pending pieces without which the state passes
+    # (harness/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
+    needed: list[Piece] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:
@@ -189,12 +195,15 @@ def oracle_point(cp: SimPoint, nops: int) -> CrashPoint:
 
 
 def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
-    """Keep the first finding of each group; later ones only add to its occurrences."""
+    """Keep the first finding of each group; later ones only add to its occurrences (and a
+    symptom of a kind it did not show yet)."""
     prev = groups.get(f.group)
     if prev is None:
         groups[f.group] = f
     else:
         prev.occurrences += f.occurrences
+        have = {s.group for s in prev.symptoms}
+        prev.symptoms.extend(s for s in f.symptoms if s.group not in have)
 
 
 def result_dict(res: CheckResult) -> dict:

@@ -54,13 +54,14 @@ from hypothesis.errors import Flaky
 
 from crashsim.runner import Stopped
 from crashsim.trace import Trace
-from harness import defaults, determinism, structures
+from harness import bugs, defaults, determinism, structures
 from harness.budget import Budget, OutOfTime, RunInterrupted
 from harness.errors import DriverFailure, UsageError
 from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
 from harness.pipeline import Checker
 from harness.session import history_text
+from harness.paths import relative_record
 from harness.records import build_record
 from harness.settings import Settings
 from harness.strategies import histories
@@ -476,7 +477,11 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
             have.occurrences += entry.occurrences
             have.first_seen = min(have.first_seen, entry.first_seen)
     _fold_followup_deaths(merged)
-    result.unshrunk = sum(e.unshrunk for e in merged.values())
+    # One root cause, one bug (harness/bugs.py): groups whose findings share the stores that
+    # matter, or show each other as symptoms, are one bug shown by its most telling finding.
+    items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
+    found = [members for members in bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace)]
+    result.unshrunk = sum(any(e.unshrunk for _, e in members) for members in found)
     result.first_by_class = {}
     for entry in merged.values():
         if not entry.finding.expected:
@@ -486,14 +491,21 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     counters: dict[str, int] = {}
     structure, bug = result.structure, result.bug
     result.records = []
-    for group, entry in sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0])):
+    for members in sorted(found, key=lambda m: (m[0][1].finding.expected, m[0][0])):
+        entry = members[0][1]
         cls = entry.finding.cls
         counters[cls] = counters.get(cls, 0) + 1
         ident = f"{structure}{'-' + bug if bug else ''}-{cls}-{counters[cls]}"
-        entry.finding.occurrences = entry.occurrences
+        for _, e in members:
+            e.finding.occurrences = e.occurrences
+        entry.finding.occurrences = sum(e.occurrences for _, e in members)
         rec = build_record(structure=structure, bug=bug, settings=settings, outcome=entry.outcome,
                            finding=entry.finding, ident=ident, bugdir=bugdir)
-        rec["first_seen_s"] = round(entry.first_seen, 2)
+        view = (lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace)
+        rec["cause"] = relative_record({"c": list(bugs.cause(entry.outcome.trace, entry.finding))})["c"]
+        rec["symptoms"] = relative_record({"s": bugs.symptoms(members, *view)})["s"]
+        rec["orders"] = relative_record({"o": bugs.orders(members, *view)})["o"]
+        rec["first_seen_s"] = round(min(e.first_seen for _, e in members), 2)
         result.records.append(rec)
 
 

@@ -1,0 +1,173 @@
+"""One root cause, one bug: which findings are symptoms of one mistake.
+
+Owns two rules, applied after findings are grouped (harness/findings.py finding_group):
+  - one crash state, one bug: the findings of one state (an invariant violation and the leak its
+    lost pointer causes) are one finding, the most telling class first (PRIMARY_ORDER), the
+    others kept as its symptoms (`fold_state`);
+  - one set of stores that matter, one bug: findings whose shrunk crash states lose and need the
+    same stores (by source line: the lost pieces plus the persisted ones the failure needs,
+    harness/state_shrink.py) are one bug, whatever their class and store order; so are findings
+    that hinge on one store (one the failure needs persisted, or for a failure inside an
+    operation that needs none, the operation's last store already durable at the crash: a node
+    published before its contents were written fails with its contents lost or not yet
+    written), findings of one group (one broken rule, one way recovery died) and a finding whose
+    group is another's symptom (`merge`). Expected findings (known by design) are never merged
+    with unexpected ones.
+The bug shows its primary finding; the others become its `symptoms`, and the distinct store
+orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
+"""
+from __future__ import annotations
+
+from crashsim.trace import Trace
+from harness.findings import Finding, site_key, store_site
+
+# The class a person fixes first: a broken rule of the structure, then a recovery that dies or
+# hangs, then what the contents show, then what only later operations or the allocator show.
+PRIMARY_ORDER = ("invariant-violation", "recovery-crash", "recovery-hang", "resurrected-delete",
+                 "lost-durable-write", "torn-update", "wrong-value", "post-recovery-divergence",
+                 "leak")
+
+
+def rank(cls: str) -> int:
+    return PRIMARY_ORDER.index(cls) if cls in PRIMARY_ORDER else len(PRIMARY_ORDER)
+
+
+def fold_state(found: list[Finding]) -> list[Finding]:
+    """The findings of one crash state as bugs: unexpected ones become symptoms of the most
+    telling unexpected one; expected ones stay apart (a leak known by design is not a symptom)."""
+    unexpected = [f for f in found if not f.expected]
+    if len(unexpected) < 2:
+        return found
+    primary = min(unexpected, key=lambda f: rank(f.cls))
+    primary.symptoms.extend(f for f in unexpected if f is not primary)
+    return [primary] + [f for f in found if f.expected]
+
+
+def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
+    """The source lines of the stores that matter in F's crash state (lost, and persisted but
+    needed), sorted; () when F has no crash state or loses nothing."""
+    if f.point is None or trace is None:
+        return ()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+    pieces = f.lost + f.needed
+    if not pieces:
+        return ()
+    pre = "in recovery: " if f.recovery_of is not None else ""
+    return tuple(sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces}))
+
+
+def anchor(trace: Trace | None, f: Finding) -> str | None:
+    """For a failure inside an operation that needs no pending store to persist: the source line
+    of the operation's last store that was already durable at the crash. Such a failure comes
+    from the order the program made stores durable in (a node published before its contents
+    were written), and that store is where the order went wrong; None otherwise."""
+    cp = f.point
+    if cp is None or trace is None or f.needed or f.recovery_of is not None or cp.op is None:
+        return None
+    pending = {p.seq for u in cp.units for p in u.pieces}
+    for i in range(min(cp.event, len(trace.events)) - 1, -1, -1):
+        ev = trace.events[i]
+        if ev.kind == "op_begin":
+            return None
+        if ev.kind in ("store", "ntstore") and ev.seq not in pending:
+            return site_key(trace, ev.site)
+    return None
+
+
+def order(trace: Trace | None, f: Finding) -> dict | None:
+    """F's store order: the needed persisted stores and the lost ones, by source line."""
+    if f.point is None or trace is None or not f.lost:
+        return None
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+
+    def lines(pieces):
+        return sorted({site_key(trace, store_site(trace, p)) for p in pieces})
+    return {"persisted": lines(f.needed), "lost": lines(f.lost), "class": f.cls}
+
+
+def _plain(group: tuple[str, str]) -> tuple[str, str]:
+    return (group[0], group[1].removeprefix("in recovery: "))
+
+
+def merge(items: list, finding, trace) -> list[list]:
+    """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
+    primary (most telling class, then outside recovery, then with lost stores, then ITEMS order). FINDING(item) gives the Finding,
+    TRACE(item) the trace its crash point lives in."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple, int] = {}
+    for i, item in enumerate(items):
+        f = finding(item)
+        # (a rule broken after a crash inside recovery is the rule broken after any crash)
+        keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        t = trace(item)
+        c = cause(t, f)
+        if c:
+            keys.append(("cause", c))
+        # a store the failure needs persisted, or the durable store where the order went wrong:
+        # failures that hinge on one such store are one bug
+        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
+        a = anchor(t, f)
+        if a:
+            keys.append(("store", a))
+        for key in keys:
+            key = (f.expected,) + key
+            j = owner.setdefault(key, i)
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    bugs: dict[int, list] = {}
+    for i, item in enumerate(items):
+        bugs.setdefault(find(i), []).append(item)
+    out = []
+    for members in bugs.values():
+        # the most telling class; within it, a crash outside recovery that lost stores (the
+        # plainest picture of the mistake); then ITEMS order (the sort is stable)
+        members.sort(key=lambda it: (rank(finding(it).cls), finding(it).recovery_of is not None,
+                                     not finding(it).lost))
+        out.append(members)
+    return out
+
+
+def symptoms(members: list, finding, trace) -> list[dict]:
+    """What the bug of MEMBERS (merge's list) shows besides its primary finding: the primary's
+    same-state symptoms and every other member with its own, as record entries."""
+    out = []
+
+    def entry(f: Finding, t, same_state: bool) -> dict:
+        o = order(t, f)
+        return {"class": f.cls, "detail": f.detail, "group": f.group[1], "occurrences": f.occurrences,
+                "same_state": same_state, "lost": o["lost"] if o else [],
+                "persisted": o["persisted"] if o else []}
+    first = finding(members[0])
+    out += [entry(s, trace(members[0]), True) for s in first.symptoms]
+    for it in members[1:]:
+        f = finding(it)
+        out.append(entry(f, trace(it), False))
+        out += [entry(s, trace(it), True) for s in f.symptoms]
+    return out
+
+
+def orders(members: list, finding, trace) -> list[dict]:
+    """The distinct store orders of MEMBERS that failed (the primary's first)."""
+    out, seen = [], set()
+    for it in members:
+        o = order(trace(it), finding(it))
+        if o is None:
+            continue
+        key = (tuple(o["persisted"]), tuple(o["lost"]))
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
+
+
+__all__ = ["PRIMARY_ORDER", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
