@@ -15,6 +15,7 @@ from crashsim.model import Piece
 from crashsim.trace import Trace
 from harness import lanes
 from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point
+from harness.paths import relative_record
 from harness.settings import Settings
 from specs import models
 from specs.model import Model
@@ -36,8 +37,14 @@ def state_json(model: Model, state) -> object:
 
 
 def _store(trace: Trace, p: Piece) -> dict:
-    return {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
-            "site": site_dict(trace, trace.events[p.seq].site)}
+    """One lost or persisted piece; a piece of a store wider than the failure-atomic unit also
+    says which part of which store it is (store_size, part)."""
+    ev = trace.events[p.seq]
+    out = {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
+           "site": site_dict(trace, ev.site)}
+    if ev.size != len(p.data):
+        out["store_size"], out["part"] = ev.size, p.part
+    return out
 
 
 def _timeline(trace: Trace, f: Finding) -> list[dict]:
@@ -119,6 +126,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "structure": structure,
         "bug": bug,
         "model": settings.model,
+        # what every verdict assumed (persistency model, failure-atomic unit): replay uses the same
+        "assumptions": settings.assumptions(),
         "seed": settings.seed,
         "strategy": settings.strategy,
         "limit": settings.limit,
@@ -187,4 +196,5 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     else:
         record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
                            "inflight": None, "site": None, "choice": []}
-    return record
+    # the sources are read: from here on files are named for people on other machines
+    return relative_record(record)
