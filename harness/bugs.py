@@ -57,22 +57,30 @@ def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
     return tuple(sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces}))
 
 
-def anchor(trace: Trace | None, f: Finding) -> str | None:
-    """For a failure inside an operation that needs no pending store to persist: the source line
-    of the operation's last store that was already durable at the crash. Such a failure comes
-    from the order the program made stores durable in (a node published before its contents
-    were written), and that store is where the order went wrong; None otherwise."""
+def anchor(trace: Trace | None, f: Finding) -> list[str]:
+    """For a failure inside an operation that needs no pending store to persist: the source lines
+    of the stores the operation's last fence before the crash made durable (the durable ones
+    stored since the fence before them). Such a failure comes from the order the
+    program made stores durable in (a node published before its contents were written, a header
+    rewritten in place before the pointer swing), and that group of stores is where the order
+    went wrong; [] otherwise."""
     cp = f.point
     if cp is None or trace is None or f.needed or f.recovery_of is not None or cp.op is None:
-        return None
+        return []
     pending = {p.seq for u in cp.units for p in u.pieces}
+    group: list = []
+    seen_fence = False
     for i in range(min(cp.event, len(trace.events)) - 1, -1, -1):
         ev = trace.events[i]
         if ev.kind == "op_begin":
-            return None
-        if ev.kind in ("store", "ntstore") and ev.seq not in pending:
-            return site_key(trace, ev.site)
-    return None
+            break
+        if ev.kind == "fence":
+            if group:
+                break         # the fence before the last persist's stores (mfence; clflush; mfence)
+            seen_fence = True
+        elif ev.kind in ("store", "ntstore") and ev.seq not in pending and seen_fence:
+            group.append(ev)
+    return sorted({site_key(trace, ev.site) for ev in group})
 
 
 def order(trace: Trace | None, f: Finding) -> dict | None:
@@ -91,9 +99,11 @@ def _plain(group: tuple[str, str]) -> tuple[str, str]:
     return (group[0], group[1].removeprefix("in recovery: "))
 
 
-def merge(items: list, finding, trace) -> list[list]:
+def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
-    primary (most telling class, then outside recovery, then with lost stores, then ITEMS order). FINDING(item) gives the Finding,
+    primary: the simplest demonstration (the fewest operations, SIZE(item)), then the most telling
+    class, then outside recovery, then with lost stores, then ITEMS order. (A link never flushed
+    shows first as a lost insert, and only after later deletes as broken rules.) FINDING(item) gives the Finding,
     TRACE(item) the trace its crash point lives in."""
     parent = list(range(len(items)))
 
@@ -115,9 +125,7 @@ def merge(items: list, finding, trace) -> list[list]:
         # a store the failure needs persisted, or the durable store where the order went wrong:
         # failures that hinge on one such store are one bug
         keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
-        a = anchor(t, f)
-        if a:
-            keys.append(("store", a))
+        keys += [("store", a) for a in anchor(t, f)]
         for key in keys:
             key = (f.expected,) + key
             j = owner.setdefault(key, i)
@@ -131,7 +139,7 @@ def merge(items: list, finding, trace) -> list[list]:
     for members in bugs.values():
         # the most telling class; within it, a crash outside recovery that lost stores (the
         # plainest picture of the mistake); then ITEMS order (the sort is stable)
-        members.sort(key=lambda it: (rank(finding(it).cls), finding(it).recovery_of is not None,
+        members.sort(key=lambda it: (size(it), rank(finding(it).cls), finding(it).recovery_of is not None,
                                      not finding(it).lost))
         out.append(members)
     return out
@@ -139,20 +147,33 @@ def merge(items: list, finding, trace) -> list[list]:
 
 def symptoms(members: list, finding, trace) -> list[dict]:
     """What the bug of MEMBERS (merge's list) shows besides its primary finding: the primary's
-    same-state symptoms and every other member with its own, as record entries."""
-    out = []
+    same-state symptoms and every other member with its own, as record entries (one per class
+    and group, occurrences added up)."""
+    out: list[dict] = []
+    seen: dict[tuple, dict] = {}
 
     def entry(f: Finding, t, same_state: bool) -> dict:
         o = order(t, f)
         return {"class": f.cls, "detail": f.detail, "group": f.group[1], "occurrences": f.occurrences,
                 "same_state": same_state, "lost": o["lost"] if o else [],
                 "persisted": o["persisted"] if o else []}
+    def add(e: dict) -> None:
+        key = (e["class"], e["group"])
+        if key == (first.cls, first.group[1]):
+            return
+        if key in seen:
+            seen[key]["occurrences"] += e["occurrences"]
+        else:
+            seen[key] = e
+            out.append(e)
     first = finding(members[0])
-    out += [entry(s, trace(members[0]), True) for s in first.symptoms]
+    for s in first.symptoms:
+        add(entry(s, trace(members[0]), True))
     for it in members[1:]:
         f = finding(it)
-        out.append(entry(f, trace(it), False))
-        out += [entry(s, trace(it), True) for s in f.symptoms]
+        add(entry(f, trace(it), False))
+        for s in f.symptoms:
+            add(entry(s, trace(it), True))
     return out
 
 

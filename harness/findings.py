@@ -17,6 +17,7 @@ from crashsim.model import Piece
 from crashsim.runner import CheckResult
 from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
+from harness.paths import HEADERS
 from specs.model import Model
 from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict
 
@@ -127,13 +128,17 @@ class HistoryOutcome:
         return self.coverage.points_sampled
 
 
+
+
 def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
     """file:line of a site; with CALLER, of the line it was inlined into (a fence inside a
-    persist helper is best named by the line that called the helper)."""
+    persist helper is best named by the line that called the helper). A site inside a helper in
+    a header (a tree's store8 wrapper, persist.h) is always named by the line that called it:
+    every store of the structure goes through the one line of such a helper."""
     site = trace.site(site_id)
     if site is None:
         return "?"
-    if caller and site.inlined_line:
+    if (caller or site.file.endswith(HEADERS)) and site.inlined_line:
         return f"{site.inlined_file}:{site.inlined_line}"
     return f"{site.file}:{site.line}"
 

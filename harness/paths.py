@@ -13,6 +13,9 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Sources whose functions are helpers: a store, flush or fence inside one inlined into the
+# structure's code is named by the line that called it (grouping, the report's source boxes).
+HEADERS = (".h", ".hh", ".hpp")
 # Fields of a record that name files for the machine that ran it (the replay command takes a
 # path the user typed) and are left as they are.
 KEEP = frozenset({"replay"})
@@ -65,4 +68,4 @@ def relative_record(record: dict, rs: list[str] | None = None) -> dict:
     return walk(record)
 
 
-__all__ = ["ROOT", "display", "relative_record", "roots"]
+__all__ = ["HEADERS", "ROOT", "display", "relative_record", "roots"]

@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.lanes_svg import render_lanes
+from harness.paths import HEADERS
 from harness.timeline import render_timeline
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "reports" / "templates"
@@ -38,7 +39,6 @@ def site_text(site: dict | None) -> str:
 # Helpers in headers (persist.h's persistent() and cc_mfence, a tree's store8 wrapper): a store,
 # flush or fence inside one is shown at the line of the structure's code that called it (the
 # site's inlined-at line is the nearest caller in another file, docs/trace-format.md).
-HEADERS = (".h", ".hh", ".hpp")
 
 
 def _helper(site: dict) -> bool:

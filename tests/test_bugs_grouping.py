@@ -19,9 +19,10 @@ class Ev:
 
 class FakeTrace:
     """Events 0..3 are stores at lines 10, 11, 12, 13 of tree.c; event 4 begins an operation whose
-    stores are events 5..7 (lines 15..17), then a fence (event 8)."""
+    stores are events 5, 6 (lines 15, 16), a fence (event 7), a store (event 8, line 18), a fence
+    (event 9)."""
     events = [Ev(0, seq=0), Ev(1, seq=1), Ev(2, seq=2), Ev(3, seq=3), Ev(4, "op_begin", 4),
-              Ev(5, seq=5), Ev(6, seq=6), Ev(7, seq=7), Ev(8, "fence", 8)]
+              Ev(5, seq=5), Ev(6, seq=6), Ev(7, "fence", 7), Ev(8, seq=8), Ev(9, "fence", 9)]
 
     def site(self, i):
         return Site(i, "/src/tree.c", 10 + i, 1, "insert")
@@ -111,15 +112,15 @@ def test_failures_that_hinge_on_one_published_store_are_one_bug():
         f.point = FakePoint()
         f.point.op, f.point.event, f.point.units = 0, 8, [Unit(pending)]
         return f
-    value_lost = inside([7], [7])            # event 6 (line 16) durable, 7 pending and lost
-    not_yet = inside([], [])                 # crash right after event 6... nothing pending
-    not_yet.point.event = 7
-    assert bugs.anchor(FakeTrace(), value_lost) == "/src/tree.c:16"
-    assert bugs.anchor(FakeTrace(), not_yet) == "/src/tree.c:16"
+    value_lost = inside([8], [8])            # stores 5, 6 made durable by fence 7; 8 pending, lost
+    value_lost.point.event = 9
+    not_yet = inside([], [])                 # the crash at fence 7's successor, before store 8
+    not_yet.point.event = 8
+    assert bugs.anchor(FakeTrace(), value_lost) == ["/src/tree.c:15", "/src/tree.c:16"]
     assert len(merged([value_lost, not_yet])) == 1
-    needs = inside([7], [7])
+    needs = inside([8], [8])
     needs.needed = [P(6)]
-    assert bugs.anchor(FakeTrace(), needs) is None
+    assert bugs.anchor(FakeTrace(), needs) == []
 
 
 def test_needed_pieces_are_those_without_which_the_state_passes():
