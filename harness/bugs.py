@@ -28,8 +28,18 @@ PRIMARY_ORDER = ("invariant-violation", "recovery-crash", "recovery-hang", "resu
                  "leak")
 
 
+# Tiers of PRIMARY_ORDER: what the recovered structure shows (a rule, its contents) names a
+# mistake; a recovery that dies or refuses, a later operation and a leak only show that there is one.
+TIERS = ({"invariant-violation", "resurrected-delete", "lost-durable-write", "torn-update", "wrong-value"},
+         {"recovery-crash", "recovery-hang"}, {"post-recovery-divergence"}, {"leak"})
+
+
 def rank(cls: str) -> int:
     return PRIMARY_ORDER.index(cls) if cls in PRIMARY_ORDER else len(PRIMARY_ORDER)
+
+
+def tier(cls: str) -> int:
+    return next((i for i, t in enumerate(TIERS) if cls in t), len(TIERS))
 
 
 def fold_state(found: list[Finding]) -> list[Finding]:
@@ -101,9 +111,11 @@ def _plain(group: tuple[str, str]) -> tuple[str, str]:
 
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
-    primary: the simplest demonstration (the fewest operations, SIZE(item)), then the most telling
-    class, then outside recovery, then with lost stores, then ITEMS order. (A link never flushed
-    shows first as a lost insert, and only after later deletes as broken rules.) FINDING(item) gives the Finding,
+    primary: the first tier of classes (TIERS) the bug shows, in it the simplest demonstration (the
+    fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
+    lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
+    after later deletes as broken rules; a node swung to before its entries are durable shows as
+    broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
     TRACE(item) the trace its crash point lives in."""
     parent = list(range(len(items)))
 
@@ -139,8 +151,8 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     for members in bugs.values():
         # the most telling class; within it, a crash outside recovery that lost stores (the
         # plainest picture of the mistake); then ITEMS order (the sort is stable)
-        members.sort(key=lambda it: (size(it), rank(finding(it).cls), finding(it).recovery_of is not None,
-                                     not finding(it).lost))
+        members.sort(key=lambda it: (tier(finding(it).cls), size(it), rank(finding(it).cls),
+                                     finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
 
@@ -191,4 +203,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["PRIMARY_ORDER", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
