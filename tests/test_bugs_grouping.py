@@ -144,3 +144,23 @@ def test_needed_pieces_are_those_without_which_the_state_passes():
     def verdict(choice):
         return V(ok=choice[0] < 2)
     assert needed_pieces(check, verdict, Point(), (2, 1)) == ["u0p1"]
+
+
+def test_the_primary_names_the_mistake_best():
+    """Of one bug: a recovery that refuses a node in a one-operation history, and the broken rule
+    the same lost stores show in a three-operation one: the rule is the bug's class. Of two
+    content classes, the shorter history wins (a link never flushed loses an insert at once and
+    breaks rules only after later deletes)."""
+    trace = FakeTrace()
+    sizes = {}
+
+    def make(cls, n):
+        f = finding(cls, [1])
+        sizes[id(f)] = n
+        return f
+    rc, inv = make("recovery-crash", 1), make("invariant-violation", 3)
+    [bug] = bugs.merge([rc, inv], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is inv
+    lost, inv = make("lost-durable-write", 1), make("invariant-violation", 3)
+    [bug] = bugs.merge([inv, lost], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is lost
