@@ -14,7 +14,8 @@ Design notes
   order, so a run with --examples checks the same histories with --jobs 1 and --jobs N. Each
   worker keeps, per group, the example of the lowest rank (size, batch, call) and shrinks its crash
   state; the parent keeps the lowest rank over workers, which is the example --jobs 1 keeps and
-  shrinks the same way, and only then merges groups that turned out alike (_finish).
+  shrinks the same way, and only then merges groups that turned out alike (_finish), and groups
+  that are one root cause (harness/bugs.py: the stores that matter, symptoms) into one bug.
 - The registry sees every finding of every history checked (generated or tried while shrinking)
   and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
   history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
