@@ -224,6 +224,11 @@ SITE_MIN = 16 + 4 * 2          # the smallest site record: four u32 and four emp
 REGION_MAX_NAME = 4096         # the runtime's longest image name (cc_emit_region)
 
 
+def _normal(name: str) -> str:
+    """A source file name without `.` and `..` components (empty stays empty)."""
+    return os.path.normpath(name) if name else name
+
+
 def _parse_sites(buf: memoryview, pos: int, count: int, path: Path) -> tuple[list[Site], int]:
     room = (len(buf) - pos) // SITE_MIN
     if count > room:
@@ -239,7 +244,8 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path) -> tuple[lis
             func, pos = _read_str(buf, pos, "function")
             ifile, pos = _read_str(buf, pos, "inlined-at file")
             ifunc, pos = _read_str(buf, pos, "inlined-at function")
-            sites.append(Site(i, file, line, col, func, ifile, iline, icol, ifunc))
+            # (a debug-info name like trees/artcow/../woart/x.c is one file: named once)
+            sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc))
     except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
     except _BadText as exc:

@@ -43,6 +43,29 @@ class RunInterrupted(KeyboardInterrupt):
         self.signum = signum
 
 
+# The signal that interrupted this process, kept beside the exception: Python swallows an
+# exception raised by a signal handler that ran inside a garbage-collector callback or a __del__
+# ("Exception ignored in ..."), and a run must still stop, with 128 + signal, at its next check.
+_pending_signal: int | None = None
+
+
+def interrupt(signum: int, frame=None) -> None:
+    """Signal handler for SIGINT/SIGTERM: remember the signal, then raise RunInterrupted."""
+    global _pending_signal
+    _pending_signal = signum
+    raise RunInterrupted(signum)
+
+
+def pending_signal() -> int | None:
+    """The signal interrupt() saw (even if its exception was swallowed), or None."""
+    return _pending_signal
+
+
+def clear_pending_signal() -> None:
+    global _pending_signal
+    _pending_signal = None
+
+
 @dataclass
 class Budget:
     """A run's deadlines (time.monotonic() seconds) and its stop flag.
@@ -80,7 +103,7 @@ class Budget:
 
     def stopped(self) -> bool:
         """A stop was requested: by stop(), through the shared event, or by the parent dying."""
-        if self._stopped:
+        if self._stopped or _pending_signal is not None:
             return True
         if self.stop_event is not None and self.stop_event.is_set():
             self._stopped = True
@@ -104,7 +127,9 @@ class Budget:
         return left if cap is None else min(cap, left)
 
     def check(self) -> None:
-        """Raise OutOfTime if the run must end now."""
+        """Raise OutOfTime if the run must end now (RunInterrupted after a signal)."""
+        if _pending_signal is not None:
+            raise RunInterrupted(_pending_signal)
         if self.expired():
             raise OutOfTime()
 

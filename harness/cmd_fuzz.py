@@ -22,10 +22,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from crashsim.model import MODELS
+from crashsim.model import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness import defaults, structures, workdir
-from harness.budget import PROCESS_START, RunInterrupted
+from harness.budget import PROCESS_START, clear_pending_signal, interrupt
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, fuzz_targets
 from harness.journal import Journal, journal_path
@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
+    p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
+                   help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
+                        f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
@@ -155,7 +158,7 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
     total["states_per_s"] = round(total["states_explored"] / total["elapsed_s"], 1) if total["elapsed_s"] else 0.0
     return {"crashcheck": 1, "structures": [r.structure for r in results], "model": settings.model,
             "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
-            "command": command, "complete": not any(r.interrupted or r.error for r in results),
+            "assumptions": settings.assumptions(), "command": command, "complete": not any(r.interrupted or r.error for r in results),
             "interrupted": interrupted, "stats": total, "per_structure": rows, "bugs": bugs}
 
 
@@ -168,6 +171,11 @@ def _states_text(p: dict, elapsed: float) -> str:
 
 
 def _summary(console: Console, res: dict) -> None:
+    assumed = res.get("assumptions")
+    if assumed:
+        console.print(f"assumed: persistency model {assumed['model']}, failure-atomic unit "
+                      f"{assumed['atomic_unit']} bytes (wider stores persist in pieces; --atomic-unit)",
+                      highlight=False)
     for row in res["per_structure"]:
         st = row["stats"]
         name = row["structure"] + (f" --bug {row['bug']}" if row["bug"] else "")
@@ -217,18 +225,19 @@ def _summary(console: Console, res: dict) -> None:
         where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
         console.print(f"  {tag}{b['class']}: {b['detail']}{where}", highlight=False, markup=False)
         console.print(f"      history: {'; '.join(b['history'])}", highlight=False, markup=False)
+        if b.get("symptoms"):
+            also = sorted({s["class"] for s in b["symptoms"]})
+            console.print(f"      also:    {', '.join(also)} ({len(b['symptoms'])} other symptom"
+                          f"{'s' if len(b['symptoms']) != 1 else ''} of this bug)", highlight=False, markup=False)
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
-
-
-def _raise_on_sigterm(signum, frame) -> None:
-    raise RunInterrupted(signum)
 
 
 def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
-                        recovery_crashes=args.recovery_crashes)
+                        recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit)
+    ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
                     start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on)
@@ -269,7 +278,9 @@ def run(args: argparse.Namespace) -> int:
             el = max(p["elapsed"], 1e-6)
             print(f"crashcheck: {p['structure']}: {p['histories']} histories, {_states_text(p, el)}, "
                   f"{p['bugs']} bugs so far", file=sys.stderr)
-    old_term = signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    clear_pending_signal()
+    old_term = signal.signal(signal.SIGTERM, interrupt)
+    old_int_run = signal.signal(signal.SIGINT, interrupt)
     try:
         results = fuzz_targets(targets, settings, config, progress, bugdir, journal)
     except UsageError:
@@ -277,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     finally:
         signal.signal(signal.SIGTERM, old_term)
+        signal.signal(signal.SIGINT, old_int_run)
         if live is not None:
             live.stop()
     res = results_json(results, settings, command)

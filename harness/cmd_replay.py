@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness import determinism, record_schema, structures
+from harness import defaults, determinism, record_schema, structures
 from harness.errors import DriverFailure, UsageError
 from harness.pipeline import Checker
 from harness.report import site_text
@@ -114,7 +114,8 @@ def _replay(path: str, rec: dict) -> int:
         raise UsageError(f"{path}: the record's history is in the {rec['spec_model']} model's notation, but "
                          f"{s.name} is judged against the {s.spec_model} model")
     model = s.model()
-    settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"])
+    settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"],
+                        atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", defaults.ATOMIC_UNIT))
     ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
     if rec["threads"] > 1 and rec["thread_of"]:
         # a threaded history: the same sections, and the very schedule the fuzzer's run took

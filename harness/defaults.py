@@ -22,6 +22,7 @@ KEYS = "mixed"                  # key distribution of map histories
 MIX = "mixed"                   # operation mix of map histories
 JOBS = 1                        # worker processes
 BUDGET_S = 20.0                 # seconds per structure when neither --examples nor --budget is given
+ATOMIC_UNIT = 8                 # bytes: the failure-atomic unit stores are split into (crashsim owns the rule)
 RECOVERY_CRASHES = 4            # post-crash images per history whose recovery is crashed again
 POOL_SIZE = 8 << 20             # bytes; small pools keep base-image loads cheap
 TIMEOUT_MS = 2000               # one crash state's check (recovery + follow-up), wall clock

@@ -17,6 +17,7 @@ from crashsim.model import Piece
 from crashsim.runner import CheckResult
 from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
+from harness.paths import HEADERS
 from specs.model import Model
 from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict
 
@@ -44,6 +45,12 @@ class Finding:
     recovery_trace: Trace | None = None
     history_point: CrashPoint | None = None      # the original crash, in history terms
     op_index: int | None = None                  # crash-free run: the operation that died or hung
+    # Other findings of the same crash state (an unexpected leak beside an invariant violation):
+    # symptoms of this one, never bugs of their own (harness/bugs.py).
+    symptoms: list["Finding"] = field(default_factory=list)
+    # After shrinking: the persisted pending pieces without which the state passes
+    # (harness/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
+    needed: list[Piece] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:
@@ -128,13 +135,17 @@ class HistoryOutcome:
         return self.coverage.executions
 
 
+
+
 def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
     """file:line of a site; with CALLER, of the line it was inlined into (a fence inside a
-    persist helper is best named by the line that called the helper)."""
+    persist helper is best named by the line that called the helper). A site inside a helper in
+    a header (a tree's store8 wrapper, persist.h) is always named by the line that called it:
+    every store of the structure goes through the one line of such a helper."""
     site = trace.site(site_id)
     if site is None:
         return "?"
-    if caller and site.inlined_line:
+    if (caller or site.file.endswith(HEADERS)) and site.inlined_line:
         return f"{site.inlined_file}:{site.inlined_line}"
     return f"{site.file}:{site.line}"
 
@@ -196,12 +207,15 @@ def oracle_point(cp: SimPoint, nops: int) -> CrashPoint:
 
 
 def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
-    """Keep the first finding of each group; later ones only add to its occurrences."""
+    """Keep the first finding of each group; later ones only add to its occurrences (and a
+    symptom of a kind it did not show yet)."""
     prev = groups.get(f.group)
     if prev is None:
         groups[f.group] = f
     else:
         prev.occurrences += f.occurrences
+        have = {s.group for s in prev.symptoms}
+        prev.symptoms.extend(s for s in f.symptoms if s.group not in have)
 
 
 def result_dict(res: CheckResult) -> dict:

@@ -14,7 +14,8 @@ Design notes
   order, so a run with --examples checks the same histories with --jobs 1 and --jobs N. Each
   worker keeps, per group, the example of the lowest rank (size, batch, call) and shrinks its crash
   state; the parent keeps the lowest rank over workers, which is the example --jobs 1 keeps and
-  shrinks the same way, and only then merges groups that turned out alike (_finish).
+  shrinks the same way, and only then merges groups that turned out alike (_finish), and groups
+  that are one root cause (harness/bugs.py: the stores that matter, symptoms) into one bug.
 - The registry sees every finding of every history checked (generated or tried while shrinking)
   and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
   history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
@@ -54,13 +55,14 @@ from hypothesis.errors import Flaky
 
 from crashsim.runner import Stopped
 from crashsim.trace import Trace
-from harness import defaults, determinism, structures
-from harness.budget import Budget, OutOfTime, RunInterrupted
+from harness import bugs, defaults, determinism, structures
+from harness.budget import Budget, OutOfTime, RunInterrupted, pending_signal
 from harness.errors import DriverFailure, UsageError
 from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
 from harness.pipeline import Checker
 from harness.session import history_text
+from harness.paths import relative_record
 from harness.records import build_record
 from harness.settings import Settings
 from harness.strategies import histories
@@ -433,6 +435,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             interrupted = _signal_name(exc)
         except Exception:      # noqa: BLE001 - an internal error: keep what was found
             error = traceback.format_exc()
+        interrupted = interrupted or _swallowed_signal()
         decided.clear()
         # Shrink the crash state of every example kept (_finish merges those that turn out to
         # be the same bug once shrunk). With no time left (or after a signal or an error) bugs
@@ -482,7 +485,11 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
             have.occurrences += entry.occurrences
             have.first_seen = min(have.first_seen, entry.first_seen)
     _fold_followup_deaths(merged)
-    result.unshrunk = sum(e.unshrunk for e in merged.values())
+    # One root cause, one bug (harness/bugs.py): groups whose findings share the stores that
+    # matter, or show each other as symptoms, are one bug shown by its most telling finding.
+    items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
+    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0])
+    result.unshrunk = sum(any(e.unshrunk for _, e in members) for members in found)
     result.first_by_class = {}
     for entry in merged.values():
         if not entry.finding.expected:
@@ -492,14 +499,21 @@ def _finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     counters: dict[str, int] = {}
     structure, bug = result.structure, result.bug
     result.records = []
-    for group, entry in sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0])):
+    for members in sorted(found, key=lambda m: (m[0][1].finding.expected, m[0][0])):
+        entry = members[0][1]
         cls = entry.finding.cls
         counters[cls] = counters.get(cls, 0) + 1
         ident = f"{structure}{'-' + bug if bug else ''}-{cls}-{counters[cls]}"
-        entry.finding.occurrences = entry.occurrences
+        for _, e in members:
+            e.finding.occurrences = e.occurrences
+        entry.finding.occurrences = sum(e.occurrences for _, e in members)
         rec = build_record(structure=structure, bug=bug, settings=settings, outcome=entry.outcome,
                            finding=entry.finding, ident=ident, bugdir=bugdir)
-        rec["first_seen_s"] = round(entry.first_seen, 2)
+        view = (lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace)
+        rec["cause"] = relative_record({"c": list(bugs.cause(entry.outcome.trace, entry.finding))})["c"]
+        rec["symptoms"] = relative_record({"s": bugs.symptoms(members, *view)})["s"]
+        rec["orders"] = relative_record({"o": bugs.orders(members, *view)})["o"]
+        rec["first_seen_s"] = round(min(e.first_seen for _, e in members), 2)
         result.records.append(rec)
 
 
@@ -565,6 +579,13 @@ def _journal_bug(journal: Journal, structure: str, bug: str | None, settings: Se
 
 def _signal_name(exc: BaseException) -> str:
     return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"
+
+
+def _swallowed_signal() -> str | None:
+    """The signal whose exception Python swallowed (raised inside a gc callback), or None: the
+    loops saw it as a stop (harness/budget.py), and the run must still say it was interrupted."""
+    sig = pending_signal()
+    return signal.Signals(sig).name if sig is not None else None
 
 
 def _raise(decision: _Decision) -> None:
@@ -710,6 +731,8 @@ def _run_workers(jobs: list[tuple], procs: int) -> tuple[list[TargetResult], lis
                     stop.set()
                 else:
                     results.append(got)
+            if interrupted is None and _swallowed_signal():
+                raise RunInterrupted(pending_signal())
             if give_up is not None and time.monotonic() > give_up:
                 for conn, (proc, job) in list(running.items()):
                     proc.kill()

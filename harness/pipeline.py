@@ -12,6 +12,7 @@ each:
   harness/state_shrink.py      the fewest lost stores that still fail
   harness/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/findings.py          findings, grouping, coverage
+  harness/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
 every answer to the judge. Never decides what to fuzz (harness/fuzz.py) and never formats reports
 (harness/records.py, harness/report.py).
@@ -28,6 +29,7 @@ from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
 from harness import crash_states, threads
 from harness.budget import Budget, OutOfTime
+from harness.bugs import fold_state
 from harness.crash_oracle import SequentialOracle, oracle_for
 from harness.crash_free import crash_free_findings
 from harness.errors import DriverFailure
@@ -196,7 +198,7 @@ class Checker:
                         and any(k > 0 for k in out.choice)):
                     seen_images.add(out.fp)
                     candidates.append((out.point.index, tuple(out.choice)))
-                for f in judge.judge(out):
+                for f in fold_state(judge.judge(out)):
                     add_finding(by_group, f)
             outcome.states_checked = runner.stats.states - checked_before
             if s.recovery_crashes and candidates:

@@ -200,6 +200,8 @@ LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(
             "result": (Opt(Text()), None), "call": (Nat(), REQUIRED), "ret": (Opt(Nat()), None)})
 PREEMPTION = Obj({"step": (Nat(), REQUIRED), "from": (Nat(), REQUIRED), "to": (Nat(), REQUIRED),
                   "at": (Nat(), REQUIRED), "site": (Opt(SITE), None), "where": (Text(), "")})
+ASSUMPTIONS = Obj({"model": (Text(MODELS), "adr"), "atomic_unit": (Nat(1), 8),
+                   "clflush_guarantees": (Bool(), False), "text": (Text(), "")})
 SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
               "lines": (List(Tuple((Nat(), Text()))), REQUIRED)})
 
@@ -208,6 +210,13 @@ def _classes() -> tuple[str, ...]:
     from specs.oracle import CLASSES, CONCURRENT_CLASSES
     return CLASSES + CONCURRENT_CLASSES
 
+
+# one root cause, one bug (harness/bugs.py): the other findings of the bug, its store orders
+SYMPTOM = Obj({"class": (Text(_classes()), REQUIRED), "detail": (Text(), ""), "group": (Text(), ""),
+               "occurrences": (Nat(), 1), "same_state": (Bool(), False),
+               "lost": (List(Text()), list), "persisted": (List(Text()), list)})
+ORDER = Obj({"persisted": (List(Text()), list), "lost": (List(Text()), list),
+             "class": (Text(_classes()), REQUIRED)})
 
 RECORD = Obj({
     "crashcheck": (Nat(), FORMAT),
@@ -248,6 +257,10 @@ RECORD = Obj({
     "lanes": (List(LANE), list),
     "preemptions": (List(PREEMPTION), list),
     "lanes_crash": (Opt(Nat()), None),
+    "assumptions": (Opt(ASSUMPTIONS), None),
+    "cause": (List(Text()), list),
+    "symptoms": (List(SYMPTOM), list),
+    "orders": (List(ORDER), list),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),

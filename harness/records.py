@@ -14,7 +14,8 @@ from pathlib import Path
 from crashsim.model import Piece
 from crashsim.trace import Trace
 from harness import lanes
-from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point
+from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from harness.paths import relative_record
 from harness.settings import Settings
 from specs import models
 from specs.model import Model
@@ -36,8 +37,14 @@ def state_json(model: Model, state) -> object:
 
 
 def _store(trace: Trace, p: Piece) -> dict:
-    return {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
-            "site": site_dict(trace, trace.events[p.seq].site)}
+    """One lost or persisted piece; a piece of a store wider than the failure-atomic unit also
+    says which part of which store it is (store_size, part)."""
+    ev = trace.events[p.seq]
+    out = {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
+           "site": site_dict(trace, ev.site)}
+    if ev.size != len(p.data):
+        out["store_size"], out["part"] = ev.size, p.part
+    return out
 
 
 def _timeline(trace: Trace, f: Finding) -> list[dict]:
@@ -119,6 +126,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "structure": structure,
         "bug": bug,
         "model": settings.model,
+        # what every verdict assumed (persistency model, failure-atomic unit): replay uses the same
+        "assumptions": settings.assumptions(),
         "seed": settings.seed,
         "strategy": settings.strategy,
         "limit": settings.limit,
@@ -173,12 +182,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         record["lost"] = [_store(trace, p) for p in f.lost]
         record["persisted"] = [_store(trace, p) for p in f.kept]
         sites = []
-        for s in record["lost"]:
-            site = s["site"]
-            if site:
-                key = f"{site['file']}:{site['line']}"
-                if key not in sites:
-                    sites.append(key)
+        for p in f.lost:
+            # a store through a header helper (store8, persist.h) is named by the line that
+            # called it, as in the bug's cause: every store of the structure shares the helper's
+            key = site_key(trace, trace.events[p.seq].site)
+            if key != "?" and key not in sites:
+                sites.append(key)
         record["sites"] = sites
         record["timeline"] = _timeline(trace, f)
         record["sources"] = _sources([crash_at] + [s["site"] for s in record["lost"][:6]]
@@ -187,4 +196,5 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     else:
         record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
                            "inflight": None, "site": None, "choice": []}
-    return record
+    # the sources are read: from here on files are named for people on other machines
+    return relative_record(record)

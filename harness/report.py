@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.lanes_svg import render_lanes
+from harness.paths import HEADERS
 from harness.timeline import render_timeline
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "reports" / "templates"
@@ -35,27 +36,52 @@ def site_text(site: dict | None) -> str:
     return text
 
 
+# Helpers in headers (persist.h's persistent() and cc_mfence, a tree's store8 wrapper): a store,
+# flush or fence inside one is shown at the line of the structure's code that called it (the
+# site's inlined-at line is the nearest caller in another file, docs/trace-format.md).
+
+
+def _helper(site: dict) -> bool:
+    return (site.get("file") or "").endswith(HEADERS)
+
+
 def _source(bug: dict, site: dict | None) -> Markup:
-    """A few lines of source around SITE, its line highlighted (from the record's `sources`). A
-    site inside an inlined helper (a fence in persist.h's cc_mfence) shows the line of the
-    structure's code that called the helper, which is the line a reader can act on."""
+    """A few lines of source around SITE, its own line highlighted (from the record's `sources`),
+    and under them the function it was inlined into: a store of a static function inlined at -O2
+    is shown at the store, not at the call. A site inside a helper in a header (a fence in
+    persist.h's cc_mfence) shows the line of the structure's code that called the helper, which
+    is the line a reader can act on."""
     if not site:
         return Markup("")
     at = site.get("inlined_at") or {}
-    caller = bug.get("sources", {}).get(f"{at.get('file')}:{at.get('line')}") if at.get("line") else None
-    src = caller or bug.get("sources", {}).get(f"{site.get('file')}:{site.get('line')}")
+    sources = bug.get("sources", {})
+    caller = sources.get(f"{at.get('file')}:{at.get('line')}") if at.get("line") and _helper(site) else None
+    src = caller or sources.get(f"{site.get('file')}:{site.get('line')}")
     if not src:
         return Markup(f'<p class="srcname">{escape(site_text(site))} (source not available)</p>')
     lines = "".join(
         f'<span class="{"hit" if n == src["line"] else ""}">{n:>5}  {escape(text)}</span>'
         for n, text in src["lines"])
-    return Markup(f'<div class="srcname">{escape(site_text(site))}</div><pre class="src">{lines}</pre>')
+    chain = ""
+    if at.get("line") and caller is None:
+        chain = (f'<div class="chain">&#8627; inlined into {escape(at.get("func") or "?")} at '
+                 f'{escape(at.get("file") or "?")}:{at["line"]}</div>')
+    return Markup(f'<div class="srcname">{escape(_name(site, caller is not None))}</div>'
+                  f'<pre class="src">{lines}</pre>{chain}')
+
+
+def _name(site: dict, at_caller: bool) -> str:
+    """The box's title: the site; a helper's site shown at its caller says so."""
+    if not at_caller:
+        where = f"{site.get('file') or '?'}:{site.get('line', 0)} in {site.get('func') or '?'}"
+        return where
+    return site_text(site)
 
 
 def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
     rows = "".join(
         f'<tr class="{kind}"><td class="num">#{s["seq"]}</td><td class="mono">+{s["off"]:#x}</td>'
-        f'<td class="num">{s["size"]}</td><td class="mono">{escape(s.get("data", ""))}</td>'
+        f'<td class="num">{_size_text(s)}</td><td class="mono">{escape(s.get("data", ""))}</td>'
         f'<td>{escape(site_text(s.get("site")))}</td></tr>' for s in stores)
     table = (f'<table><tr><th>event</th><th>offset</th><th>bytes</th><th>data</th><th>source</th></tr>'
              f'{rows}</table>')
@@ -67,6 +93,14 @@ def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
             seen.add(key)
             excerpts.append(_source(bug, site))
     return Markup(table + "".join(excerpts))
+
+
+def _size_text(s: dict) -> Markup:
+    """A piece's size; a piece of a wider store (split at the failure-atomic unit) says so."""
+    if s.get("store_size"):
+        return Markup(f'{s["size"]} <span class="piece">(piece {s.get("part", 0) + 1} of a '
+                      f'{s["store_size"]}-byte store)</span>')
+    return Markup(str(s["size"]))
 
 
 def _pairs(state) -> bool:
@@ -121,7 +155,18 @@ def prepare(results: dict) -> dict:
     by_class: dict[str, Counter] = {}
     for raw in results.get("bugs", []):
         bug = dict(raw)
+        # fields of newer records (a journal or an older results file may lack them)
+        for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None)):
+            bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
+        bug["diff_note"] = ""
+        if bug["diff"] and all(d["status"] == "same" for d in bug["diff"]):
+            # The contents are right: what failed is elsewhere (the structure's own check, a leak,
+            # the follow-up). A table of "same" rows would read as "nothing wrong".
+            bug["diff_note"] = (f"The recovered contents ({len(bug['diff'])} key{'s' if len(bug['diff']) != 1 else ''}) "
+                                f"equal an acceptable state; the {bug['class']} is not in the contents "
+                                f"but in: {bug.get('detail') or bug['class']}")
+            bug["diff"] = []
         bug["crash_text"] = _crash_text(bug)
         timeline = bug.get("timeline") or []
         crash_index = next((i for i, ev in enumerate(timeline) if ev.get("kind") == "crash"), None)

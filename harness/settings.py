@@ -31,9 +31,39 @@ class Settings:
     # must be idempotent: a crash while it repairs or replays a log, then recovery again, must
     # still end in a state acceptable for the original crash.
     recovery_crashes: int = defaults.RECOVERY_CRASHES
+    # Bytes that persist all or nothing: a wider store (a 16-byte store inside one line too) is
+    # split into pieces of this size that persist in order and may be cut between them.
+    atomic_unit: int = defaults.ATOMIC_UNIT
 
     def options(self) -> ModelOptions:
-        return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees)
+        return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees,
+                            atomic_unit=self.atomic_unit)
+
+    def assumptions(self) -> dict:
+        """What every verdict of the run assumed about the hardware, for records and reports
+        (docs/bug-record.md "Assumptions")."""
+        return {"model": self.model, "atomic_unit": self.atomic_unit,
+                "clflush_guarantees": self.clflush_guarantees,
+                "text": assumptions_text(self.model, self.atomic_unit, self.clflush_guarantees)}
 
 
-__all__ = ["Settings"]
+MODEL_WORDS = {
+    "adr": "x86-ADR (caches are volatile: a store is durable once its line is flushed and the "
+           "flushing thread fences; stores to one line persist in order)",
+    "eadr": "eADR (caches are persistent: a store is durable once it leaves the store buffer; "
+            "each thread's stores since its last fence persist as a prefix)",
+}
+
+
+def assumptions_text(model: str, atomic_unit: int, clflush_guarantees: bool = False) -> str:
+    """One sentence a person reads before trusting a verdict."""
+    text = (f"Persistency model {MODEL_WORDS.get(model, model)}; failure-atomic unit "
+            f"{atomic_unit} bytes: a wider store (even a 16-byte one inside one cache line) is split "
+            f"into {atomic_unit}-byte pieces that persist in order, so a crash may keep some of them "
+            f"(change it with --atomic-unit).")
+    if clflush_guarantees:
+        text += " A clflush guarantees its line without a fence."
+    return text
+
+
+__all__ = ["MODEL_WORDS", "Settings", "assumptions_text"]

@@ -1,8 +1,13 @@
-"""Shrinking a failing crash state to the fewest lost stores that still fail the same way.
+"""Shrinking a failing crash state to the fewest lost stores that still fail the same way, and
+finding the persisted stores the failure needs.
 
 Owns the search over one crash point's choice vectors: first let whole pending units persist,
 then let each remaining unit keep as much as it can, checking candidates in batches (one pass over
 the trace per batch). Hypothesis shrinks the history; this shrinks the crash state inside it.
+Then `needed_pieces` asks, per unit that persisted some pending pieces, which of them the failure
+needs (lose it and what follows it in its line, and the state passes): a non-atomic pair of
+stores fails with either one persisted, so the lost stores plus the needed ones name the mistake
+the same way in both orders (harness/bugs.py groups bugs by them).
 """
 from __future__ import annotations
 
@@ -73,6 +78,40 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
         v = verdict(res)
         pre = RECOVERY_CRASH_PREFIX if f.recovery_of is not None else ""
         f.choice, f.result, f.verdict, f.detail = choice, res, v, pre + v.detail
+    if f.recovery_of is None:
+        f.needed = needed_pieces(check, verdict, cp, f.choice)
 
 
-__all__ = ["shrink_state"]
+# at most this many extra states are checked to find the needed pieces of one finding
+NEEDED_BUDGET = 64
+
+
+def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list:
+    """The pending pieces persisted in CHOICE that the failure needs: for each unit that kept
+    some, the last piece of the shortest kept prefix that still fails, when keeping none of them
+    passes. CHECK and VERDICT judge candidate choices as in shrink_state."""
+    units = [j for j in range(len(choice)) if choice[j] > 0]
+    cands, moves = [], []
+    for j in units:
+        for k in range(choice[j]):
+            if len(cands) >= NEEDED_BUDGET:
+                break
+            c = list(choice)
+            c[j] = k
+            cands.append(tuple(c))
+            moves.append((j, k))
+    if not cands:
+        return []
+    fails: dict[tuple[int, int], bool] = {}
+    for (j, k), res in zip(moves, check(cands)):
+        fails[(j, k)] = not verdict(res).ok
+    out = []
+    for j in units:
+        if (j, 0) not in fails or fails[(j, 0)]:
+            continue          # keeping none of this unit's pieces still fails: none is needed
+        k = next((k for k in range(1, choice[j]) if fails.get((j, k), True)), choice[j])
+        out.append(cp.units[j].pieces[k - 1])
+    return out
+
+
+__all__ = ["NEEDED_BUDGET", "needed_pieces", "shrink_state"]

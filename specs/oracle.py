@@ -19,6 +19,7 @@ recovery-failure and follow-up rules.
 from __future__ import annotations
 
 import json
+import re
 import signal
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -213,6 +214,34 @@ def _end_words(status: str | None, sig: int | None, code: int | None) -> str:
     return "exited with status 0 before it was done"
 
 
+# trees/common/check.c writes every violation to stderr the moment it is found, with this prefix,
+# so a check that dies afterwards (a lookup of a dumped key that crashes) does not take it along
+VIOLATION_PREFIX = "check: violation: "
+
+
+def _early_violations(result: dict) -> list[str]:
+    """Violations a check wrote to stderr before its process ended abnormally."""
+    return [line[len(VIOLATION_PREFIX):] for line in (result.get("stderr") or "").splitlines()
+            if line.startswith(VIOLATION_PREFIX)]
+
+
+def _last_lines(result: dict, n: int = 3) -> str:
+    """'; its last lines: ...' from what the process printed (stderr, else stdout), without the
+    violation lines (reported on their own), or ''."""
+    for text in (result.get("stderr"), result.get("output")):
+        lines = [x.strip() for x in (text or "").splitlines()
+                 if x.strip() and not x.startswith(VIOLATION_PREFIX)]
+        if lines:
+            shown = " | ".join(x[-160:] for x in lines[-n:])
+            return f"; its last line{'s' if len(lines[-n:]) > 1 else ''}: {shown}"
+    return ""
+
+
+def _address_free(text: str) -> str:
+    """TEXT without addresses and numbers (as harness/findings.py address_free)."""
+    return re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "?", text)[:80]
+
+
 def _partial_check(result: dict) -> dict | None:
     """The check JSON of a check that died or hung in its follow-up operations: the driver flushes
     it up to `"followup": [` and after each follow-up result (trees/common/check.c), so the
@@ -233,9 +262,16 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
     JSON; whether the check died or hung in its follow-up operations after a good recovery)."""
     status = result.get("status")
     body = result.get("result")
-    tail = (result.get("stderr") or "").strip().splitlines()[-1:] or [""]
-    said = f"; its output ended: {tail[0][-200:]}" if tail[0] else ""
+    said = _last_lines(result)
     died_in_followup = False
+    early = _early_violations(result) if body is None and status != "ok" else []
+    if early:
+        # The structure's check (or a lookup of the dumped keys) found broken rules, then the
+        # process died before it could report them: the broken rule is the finding.
+        more = f" (+{len(early) - 1} more)" if len(early) > 1 else ""
+        return Verdict(False, "invariant-violation",
+                       f"{early[0]}{more}; then the check {_end_words(status, result.get('signal'), result.get('exit'))}"
+                       + said, expected, group="rule: " + _address_free(early[0])), None, False
     if body is None and followup and (status != "ok" or result.get("output")):
         body = _partial_check(result)
         died_in_followup = body is not None
@@ -252,9 +288,10 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
         return Verdict(False, "recovery-crash", "recovery killed the checker running it (its parent "
                        "process died while this state was checked; a new checker took over)", expected), None, False
     elif status in ("signal", "oom") or (status == "exit" and body is None):
-        how = (f"signal {result.get('signal')}" if status == "signal" else
-               "the memory limit" if status == "oom" else f"exit status {result.get('exit')}")
-        return Verdict(False, "recovery-crash", f"recovery died with {how}{said}", expected), None, False
+        how = (f"died of {signal_name(result.get('signal'))}" if status == "signal" else
+               "ran out of memory (the memory limit)" if status == "oom" else
+               f"exited with status {result.get('exit')} before the check wrote its result")
+        return Verdict(False, "recovery-crash", f"recovery {how}{said}", expected), None, False
     elif status == "ok" and body is None:
         return Verdict(False, "recovery-crash", "recovery exited with status 0 before the check wrote "
                        "its result" + said, expected), None, False

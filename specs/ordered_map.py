@@ -177,7 +177,14 @@ def classify(m: Mismatch) -> tuple[str, str]:
         out += [("changed", k) for k in want if k in got and want[k] != got[k]]
         return out
 
-    closest = min(m.expected, key=lambda s: len(diffs(s)))
+    # The closest acceptable state; on a tie, the one that agrees with the dump on which keys are
+    # present: a crash inside an insert that kept the new key but lost its value lost the state
+    # after the insert (a wrong or older value), not the one before it (a key "never inserted"
+    # or "resurrected").
+    def distance(state: State) -> tuple[int, int]:
+        d = diffs(state)
+        return (len(d), sum(1 for what, _ in d if what != "changed"))
+    closest = min(m.expected, key=distance)
     want, got = dict(closest), dict(actual)
     best: tuple[str, str] | None = None
     for what, k in diffs(closest):
@@ -187,7 +194,9 @@ def classify(m: Mismatch) -> tuple[str, str]:
                 cand = ("resurrected-delete", f"key {ktext} was deleted by a completed operation "
                         f"but is back with value {value_text(got[k])}")
             else:
-                cand = ("wrong-value", f"key {ktext} is present but was never inserted")
+                cand = ("wrong-value", f"key {ktext} is present but was never inserted" if k not in written
+                        else f"key {ktext} is present (value {value_text(got[k])}) where no acceptable "
+                        "state has it")
         elif what == "missing":
             cand = ("lost-durable-write", f"key {ktext} (value {value_text(want[k])}) is missing")
         else:

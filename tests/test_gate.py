@@ -1,5 +1,6 @@
 """The crash-consistency gate, through the project's own pytest plugin: every structure passes
-with no unexpected finding, and every seeded bug is found with the class its catalog names.
+with no unexpected finding, and every seeded bug is found as exactly one bug, of the class its
+catalog names (one root cause, one bug: its other symptoms are listed in that bug's record).
 
 Deterministic: fixed seed and a fixed number of histories per structure.
 """
@@ -27,6 +28,18 @@ def _catalog(folder: Path, structure: str):
             for b in json.loads(path.read_text()) if b.get("threads", 1) == 1]
 
 
+# Seeded bugs that still come out as several bugs (issue 18 point 2 not done for them; unexpected
+# bugs at seed 1, 48 examples, before -> after the root-cause grouping of harness/bugs.py):
+# HART's value pointer swung without a fence shows 5 wrong-value groups (4 before) whose lost
+# stores differ; Heart's (eADR, no flushes) publish-early and prefix bugs lose different stores
+# in different operations (split-publish-early 2 -> 2, leaf-publish-early 7 -> 3,
+# pack-keybyte-7bit 15 -> 13, split-prefix-length 2 -> 2); WOART's recovery bugs show a broken
+# rule and a recovery that dies from different lost stores (skip-repair: 2, repair-same-child: 2
+# recovery-crash groups, one per way recovery died); WORT's update-swing-before-value a wrong value
+# and a leak of the value never made durable in other states. Each is still found with its class.
+NOT_ONE_BUG_YET = {"hart-value-ptr-no-fence", "heart-split-publish-early", "heart-leaf-publish-early",
+                   "heart-pack-keybyte-7bit", "heart-split-prefix-length", "woart-skip-repair",
+                   "woart-repair-same-child", "wort-update-swing-before-value"}
 SEEDED = [p for t in TREES for p in _catalog(ROOT / "trees" / t, t)] + _catalog(EXAMPLE, "pmhash")
 
 
@@ -50,6 +63,12 @@ def test_structure_passes_gate(built, crashcheck, structure):
 @pytest.mark.parametrize("structure, bug, cls", SEEDED)
 def test_seeded_bug_found_with_its_class(built, crashcheck, structure, bug, cls):
     result = crashcheck.run(structure, bug=bug, seed=1, examples=48, stop_on_class=cls)
-    assert cls in result.classes, (
-        f"{structure} --bug {bug}: expected a {cls} finding, got {sorted(result.classes) or 'none'} "
+    got = [b["class"] for b in result.unexpected]
+    if f"{structure}-{bug}" in NOT_ONE_BUG_YET:
+        assert cls in got and len(got) > 1, (
+            f"{structure} --bug {bug}: expected a {cls} finding among several bugs (NOT_ONE_BUG_YET), "
+            f"got {got or 'none'}: if it is one bug now, take it off the list (report: {result.report})")
+        return
+    assert got == [cls], (
+        f"{structure} --bug {bug}: expected one {cls} bug, got {got or 'none'} "
         f"(report: {result.report})")

@@ -1,7 +1,9 @@
 """The HTML report as a person sees it: a real bug (the example structure's deliberate bug) fuzzed,
 written as a results file and a report, opened in headless Chromium (Debian's), and checked for
 what must be visible: the bug's class, the lost store's source line, the expected-vs-recovered
-diff and the timeline. The screenshot is kept under out/test-artifacts/.
+diff and the timeline; and a WORT bug whose lost store sits in a static function inlined at -O2,
+whose source box must highlight the store's own line (not the call), with the timeline kept
+inside the page. The screenshots are kept under out/test-artifacts/.
 """
 import json
 import os
@@ -33,6 +35,19 @@ def bug_report(tmp_path_factory, instrument_built):
 
 def test_results_file_has_the_documented_shape(bug_report):
     res = json.loads((bug_report / "results.json").read_text())
+    # the assumptions every verdict rests on (issue 18 point 4)
+    assert res["assumptions"]["model"] == "adr" and res["assumptions"]["atomic_unit"] == 8
+    assert "failure-atomic unit 8 bytes" in res["assumptions"]["text"]
+    # one root cause, one bug (point 2): the deliberate bug is one unexpected bug
+    assert [b["class"] for b in res["bugs"] if not b["expected"]] == ["invariant-violation"]
+    # paths for people on other machines (point 7): relative to the project root
+    text = json.dumps(res["bugs"])
+    assert str(ROOT) not in text
+    for b in res["bugs"]:
+        assert b["assumptions"]["atomic_unit"] == 8
+        for s in b["lost"] + b["persisted"]:
+            assert s["site"]["file"] == "examples/pmhash/pmhash.c" or s["site"]["file"].startswith("trees/"), s
+        assert all(not key.startswith("/") for key in b["sources"]), list(b["sources"])
     assert set(res["stats"]) >= {"histories", "crash_points", "states_legal", "states_explored", "elapsed_s"}
     assert res["stats"]["histories"] >= 16 and res["stats"]["states_explored"] > 0
     bugs = [b for b in res["bugs"] if not b["expected"]]
@@ -91,3 +106,68 @@ def test_report_in_chromium(bug_report):
         finally:
             browser.close()
     assert (ARTIFACTS / "report.png").stat().st_size > 10_000
+
+
+@pytest.fixture(scope="module")
+def inlined_report(tmp_path_factory, instrument_built):
+    """WORT's split header: its lost store is in write_split_header, a static function inlined
+    into split_prefix and wort_insert at -O2."""
+    out = tmp_path_factory.mktemp("inlined")
+    res = cli("fuzz", "wort", "--bug", "split-header-two-stores", "--examples", "48", "--seed", "1",
+              "--stop-on", "invariant-violation", "--quiet",
+              "--json", str(out / "results.json"), "--report", str(out / "report.html"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    return out
+
+
+def _chromium(p):
+    return p.chromium.launch(executable_path=CHROMIUM, args=[
+        "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+        "--disable-background-networking", "--disable-component-update"])
+
+
+def test_inlined_store_shows_its_own_line(inlined_report):
+    """The record names the store's own line in write_split_header, inlined into another function
+    of wort.c; the report's box highlights that line, the inlining under it, and the timeline of
+    the operation in flight stays inside the page (a long one scrolls in its own box)."""
+    res = json.loads((inlined_report / "results.json").read_text())
+    [bug] = [b for b in res["bugs"] if not b["expected"]]
+    assert bug["class"] == "invariant-violation"
+    src = (ROOT / "trees" / "wort" / "wort.c").read_text().splitlines()
+    lost = [s["site"] for s in bug["lost"] if s["site"]]
+    assert lost, bug["lost"]
+    for site in lost:
+        assert site["line"] > 0 and not site["file"].startswith("/")
+        text = src[site["line"] - 1] if site["file"] == "trees/wort/wort.c" else \
+            src[site["inlined_at"]["line"] - 1]
+        assert "n->hdr" in text, (site, text)           # the store, in write_split_header
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is missing: run scripts/setup (it installs it)")
+    from playwright.sync_api import sync_playwright
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = _chromium(p)
+        try:
+            page = browser.new_page(viewport={"width": 1000, "height": 900})
+            page.goto((inlined_report / "report.html").as_uri())
+            section = page.locator("section.bug:not(.expected)").first
+            table = section.locator("h3", has_text="Stores lost at the crash")
+            table.scroll_into_view_if_needed()
+            # the first source box after the lost-store table: its highlighted line is the store's
+            hit = section.locator("h3:has-text('Stores lost at the crash') ~ pre.src span.hit").first
+            hit.scroll_into_view_if_needed()
+            assert hit.is_visible()
+            assert "n->hdr" in hit.inner_text() and "write_split_header(" not in hit.inner_text(), hit.inner_text()
+            chain = section.locator("h3:has-text('Stores lost at the crash') ~ .chain").first
+            assert chain.count() == 0 or "inlined into" in chain.inner_text()
+            box = section.locator(".timelinebox").first
+            box.scroll_into_view_if_needed()
+            rect = box.bounding_box()
+            width = page.evaluate("document.documentElement.clientWidth")
+            assert rect and rect["x"] >= 0 and rect["x"] + rect["width"] <= width, (rect, width)
+            sizes = box.evaluate("b => [b.scrollWidth, b.clientWidth, b.firstElementChild.getBoundingClientRect().width]")
+            assert sizes[2] <= sizes[1] or sizes[0] > sizes[1], sizes      # fits, or scrolls inside
+            assert page.evaluate("document.documentElement.scrollWidth") <= width
+            page.screenshot(path=str(ARTIFACTS / "report-inlined.png"), full_page=True)
+        finally:
+            browser.close()

@@ -117,7 +117,10 @@ def test_jobs_find_the_same_bugs_in_the_same_groups(built, tmp_path):
         found[jobs] = sorted((b["class"], b["group"], b["expected"], b["occurrences"], b["id"], b["history"])
                              for b in data["bugs"])
         stats[jobs] = {k: data["stats"][k] for k in ("histories", "crash_points", "states_explored")}
-    assert len({(cls, group) for cls, group, *_ in found[1]}) >= 4, found[1]
+    # one lost-durable-write (its invariant violations and leaks are its symptoms) and two
+    # expected leaks: groups from both workers had to be merged
+    assert len({(cls, group) for cls, group, *_ in found[1]}) >= 3, found[1]
+    assert sum(not expected for _, _, expected, *_ in found[1]) >= 1, found[1]
     assert found[1] == found[2]
     assert stats[1] == stats[2]
 

@@ -128,3 +128,44 @@ def test_followup_operation_that_dies_after_a_good_recovery(status, sig, group, 
     # and output the check did not write that way is recovery's failure
     res["output"] = "garbage"
     assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls.startswith("recovery-")
+
+
+# -- issue 18 point 3: the right class ------------------------------------------------------------
+
+def test_tie_is_judged_against_the_state_the_crash_lost():
+    """A re-insert in flight after a completed delete, its key back with a value nobody wrote:
+    the dump is one change away from both acceptable states (before: the key is extra; after: its
+    value differs). The crash lost the insert's value, not the delete: never resurrected-delete."""
+    ops = [parse_op(x) for x in ["insert 1 10", "delete 1", "insert 1 30"]]
+    verdict = judge_recovery(ops, CrashPoint(2, 2), ok(dump((1, 99))))
+    assert verdict.cls == "wrong-value", verdict.detail
+    assert "expected" in verdict.detail and "never inserted" not in verdict.detail
+
+
+def test_tie_of_a_lost_insert_value_is_not_never_inserted():
+    ops = [parse_op("insert 1 10")]
+    verdict = judge_recovery(ops, CrashPoint(0, 0), ok(dump((1, 0))))
+    assert verdict.cls == "wrong-value"
+    assert "never inserted" not in verdict.detail and "expected" in verdict.detail, verdict.detail
+
+
+def test_recovery_crash_says_how_the_process_died_and_what_it_printed():
+    res = {"status": "signal", "signal": 11, "exit": None, "result": None,
+           "stderr": "recover: slot 0\nrecover: slot 1\nrecover: chunk 7\n"}
+    verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res)
+    assert verdict.cls == "recovery-crash"
+    assert "SIGSEGV (signal 11)" in verdict.detail
+    assert "recover: slot 1 | recover: chunk 7" in verdict.detail, verdict.detail
+    res = {"status": "exit", "signal": None, "exit": 3, "result": None, "stderr": ""}
+    assert "exited with status 3" in judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res).detail
+
+
+def test_violations_before_a_crashing_lookup_are_kept():
+    """The check wrote a broken rule (trees/common/check.c, as it found it), then a lookup of a
+    dumped key killed the process: the finding is the broken rule, and says how the check died."""
+    res = {"status": "signal", "signal": 11, "exit": None, "result": None,
+           "stderr": "check: violation: node at 0x6000001000 has a NULL child in slot 2\n"}
+    verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res)
+    assert verdict.cls == "invariant-violation"
+    assert verdict.detail.startswith("node at 0x6000001000 has a NULL child in slot 2; then the check died")
+    assert verdict.group == "rule: node at ? has a NULL child in slot ?"

@@ -2,7 +2,9 @@
 //
 // See SiteTable.h.  File names are made absolute with the compile
 // directory when the debug info holds a relative name, so a report can open
-// the source wherever the trace is read.
+// the source wherever the trace is read, and lose their `.` and `..` parts.
+// An instruction whose location has line 0 (merged by the optimiser) takes
+// the nearest located instruction's site, so no site says `file.c:0`.
 //
 //===----------------------------------------------------------------------===//
 #include "SiteTable.h"
@@ -10,6 +12,8 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
 using namespace llvm;
@@ -21,9 +25,10 @@ static std::string fileOf(const DIScope *Scope) {
     return "";
   std::string File = Scope->getFilename().str();
   std::string Dir = Scope->getDirectory().str();
-  if (!File.empty() && File[0] != '/' && !Dir.empty())
-    return Dir + "/" + File;
-  return File;
+  SmallString<256> Path(!File.empty() && File[0] != '/' && !Dir.empty() ? Dir + "/" + File : File);
+  // trees/artcow/../woart/x.c and trees/woart/x.c are one file, named one way
+  sys::path::remove_dots(Path, /*remove_dot_dot=*/true, sys::path::Style::posix);
+  return std::string(Path.str());
 }
 
 static std::string functionOf(const DILocation *Loc, const Instruction &I) {
@@ -34,19 +39,42 @@ static std::string functionOf(const DILocation *Loc, const Instruction &I) {
   return I.getFunction()->getName().str();
 }
 
-unsigned SiteTable::siteOf(const Instruction &I) {
+// located -- I's debug location, or when it has line 0 (a location the optimiser merged from
+// several lines, such as a store of a small helper inlined at two call sites and sunk into one
+// block) the nearest located instruction's: before I in its block, then after it; failing both,
+// the inlined-at call's (internal)
+static const DILocation *located(const Instruction &I) {
   const DILocation *Loc = I.getDebugLoc().get();
+  if (!Loc || Loc->getLine() != 0)
+    return Loc;
+  for (const Instruction *P = I.getPrevNode(); P; P = P->getPrevNode())
+    if (const DILocation *L = P->getDebugLoc().get(); L && L->getLine() != 0)
+      return L;
+  for (const Instruction *N = I.getNextNode(); N; N = N->getNextNode())
+    if (const DILocation *L = N->getDebugLoc().get(); L && L->getLine() != 0)
+      return L;
+  for (const DILocation *At = Loc->getInlinedAt(); At; At = At->getInlinedAt())
+    if (At->getLine() != 0)
+      return At;
+  return Loc;
+}
+
+unsigned SiteTable::siteOf(const Instruction &I) {
+  const DILocation *Loc = located(I);
   std::string File, Func = functionOf(Loc, I), InlFile, InlFunc;
   unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0;
   if (Loc) {
     File = fileOf(Loc->getScope());
     Line = Loc->getLine();
     Col = Loc->getColumn();
-    // The inlined-at site is the outermost caller: a fence inside cc_mfence inside
-    // persistent() inside tree_insert is reported at tree_insert's line, the line a
-    // person can act on.  (With one level of inlining it is the immediate caller.)
+    // The inlined-at site is the nearest caller in another file, else the
+    // outermost caller: a fence inside cc_mfence inside persistent() (both in
+    // persist.h) inside link() inside wort_insert is reported at link()'s
+    // line `persistent(slot, 8)`, the line a person can act on; a store of a
+    // static function inlined into another of its file names the function it
+    // ended up in.  (With one level of inlining it is the immediate caller.)
     const DILocation *At = Loc->getInlinedAt();
-    while (At && At->getInlinedAt())
+    while (At && At->getInlinedAt() && fileOf(At->getScope()) == File)
       At = At->getInlinedAt();
     if (At) {
       InlFile = fileOf(At->getScope());

@@ -18,6 +18,7 @@
 #include "pm_alloc.h"
 
 #define MAX_VIOLATIONS 200   /* beyond this a summary line says how many more */
+#define EARLY_VIOLATIONS 4   /* written to stderr as found: the first names the rule */
 
 struct pair {
 	uint8_t key[CC_KEY_MAX];
@@ -55,10 +56,14 @@ struct violations {
 	size_t total;
 };
 
-/* add_violation -- cc_violation_fn collecting copies (internal) */
+/* add_violation -- cc_violation_fn collecting copies, each also written to
+ * stderr at once (specs/oracle.py VIOLATION_PREFIX): a lookup that crashes
+ * later in the check must not take the broken rule with it (internal) */
 static void add_violation(void *ctx, const char *text)
 {
 	struct violations *v = ctx;
+	if (v->total < EARLY_VIOLATIONS)
+		fprintf(stderr, "check: violation: %s\n", text);
 	if (v->total++ < MAX_VIOLATIONS)
 		*(char **)vec_push(&v->texts) = strdup(text);
 }

@@ -1,0 +1,206 @@
+"""One root cause, one bug: which findings are symptoms of one mistake.
+
+Owns two rules, applied after findings are grouped (harness/findings.py finding_group):
+  - one crash state, one bug: the findings of one state (an invariant violation and the leak its
+    lost pointer causes) are one finding, the most telling class first (PRIMARY_ORDER), the
+    others kept as its symptoms (`fold_state`);
+  - one set of stores that matter, one bug: findings whose shrunk crash states lose and need the
+    same stores (by source line: the lost pieces plus the persisted ones the failure needs,
+    harness/state_shrink.py) are one bug, whatever their class and store order; so are findings
+    that hinge on one store (one the failure needs persisted, or for a failure inside an
+    operation that needs none, the operation's last store already durable at the crash: a node
+    published before its contents were written fails with its contents lost or not yet
+    written), findings of one group (one broken rule, one way recovery died) and a finding whose
+    group is another's symptom (`merge`). Expected findings (known by design) are never merged
+    with unexpected ones.
+The bug shows its primary finding; the others become its `symptoms`, and the distinct store
+orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
+"""
+from __future__ import annotations
+
+from crashsim.trace import Trace
+from harness.findings import Finding, site_key, store_site
+
+# The class a person fixes first: a broken rule of the structure, then a recovery that dies or
+# hangs, then what the contents show, then what only later operations or the allocator show.
+PRIMARY_ORDER = ("invariant-violation", "recovery-crash", "recovery-hang", "resurrected-delete",
+                 "lost-durable-write", "torn-update", "wrong-value", "post-recovery-divergence",
+                 "leak")
+
+
+# Tiers of PRIMARY_ORDER: what the recovered structure shows (a rule, its contents) names a
+# mistake; a recovery that dies or refuses, a later operation and a leak only show that there is one.
+TIERS = ({"invariant-violation", "resurrected-delete", "lost-durable-write", "torn-update", "wrong-value"},
+         {"recovery-crash", "recovery-hang"}, {"post-recovery-divergence"}, {"leak"})
+
+
+def rank(cls: str) -> int:
+    return PRIMARY_ORDER.index(cls) if cls in PRIMARY_ORDER else len(PRIMARY_ORDER)
+
+
+def tier(cls: str) -> int:
+    return next((i for i, t in enumerate(TIERS) if cls in t), len(TIERS))
+
+
+def fold_state(found: list[Finding]) -> list[Finding]:
+    """The findings of one crash state as bugs: unexpected ones become symptoms of the most
+    telling unexpected one; expected ones stay apart (a leak known by design is not a symptom)."""
+    unexpected = [f for f in found if not f.expected]
+    if len(unexpected) < 2:
+        return found
+    primary = min(unexpected, key=lambda f: rank(f.cls))
+    primary.symptoms.extend(f for f in unexpected if f is not primary)
+    return [primary] + [f for f in found if f.expected]
+
+
+def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
+    """The source lines of the stores that matter in F's crash state (lost, and persisted but
+    needed), sorted; () when F has no crash state or loses nothing."""
+    if f.point is None or trace is None:
+        return ()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+    pieces = f.lost + f.needed
+    if not pieces:
+        return ()
+    pre = "in recovery: " if f.recovery_of is not None else ""
+    return tuple(sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces}))
+
+
+def anchor(trace: Trace | None, f: Finding) -> list[str]:
+    """For a failure inside an operation that needs no pending store to persist: the source lines
+    of the stores the operation's last fence before the crash made durable (the durable ones
+    stored since the fence before them). Such a failure comes from the order the
+    program made stores durable in (a node published before its contents were written, a header
+    rewritten in place before the pointer swing), and that group of stores is where the order
+    went wrong; [] otherwise."""
+    cp = f.point
+    if cp is None or trace is None or f.needed or f.recovery_of is not None or cp.op is None:
+        return []
+    pending = {p.seq for u in cp.units for p in u.pieces}
+    group: list = []
+    seen_fence = False
+    for i in range(min(cp.event, len(trace.events)) - 1, -1, -1):
+        ev = trace.events[i]
+        if ev.kind == "op_begin":
+            break
+        if ev.kind == "fence":
+            if group:
+                break         # the fence before the last persist's stores (mfence; clflush; mfence)
+            seen_fence = True
+        elif ev.kind in ("store", "ntstore") and ev.seq not in pending and seen_fence:
+            group.append(ev)
+    return sorted({site_key(trace, ev.site) for ev in group})
+
+
+def order(trace: Trace | None, f: Finding) -> dict | None:
+    """F's store order: the needed persisted stores and the lost ones, by source line."""
+    if f.point is None or trace is None or not f.lost:
+        return None
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+
+    def lines(pieces):
+        return sorted({site_key(trace, store_site(trace, p)) for p in pieces})
+    return {"persisted": lines(f.needed), "lost": lines(f.lost), "class": f.cls}
+
+
+def _plain(group: tuple[str, str]) -> tuple[str, str]:
+    return (group[0], group[1].removeprefix("in recovery: "))
+
+
+def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
+    """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
+    primary: the first tier of classes (TIERS) the bug shows, in it the simplest demonstration (the
+    fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
+    lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
+    after later deletes as broken rules; a node swung to before its entries are durable shows as
+    broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
+    TRACE(item) the trace its crash point lives in."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple, int] = {}
+    for i, item in enumerate(items):
+        f = finding(item)
+        # (a rule broken after a crash inside recovery is the rule broken after any crash)
+        keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        t = trace(item)
+        c = cause(t, f)
+        if c:
+            keys.append(("cause", c))
+        # a store the failure needs persisted, or the durable store where the order went wrong:
+        # failures that hinge on one such store are one bug
+        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
+        keys += [("store", a) for a in anchor(t, f)]
+        for key in keys:
+            key = (f.expected,) + key
+            j = owner.setdefault(key, i)
+            a, b = find(i), find(j)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    bugs: dict[int, list] = {}
+    for i, item in enumerate(items):
+        bugs.setdefault(find(i), []).append(item)
+    out = []
+    for members in bugs.values():
+        # the most telling class; within it, a crash outside recovery that lost stores (the
+        # plainest picture of the mistake); then ITEMS order (the sort is stable)
+        members.sort(key=lambda it: (tier(finding(it).cls), size(it), rank(finding(it).cls),
+                                     finding(it).recovery_of is not None, not finding(it).lost))
+        out.append(members)
+    return out
+
+
+def symptoms(members: list, finding, trace) -> list[dict]:
+    """What the bug of MEMBERS (merge's list) shows besides its primary finding: the primary's
+    same-state symptoms and every other member with its own, as record entries (one per class
+    and group, occurrences added up)."""
+    out: list[dict] = []
+    seen: dict[tuple, dict] = {}
+
+    def entry(f: Finding, t, same_state: bool) -> dict:
+        o = order(t, f)
+        return {"class": f.cls, "detail": f.detail, "group": f.group[1], "occurrences": f.occurrences,
+                "same_state": same_state, "lost": o["lost"] if o else [],
+                "persisted": o["persisted"] if o else []}
+    def add(e: dict) -> None:
+        key = (e["class"], e["group"])
+        if key == (first.cls, first.group[1]):
+            return
+        if key in seen:
+            seen[key]["occurrences"] += e["occurrences"]
+        else:
+            seen[key] = e
+            out.append(e)
+    first = finding(members[0])
+    for s in first.symptoms:
+        add(entry(s, trace(members[0]), True))
+    for it in members[1:]:
+        f = finding(it)
+        add(entry(f, trace(it), False))
+        for s in f.symptoms:
+            add(entry(s, trace(it), True))
+    return out
+
+
+def orders(members: list, finding, trace) -> list[dict]:
+    """The distinct store orders of MEMBERS that failed (the primary's first)."""
+    out, seen = [], set()
+    for it in members:
+        o = order(trace(it), finding(it))
+        if o is None:
+            continue
+        key = (tuple(o["persisted"]), tuple(o["lost"]))
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
+
+
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]

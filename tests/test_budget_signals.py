@@ -1,0 +1,48 @@
+"""A signal whose exception Python swallowed (raised inside a gc callback or __del__) still stops
+the run and still names the signal (harness/budget.py interrupt / pending_signal)."""
+
+import gc
+import signal
+
+import pytest
+
+from harness import budget
+from harness.budget import Budget, RunInterrupted
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    budget.clear_pending_signal()
+    yield
+    budget.clear_pending_signal()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_signal_raised_inside_a_gc_callback_is_swallowed_but_kept():
+    fired = []
+
+    def callback(phase, info):
+        if phase == "start" and not fired:
+            fired.append(1)
+            budget.interrupt(signal.SIGTERM)      # as the handler would, mid-collection
+
+    b = Budget(seconds=None)
+    assert not b.stopped()
+    gc.callbacks.append(callback)
+    try:
+        gc.collect()                              # Python prints "Exception ignored in ..." and goes on
+    finally:
+        gc.callbacks.remove(callback)
+    assert fired
+    assert budget.pending_signal() == signal.SIGTERM
+    assert b.stopped() and b.expired() and b.search_over()
+    with pytest.raises(RunInterrupted) as exc:
+        b.check()
+    assert exc.value.signum == signal.SIGTERM
+
+
+def test_no_signal_no_stop():
+    b = Budget(seconds=None)
+    assert budget.pending_signal() is None
+    assert not b.stopped() and not b.expired()
+    b.check()

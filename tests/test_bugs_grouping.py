@@ -1,0 +1,166 @@
+"""One root cause, one bug (harness/bugs.py, harness/state_shrink.py needed_pieces), on hand-made
+findings: the findings of one crash state fold into one, a non-atomic pair of stores lost in
+either order is one bug with two orders, and what has nothing in common stays apart. The gate
+(tests/test_gate.py) checks the same on every seeded bug, end to end."""
+from dataclasses import dataclass
+
+from crashsim.trace import Site
+from harness import bugs
+from harness.findings import Finding
+from harness.state_shrink import needed_pieces
+
+
+@dataclass
+class Ev:
+    site: int
+    kind: str = "store"
+    seq: int = 0
+
+
+class FakeTrace:
+    """Events 0..3 are stores at lines 10, 11, 12, 13 of tree.c; event 4 begins an operation whose
+    stores are events 5, 6 (lines 15, 16), a fence (event 7), a store (event 8, line 18), a fence
+    (event 9)."""
+    events = [Ev(0, seq=0), Ev(1, seq=1), Ev(2, seq=2), Ev(3, seq=3), Ev(4, "op_begin", 4),
+              Ev(5, seq=5), Ev(6, seq=6), Ev(7, "fence", 7), Ev(8, seq=8), Ev(9, "fence", 9)]
+
+    def site(self, i):
+        return Site(i, "/src/tree.c", 10 + i, 1, "insert")
+
+
+@dataclass
+class P:
+    seq: int
+
+
+class FakePoint:
+    """A crash point whose choice is (lost seqs, needed seqs): lost() returns the first."""
+    index = 0
+    op = None
+    event = 4
+    units = ()
+
+    def lost(self, choice):
+        return [P(s) for s in choice[0]]
+
+    def kept(self, choice):
+        return [P(s) for s in choice[1]]
+
+
+def finding(cls, lost, needed=(), group=None, expected=False):
+    f = Finding(cls, f"{cls} detail", (cls, group or f"{cls}-group-{lost}"), expected=expected,
+                point=FakePoint(), choice=(tuple(lost), tuple(needed)))
+    f.needed = [P(s) for s in needed]
+    return f
+
+
+def merged(fs):
+    trace = FakeTrace()
+    return bugs.merge(fs, lambda f: f, lambda f: trace)
+
+
+def test_one_crash_state_is_one_finding_with_its_symptoms():
+    inv, leak = finding("invariant-violation", [0]), finding("leak", [0])
+    known = finding("leak", [0], group="known", expected=True)
+    out = bugs.fold_state([leak, inv, known])
+    assert out == [inv, known]
+    assert inv.symptoms == [leak]
+
+
+def test_two_store_orders_of_one_mistake_are_one_bug():
+    """*ref and n->path stored without one atomic commit: lost path with ref persisted, or lost
+    ref with path persisted; different classes, different first lost store, one bug."""
+    a = finding("lost-durable-write", lost=[1], needed=[2])
+    b = finding("invariant-violation", lost=[2], needed=[1])
+    other = finding("wrong-value", lost=[3])
+    out = merged([a, b, other])
+    assert len(out) == 2
+    [pair] = [m for m in out if len(m) == 2]
+    assert pair[0] is b                           # the broken rule is the primary class
+    trace = FakeTrace()
+    orders = bugs.orders(pair, lambda f: f, lambda f: trace)
+    assert orders == [{"persisted": ["/src/tree.c:11"], "lost": ["/src/tree.c:12"], "class": "invariant-violation"},
+                      {"persisted": ["/src/tree.c:12"], "lost": ["/src/tree.c:11"], "class": "lost-durable-write"}]
+    sym = bugs.symptoms(pair, lambda f: f, lambda f: trace)
+    assert [s["class"] for s in sym] == ["lost-durable-write"] and not sym[0]["same_state"]
+
+
+def test_a_leak_seen_as_a_symptom_elsewhere_joins_that_bug():
+    inv = finding("invariant-violation", [0])
+    inv.symptoms.append(finding("leak", [0], group="alloc at tree.c:40"))
+    alone = finding("leak", [1], group="alloc at tree.c:40")
+    assert len(merged([inv, alone])) == 1
+
+
+def test_expected_findings_never_merge_with_unexpected_ones():
+    a = finding("leak", [0], group="alloc", expected=True)
+    b = finding("leak", [0], group="alloc")
+    assert len(merged([a, b])) == 2
+
+
+def test_failures_that_hinge_on_one_published_store_are_one_bug():
+    """A node published (its pointer stored and made durable) before its contents were written:
+    one crash loses the contents' store, another comes before it was made: neither needs a
+    pending store to persist; both hinge on the publishing store, the operation's last durable one."""
+
+    class Unit:
+        def __init__(self, seqs):
+            self.pieces = [P(s) for s in seqs]
+
+    def inside(lost, pending):
+        f = finding("wrong-value", lost)
+        f.point = FakePoint()
+        f.point.op, f.point.event, f.point.units = 0, 8, [Unit(pending)]
+        return f
+    value_lost = inside([8], [8])            # stores 5, 6 made durable by fence 7; 8 pending, lost
+    value_lost.point.event = 9
+    not_yet = inside([], [])                 # the crash at fence 7's successor, before store 8
+    not_yet.point.event = 8
+    assert bugs.anchor(FakeTrace(), value_lost) == ["/src/tree.c:15", "/src/tree.c:16"]
+    assert len(merged([value_lost, not_yet])) == 1
+    needs = inside([8], [8])
+    needs.needed = [P(6)]
+    assert bugs.anchor(FakeTrace(), needs) == []
+
+
+def test_needed_pieces_are_those_without_which_the_state_passes():
+    """Units 0 and 1 kept 2 and 1 pending pieces; the state fails only while unit 0 keeps its
+    second piece: that piece is needed, unit 1's is not."""
+
+    class Unit:
+        def __init__(self, pieces):
+            self.pieces = pieces
+
+    class Point:
+        units = [Unit(["u0p0", "u0p1", "u0p2"]), Unit(["u1p0", "u1p1"])]
+
+    class V:
+        def __init__(self, ok):
+            self.ok = ok
+
+    def check(cands):
+        return [c for c in cands]
+
+    def verdict(choice):
+        return V(ok=choice[0] < 2)
+    assert needed_pieces(check, verdict, Point(), (2, 1)) == ["u0p1"]
+
+
+def test_the_primary_names_the_mistake_best():
+    """Of one bug: a recovery that refuses a node in a one-operation history, and the broken rule
+    the same lost stores show in a three-operation one: the rule is the bug's class. Of two
+    content classes, the shorter history wins (a link never flushed loses an insert at once and
+    breaks rules only after later deletes)."""
+    trace = FakeTrace()
+    sizes = {}
+
+    def make(cls, n):
+        f = finding(cls, [1])
+        sizes[id(f)] = n
+        return f
+    rc, inv = make("recovery-crash", 1), make("invariant-violation", 3)
+    [bug] = bugs.merge([rc, inv], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is inv
+    lost, inv = make("lost-durable-write", 1), make("invariant-violation", 3)
+    [bug] = bugs.merge([inv, lost], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is lost
