@@ -59,8 +59,11 @@ class HistoryJudge:
             if self._leak_index is None:
                 self._leak_index = leak_policy.LeakIndex(self.trace)
             objs = self._leak_index.attribute(leaked, out.point.event)
-            self._leaks[leak_key] = (objs, leak_policy.expected(self.session.structure.known, objs,
-                                                                self._leak_index.touched_in_flight(out.point.event)))
+            known, in_flight = self.session.structure.known, self._leak_index.touched_in_flight(out.point.event)
+            match = leak_policy.expected(known, objs, in_flight)
+            if match is None:
+                objs = leak_policy.unexplained_first(known, objs, in_flight)
+            self._leaks[leak_key] = (objs, match)
         objs, known = self._leaks[leak_key]
         first = objs[0]
         group_site = f"{first['site']['file']}:{first['site']['line']}" if first.get("site") else "?"
