@@ -39,7 +39,8 @@ FOUND = {
 #   marks level 0 and stops; T's trylock of Z (just above V) snips V at level 0 and links Z; A
 #   links V at level 1; T's release of Z descends through V at level 1 and lands on V's frozen
 #   successor: "fail". Three threads each stopped at one point. While R stays stopped, trylocks
-#   whose predecessor is V retry forever (lock-freedom broken: stale shows it as a livelock).
+#   whose predecessor is V retry forever (lock-freedom broken; stale wakes a parked thread after
+#   64 spin steps in a row, so it does not report that as a livelock).
 # - no-restart-after-snip: looks benign for results (an argument, not yet a test): a find that
 #   goes on after a failed snip can only miss nodes linked after it started, and a trylock's CAS
 #   on a stale pred fails; at most a released node stays linked until the next find passes it.
