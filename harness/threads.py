@@ -16,6 +16,7 @@ behave like the model from that state.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import strategies as st
@@ -28,8 +29,11 @@ from specs.model import Model, Workload
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}
-# mixed: Hypothesis draws random or pct for each history (docs/scheduler.md "How the harness uses it")
-SCHED_KINDS = ("mixed", "random", "pct")
+# mixed: Hypothesis draws random or pct for each history (docs/scheduler.md "How the harness uses
+# it"); stale only when asked for (--sched stale)
+SCHED_KINDS = ("mixed", "random", "pct", "stale")
+# stale: a thread is parked after about one in PERIOD accesses to a word another thread wrote
+STALE_PERIODS = (8, 4, 16)
 # the linearizability search's budget for one history: past it the history is "not checked"
 LIN_STEPS = 200_000
 LIN_TIMEOUT_S = 10.0
@@ -101,7 +105,12 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
         seed = draw(st.integers(0, 2 ** 32 - 1))
         kind = draw(st.sampled_from(("random", "pct"))) if sched == "mixed" else sched
         n = sum(len(sec) for sec in secs)
-        setting = f"random:{seed}" if kind == "random" else f"pct:{seed}:3:{max(100, 50 * n)}"
+        if kind == "random":
+            setting = f"random:{seed}"
+        elif kind == "pct":
+            setting = f"pct:{seed}:3:{max(100, 50 * n)}"
+        else:
+            setting = f"stale:{seed}:{draw(st.sampled_from(STALE_PERIODS))}"
         return make_threaded(load, secs, setting)
 
     return threaded()
@@ -219,6 +228,19 @@ def judge(model: Model, ops: Threaded, lines: list[str]) -> tuple[list[Finding],
         return [Finding("linearizability-violation", detail, ("linearizability-violation", "results"))], True
     if res.unknown:
         return [], False
+    final = next((x[len("!dump "):] for x in lines if x.startswith("!dump ")), None)
+    if final is not None:
+        # the state once every thread has ended (a structure without PM dumps it) must be the
+        # model's after a linearization of all the operations: a range lost from the lock while
+        # its holder never asks for it again shows only here
+        state = model.dump_state(json.loads(final))
+        fin = linearizability.check_durable(history, model, state, max_steps=LIN_STEPS, timeout=LIN_TIMEOUT_S)
+        if fin.unknown:
+            return [], False
+        if fin.illegal:
+            detail = (f"without any crash, under the schedule {ops.sched}, the state after {ops.nthreads} threads "
+                      f"ended is not explained by their results: {fin.reason}")
+            return [Finding("linearizability-violation", detail, ("linearizability-violation", "results"))], True
     broken = [x.split(" ", 2) for x in lines if x.startswith("!invariant ")]
     if broken:
         texts = [b[2] for b in broken if len(b) == 3]

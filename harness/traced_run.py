@@ -46,9 +46,12 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
         # several threads: one at a time under the deterministic scheduler, the schedule taken
         # written beside the trace (harness/threads.py)
         sched = threads.sched_env(ops, session.workdir / "schedule.in", session.workdir / "trace.sched")
+    # a structure without PM has no crash state at the end of the trace to show its final state:
+    # the run dumps it (a `!dump` line), judged with the results (threads.judge)
+    dump = sched is not None and not session.structure.has_pm
     return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
                       what=f"the traced run of {session.structure.name} died", ok=(0, 1),
-                      ops=ops, deadline=deadline, extra_env=sched)
+                      ops=ops, deadline=deadline, extra_env=sched, dump=dump)
 
 
 def schedule_taken(session: Session) -> str | None:
@@ -80,7 +83,7 @@ def trace_recovery(session: Session, image: bytes, tag: str = "recovery") -> Tra
 def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
                ops: list | None = None, deadline: float | None = None,
-               extra_env: dict[str, str] | None = None) -> tuple[Trace, list[str]]:
+               extra_env: dict[str, str] | None = None, dump: bool = False) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -97,7 +100,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         env.pop(k, None)
     env.update(extra_env or {})
     argv = ([str(session.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
-            + (["--check"] if check else []) + ["--results", str(results)])
+            + (["--check"] if check else []) + (["--dump"] if dump else []) + ["--results", str(results)])
     s = session.settings
     session.check_driver()
     session.budget.check()
@@ -114,6 +117,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         lines = results.read_bytes().decode("utf-8", "replace").splitlines()
     except OSError:
         lines = []
+    if dump:
+        # the final dump is no operation's result: marked like the driver's other `!` lines
+        lines = ["!" + x if x.startswith("dump ") else x for x in lines]
     if "!ready" not in lines or end.code not in ok:
         setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
     if extra_env and end.status == "exit" and end.code in threads.SCHED_EXIT:

@@ -110,10 +110,22 @@ def followup(ops: Sequence[Op], **_: Any) -> list[Op]:
 EDGES = (0, 1, 2, 3, 5, 8, 1 << 32, U64_MAX - 2, U64_MAX - 1, U64_MAX)
 
 
+# Starts of short ranges [S, S] or [S, S+1] side by side: many trylocks succeed and the held
+# nodes sit next to each other in the skip list, where a lock-free list's races are (one node
+# linked right after another while the latter is released).
+NEIGHBOURS = (1, 2, 3, 4, 5, 6, U64_MAX - 3, U64_MAX - 2, U64_MAX - 1)
+
+
 def ranges(points: Sequence[int] = EDGES):
     """A Hypothesis strategy of ranges with endpoints from POINTS."""
     from hypothesis import strategies as st
     return st.tuples(st.sampled_from(points), st.sampled_from(points)).map(lambda p: (min(p), max(p)))
+
+
+def short_ranges(starts: Sequence[int] = NEIGHBOURS):
+    """A Hypothesis strategy of ranges of one or two points starting at STARTS."""
+    from hypothesis import strategies as st
+    return st.tuples(st.sampled_from(starts), st.integers(0, 1)).map(lambda p: (p[0], min(p[0] + p[1], U64_MAX)))
 
 
 def histories(min_ops: int = 1, max_ops: int = 12, points: Sequence[int] = EDGES, **_: Any):
@@ -146,12 +158,19 @@ def thread_histories(threads: int, min_ops: int = 1, max_ops: int = 12, points: 
     runs). A thread trylocks drawn ranges and releases mostly a range it tried itself, after
     that trylock (the release must succeed unless the trylock failed), sometimes any range (a
     wrong release, which must fail unless it names a range another thread holds). Ranges come
-    from POINTS, a small universe with both ends of uint64, so threads overlap and sit next to
-    each other often."""
+    from POINTS, a small universe with both ends of uint64, so threads overlap often; or, drawn
+    per history, they are short ranges side by side (`short_ranges`): most trylocks then succeed
+    and several held nodes are neighbours in the list, which the races of linking next to a
+    node being released need (over POINTS most ranges are wide and the list holds one or two)."""
     from hypothesis import strategies as st
 
     @st.composite
-    def section(draw):
+    def history(draw):
+        drawn = ranges(points) if not draw(st.booleans()) else short_ranges()
+        return [], draw(st.lists(section(drawn), min_size=threads, max_size=threads))
+
+    @st.composite
+    def section(draw, drawn):
         n = draw(st.integers(min_ops, max_ops))
         held: list[Range] = []
         ops = []
@@ -161,14 +180,14 @@ def thread_histories(threads: int, min_ops: int = 1, max_ops: int = 12, points: 
                 s, e = held.pop(draw(st.integers(0, len(held) - 1)))
                 ops.append(Op("release", s, e))
             elif kind == 5:
-                ops.append(Op("release", *draw(ranges(points))))
+                ops.append(Op("release", *draw(drawn)))
             else:
-                rng = draw(ranges(points))
+                rng = draw(drawn)
                 held.append(rng)
                 ops.append(Op("trylock", *rng))
         return ops
 
-    return st.tuples(st.just([]), st.lists(section(), min_size=threads, max_size=threads))
+    return history()
 
 
 def make(spurious: bool = False) -> Model:

@@ -106,7 +106,7 @@ def test_different_seeds_different_schedules(exe, tmp_path):
     assert len({r.stdout for r in runs}) > 1 or runs[0].stdout.strip() != "40"
 
 
-@pytest.mark.parametrize("strategy", ["random:11", "pct:11:3", "pct:11:2:50"])
+@pytest.mark.parametrize("strategy", ["random:11", "pct:11:3", "pct:11:2:50", "stale:11:2"])
 def test_replay_gives_the_same_trace(exe, tmp_path, strategy):
     first = run(exe["racy"], tmp_path, strategy, "3")
     assert first.rc == 0, first.stderr
@@ -178,7 +178,7 @@ def test_two_lock_deadlock_is_found_and_replayed(exe, tmp_path):
 
 @pytest.mark.parametrize("mode", ["cas", "tas", "spin", "flag"])
 def test_spinning_code_makes_progress(exe, tmp_path, mode):
-    for strategy in ("random:1", "random:2", "pct:1:3", "pct:2:2:200"):
+    for strategy in ("random:1", "random:2", "pct:1:3", "pct:2:2:200", "stale:1:2", "stale:2:1"):
         r = run(exe["spin"], tmp_path, strategy, mode)
         assert (r.rc, r.stdout.strip()) == (0, "150"), f"{mode} {strategy}: {r.stderr}"
 
@@ -239,7 +239,8 @@ def test_off_by_default(exe, tmp_path):
     assert not any(e.kind == "mark" for e in read_trace(r.trace_path).events)
 
 
-@pytest.mark.parametrize("spec", ["fifo:1", "random:x", "pct:1:0", "replay:/nonexistent/schedule"])
+@pytest.mark.parametrize("spec", ["fifo:1", "random:x", "pct:1:0", "stale:1", "stale:1:0",
+                                  "replay:/nonexistent/schedule"])
 def test_bad_settings_say_why(exe, tmp_path, spec):
     r = run(exe["racy"], tmp_path, spec)
     assert r.rc == 2 and "crashcheck" in r.stderr and r.stderr.count("\n") == 1

@@ -124,3 +124,20 @@ def test_strategy_keeps_load_and_orders_sections(h):
     assert list(h.thread_of) == sorted(h.thread_of)
     assert all(t == 0 for t in h.thread_of[:h.load]) and all(t >= 1 for t in h.thread_of[h.load:])
     assert threads.parse_text(MAP, history_text(MAP, h)).thread_of == h.thread_of
+
+
+RL = models.get("range_lock")
+
+
+def test_judge_final_dump_must_follow_a_linearization():
+    """A structure without PM dumps its state once the threads end (`!dump`): a held range missing
+    from it is a violation even when every result was linearizable (a range lost from the lock
+    whose holder never asks for it again)."""
+    h = threads.make_threaded([], [[RL.parse_op("trylock 1 1"), RL.parse_op("trylock 2 2")],
+                                   [RL.parse_op("trylock 5 5")]], "stale:1:8")
+    lines = ["!ready", "!call 1 0", "!ret 1 0 ok", "!call 2 2", "!call 1 1", "!ret 1 1 ok", "!ret 2 2 ok"]
+    ok, checked = threads.judge(RL, h, lines + ['!dump [["1", "1"], ["2", "2"], ["5", "5"]]', "!end 3"])
+    assert ok == [] and checked
+    lost, checked = threads.judge(RL, h, lines + ['!dump [["1", "1"], ["5", "5"]]', "!end 3"])
+    assert checked and [f.cls for f in lost] == ["linearizability-violation"]
+    assert "state after 2 threads ended" in lost[0].detail and "held {[1, 1], [5, 5]}" in lost[0].detail

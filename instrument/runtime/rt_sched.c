@@ -17,8 +17,9 @@
  *   writer) are never registered and pass straight through to libc.
  *
  * Choices
- *   At each point the strategy (random walk, PCT, or replay of a file) picks
- *   one runnable thread.  A deterministic default rule (stay, unless the
+ *   At each point the strategy (random walk, PCT, stale -- parking a thread
+ *   after an access until others write the word --, or replay of a file)
+ *   picks one runnable thread.  A deterministic default rule (stay, unless the
  *   thread blocked, spins, or ran CRASHCHECK_SCHED_FAIR steps in a row: then
  *   the next runnable thread in id order) decides what the schedule file
  *   leaves out: the file lists only the steps where the choice differed from
@@ -126,7 +127,10 @@ struct sthread {
 	int npairs;              /* atomic loads since its last progress step */
 	uintptr_t pair_addr[NPAIRS];
 	uint64_t pair_val[NPAIRS];
-	int64_t prio;            /* PCT */
+	int64_t prio;            /* PCT, stale */
+	uintptr_t park_addr;     /* stale: parked after an access to this word (0: not parked) */
+	int park_writes;         /* writes by other threads to it still awaited */
+	uint64_t park_seq;       /* order of parking: the earliest parked is woken first */
 	uint32_t at_site;        /* where it reached its current scheduling point: a site id, */
 	const char *at_what;     /* or CC_NO_SITE and the interposed call's name (switch marks) */
 	pthread_t pt;
@@ -147,7 +151,7 @@ static uint64_t max_steps;      /* 0: no bound */
 
 /* ---- strategy ---- */
 
-enum strategy { S_RANDOM, S_PCT, S_REPLAY };
+enum strategy { S_RANDOM, S_PCT, S_STALE, S_REPLAY };
 static enum strategy strat;
 static char strat_text[256];
 static uint64_t rng_state;
@@ -155,6 +159,10 @@ static int pct_depth;
 static uint64_t pct_steps = 1000;
 static uint64_t *pct_changes;  /* pct_depth - 1 change points, sorted */
 static int64_t pct_low;        /* next priority for a spinning thread: below all others */
+static uint64_t stale_period;  /* stale: park after about one access in this many */
+static int64_t stale_top;      /* next priority of a woken thread: above all others */
+static uint64_t stale_seq;
+#define STALE_SPINS 64         /* spin steps in a row that wake a parked thread */
 struct entry { uint64_t step; int tid; };
 static struct entry *replay;
 static size_t nreplay, replay_pos, replay_ignored;
@@ -441,6 +449,38 @@ static struct sthread *choose(struct sthread *cur, struct sthread **cand, int n,
 				best = cand[i];
 		return best;
 	}
+	case S_STALE: {
+		/* the highest priority among threads not parked; if every runnable
+		 * thread is parked, or the others have spun STALE_SPINS steps in a
+		 * row (they may wait for what the parked one is to do), the earliest
+		 * parked one is woken (its word may never be written again) */
+		if (avoid)
+			cur->prio = --pct_low;
+		struct sthread *best = NULL, *first = NULL;
+		if (spin_run >= STALE_SPINS)
+			for (int i = 0; i < n; i++)
+				if (cand[i]->park_addr && (!first || cand[i]->park_seq < first->park_seq))
+					first = cand[i];
+		if (first) {
+			first->park_addr = 0;
+			first->prio = ++stale_top;
+			return first;
+		}
+		for (int i = 0; i < n; i++) {
+			struct sthread *t = cand[i];
+			if (t->park_addr) {
+				if (!first || t->park_seq < first->park_seq)
+					first = t;
+			} else if (!best || t->prio > best->prio) {
+				best = t;
+			}
+		}
+		if (!best) {
+			first->park_addr = 0;
+			best = first;
+		}
+		return best;
+	}
 	case S_REPLAY:
 		while (replay_pos < nreplay && replay[replay_pos].step < steps)
 			replay_pos++, replay_ignored++;
@@ -599,6 +639,71 @@ void cc_sched_op(int begin, uint64_t index, uint32_t site)
 	point(0);
 }
 
+/* written -- the set of threads (bits by registration order, mod 64) that
+ * wrote the word at A by an atomic, in a table of STALE_WORDS entries; NULL
+ * when the table is full (internal) */
+#define STALE_WORDS 8192
+static uint64_t *written(uintptr_t a)
+{
+	static uintptr_t keys[STALE_WORDS];
+	static uint64_t sets[STALE_WORDS];
+	size_t h = (size_t)((a >> 3) * 0x9e3779b97f4a7c15ull) % STALE_WORDS;
+	for (size_t k = 0; k < STALE_WORDS; k++, h = (h + 1) % STALE_WORDS) {
+		if (keys[h] == a)
+			return &sets[h];
+		if (!keys[h]) {
+			keys[h] = a;
+			return &sets[h];
+		}
+	}
+	return NULL;
+}
+
+/* other_can_run -- is a thread other than T runnable and not parked? (internal) */
+static int other_can_run(const struct sthread *t)
+{
+	for (int i = 0; i < nthreads; i++)
+		if (threads[i] != t && !threads[i]->park_addr && runnable(threads[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * stale_access -- the stale strategy at an atomic access of T to ADDR that
+ * made progress (a load of a new value; WRITE: a store, RMW or successful
+ * CAS).  A write wakes every other thread parked on ADDR once it has seen
+ * the number of writes it waits for, and the woken thread runs next, before
+ * the writer's next step.  Then T itself is parked on ADDR with probability
+ * 1/stale_period, until other threads write ADDR once or twice (drawn): what
+ * T has just read or written is then stale, which is the window of most
+ * lock-free bugs (internal)
+ */
+static void stale_access(struct sthread *t, const void *addr, int write)
+{
+	uintptr_t a = (uintptr_t)addr;
+	uint64_t *others = written(a);
+	if (write) {
+		for (int i = 0; i < nthreads; i++) {
+			struct sthread *u = threads[i];
+			if (u != t && u->park_addr == a && --u->park_writes <= 0) {
+				u->park_addr = 0;
+				u->prio = ++stale_top;
+			}
+		}
+		if (others)
+			*others |= 1ull << (t->idx & 63);
+	}
+	/* only a word some thread has written by an atomic is worth waiting on
+	 * (the upper levels of an empty skip list are not); and only while
+	 * another thread can run unparked: a thread that parks while the others
+	 * wait would wake one of them at once, ending its window early */
+	if (others && *others && other_can_run(t) && below(stale_period) == 0) {
+		t->park_addr = a;
+		t->park_writes = 1 + (int)below(2);
+		t->park_seq = ++stale_seq;
+	}
+}
+
 /*
  * __cc_sched_atomic -- after every atomic instruction (the pass guards the
  * call with __cc_sched_on).  OP: bits 0-3 the kind, bit 4 "no value", bits
@@ -622,6 +727,8 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 			int i = t->npairs < NPAIRS ? t->npairs++ : (int)(steps % NPAIRS);
 			t->pair_addr[i] = (uintptr_t)addr;
 			t->pair_val[i] = val;
+			if (strat == S_STALE)
+				stale_access(t, addr, 0);
 			point_ex(0, 1); /* a new value: progress, but the pairs are kept */
 			return;
 		}
@@ -639,6 +746,8 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 	default:
 		break;
 	}
+	if (strat == S_STALE && !spin && (op & 0xf) != CC_SCHED_LOAD)
+		stale_access(t, addr, 1);
 	point(spin);
 }
 
@@ -1124,7 +1233,7 @@ static void bad_spec(const char *why) __attribute__((noreturn));
 static void bad_spec(const char *why)
 {
 	fprintf(stderr, "crashcheck: CRASHCHECK_SCHED=%s: %s (expected random:SEED, "
-		"pct:SEED:DEPTH[:STEPS] or replay:FILE)\n", strat_text, why);
+		"pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD or replay:FILE)\n", strat_text, why);
 	exit(2);
 }
 
@@ -1217,6 +1326,17 @@ static void sched_start(void)
 			if (pct_steps < 1 || *end)
 				bad_spec("STEPS must be a positive number");
 		}
+	} else if (strncmp(spec, "stale:", 6) == 0) {
+		char *end;
+		strat = S_STALE;
+		rng_state = strtoull(spec + 6, &end, 0);
+		if (end == spec + 6 || *end != ':')
+			bad_spec("the seed is not a number");
+		stale_period = strtoull(end + 1, &end, 0);
+		if (stale_period < 1 || *end)
+			bad_spec("PERIOD must be a positive number");
+		pct_depth = 1;   /* thread priorities as PCT's, above 1 */
+		stale_top = INT64_MAX / 2;
 	} else if (strncmp(spec, "replay:", 7) == 0) {
 		strat = S_REPLAY;
 		load_replay(spec + 7);
