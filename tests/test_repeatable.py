@@ -6,9 +6,12 @@ import time
 
 import pytest
 
-from harness import cli, cmd_fuzz
+from harness import cli, cmd_fuzz, structures
 from harness.pipeline import Checker
 from harness.session import history_text
+from harness.settings import Settings
+from specs import models
+from specs.model import with_load
 
 
 def _checked(monkeypatch, tmp_path, structure, bug, bound):
@@ -67,3 +70,29 @@ def test_a_slow_check_after_a_failure_changes_no_history(trees_built, monkeypatc
     assert skew[0], "no failure: the clock never jumped"
     assert len(plain) > 12, len(plain)     # the batch went on generating well after its failure
     assert jumped == plain
+
+
+def _summary(outcome):
+    return (sorted((f.cls, f.group, f.occurrences) for f in outcome.findings), outcome.crash_points,
+            outcome.states_explored, outcome.states_checked, outcome.executions, outcome.partial)
+
+
+def test_a_lazy_check_does_not_depend_on_the_histories_before_it(trees_built):
+    # The runner answers a repeated answer with dup_of an earlier state, of this history or an
+    # earlier one, and the checker keeps its runner across histories: what a history finds, and
+    # how many classes it executes, must still be what it finds in a checker of its own.
+    m = models.get("ordered_map")
+    texts = [["insert 0 1"], ["insert 1 5", "insert 2 6", "lookup 1"], ["insert 0 1", "delete 0"],
+             ["insert 3 7", "update 3 8", "scan 0 4"]]
+    histories = [with_load([m.parse_op(x) for x in t], 0) for t in texts]
+    wort = structures.get("wort")
+    settings = Settings(strategy="lazy", limit=8, seed=3, recovery_crashes=1)
+    alone = []
+    for h in histories:
+        with Checker(wort, "no-flush-link", settings) as checker:
+            alone.append(_summary(checker.check(h)))
+    assert any(findings for findings, *_ in alone) and all(ex > 0 for *_, ex, _ in alone)
+    with Checker(wort, "no-flush-link", settings) as checker:
+        for order in (list(range(len(histories))), list(reversed(range(len(histories))))):
+            for i in order:
+                assert _summary(checker.check(histories[i])) == alone[i], texts[i]
