@@ -5,7 +5,9 @@ Owns: budgets, seeds, parallel jobs, the registry of bugs, and turning it into r
 
 Design notes
 - Hypothesis runs in batches of a few examples, each batch seeded by (run seed, batch number), so a
-  run with --examples is fully deterministic and a run with --budget stops between batches. A batch
+  run with --examples is fully deterministic and a run with --budget stops between batches. Its
+  engine runs with its clock held (harness/strategies.py, held_engine_clock): otherwise how long
+  histories take to check would decide how many it generates after a batch's first failure. A batch
   that finds an unexpected failure raises a class-specific exception, which makes Hypothesis
   shrink the history while keeping the class; every history it tries goes through the pipeline.
 - The same bugs, grouped the same way, with any --jobs (up to LANES): batch b belongs to lane
@@ -65,7 +67,7 @@ from harness.session import history_text
 from harness.paths import relative_record
 from harness.records import build_record
 from harness.settings import Settings
-from harness.strategies import histories
+from harness.strategies import held_engine_clock, histories
 from harness.threads import threaded_histories
 from harness.traced_run import RunFailure
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
@@ -417,7 +419,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                                  suppress_health_check=list(HealthCheck), print_blob=False)(
                     hseed(settings.seed * 100_003 + batch_no)(given(strategy)(prop)))
                 try:
-                    test()
+                    with held_engine_clock():
+                        test()
                 except (OutOfTime, KeyboardInterrupt, _Abort):
                     raise
                 except BaseException as exc:      # noqa: BLE001 - sorted by _batch_end

@@ -7,7 +7,8 @@ belongs to the model, never to this file.
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from specs import models
 from specs.model import Model, Workload, with_load
@@ -32,6 +33,57 @@ def _without_source_constants() -> None:
 _without_source_constants()
 
 
+class _StillClock:
+    """The `time` module as Hypothesis's engine sees it inside held_engine_clock: its two clocks
+    read the moment the hold began; everything else is the real module's."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self._monotonic = real.monotonic()
+        self._perf_counter = real.perf_counter()
+
+    def monotonic(self) -> float:
+        return self._monotonic
+
+    def perf_counter(self) -> float:
+        return self._perf_counter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@contextmanager
+def held_engine_clock() -> Iterator[None]:
+    """Run Hypothesis with its engine's clock standing still, so which histories a seed's batch
+    checks depends on the seed and the property's answers only, never on how fast they came.
+
+    Hypothesis's engine (ConjectureRunner) reads the wall clock for two decisions: after a batch's
+    first failure it generates further examples only while less than 10 s have passed
+    (should_generate_more, HypothesisWorks/hypothesis#1781), and it gives up shrinking after 5
+    minutes (MAX_SHRINKING_SECONDS). Histories that take a second or two to check (lazy
+    exploration does) cross the 10 s mark or not depending on the machine's load: two identical
+    runs with --examples checked 42 and 43 histories. No setting turns it off
+    (report_multiple_bugs=False stops generating at the first failure instead). Held still,
+    generation ends by max_examples and Hypothesis's call-count rules, shrinking by its own
+    limits and Config.shrink_calls; the time a run may take is harness/budget.py's business.
+    Guarded like _without_source_constants: an engine without a module-level `time` is left as
+    it is (tests/test_repeatable.py notices)."""
+    try:
+        from hypothesis.internal.conjecture import engine
+    except ImportError:      # pragma: no cover - another Hypothesis layout: nothing to hold
+        yield
+        return
+    real = getattr(engine, "time", None)
+    if real is None or not hasattr(real, "monotonic") or not hasattr(real, "perf_counter"):
+        yield                # pragma: no cover
+        return
+    engine.time = _StillClock(real)
+    try:
+        yield
+    finally:
+        engine.time = real
+
+
 def model_of(model: Model | str) -> Model:
     return models.get(model) if isinstance(model, str) else model
 
@@ -54,4 +106,5 @@ def _map_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
 # The ordered map's option choices, which the CLI and the pytest gate validate their options by.
 KEY_DISTRIBUTIONS, MIXES = _map_choices()
 
-__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "histories", "model_of", "with_load"]
+__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "held_engine_clock", "histories", "model_of",
+           "with_load"]

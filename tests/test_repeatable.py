@@ -1,14 +1,17 @@
 """A seed gives the same histories, in the same order, whether the run is bounded by --examples or
-by --budget: the budget only decides where the run stops. Checked by recording every history the
-checker is given (first checks, Hypothesis's shrinking tries and re-checks alike) in a `crashcheck
-fuzz` run of each kind, run in-process through the CLI."""
+by --budget: the budget only decides where the run stops; and however long each check takes.
+Checked by recording every history the checker is given (first checks, Hypothesis's shrinking tries
+and re-checks alike) in a `crashcheck fuzz` run of each kind, run in-process through the CLI."""
 import time
 
 import pytest
 
-from harness import cli, cmd_fuzz
+from harness import cli, cmd_fuzz, structures
 from harness.pipeline import Checker
 from harness.session import history_text
+from harness.settings import Settings
+from specs import models
+from specs.model import with_load
 
 
 def _checked(monkeypatch, tmp_path, structure, bug, bound):
@@ -40,3 +43,56 @@ def test_budget_and_examples_check_the_same_histories_in_order(trees_built, monk
     assert by_budget[:n] == by_examples[:n]
     if bug:    # the seeded bug's batch shrank: Hypothesis's tries are in the sequence too
         assert len(by_examples) > 16
+
+
+def test_a_slow_check_after_a_failure_changes_no_history(trees_built, monkeypatch, tmp_path):
+    # Hypothesis's engine generates further examples after a batch's first failure only while less
+    # than 10 s of wall clock have passed. Histories slow to check (lazy exploration: a second or
+    # two each) crossed that mark or not with the machine's load, so two identical lazy runs with
+    # --examples checked 42 and 43 histories. Here the clock jumps 11 s once, at the check after
+    # the first failure: the run must check the very histories of a run whose clock did not.
+    plain = _checked(monkeypatch, tmp_path, "wort", "no-flush-link", ["--examples", "8"])
+    real = time.monotonic
+    skew = [0.0]
+    failed = [False]
+    check = Checker.check
+
+    def slow(self, ops, *args, **kw):
+        if failed[0] and not skew[0]:
+            skew[0] = 11.0
+        out = check(self, ops, *args, **kw)
+        failed[0] = failed[0] or any(not f.expected for f in out.findings)
+        return out
+
+    monkeypatch.setattr(time, "monotonic", lambda: real() + skew[0])
+    monkeypatch.setattr(Checker, "check", slow)
+    jumped = _checked(monkeypatch, tmp_path, "wort", "no-flush-link", ["--examples", "8"])
+    assert skew[0], "no failure: the clock never jumped"
+    assert len(plain) > 12, len(plain)     # the batch went on generating well after its failure
+    assert jumped == plain
+
+
+def _summary(outcome):
+    return (sorted((f.cls, f.group, f.occurrences) for f in outcome.findings), outcome.crash_points,
+            outcome.states_explored, outcome.states_checked, outcome.executions, outcome.partial)
+
+
+def test_a_lazy_check_does_not_depend_on_the_histories_before_it(trees_built):
+    # The runner answers a repeated answer with dup_of an earlier state, of this history or an
+    # earlier one, and the checker keeps its runner across histories: what a history finds, and
+    # how many classes it executes, must still be what it finds in a checker of its own.
+    m = models.get("ordered_map")
+    texts = [["insert 0 1"], ["insert 1 5", "insert 2 6", "lookup 1"], ["insert 0 1", "delete 0"],
+             ["insert 3 7", "update 3 8", "scan 0 4"]]
+    histories = [with_load([m.parse_op(x) for x in t], 0) for t in texts]
+    wort = structures.get("wort")
+    settings = Settings(strategy="lazy", limit=8, seed=3, recovery_crashes=1)
+    alone = []
+    for h in histories:
+        with Checker(wort, "no-flush-link", settings) as checker:
+            alone.append(_summary(checker.check(h)))
+    assert any(findings for findings, *_ in alone) and all(ex > 0 for *_, ex, _ in alone)
+    with Checker(wort, "no-flush-link", settings) as checker:
+        for order in (list(range(len(histories))), list(reversed(range(len(histories))))):
+            for i in order:
+                assert _summary(checker.check(histories[i])) == alone[i], texts[i]
