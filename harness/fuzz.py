@@ -86,6 +86,13 @@ class Found(Exception):
 FOUND = {cls: type(f"Found_{cls.replace('-', '_')}", (Found,), {}) for cls in CLASSES + CONCURRENT_CLASSES}
 
 
+class _ShrinkSpent(BaseException):
+    """Ends a batch once its shrink budget (Config.shrink_calls) is spent. Every finding is in the
+    registry already, so nothing Hypothesis would still do is needed; and with its clock held
+    (held_engine_clock) nothing else would stop its shrinker, which on a long history (a bulk load
+    past a capacity threshold, several threads) spends minutes drawing candidates it never checks."""
+
+
 class _Abort(BaseException):
     """Carries a UsageError/SetupError out of Hypothesis, which would otherwise take it for a
     failure of the property and spend time shrinking it."""
@@ -356,7 +363,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                 return
             if shrink_left:
                 if shrink_left[0] <= 0:
-                    return      # out of shrink budget: let Hypothesis finish
+                    raise _ShrinkSpent()
                 # (a threaded history is only ever checked crash-free: each try costs a full run)
                 shrink_left[0] -= 0.1 if crash_free[0] and config.threads == 1 else 1
             if budget.search_over():
@@ -423,6 +430,8 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                         test()
                 except (OutOfTime, KeyboardInterrupt, _Abort):
                     raise
+                except _ShrinkSpent:
+                    pass
                 except BaseException as exc:      # noqa: BLE001 - sorted by _batch_end
                     warning = _batch_end(exc)
                     if warning:
