@@ -23,8 +23,10 @@ CASES = [
     (None, [], None, []),
     ("insert-print", [], None, []),
     ("insert-loop", [], "operation-hang", ["`insert ", "did not finish"]),
-    # found by the crash-free run or by the follow-up operations after a recovery: one bug either way
-    ("update-sleep", ["--mix", "ycsb"], "operation-hang", ["`update ", "did not finish"]),
+    # found by the crash-free run (operation-hang) or only by the follow-up operations after a
+    # recovery (post-recovery-divergence, when no history's own update of a present key came up:
+    # which one depends on the histories Hypothesis draws): one bug either way
+    ("update-sleep", ["--mix", "ycsb"], ("operation-hang", "post-recovery-divergence"), ["`update ", "did not finish"]),
     ("delete-stop", ["--mix", "delete-heavy"], "operation-hang", ["`delete ", "stopped itself"]),
     ("insert-hog", [], "operation-crash", ["`insert ", "out of memory"]),
     ("insert-fork", [], "operation-crash", ["`insert ", "left a process running"]),
@@ -92,7 +94,8 @@ def test_misbehaviour_is_one_finding(misbehave, small_limits, tmp_path, variant,
         assert res.returncode == 0 and bugs == [], res.stdout + res.stderr
     else:
         assert res.returncode == 1, res.stdout + res.stderr
-        assert [b["class"] for b in bugs] == [cls], [(b["class"], b["detail"]) for b in bugs]
+        assert len(bugs) == 1 and bugs[0]["class"] in (cls if isinstance(cls, tuple) else (cls,)), [
+            (b["class"], b["detail"]) for b in bugs]
         for w in words:
             assert w in bugs[0]["detail"], bugs[0]["detail"]
         assert len(bugs[0]["detail"]) < 1200
