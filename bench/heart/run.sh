@@ -4,6 +4,8 @@
 #  2. Heart against WOART, single thread, through the same driver-native `run` of N inserts then
 #     N lookups (history parsing included for both), and the ratio WOART time / Heart time.
 # Usage: sh bench/heart/run.sh [N]   (default 200000).  Needs `make trees` (driver-native builds).
+# PM accesses per operation (XPLines read per node, bytes written per update) against WOART:
+#   .venv/bin/python bench/heart/pm_access.py [--n 2000]   (traced, load-logging drivers)
 set -e
 cd "$(dirname "$0")/../.."
 N=${1:-200000}
