@@ -129,3 +129,23 @@ def test_a_first_history_longer_than_the_budget_is_no_pass(misbehave, tmp_path):
                   "--json", tmp_path / "out.json")
     assert res.returncode == 2, res.stdout + res.stderr
     assert "no history of misbehave was checked within the budget" in res.stderr
+
+
+@pytest.mark.parametrize("variant,cls", [("recover-segv", "recovery-crash"), ("recover-loop", "recovery-hang"),
+                                         ("check-then-segv", "invariant-violation")])
+def test_lazy_exploration_keeps_a_misbehaving_recovery_to_one_finding(misbehave, small_limits, tmp_path,
+                                                                     variant, cls):
+    """Lazy executions are ordinary runner children: a recovery that dies, hangs, or dies after its
+    check reported a broken rule is one finding of its class under --strategy lazy too, within
+    the same bound, with no traceback."""
+    out = tmp_path / "out.json"
+    t0 = time.monotonic()
+    res = run_cli("fuzz", misbehave, "--bug", variant, "--strategy", "lazy", "--examples", "4",
+                  "--max-ops", "5", "--recovery-crashes", "0", "--seed", "1", "--json", out, "--quiet",
+                  timeout=BOUND_S * 3)
+    took = time.monotonic() - t0
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stdout + res.stderr
+    data = json.loads(out.read_text())
+    assert data["strategy"] == "lazy"
+    assert [b["class"] for b in data["bugs"] if not b["expected"]] == [cls], data["bugs"]
+    assert took < BOUND_S, f"took {took:.1f} s"
