@@ -8,7 +8,6 @@ anything.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +18,7 @@ from crashsim.simulate import CrashPoint as SimPoint
 from crashsim.trace import Trace
 from harness.paths import HEADERS
 from specs.model import Model
-from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict
+from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict, address_free
 
 RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
 
@@ -228,12 +227,6 @@ def crash_site(trace: Trace, cp: SimPoint) -> int:
     if cp.event < len(trace.events):
         return trace.events[cp.event].site
     return 0xFFFFFFFF
-
-
-def address_free(text: str) -> str:
-    """A violation's text without addresses and numbers, so one broken rule is one bug across
-    histories."""
-    return re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "?", text)[:80]
 
 
 __all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",

@@ -237,9 +237,17 @@ def _last_lines(result: dict, n: int = 3) -> str:
     return ""
 
 
-def _address_free(text: str) -> str:
-    """TEXT without addresses and numbers (as harness/findings.py address_free)."""
-    return re.sub(r"0x[0-9a-fA-F]+|[0-9]+", "?", text)[:80]
+# Addresses, hex tokens with a digit (a key byte printed %02x: a3, 1a), a byte after the word
+# "byte" (ff), and any other run of digits: what differs between two reports of one broken rule.
+_NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|(?<=byte )[0-9a-fA-F]{2}\b|[0-9]+")
+
+
+def address_free(text: str) -> str:
+    """A violation's text without addresses and numbers, so one broken rule is one bug across
+    histories (Heart's "key byte a3 at position 2" and "key byte 1a at position 4" alike)."""
+    return _NUMBERS.sub("?", text)[:80]
+
+
 
 
 def _partial_check(result: dict) -> dict | None:
@@ -271,7 +279,7 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
         more = f" (+{len(early) - 1} more)" if len(early) > 1 else ""
         return Verdict(False, "invariant-violation",
                        f"{early[0]}{more}; then the check {_end_words(status, result.get('signal'), result.get('exit'))}"
-                       + said, expected, group="rule: " + _address_free(early[0])), None, False
+                       + said, expected, group="rule: " + address_free(early[0])), None, False
     if body is None and followup and (status != "ok" or result.get("output")):
         body = _partial_check(result)
         died_in_followup = body is not None
