@@ -59,10 +59,10 @@ class HistoryJudge:
             if self._leak_index is None:
                 self._leak_index = leak_policy.LeakIndex(self.trace)
             objs = self._leak_index.attribute(leaked, out.point.event)
-            known, in_flight = self.session.structure.known, self._leak_index.touched_in_flight(out.point.event)
-            match = leak_policy.expected(known, objs, in_flight)
+            catalog, in_flight = self.session.structure.known, self._leak_index.touched_in_flight(out.point.event)
+            match = leak_policy.expected(catalog, objs, in_flight)
             if match is None:
-                objs = leak_policy.unexplained_first(known, objs, in_flight)
+                objs = leak_policy.unexplained_first(catalog, objs, in_flight)
             self._leaks[leak_key] = (objs, match)
         objs, known = self._leaks[leak_key]
         first = objs[0]

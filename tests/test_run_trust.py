@@ -100,23 +100,32 @@ def test_signal_stops_cleanly_and_keeps_what_was_found(built, tmp_path, sig, job
     assert not list(work.glob("crashcheck-*")), "work folders left behind"
 
 
+def _runs_with_jobs(tmp_path, extra: list[str], stat_keys: tuple[str, ...], strategy: str = "bounded"):
+    """`fuzz wort --bug no-flush-link --examples 16 --seed 3 --recovery-crashes 1 EXTRA` with
+    --jobs 1 and 2: per jobs, the bugs (class, group, expected, occurrences, id, history) and
+    the STAT_KEYS of the results, each run checked to end with its bugs and STRATEGY."""
+    found, stats = {}, {}
+    for jobs in (1, 2):
+        out = tmp_path / f"{strategy}{jobs}.json"
+        res = run_cli("fuzz", "wort", "--bug", "no-flush-link", "--examples", "16", "--seed", "3",
+                      "--recovery-crashes", "1", *extra, "--jobs", str(jobs), "--json", out, "--quiet")
+        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+        data = json.loads(out.read_text())
+        assert data["strategy"] == strategy
+        found[jobs] = sorted((b["class"], b["group"], b["expected"], b["occurrences"], b["id"], b["history"])
+                             for b in data["bugs"])
+        stats[jobs] = {k: data["stats"][k] for k in stat_keys}
+    return found, stats
+
+
 def test_jobs_find_the_same_bugs_in_the_same_groups(built, tmp_path):
     # A run with --examples is deterministic, and --jobs only makes it faster: the same histories
     # are checked, the same example of each bug is kept and shrunk, and the bugs come out in the
     # same groups. (Before: --jobs 2 merged its workers' records by lost-store sites or crash
     # event, not by group, and what a batch shrank depended on the batches before it in its
     # worker: 3 invariant-violation and 2 unexpected leak groups with --jobs 1, 1 and 1 with 2.)
-    found, stats = {}, {}
-    for jobs in (1, 2):
-        out = tmp_path / f"jobs{jobs}.json"
-        res = run_cli("fuzz", "wort", "--bug", "no-flush-link", "--examples", "16", "--seed", "3",
-                      "--max-ops", "6", "--limit", "8", "--recovery-crashes", "1", "--jobs", str(jobs),
-                      "--json", out, "--quiet")
-        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
-        data = json.loads(out.read_text())
-        found[jobs] = sorted((b["class"], b["group"], b["expected"], b["occurrences"], b["id"], b["history"])
-                             for b in data["bugs"])
-        stats[jobs] = {k: data["stats"][k] for k in ("histories", "crash_points", "states_explored")}
+    found, stats = _runs_with_jobs(tmp_path, ["--max-ops", "6", "--limit", "8"],
+                                   ("histories", "crash_points", "states_explored"))
     # one lost-durable-write (its invariant violations and leaks are its symptoms) and two
     # expected leaks: groups from both workers had to be merged
     assert len({(cls, group) for cls, group, *_ in found[1]}) >= 3, found[1]
@@ -131,19 +140,9 @@ def test_lazy_runs_find_the_same_bugs_with_any_jobs(built, tmp_path):
     # long enough crossed Hypothesis's 10 s after its first failure and stopped generating, so
     # identical runs checked 42 and 43 histories, depending on the machine's load.) One checked
     # operation per history keeps the lazy runs short; the bulk loads stay.
-    found, stats = {}, {}
-    for jobs in (1, 2):
-        out = tmp_path / f"lazy{jobs}.json"
-        res = run_cli("fuzz", "wort", "--bug", "no-flush-link", "--examples", "16", "--seed", "3",
-                      "--max-ops", "1", "--recovery-crashes", "1", "--strategy", "lazy", "--jobs", str(jobs),
-                      "--json", out, "--quiet")
-        assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
-        data = json.loads(out.read_text())
-        assert data["strategy"] == "lazy"
-        found[jobs] = sorted((b["class"], b["group"], b["expected"], b["occurrences"], b["id"], b["history"])
-                             for b in data["bugs"])
-        stats[jobs] = {k: data["stats"][k] for k in ("histories", "crash_points", "states_explored",
-                                                     "states_checked", "executions", "points_complete")}
+    found, stats = _runs_with_jobs(tmp_path, ["--max-ops", "1", "--strategy", "lazy"],
+                                   ("histories", "crash_points", "states_explored", "states_checked",
+                                    "executions", "points_complete"), strategy="lazy")
     assert sum(not expected for _, _, expected, *_ in found[1]) >= 1, found[1]
     assert stats[1]["executions"] < stats[1]["states_explored"], stats[1]   # lazy classes, not states
     assert found[1] == found[2]

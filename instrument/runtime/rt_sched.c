@@ -1237,6 +1237,16 @@ static void bad_spec(const char *why)
 	exit(2);
 }
 
+/* parse_seed -- the strategy's SEED at P into rng_state; it must end at SEP (internal) */
+static char *parse_seed(const char *p, char sep)
+{
+	char *end;
+	rng_state = strtoull(p, &end, 0);
+	if (end == p || *end != sep)
+		bad_spec("the seed is not a number");
+	return end;
+}
+
 /* load_replay -- read a schedule file: "STEP TID" lines, '#' comments (internal) */
 static void load_replay(const char *path)
 {
@@ -1307,17 +1317,11 @@ static void sched_start(void)
 	snprintf(strat_text, sizeof(strat_text), "%s", spec);
 	cc_real_init();
 	if (strncmp(spec, "random:", 7) == 0) {
-		char *end;
 		strat = S_RANDOM;
-		rng_state = strtoull(spec + 7, &end, 0);
-		if (end == spec + 7 || *end)
-			bad_spec("the seed is not a number");
+		parse_seed(spec + 7, '\0');
 	} else if (strncmp(spec, "pct:", 4) == 0) {
-		char *end;
 		strat = S_PCT;
-		rng_state = strtoull(spec + 4, &end, 0);
-		if (end == spec + 4 || *end != ':')
-			bad_spec("the seed is not a number");
+		char *end = parse_seed(spec + 4, ':');
 		pct_depth = (int)strtol(end + 1, &end, 0);
 		if (pct_depth < 1 || pct_depth > 64 || (*end && *end != ':'))
 			bad_spec("the depth must be 1 to 64");
@@ -1327,11 +1331,8 @@ static void sched_start(void)
 				bad_spec("STEPS must be a positive number");
 		}
 	} else if (strncmp(spec, "stale:", 6) == 0) {
-		char *end;
 		strat = S_STALE;
-		rng_state = strtoull(spec + 6, &end, 0);
-		if (end == spec + 6 || *end != ':')
-			bad_spec("the seed is not a number");
+		char *end = parse_seed(spec + 6, ':');
 		stale_period = strtoull(end + 1, &end, 0);
 		if (stale_period < 1 || *end)
 			bad_spec("PERIOD must be a positive number");
