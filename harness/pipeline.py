@@ -38,7 +38,7 @@ from harness.findings import (Finding, HistoryOutcome, add_finding, finding_grou
 from harness.judging import HistoryJudge
 from harness.recovery_crashes import crash_recoveries
 from harness.session import Session, history_text
-from harness.schedule_shrink import shrink_schedule, switches
+from harness.schedule_shrink import shown, shrink_schedule, switches
 from harness.settings import Settings
 from harness.state_shrink import shrink_state
 from harness.structures import Structure
@@ -226,7 +226,8 @@ class Checker:
             before = switches(outcome.schedule)
             shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
             if shrunk is not None:
-                g = next(g for g in shrunk.findings if g.cls == f.cls)
+                g = shown(f, shrunk)
+                f.cls, f.group = g.cls, g.group
                 outcome.ops, outcome.schedule = shrunk.ops, shrunk.schedule
                 outcome.lines, outcome.run_trace = shrunk.lines, shrunk.run_trace
                 f.detail = (f"{g.detail} (schedule shrunk from {before} forced switches to "

@@ -7,9 +7,11 @@ preemptions the run took. The schedule file the run left (docs/scheduler.md "The
 lists only the steps where the choice differs from the default rule (the running thread goes on
 until it blocks, exits, spins or has run FAIR steps), and any list of such entries is a valid
 schedule to replay. So entries are removed, a chunk at a time and then one by one, and a
-candidate is kept when its replay still ends in a finding of the same class. The bug then reads
-with as few forced switches as the search found (not always the fewest possible: the search is
-greedy and bounded), and the record's schedule is the shrunk one, which replay runs exactly.
+candidate is kept when its replay still ends in a finding of the same class (a linearizability
+violation may become a wrong value once no operations overlap: then it was never a race). The bug
+then reads with as few forced switches as the search found (not always the fewest possible: the
+search is greedy and bounded), and the record's schedule is the shrunk one, which replay runs
+exactly.
 
 Crash-state findings keep their schedule: a different interleaving is a different trace, whose
 crash points the finding's crash state does not name.
@@ -66,7 +68,7 @@ def shrink_schedule(check: Callable[[Threaded], HistoryOutcome], outcome: Histor
         nonlocal tries
         tries += 1
         out = check(with_schedule(outcome.ops, _text(head, candidate)))
-        return out if any(g.cls == f.cls for g in out.findings) else None
+        return out if shown(f, out) is not None else None
 
     def stable(out: HistoryOutcome | None) -> HistoryOutcome | None:
         # a replay's file names its input (`# strategy replay:/dev/shm/<work folder>/...`), a
@@ -93,9 +95,19 @@ def shrink_schedule(check: Callable[[Threaded], HistoryOutcome], outcome: Histor
     return stable(best)
 
 
+def shown(f: Finding, out: HistoryOutcome) -> Finding | None:
+    """The finding of OUT that still shows F: one of F's class, or, for a linearizability
+    violation, a wrong value its replay gave with no two operations overlapping (the same results,
+    now without any interleaving to blame: harness/threads.py sequential_wrong_value)."""
+    same = [g for g in out.findings if g.cls == f.cls]
+    if not same and f.cls == "linearizability-violation":
+        same = [g for g in out.findings if g.cls == "wrong-value" and g.group[0] == "no-crash"]
+    return same[0] if same else None
+
+
 def switches(schedule: str | None) -> int:
     """The forced switches a schedule file lists."""
     return len(entries(schedule)[1]) if schedule else 0
 
 
-__all__ = ["entries", "shrink_schedule", "switches", "with_schedule"]
+__all__ = ["entries", "shown", "shrink_schedule", "switches", "with_schedule"]

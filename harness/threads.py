@@ -21,11 +21,12 @@ import re
 
 from hypothesis import strategies as st
 
+from harness.crash_free import op_kind
 from harness.findings import Finding, address_free
 from specs import linearizability
 from specs.history import History
 from specs.oracle import Verdict, judge_durable
-from specs.model import Model, Workload
+from specs.model import Model, Workload, replay_outputs
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}
@@ -221,6 +222,8 @@ def judge(model: Model, ops: Threaded, lines: list[str]) -> tuple[list[Finding],
         return [Finding("operation-crash", f"without any crash, the threaded run ended after {done} of "
                         f"{len(ops)} operations returned", ("operation-crash", "threaded run ended early"))], True
     res = linearizability.check(history, model, max_steps=LIN_STEPS, timeout=LIN_TIMEOUT_S)
+    if res.illegal and (wrong := sequential_wrong_value(model, ops, history)) is not None:
+        return [wrong], True
     if res.illegal:
         detail = (f"without any crash, under the schedule {ops.sched}, the results of {ops.nthreads} threads "
                   f"are not linearizable: {res.reason}")
@@ -249,6 +252,26 @@ def judge(model: Model, ops: Threaded, lines: list[str]) -> tuple[list[Finding],
                         f"(schedule {ops.sched}): {first}",
                         ("no-crash-invariant", address_free(first)))], True
     return [], True
+
+
+def sequential_wrong_value(model: Model, ops: Threaded, history: History) -> Finding | None:
+    """A wrong-value finding when no two operations of HISTORY overlapped and one returned what the
+    model does not allow after the ones before it: no interleaving is involved, so it reads as the
+    single-threaded run's wrong value (crash_free.py), not as a race. Schedule shrinking
+    (schedule_shrink.py) takes a linearizability violation down to this when it can."""
+    order = history.one_at_a_time()
+    if order is None:
+        return None
+    bad = replay_outputs(model, [o.op for o in order], [o.output for o in order], [model.init()])
+    if bad is None:
+        return None
+    i, _, allowed = bad
+    o = order[i]
+    want = " or ".join(f"`{model.output_text(x)}`" for x in allowed) or "nothing"
+    return Finding("wrong-value", f"without any crash, under the schedule {ops.sched}, with no two operations "
+                   f"overlapping (so no interleaving explains it), `{model.op_text(o.op)}` (thread {o.thread}, "
+                   f"operation {o.id}) returned `{model.output_text(o.output)}`, the model {want}",
+                   ("no-crash", op_kind(model, o.op)))
 
 
 def op_events(trace) -> tuple[dict[int, int], dict[int, int]]:
@@ -293,4 +316,5 @@ def judge_state(model: Model, history: History, result: dict, followup: list | N
 
 __all__ = ["LIN_STEPS", "SCHED_EXIT", "Threaded", "build_history", "crash_key", "history_at", "history_text",
            "judge", "judge_state", "make_threaded", "op_events", "parse_text", "sched_env", "sched_finding",
+           "sequential_wrong_value",
            "threaded_histories"]

@@ -109,6 +109,14 @@ class History(Sequence[Operation]):
     def pending(self) -> list[Operation]:
         return [o for o in self._ops if o.pending]
 
+    def one_at_a_time(self) -> list[Operation] | None:
+        """The operations in call order if none overlaps another in real time and all returned (the
+        run was sequential whatever its threads), else None."""
+        order = sorted(self._ops, key=lambda o: o.call)
+        if any(o.pending for o in order) or any(not a.precedes(b) for a, b in zip(order, order[1:])):
+            return None
+        return order
+
     def validate(self) -> "History":
         """Raise ValueError on a history breaking the module's rules; returns self."""
         last: dict[int, Operation] = {}

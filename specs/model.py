@@ -196,11 +196,17 @@ def replay(model: Model, ops: Sequence[Op], got: Sequence[str], start: Sequence[
     """Run OPS from the states START, requiring the driver outputs GOT (text lines). None if every
     output is possible; else (index of the first impossible one, the states before it, the outputs
     the model allows there)."""
+    return replay_outputs(model, ops, [model.parse_output(x) for x in got], start)
+
+
+def replay_outputs(model: Model, ops: Sequence[Op], outputs: Sequence[Output], start: Sequence[State]
+                   ) -> tuple[int, list[State], list[Output]] | None:
+    """replay() with outputs already parsed (a History's)."""
     cur = list(start)
     for i, op in enumerate(ops):
-        if i >= len(got):
+        if i >= len(outputs):
             break
-        want = model.parse_output(got[i])
+        want = outputs[i]
         if len(cur) == 1:               # the common, deterministic case, without set building
             nxt = [s for o, s in model.step(cur[0], op) if o == want]
             if len(nxt) > 1:
@@ -218,5 +224,5 @@ def replay(model: Model, ops: Sequence[Op], got: Sequence[str], start: Sequence[
     return None
 
 
-__all__ = ["Mismatch", "Model", "Workload", "advance", "generic_classify", "prefix_states", "replay", "run",
-           "with_load"]
+__all__ = ["Mismatch", "Model", "Workload", "advance", "generic_classify", "prefix_states", "replay",
+           "replay_outputs", "run", "with_load"]

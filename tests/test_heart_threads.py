@@ -53,3 +53,15 @@ def test_correct_heart_passes_with_three_threads(trees_built, crashcheck):
     assert result.unexpected == [] and result.classes == set()
     st = result.results["per_structure"][0]["stats"]
     assert st["threads"] == 3 and st["histories"] == 40 and st["states_checked"] > 0
+
+
+def test_single_thread_bug_keeps_its_class_with_three_threads(trees_built, crashcheck):
+    # split-prefix-length breaks lookups with no concurrency at all: with three threads the wrong
+    # result first shows as a linearizability violation, and the schedule shrinks until no two
+    # operations overlap, where it reads as the catalog's wrong value (harness/threads.py
+    # sequential_wrong_value); 11 s at seed 1
+    bug = next(b for b in CATALOG if b["name"] == "split-prefix-length")
+    result = crashcheck.run("heart", bug=bug["name"], model="eadr", threads=3, seed=1, examples=48, limit=8,
+                            stop_on_class=bug["class"])
+    rec = next(b for b in result.unexpected if b["class"] == "wrong-value")
+    assert rec["threads"] == 3 and "with no two operations overlapping" in rec["detail"], rec["detail"]

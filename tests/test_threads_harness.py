@@ -78,8 +78,30 @@ def test_judge_two_ok_inserts_of_one_key_is_a_violation():
 def test_judge_real_time_order_matters():
     # insert 3 31 returned `exists` before insert 3 30 was even called: no linearization explains it
     findings, _ = threads.judge(MAP, two_inserts(),
-                                lines_for({1: "ok", 2: "exists", 3: "value 10"}, ["c2", "r2", "c1", "r1", "c3", "r3"]))
+                                lines_for({1: "ok", 2: "exists", 3: "value 10"}, ["c2", "r2", "c1", "c3", "r1", "r3"]))
     assert [f.cls for f in findings] == ["linearizability-violation"]
+
+
+def test_judge_a_wrong_result_with_no_overlap_is_a_wrong_value():
+    # the same results, but every operation returned before the next was called: no interleaving
+    # is to blame, so it reads as a single-threaded run's wrong value, named by the operation
+    findings, checked = threads.judge(MAP, two_inserts(),
+                                      lines_for({1: "ok", 2: "exists", 3: "value 10"}, ["c2", "r2", "c1", "r1", "c3", "r3"]))
+    assert checked and [(f.cls, f.group) for f in findings] == [("wrong-value", ("no-crash", "insert"))]
+    assert "`insert 3 31` (thread 2, operation 2) returned `exists`, the model `ok`" in findings[0].detail
+    # overlapping by one step: a linearizability violation again (see the test above)
+    assert threads.judge(MAP, two_inserts(), lines_for({1: "ok", 2: "exists", 3: "value 10"},
+                                                       ["c2", "r2", "c1", "c3", "r1", "r3"]))[0][0].cls \
+        == "linearizability-violation"
+
+
+def test_one_at_a_time_orders_a_sequential_history_only():
+    h = threads.build_history(MAP, two_inserts(), lines_for({1: "ok", 2: "exists", 3: "value 10"},
+                                                            ["c2", "r2", "c1", "r1", "c3", "r3"]))
+    assert [o.id for o in h.one_at_a_time()] == [0, 2, 1, 3]
+    overlapping = threads.build_history(MAP, two_inserts(), lines_for({1: "ok", 2: "exists", 3: "value 10"},
+                                                                      ["c1", "c2", "r2", "r1", "c3", "r3"]))
+    assert overlapping.one_at_a_time() is None
 
 
 def test_judge_out_of_budget_is_not_checked_never_a_pass(monkeypatch):
