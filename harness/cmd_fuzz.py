@@ -2,12 +2,11 @@
 
 Owns the command line of a fuzz run, its progress display, its console summary, and writing the
 results file, the per-bug records and the HTML report (all atomically), and the journal that
-keeps every bug the moment it is found (harness/journal.py); `execute` does all of that for any plan
-of targets on the executor --jobs/--dask chose (harness/executors.py), for `crashcheck campaign`
-too. Exit status: 0 when nothing
-unexpected was found, 1 when bugs were found, 2 on a usage or set-up error (or an internal
-error, after writing what was found), 128 + the signal (130 for SIGINT, 143 for SIGTERM) when
-the run was interrupted, after writing the partial results.
+keeps every bug the moment it is found (harness/journal.py); `execute` does all of that for any
+plan of targets on the executor --jobs/--dask chose (harness/executors.py), for `crashcheck
+campaign` too. Exit status: 0 when nothing unexpected was found, 1 when bugs were found, 2 on a
+usage or set-up error (or an internal error, after writing what was found), 128 + the signal
+(130 for SIGINT, 143 for SIGTERM) when the run was interrupted, after writing the partial results.
 """
 from __future__ import annotations
 
