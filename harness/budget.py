@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -64,6 +65,18 @@ def pending_signal() -> int | None:
 def clear_pending_signal() -> None:
     global _pending_signal
     _pending_signal = None
+
+
+def signal_name(exc: BaseException) -> str:
+    """The name of the signal EXC (a RunInterrupted, else a plain KeyboardInterrupt) stands for."""
+    return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"
+
+
+def swallowed_signal() -> str | None:
+    """The signal whose exception Python swallowed (raised inside a gc callback), or None: the
+    loops saw it as a stop, and the run must still say it was interrupted."""
+    sig = _pending_signal
+    return signal.Signals(sig).name if sig is not None else None
 
 
 @dataclass

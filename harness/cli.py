@@ -16,7 +16,7 @@ from harness import budget as _budget  # noqa: F401 - first, so PROCESS_START is
 from crashsim.errors import CrashcheckError
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
-COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_replay", "harness.cmd_report",
+COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_campaign", "harness.cmd_replay", "harness.cmd_report",
                    "harness.cmd_build", "harness.cmd_trace", "harness.cmd_stats", "harness.cmd_states"]
 
 

@@ -2,10 +2,11 @@
 
 Owns the command line of a fuzz run, its progress display, its console summary, and writing the
 results file, the per-bug records and the HTML report (all atomically), and the journal that
-keeps every bug the moment it is found (harness/journal.py). Exit status: 0 when nothing
-unexpected was found, 1 when bugs were found, 2 on a usage or set-up error (or an internal
-error, after writing what was found), 128 + the signal (130 for SIGINT, 143 for SIGTERM) when
-the run was interrupted, after writing the partial results.
+keeps every bug the moment it is found (harness/journal.py); `execute` does all of that for any
+plan of targets on the executor --jobs/--dask chose (harness/executors.py), for `crashcheck
+campaign` too. Exit status: 0 when nothing unexpected was found, 1 when bugs were found, 2 on a
+usage or set-up error (or an internal error, after writing what was found), 128 + the signal
+(130 for SIGINT, 143 for SIGTERM) when the run was interrupted, after writing the partial results.
 """
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ from rich.text import Text
 
 from crashsim.model import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
-from harness import defaults, structures, workdir
+from harness import defaults, executors, structures, workdir
 from harness.budget import PROCESS_START, clear_pending_signal, interrupt
 from harness.errors import UsageError
-from harness.fuzz import Config, TargetResult, fuzz_targets
+from harness.fuzz import Config, TargetResult, run_plan
 from harness.journal import Journal, journal_path
 from harness.outputs import check_outputs
 from harness.threads import SCHED_KINDS
@@ -57,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--budget", type=float, help=f"seconds per structure (default {defaults.BUDGET_S:g})")
     g.add_argument("--examples", type=int, help="histories per structure (deterministic)")
     p.add_argument("--jobs", type=int, default=defaults.JOBS, help=f"parallel worker processes (default {defaults.JOBS})")
+    p.add_argument("--dask", metavar="ADDRESS",
+                   help="run on Dask distributed instead: tcp://HOST:8786 (a running scheduler) or local:N "
+                        "(a LocalCluster of N worker processes here); needs crashcheck[dask]")
     p.add_argument("--max-ops", type=int, default=defaults.MAX_OPS, help=f"longest history (default {defaults.MAX_OPS})")
     p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
     p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
@@ -89,6 +93,8 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.limit < 1 or args.max_ops < 1:
         raise UsageError("--limit and --max-ops must be positive")
     max_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
+    if args.dask is not None and args.jobs != defaults.JOBS:
+        raise UsageError("--jobs and --dask both say where the work runs; give one")
     if not 1 <= args.jobs <= max_jobs:
         raise UsageError(f"--jobs must be between 1 and {max_jobs} ({MAX_JOBS_PER_CPU} per core) on this machine")
     if args.examples is not None and args.examples < 1:
@@ -233,8 +239,8 @@ def _summary(console: Console, res: dict) -> None:
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 
-def run(args: argparse.Namespace) -> int:
-    t0 = time.monotonic()
+def plan_of(args: argparse.Namespace) -> list[tuple[str, str | None, Settings, Config]]:
+    """The checked targets of fuzz arguments ARGS, each with how to fuzz it (harness/fuzz.py run_plan)."""
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit)
@@ -242,22 +248,38 @@ def run(args: argparse.Namespace) -> int:
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
                     start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on)
+    return [(s, b, settings, config) for s, b in targets]
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    plan = plan_of(args)
+    command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["fuzz"] else ""
+    return execute(args, plan, command, t0)
+
+
+def execute(args: argparse.Namespace, plan: list, command: str, t0: float, shape=None) -> int:
+    """Run PLAN on the executor ARGS ask for (--jobs/--dask), write the results, the bug records
+    and the report (ARGS' --json, --report, --bugdir), print the summary; the exit status.
+    SHAPE(results dict, TargetResults) may add to the results before they are written."""
+    settings = plan[0][2]
+    executors.check_dask(args.dask)
     json_out = Path(args.json_out) if args.json_out else None
     bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
     report = Path(args.report) if args.report else None
     # Every output is checked before the run starts: a run must not end in an unwritable path.
     check_outputs(json_out, report, bugdir)
     workdir.remove_stale()
-    command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["fuzz"] else ""
     journal = Journal(journal_path(json_out, bugdir))
     kept = journal.keep_stale()
     if kept:
         print(f"crashcheck: note: a journal of an earlier run that was killed is kept at {kept}; "
               f"`crashcheck report {kept} -o REPORT.html` shows what it found", file=sys.stderr)
-    journal.start({"command": command, "structures": [t[0] for t in targets], "model": settings.model,
+    journal.start({"command": command, "structures": [t[0] for t in plan], "model": settings.model,
                    "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed})
     console = Console(stderr=True)
-    live_ok = not args.quiet and console.is_terminal and args.jobs == 1
+    executor = None
+    live_ok = not args.quiet and console.is_terminal
 
     if live_ok:
         live = Live(Text("starting..."), console=console, transient=True, refresh_per_second=4)
@@ -283,16 +305,21 @@ def run(args: argparse.Namespace) -> int:
     old_term = signal.signal(signal.SIGTERM, interrupt)
     old_int_run = signal.signal(signal.SIGINT, interrupt)
     try:
-        results = fuzz_targets(targets, settings, config, progress, bugdir, journal)
+        executor = executors.from_args(args.jobs, args.dask)
+        results = run_plan(plan, progress, bugdir, journal, executor)
     except UsageError:
         journal.remove()      # a set-up fault: no bug records, nothing to keep
         raise
     finally:
+        if executor is not None:
+            executor.close()
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int_run)
         if live is not None:
             live.stop()
     res = results_json(results, settings, command)
+    if shape is not None:
+        shape(res, results)
     res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
     # A second Ctrl-C while the results are written must not lose them.
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -36,19 +36,15 @@ Design notes
   hard one; a history being checked at that moment keeps what it found so far. SIGINT/SIGTERM
   and internal errors end the loop the same way: the bugs found so far are returned (and were
   already in the journal, harness/journal.py, the moment they were found).
-- Parallel jobs are worker processes of our own (not multiprocessing.Pool): they ignore SIGINT
-  and stop when the parent sets the shared stop event, so Ctrl-C ends every worker cleanly and
-  their partial results still come back.
+- Parallel runs cut each target into units (harness/batch.py: shares of its lanes) that an
+  executor runs (harness/executors.py: local worker processes, or Dask); run_plan merges their
+  results here, the same way whoever ran them.
 """
 from __future__ import annotations
 
-import multiprocessing
-import os
-import signal
 import time
 import traceback
 from dataclasses import dataclass, field, replace
-from multiprocessing.connection import wait as wait_ready
 from pathlib import Path
 from typing import Callable
 
@@ -58,7 +54,7 @@ from hypothesis.errors import Flaky
 from crashsim.runner import Stopped
 from crashsim.trace import Trace
 from harness import bugs, defaults, determinism, structures
-from harness.budget import Budget, OutOfTime, RunInterrupted, pending_signal
+from harness.budget import Budget, OutOfTime, signal_name, swallowed_signal
 from harness.errors import DriverFailure, UsageError
 from harness.findings import Finding, HistoryOutcome
 from harness.journal import Journal
@@ -179,6 +175,7 @@ class TargetResult:
     unshrunk: int = 0                # bugs reported as first seen: no time left to shrink them
     entries: list[Entry] = field(default_factory=list)   # one per group as found (internal)
     warnings: list[str] = field(default_factory=list)   # what the user must know besides the bugs
+    target: int = 0                  # which target of run_plan's plan it is
 
 
 @dataclass
@@ -444,10 +441,10 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
         except _Abort as exc:
             raise exc.error from None
         except KeyboardInterrupt as exc:
-            interrupted = _signal_name(exc)
+            interrupted = signal_name(exc)
         except Exception:      # noqa: BLE001 - an internal error: keep what was found
             error = traceback.format_exc()
-        interrupted = interrupted or _swallowed_signal()
+        interrupted = interrupted or swallowed_signal()
         decided.clear()
         # Shrink the crash state of every example kept (_finish merges those that turn out to
         # be the same bug once shrunk). With no time left (or after a signal or an error) bugs
@@ -464,7 +461,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
                 failed = exc
             except KeyboardInterrupt as exc:
-                interrupted = _signal_name(exc)
+                interrupted = signal_name(exc)
                 failed = exc
             diff = (determinism.trace_difference(before, entry.outcome.trace)
                     if before is not None and entry.outcome.trace is not before else None)
@@ -589,17 +586,6 @@ def _journal_bug(journal: Journal, structure: str, bug: str | None, settings: Se
         pass
 
 
-def _signal_name(exc: BaseException) -> str:
-    return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"
-
-
-def _swallowed_signal() -> str | None:
-    """The signal whose exception Python swallowed (raised inside a gc callback), or None: the
-    loops saw it as a stop (harness/budget.py), and the run must still say it was interrupted."""
-    sig = pending_signal()
-    return signal.Signals(sig).name if sig is not None else None
-
-
 def _raise(decision: _Decision) -> None:
     """Raise DECISION's Found exception, from this one line whether it is a history's first check
     or a replay (Hypothesis tells failures apart by exception type and the line raising it)."""
@@ -636,55 +622,54 @@ def _flaky_in(exc: BaseException) -> BaseException | None:
     return next((f for f in map(_flaky_in, getattr(exc, "exceptions", None) or ()) if f is not None), None)
 
 
-def _worker_main(conn, args, stop_event, parent: int) -> None:
-    """A worker process: fuzz one (target, worker) job and send its TargetResult (or the error
-    that ended it) to the parent. SIGINT is the parent's business (it sets the stop event);
-    SIGTERM sent to the worker alone also ends it cleanly."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    structure, bug, settings, config, worker, bugdir, journal = args
-    budget = _budget_for(config, stop_event=stop_event, parent_pid=parent)
-    signal.signal(signal.SIGTERM, lambda *_: budget.stop())
-    try:
-        out = _search(structure, bug, settings, config, worker, None, bugdir, budget, journal)
-        if journal is not None:
-            journal.target_done(structure, bug, out.stats.as_json())
-    except UsageError as exc:
-        out = exc
-    except BaseException:      # noqa: BLE001 - reported to the parent
-        out = RuntimeError(f"worker {worker} of {structure}: {traceback.format_exc()}")
-    try:
-        conn.send(out)
-    finally:
-        conn.close()
-
-
 def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, config: Config,
                  progress: Callable[[dict], None] | None = None,
-                 bugdir: Path = Path("crashcheck-bugs"), journal: Journal | None = None) -> list[TargetResult]:
-    """Fuzz every (structure, bug) target, each with its own budget of config.budget seconds;
-    with config.jobs > 1, targets and lanes of batches run in worker processes, and a target's
-    workers are merged as --jobs 1 would have kept their examples (_merge_entries, _finish). On SIGINT/SIGTERM every worker is told to stop
-    and what they found comes back, marked interrupted."""
-    if config.jobs <= 1:
+                 bugdir: Path = Path("crashcheck-bugs"), journal: Journal | None = None,
+                 executor=None) -> list[TargetResult]:
+    """Fuzz every (structure, bug) target, each with its own budget of config.budget seconds,
+    in this process (--jobs 1) or on EXECUTOR (harness/executors.py: local worker processes for
+    --jobs N, Dask for --dask); see run_plan."""
+    if executor is None and config.jobs > 1:
+        from harness.executors import LocalProcesses
+        executor = LocalProcesses(config.jobs)
+    return run_plan([(s, b, settings, config) for s, b in targets], progress, bugdir, journal, executor)
+
+
+def run_plan(plan: list[tuple[str, str | None, Settings, Config]], progress=None,
+             bugdir: Path = Path("crashcheck-bugs"), journal: Journal | None = None,
+             executor=None) -> list[TargetResult]:
+    """Fuzz every (structure, bug, settings, config) target of PLAN. Without an executor, one
+    after the other in this process. With one, each target is cut into the executor's number of
+    shares of its lanes (harness/batch.py Unit), every unit of every target is handed to it at
+    once, and a target's units are merged as --jobs 1 would have kept their examples
+    (_merge_entries, _finish): the one merge, whatever ran them. On SIGINT/SIGTERM every unit is
+    told to stop and what they found comes back, marked interrupted."""
+    if executor is None:
         out = []
-        for i, (s, b) in enumerate(targets):
-            cfg = config if i == 0 else replace(config, start=None)
-            r = fuzz_target(s, b, settings, cfg, 0, progress, bugdir, None, journal)
+        for i, (s, b, st, cfg) in enumerate(plan):
+            cfg = cfg if i == 0 else replace(cfg, start=None)
+            r = fuzz_target(s, b, st, cfg, 0, progress, bugdir, None, journal)
+            r.target = i
             out.append(r)
             if r.interrupted or r.error:
                 break        # the run ends; targets not started stay out of the results
         return out
-    # Jobs beyond the first round of processes start later: their budgets count from their start.
-    procs = min(config.jobs, os.cpu_count() or 1)
-    jobs = [(s, b, settings, config if i < procs else replace(config, start=None), w, bugdir, journal)
-            for i, (s, b, w) in enumerate((s, b, w) for s, b in targets for w in range(config.jobs))]
-    parts, lost, interrupted = _run_workers(jobs, procs)
+    from harness.batch import Unit, build_id
+    units = []
+    for t, (s, b, st, cfg) in enumerate(plan):
+        shares = executor.shares(cfg)
+        for w in range(shares):
+            # Units beyond the first round start later: their budgets count from their start.
+            start = cfg.start if len(units) < executor.slots else None
+            units.append(Unit(s, b, st, replace(cfg, jobs=shares, start=start), w, bugdir,
+                              executor.journal(journal), executor.build(build_id, s, b), target=t))
+    parts, lost, interrupted = executor.run(units, _progress_sum(units, progress))
     merged: list[TargetResult] = []
-    for s, b in targets:
-        mine = [p for p in parts if p.structure == s and p.bug == b]
+    for t, (s, b, st, cfg) in enumerate(plan):
+        mine = [r for u, r in parts if u.target == t]
         if not mine and interrupted:
             continue
-        out = TargetResult(s, b, Stats())
+        out = TargetResult(s, b, Stats(), target=t)
         for p in mine:
             out.stats.add(p.stats)
             out.interrupted = out.interrupted or p.interrupted
@@ -694,70 +679,32 @@ def fuzz_targets(targets: list[tuple[str, str | None]], settings: Settings, conf
                 out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
         if interrupted:
             out.interrupted = out.interrupted or interrupted
-        if any(j[0] == s and j[1] == b for j in lost):
+        if any(u.target == t for u in lost):
             out.interrupted = out.interrupted or "worker lost"
         out.warnings.sort(key=lambda w: int(w.split()[1].rstrip(":")) if w.startswith("batch ") else -1)
         out.entries = _merge_entries(mine)
-        _finish(out, settings, bugdir)
+        _finish(out, st, bugdir)
+        if journal is not None and executor.journal(journal) is None:
+            journal.target_done(s, b, out.stats.as_json())
         merged.append(out)
     return merged
 
 
-def _run_workers(jobs: list[tuple], procs: int) -> tuple[list[TargetResult], list[tuple], str | None]:
-    """Run JOBS in at most PROCS worker processes at a time. Returns the results, the jobs whose
-    worker died without answering, and the signal that interrupted the run (None if none)."""
-    ctx = multiprocessing.get_context("fork")
-    stop = ctx.Event()
-    pending = list(jobs)
-    running: dict = {}       # connection -> (process, job)
-    results: list[TargetResult] = []
-    lost: list[tuple] = []
-    interrupted: str | None = None
-    failure: BaseException | None = None
-    parent = os.getpid()
-    give_up = None           # after a stop: when to stop waiting for workers
-    while pending or running:
-        try:
-            while pending and len(running) < procs and interrupted is None and failure is None:
-                job = pending.pop(0)
-                recv, send = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_worker_main, args=(send, job, stop, parent), daemon=True)
-                proc.start()
-                send.close()
-                running[recv] = (proc, job)
-            if not running:
-                break
-            ready = wait_ready(list(running), timeout=0.5)
-            for conn in ready:
-                proc, job = running.pop(conn)
-                try:
-                    got = conn.recv()
-                except (EOFError, OSError):
-                    got = None
-                conn.close()
-                proc.join(5)
-                if got is None:
-                    lost.append(job)
-                elif isinstance(got, BaseException):
-                    failure = failure or got
-                    stop.set()
-                else:
-                    results.append(got)
-            if interrupted is None and _swallowed_signal():
-                raise RunInterrupted(pending_signal())
-            if give_up is not None and time.monotonic() > give_up:
-                for conn, (proc, job) in list(running.items()):
-                    proc.kill()
-                    proc.join(5)
-                    lost.append(job)
-                    running.pop(conn)
-        except KeyboardInterrupt as exc:
-            interrupted = interrupted or _signal_name(exc)
-            stop.set()
-            pending.clear()
-            give_up = time.monotonic() + 20       # workers stop within about a second
-    if failure is not None:
-        raise failure
-    return results, lost, interrupted
+def _progress_sum(units: list, progress: Callable[[dict], None] | None):
+    """A callback for the executor's per-unit progress reports that passes on, for the unit's
+    target, the sum over its units' latest reports (bugs: the most any unit has, a lower bound)."""
+    if progress is None:
+        return None
+    latest: dict[int, dict] = {}
 
-
+    def on_progress(index: int, p: dict) -> None:
+        latest[index] = p
+        target = units[index].target
+        mine = [q for i, q in latest.items() if units[i].target == target]
+        total = dict(p)
+        for k in ("histories", "states", "executions", "points", "complete"):
+            total[k] = sum(q[k] for q in mine)
+        total["bugs"] = max(q["bugs"] for q in mine)
+        total["elapsed"] = max(q["elapsed"] for q in mine)
+        progress(total)
+    return on_progress
