@@ -130,6 +130,7 @@ struct sthread {
 	int64_t prio;            /* PCT, stale */
 	uintptr_t park_addr;     /* stale: parked after an access to this word (0: not parked) */
 	int park_writes;         /* writes by other threads to it still awaited */
+	int park_ops;            /* operations other threads must still end (0: no bound) */
 	uint64_t park_seq;       /* order of parking: the earliest parked is woken first */
 	uint32_t at_site;        /* where it reached its current scheduling point: a site id, */
 	const char *at_what;     /* or CC_NO_SITE and the interposed call's name (switch marks) */
@@ -627,6 +628,9 @@ void cc_sched_point(uint32_t site)
 		point(0);
 }
 
+static void stale_op_end(struct sthread *t);
+static void stale_wake(struct sthread *u);
+
 /* cc_sched_op -- operation INDEX begins (BEGIN) or ends (rt_api.c), called at SITE */
 void cc_sched_op(int begin, uint64_t index, uint32_t site)
 {
@@ -636,34 +640,36 @@ void cc_sched_op(int begin, uint64_t index, uint32_t site)
 	t->in_op = begin;
 	t->op_index = index;
 	t->op_steps = 0;
+	if (strat == S_STALE && !begin)
+		stale_op_end(t);
 	point(0);
 }
 
-/* written -- the set of threads (bits by registration order, mod 64) that
- * wrote the word at A by an atomic, in a table of STALE_WORDS entries; NULL
- * when the table is full (internal) */
+/* word_of -- who touched the word at A by an atomic: the threads (bits by
+ * registration order, mod 64) that wrote it and that read it, in a table
+ * of STALE_WORDS entries; NULL when the table is full (internal) */
 #define STALE_WORDS 8192
-static uint64_t *written(uintptr_t a)
+struct word { uintptr_t key; uint64_t writers, readers; };
+static struct word *word_of(uintptr_t a)
 {
-	static uintptr_t keys[STALE_WORDS];
-	static uint64_t sets[STALE_WORDS];
+	static struct word tab[STALE_WORDS];
 	size_t h = (size_t)((a >> 3) * 0x9e3779b97f4a7c15ull) % STALE_WORDS;
 	for (size_t k = 0; k < STALE_WORDS; k++, h = (h + 1) % STALE_WORDS) {
-		if (keys[h] == a)
-			return &sets[h];
-		if (!keys[h]) {
-			keys[h] = a;
-			return &sets[h];
+		if (tab[h].key == a)
+			return &tab[h];
+		if (!tab[h].key) {
+			tab[h].key = a;
+			return &tab[h];
 		}
 	}
 	return NULL;
 }
 
-/* other_can_run -- is a thread other than T runnable and not parked? (internal) */
-static int other_can_run(const struct sthread *t)
+/* other_runnable -- is a thread other than T runnable, parked or not? (internal) */
+static int other_runnable(const struct sthread *t)
 {
 	for (int i = 0; i < nthreads; i++)
-		if (threads[i] != t && !threads[i]->park_addr && runnable(threads[i]))
+		if (threads[i] != t && runnable(threads[i]))
 			return 1;
 	return 0;
 }
@@ -674,34 +680,67 @@ static int other_can_run(const struct sthread *t)
  * CAS).  A write wakes every other thread parked on ADDR once it has seen
  * the number of writes it waits for, and the woken thread runs next, before
  * the writer's next step.  Then T itself is parked on ADDR with probability
- * 1/stale_period, until other threads write ADDR once or twice (drawn): what
- * T has just read or written is then stale, which is the window of most
- * lock-free bugs (internal)
+ * 1/stale_period, until other threads write ADDR once or twice or end one
+ * to three operations (both drawn): what T has just read or written is then
+ * stale, which is the window of most lock-free bugs (internal)
  */
-static void stale_access(struct sthread *t, const void *addr, int write)
+static void stale_access(struct sthread *t, const void *addr, int kind)
 {
 	uintptr_t a = (uintptr_t)addr;
-	uint64_t *others = written(a);
-	if (write) {
+	struct word *w = word_of(a);
+	uint64_t me = 1ull << (t->idx & 63);
+	int write = kind != CC_SCHED_LOAD;
+	if (write)
 		for (int i = 0; i < nthreads; i++) {
 			struct sthread *u = threads[i];
-			if (u != t && u->park_addr == a && --u->park_writes <= 0) {
-				u->park_addr = 0;
-				u->prio = ++stale_top;
-			}
+			if (u != t && u->park_addr == a && --u->park_writes <= 0)
+				stale_wake(u);
 		}
-		if (others)
-			*others |= 1ull << (t->idx & 63);
-	}
-	/* only a word some thread has written by an atomic is worth waiting on
-	 * (the upper levels of an empty skip list are not); and only while
-	 * another thread can run unparked: a thread that parks while the others
-	 * wait would wake one of them at once, ending its window early */
-	if (others && *others && other_can_run(t) && below(stale_period) == 0) {
+	if (!w)
+		return;
+	/* a word is worth waiting on only if another thread may change what T
+	 * just saw: a load of a word another thread wrote by an atomic (not the
+	 * upper levels of an empty skip list, not T's own node); a store to a
+	 * word another thread has touched (not T's private initialisation of a
+	 * node it has not published); any read-modify-write (a CAS publishes) */
+	int shared = kind == CC_SCHED_LOAD ? (w->writers & ~me) != 0
+		   : kind == CC_SCHED_STORE ? ((w->writers | w->readers) & ~me) != 0 : 1;
+	if (write)
+		w->writers |= me;
+	else
+		w->readers |= me;
+	/* and only while another thread is runnable: if every other one is
+	 * parked, choose() wakes the earliest parked (its window ends, T's
+	 * begins); waiting for unparked ones let an early park block every
+	 * later one for a whole section */
+	if (shared && other_runnable(t) && below(stale_period) == 0) {
 		t->park_addr = a;
 		t->park_writes = 1 + (int)below(2);
+		t->park_ops = 1 + (int)below(3);
 		t->park_seq = ++stale_seq;
 	}
+}
+
+/* stale_wake -- end U's parking: it runs next, above every other thread (internal) */
+static void stale_wake(struct sthread *u)
+{
+	u->park_addr = 0;
+	u->prio = ++stale_top;
+}
+
+/*
+ * stale_op_end -- T ended an operation: threads parked for a number of
+ * other threads' operations count it down; T itself draws a new priority,
+ * so that whole operations of the threads interleave at random (internal)
+ */
+static void stale_op_end(struct sthread *t)
+{
+	for (int i = 0; i < nthreads; i++) {
+		struct sthread *u = threads[i];
+		if (u != t && u->park_addr && u->park_ops && --u->park_ops == 0)
+			stale_wake(u);
+	}
+	t->prio = 2 + (int64_t)(rng() >> 24);
 }
 
 /*
@@ -728,7 +767,7 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 			t->pair_addr[i] = (uintptr_t)addr;
 			t->pair_val[i] = val;
 			if (strat == S_STALE)
-				stale_access(t, addr, 0);
+				stale_access(t, addr, CC_SCHED_LOAD);
 			point_ex(0, 1); /* a new value: progress, but the pairs are kept */
 			return;
 		}
@@ -747,7 +786,7 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 		break;
 	}
 	if (strat == S_STALE && !spin && (op & 0xf) != CC_SCHED_LOAD)
-		stale_access(t, addr, 1);
+		stale_access(t, addr, (int)(op & 0xf));
 	point(spin);
 }
 
