@@ -14,11 +14,12 @@
  *   has (the heap, the globals of the driver and its libraries, the main
  *   stack, malloc's mappings) into a memfd and maps that memfd privately over
  *   the same addresses.  The pool already is such a mapping of the base
- *   memfd (image.c).  After a check, MADV_DONTNEED on all of them drops every
- *   page the check wrote, so each reads the snapshot (or the base) again: the
+ *   memfd (image.c).  After a check, /proc/self/pagemap shows every
+ *   page of them the check wrote (it became a private copy): it is copied
+ *   back from a shared view of its memfd, or dropped (struct track).  So the
  *   whole of user memory is restored, not only the lines a state changed,
- *   without having to know what the check touched.  The check runs on a
- *   stack of its own (dropped to zeros after it) and the worker's own loop
+ *   without knowing beforehand what the check touches.  The check runs on a
+ *   stack of its own (zeroed after it) and the worker's own loop
  *   state is in mappings outside the snapshot, so a check that scribbles on
  *   globals, the heap or the pool cannot reach the next state.
  *   The rest of the process is put back or checked after every check: fds 0-2
