@@ -115,6 +115,7 @@ class Runner:
         self._rest = b""
         self._queue: list[bytes] = []
         self._kinds: list[int] = []
+        self._queued_states = 0        # states in _queue (explore asks after every state)
         self._next_id = 0
         self.next_state = 0            # state ids must increase within a session (dup_of names them)
         self._unique: dict[int, CheckResult] = {}
@@ -124,7 +125,11 @@ class Runner:
     def _start(self) -> None:
         """Spawn the runner process and read its hello."""
         pool_base, pool_size = self._pool_want
-        env, cwd = self._env, self._cwd
+        # Bind every symbol at start-up: the runner's reused check process restores its memory
+        # (the GOT included) after each check, so lazily bound calls would be bound again and
+        # again (docs/runner-protocol.md, "The reused check process").
+        env = dict(os.environ if self._env is None else self._env, LD_BIND_NOW="1")
+        cwd = self._cwd
         self._err = tempfile.TemporaryFile()
         try:
             self._proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -160,6 +165,7 @@ class Runner:
             self._next_id += 1
         self._queue.append(REQ.pack(kind, len(body), ident) + body)
         self._kinds.append(kind)
+        self._queued_states += kind in _STATE_KINDS
 
     def queue_base(self, path: str | os.PathLike) -> None:
         """Load an image file as the base (the runner zeroes the pool first)."""
@@ -205,7 +211,7 @@ class Runner:
 
     @property
     def queued_states(self) -> int:
-        return sum(1 for k in self._kinds if k in _STATE_KINDS)
+        return self._queued_states
 
     def flush(self, stop: Callable[[], bool] | None = None) -> list[tuple[int, CheckResult]]:
         """Send every queued request; return (state id, result) for the queued states, in order.
@@ -215,6 +221,7 @@ class Runner:
             return []
         reqs, kinds = self._queue, self._kinds
         self._queue, self._kinds = [], []
+        self._queued_states = 0
         self.stats.requests += len(kinds)
         answers: list[dict[str, Any]] = []
         # The runner holds answers while more requests are buffered, so when it dies, answers it

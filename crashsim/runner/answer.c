@@ -29,6 +29,7 @@
 #define OUTPUT_SHOW_BYTES 4096           /* raw text kept from an invalid result */
 #define JSON_MAX_DEPTH 512
 #define SENDQ_FLUSH (64 * 1024)          /* write held answers once this many bytes wait */
+#define RAW_TAG 0x5241575241575241ULL    /* sets raw-output keys apart from answer-body keys */
 
 /*
  * utf8_len -- length of the valid UTF-8 sequence at S (at most N bytes), or
@@ -387,6 +388,22 @@ static int seen_lookup(struct runner *r, uint64_t a, uint64_t b, uint64_t id, ui
 	return 0;
 }
 
+/* seen_find -- the first state whose key is (A, B), if any (internal) */
+static int seen_find(const struct runner *r, uint64_t a, uint64_t b, uint64_t *first)
+{
+	if (r->seen_cap == 0)
+		return 0;
+	size_t k = a & (r->seen_cap - 1);
+	while (r->seen[k].used) {
+		if (r->seen[k].a == a && r->seen[k].b == b) {
+			*first = r->seen[k].id;
+			return 1;
+		}
+		k = (k + 1) & (r->seen_cap - 1);
+	}
+	return 0;
+}
+
 /* ccr_answers_forget -- forget earlier answers: no more dup_of to them */
 void ccr_answers_forget(struct runner *r)
 {
@@ -502,6 +519,16 @@ static size_t stderr_tail(const struct buf *err)
 	return 0;
 }
 
+/* send_dup -- {"state": ID, "dup_of": FIRST} (internal) */
+static int send_dup(struct runner *r, uint64_t id, uint64_t first)
+{
+	r->ans.len = 0;
+	if (ccr_buf_fmt(r, &r->ans, "{\"state\":%llu,\"dup_of\":%llu}", (unsigned long long)id,
+			(unsigned long long)first) < 0)
+		return -1;
+	return ccr_send_answer(r);
+}
+
 /*
  * ccr_answer_state -- answer state ID, whose check ended as END: how it
  * ended, its result (or raw output), the tail of its stderr; or only
@@ -509,21 +536,43 @@ static size_t stderr_tail(const struct buf *err)
  */
 int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 {
+	/* What the answer is made of, hashed before it is made: the same check
+	 * output as an earlier state's gives the same answer, so it is sent as a
+	 * dup_of that state's without validating and compacting the output again
+	 * (most crash states of a correct structure recover alike).  Lazy answers
+	 * also carry their exploration log: they take the long way. */
+	uint64_t ra = 0, rb = 0, first;
+	int raw = !ccr_lazy_active();
+	int rc = read_capture(r, r->res_fd, &r->out, 0);
+	rc |= read_capture(r, r->err_fd, &r->err, STDERR_TAIL_BYTES);
+	if (rc == 0 && raw) {
+		char head[96];
+		int hl = snprintf(head, sizeof(head), "raw|%s|%d|%d|%d|%zu|", end->status, end->sig, end->code,
+				  end->stray, r->out.len);
+		struct buf *h = &r->ans;
+		h->len = 0;
+		if (ccr_buf_add(r, h, head, (size_t)hl) < 0 || ccr_buf_add(r, h, r->out.p, r->out.len) < 0 ||
+		    ccr_buf_add(r, h, r->err.p, r->err.len) < 0)
+			return ccr_send_error(r, id, "out of memory building the answer of state %llu",
+					      (unsigned long long)id);
+		hash128(h->p, h->len, &ra, &rb);
+		ra ^= RAW_TAG;   /* never equal to an answer body's key */
+		if (seen_find(r, ra, rb, &first))
+			return send_dup(r, id, first);
+	}
 	/* The answer body: everything but the state id, which dedup ignores. */
 	struct buf *a = &r->ans;
 	a->len = 0;
-	int rc = ccr_buf_fmt(r, a, "\"status\":\"%s\",\"signal\":", end->status);
+	rc |= ccr_buf_fmt(r, a, "\"status\":\"%s\",\"signal\":", end->status);
 	rc |= end->sig >= 0 ? ccr_buf_fmt(r, a, "%d", end->sig) : ccr_buf_str(r, a, "null");
 	rc |= ccr_buf_str(r, a, ",\"exit\":");
 	rc |= end->code >= 0 ? ccr_buf_fmt(r, a, "%d", end->code) : ccr_buf_str(r, a, "null");
 	rc |= ccr_buf_str(r, a, ",\"result\":");
-	rc |= read_capture(r, r->res_fd, &r->out, 0);
 	if (rc == 0 && json_compact(r, a, r->out.p, r->out.len) < 0) {
 		rc |= ccr_buf_str(r, a, "null,\"output\":");
 		size_t show = r->out.len < OUTPUT_SHOW_BYTES ? r->out.len : OUTPUT_SHOW_BYTES;
 		rc |= buf_json_str(r, a, r->out.p, show);
 	}
-	rc |= read_capture(r, r->err_fd, &r->err, STDERR_TAIL_BYTES);
 	rc |= ccr_buf_str(r, a, ",\"stderr\":");
 	size_t from = rc == 0 ? stderr_tail(&r->err) : 0;
 	rc |= buf_json_str(r, a, r->err.p + from, r->err.len - from);
@@ -535,15 +584,13 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 		return ccr_send_error(r, id, "out of memory building the answer of state %llu",
 				      (unsigned long long)id);
 
-	uint64_t ha, hb, first;
+	uint64_t ha, hb, ignore;
 	hash128(a->p, a->len, &ha, &hb);
-	if (seen_lookup(r, ha, hb, id, &first)) {
-		a->len = 0;
-		if (ccr_buf_fmt(r, a, "{\"state\":%llu,\"dup_of\":%llu}", (unsigned long long)id,
-				(unsigned long long)first) < 0)
-			return -1;
-		return ccr_send_answer(r);
-	}
+	int dup = seen_lookup(r, ha, hb, id, &first);
+	if (raw)   /* this output's answer from now on: the first state that gave it */
+		seen_lookup(r, ra, rb, dup ? first : id, &ignore);
+	if (dup)
+		return send_dup(r, id, first);
 	/* Wrap the body: {"state": id, <body>, "dup_of": null}. */
 	char head[48];
 	int hl = snprintf(head, sizeof(head), "{\"state\":%llu,", (unsigned long long)id);

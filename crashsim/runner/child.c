@@ -208,6 +208,80 @@ void ccr_child_handlers_restore(void)
 	setrlimit(RLIMIT_CORE, &old->core);
 }
 
+/*
+ * ccr_child_limits -- in a check's process: RLIMIT_FSIZE, RLIMIT_CPU (plus
+ * CPU_EXTRA seconds a reused worker may have used before the check starts)
+ * and RLIMIT_AS (VM_BYTES plus the check's allowance), with the OOM probe
+ * on exit()
+ */
+void ccr_child_limits(struct runner *r, size_t vm_bytes, unsigned cpu_extra)
+{
+	struct rlimit rl;
+	rl.rlim_cur = rl.rlim_max = FSIZE_LIMIT;
+	setrlimit(RLIMIT_FSIZE, &rl);
+	if (r->lim.cpu_seconds) {
+		rl.rlim_cur = (rlim_t)r->lim.cpu_seconds + cpu_extra;
+		rl.rlim_max = rl.rlim_cur + 1;
+		setrlimit(RLIMIT_CPU, &rl);
+	}
+	if (r->lim.mem_bytes && vm_bytes) {
+		rl.rlim_cur = rl.rlim_max = vm_bytes + r->lim.mem_bytes;
+		setrlimit(RLIMIT_AS, &rl);
+		atexit(child_exit);
+	}
+}
+
+/* ccr_child_probe_oom -- the check failed: note whether memory ran out */
+void ccr_child_probe_oom(void)
+{
+	probe_oom();
+}
+
+/* ccr_child_reset -- before a check starts: no shortage of memory noted */
+void ccr_child_reset(void)
+{
+	shared->oom = 0;
+}
+
+/* ccr_child_rearm -- put back the fatal-signal handlers and alternate stack a
+ * check may have replaced (a reused worker does this after every check) */
+void ccr_child_rearm(struct runner *r)
+{
+	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 };
+	sigaltstack(&ss, NULL);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = child_fatal;
+	sa.sa_flags = SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < NFATAL; i++)
+		sigaction(fatal_signals[i], &sa, NULL);
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/*
+ * ccr_child_end -- how a check ended, from its wait STATUS (TIMED_OUT: the
+ * signal it was killed or stopped with, else 0) and the CPU seconds it used
+ */
+void ccr_child_end(struct runner *r, int status, int timed_out, double cpu, struct ccr_end *end)
+{
+	end->sig = end->code = -1;
+	if (timed_out) {
+		end->status = "timeout";
+		end->sig = timed_out;   /* SIGKILL, or the signal that stopped it */
+	} else if (WIFSIGNALED(status)) {
+		end->sig = WTERMSIG(status);
+		int cpu_out = r->lim.cpu_seconds && (end->sig == SIGXCPU ||
+			      (end->sig == SIGKILL && cpu >= (double)r->lim.cpu_seconds));
+		end->status = cpu_out ? "timeout" : shared->oom ? "oom" : "signal";
+	} else {
+		end->code = WEXITSTATUS(status);
+		end->status = end->code == 0 ? "ok" : shared->oom ? "oom" : "exit";
+	}
+}
+
 /* child_main -- the forked child: apply the state, limit, run CHECK (internal) */
 static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup)
 {
@@ -238,19 +312,7 @@ static void child_main(struct runner *r, const uint8_t *writes, size_t wlen, con
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	signal(SIGPIPE, SIG_DFL);
 
-	struct rlimit rl;
-	rl.rlim_cur = rl.rlim_max = FSIZE_LIMIT;
-	setrlimit(RLIMIT_FSIZE, &rl);
-	if (r->lim.cpu_seconds) {
-		rl.rlim_cur = r->lim.cpu_seconds;
-		rl.rlim_max = (rlim_t)r->lim.cpu_seconds + 1;
-		setrlimit(RLIMIT_CPU, &rl);
-	}
-	if (r->lim.mem_bytes && r->vm_bytes) {
-		rl.rlim_cur = rl.rlim_max = r->vm_bytes + r->lim.mem_bytes;
-		setrlimit(RLIMIT_AS, &rl);
-		atexit(child_exit);
-	}
+	ccr_child_limits(r, r->vm_bytes, 0);
 
 	FILE *out = fdopen(r->res_fd, "w");
 	if (out == NULL)
@@ -335,7 +397,7 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 		snprintf(why, whylen, "cannot rewind the capture files: %s", strerror(errno));
 		return -1;
 	}
-	shared->oom = 0;
+	ccr_child_reset();
 	fflush(NULL);
 
 	pid_t pid = fork();
@@ -359,20 +421,8 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	 * left running: the answer says so ("stray"). */
 	end->stray = !timed_out && kill(-pid, SIGKILL) == 0;
 
-	end->sig = end->code = -1;
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
-	if (timed_out) {
-		end->status = "timeout";
-		end->sig = timed_out;   /* SIGKILL, or the signal that stopped it */
-	} else if (WIFSIGNALED(status)) {
-		end->sig = WTERMSIG(status);
-		int cpu_out = r->lim.cpu_seconds && (end->sig == SIGXCPU ||
-			      (end->sig == SIGKILL && cpu >= (double)r->lim.cpu_seconds));
-		end->status = cpu_out ? "timeout" : shared->oom ? "oom" : "signal";
-	} else {
-		end->code = WEXITSTATUS(status);
-		end->status = end->code == 0 ? "ok" : shared->oom ? "oom" : "exit";
-	}
+	ccr_child_end(r, status, timed_out, cpu, end);
 	return 0;
 }

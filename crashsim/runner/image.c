@@ -2,11 +2,18 @@
  * image.c -- the checker runner's pool image and the writes into it
  *
  * The base image
- *   The pool is a private anonymous mapping at the fixed pool address, owned
- *   by the runner.  BASE loads an image file into it (only the file's data
- *   extents and non-zero pages are touched, so a sparse 64 MiB pool with a
- *   small structure in it stays a few pages); PATCH writes into it.  The
- *   base is the image of the guaranteed state at one crash point.
+ *   The pool is a private mapping of a memfd (the base file) at the fixed
+ *   pool address, owned by the runner.  BASE loads an image file into the
+ *   memfd (only the file's data extents and non-zero pages are written, so a
+ *   sparse 64 MiB pool with a small structure in it stays a few pages); PATCH
+ *   writes into it.  The base is the image of the guaranteed state at one
+ *   crash point.  Nobody writes the pool through the runner's own mapping:
+ *   writes go to the memfd, so every private mapping of it (the runner's, a
+ *   forked check's, the worker's) sees the base wherever it has not written
+ *   itself, and MADV_DONTNEED on such a mapping drops what a check wrote and
+ *   leaves exactly the base (worker.c restores the pool that way).  Without
+ *   memfd_create the pool is anonymous memory written in place, as before,
+ *   and the worker is off.
  *
  * Writes
  *   A PATCH body, and a state's writes, are a list of records (u64 offset,
@@ -19,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -41,8 +49,14 @@
  */
 int ccr_pool_map(struct runner *r, void *addr, char *why, size_t whylen)
 {
+	r->pool_fd = memfd_create("cc-pool", MFD_CLOEXEC);
+	if (r->pool_fd >= 0 && ftruncate(r->pool_fd, (off_t)r->map_size) < 0) {
+		close(r->pool_fd);
+		r->pool_fd = -1;
+	}
+	int anon = r->pool_fd < 0 ? MAP_ANONYMOUS : 0;
 	void *p = mmap(addr, r->map_size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		       MAP_PRIVATE | anon | MAP_NORESERVE | MAP_FIXED_NOREPLACE, r->pool_fd, 0);
 	if (p == MAP_FAILED || p != addr) {
 		int e = p == MAP_FAILED ? errno : EEXIST;
 		if (p != MAP_FAILED)
@@ -58,11 +72,53 @@ int ccr_pool_map(struct runner *r, void *addr, char *why, size_t whylen)
 	return 0;
 }
 
-/* ccr_pool_unmap -- unmap the pool, if mapped */
+/* ccr_pool_unmap -- unmap the pool, if mapped, and close its memfd */
 void ccr_pool_unmap(struct runner *r)
 {
 	if (r->pool)
 		munmap(r->pool, r->map_size);
+	if (r->pool_fd >= 0)
+		close(r->pool_fd);
+	r->pool_fd = -1;
+}
+
+/* pool_write -- N bytes at pool offset OFF: into the memfd, or in place
+ * when the pool is anonymous; -1 on a write error (internal) */
+static int pool_write(struct runner *r, uint64_t off, const void *data, size_t n)
+{
+	r->base_gen++;
+	if (off + n > r->pool_hi)
+		r->pool_hi = off + n;
+	if (r->pool_fd < 0) {
+		memcpy(r->pool + off, data, n);
+		return 0;
+	}
+	size_t put = 0;
+	while (put < n) {
+		ssize_t k = pwrite(r->pool_fd, (const char *)data + put, n - put, (off_t)(off + put));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		put += (size_t)k;
+	}
+	return 0;
+}
+
+/* ccr_patch_base -- apply validated writes to the base; -1 on a write error */
+int ccr_patch_base(struct runner *r, const uint8_t *w, size_t n)
+{
+	size_t pos = 0;
+	while (pos < n) {
+		uint64_t off;
+		uint32_t len;
+		memcpy(&off, w + pos, 8);
+		memcpy(&len, w + pos + 8, 4);
+		if (pool_write(r, off, w + pos + WRITE_HEAD, len) < 0)
+			return -1;
+		pos += WRITE_HEAD + len;
+	}
+	return 0;
 }
 
 /*
@@ -128,8 +184,8 @@ static int copy_range(struct runner *r, int fd, off_t from, off_t to)
 			return -1;
 		for (ssize_t k = 0; k < got; k += 4096) {
 			size_t len = (size_t)(got - k) < 4096 ? (size_t)(got - k) : 4096;
-			if (!is_zero(page + k, len))
-				memcpy(r->pool + from + k, page + k, len);
+			if (!is_zero(page + k, len) && pool_write(r, (uint64_t)(from + k), page + k, len) < 0)
+				return -1;
 		}
 		from += got;
 	}
@@ -151,8 +207,19 @@ int ccr_load_base(struct runner *r, const char *path, char *why, size_t whylen)
 		close(fd);
 		return -1;
 	}
-	/* A private anonymous mapping reads as zeros again after MADV_DONTNEED. */
-	madvise(r->pool, r->map_size, MADV_DONTNEED);
+	/* An emptied memfd (truncated to 0 and back) reads as zeros, as does a
+	 * private anonymous mapping after MADV_DONTNEED. */
+	r->base_gen++;
+	r->pool_hi = 0;
+	if (r->pool_fd >= 0) {
+		if (ftruncate(r->pool_fd, 0) < 0 || ftruncate(r->pool_fd, (off_t)r->map_size) < 0) {
+			snprintf(why, whylen, "cannot empty the pool: %s", strerror(errno));
+			close(fd);
+			return -1;
+		}
+	} else {
+		madvise(r->pool, r->map_size, MADV_DONTNEED);
+	}
 	off_t pos = 0;
 	int rc = 0;
 	while (pos < st.st_size) {

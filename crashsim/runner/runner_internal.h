@@ -4,7 +4,8 @@
  * The runner is split by job: serve.c owns the request loop and the
  * protocol (cc_runner_serve), child.c the forked child that checks one
  * state (fork, limits, signal handlers, timeout, OOM probing, reaping),
- * lazy.c the branching of a LAZY request's child on what recovery reads,
+ * worker.c the reused check process (restored after every state instead of a
+ * fork per state), lazy.c the branching of a LAZY request's child on what recovery reads,
  * image.c the pool and what is written into it (base images, patches, a
  * state's writes), answer.c the answers (a child's result checked as JSON,
  * deduplication, answers, acks and errors), buf.c the growable buffer.
@@ -50,6 +51,11 @@ struct runner {
 	size_t inpos;               /* bytes of inb already consumed */
 	struct seen *seen;
 	size_t seen_cap, seen_len;
+	int pool_fd;                /* the base image's memfd, or -1 (anonymous pool) */
+	uint64_t base_gen;          /* bumped whenever the base changes (BASE, PATCH) */
+	size_t pool_hi;             /* end of the highest byte ever written to the base since BASE */
+	struct ccr_worker *worker;  /* worker.c: the reused check process, or NULL */
+	int worker_off;             /* reuse is off (or failed to start): fork per state */
 };
 
 /* How one check ended: found by ccr_child_run, reported by ccr_answer_state. */
@@ -73,6 +79,7 @@ void ccr_pool_unmap(struct runner *r);
 int ccr_load_base(struct runner *r, const char *path, char *why, size_t whylen);
 const char *ccr_check_writes(const struct runner *r, const uint8_t *w, size_t n);
 void ccr_apply_writes(uint8_t *pool, const uint8_t *w, size_t n);
+int ccr_patch_base(struct runner *r, const uint8_t *w, size_t n);
 
 /* child.c */
 int ccr_child_setup(struct runner *r, size_t page);
@@ -81,6 +88,16 @@ void ccr_child_handlers_install(struct runner *r);
 void ccr_child_handlers_restore(void);
 int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
 		  struct ccr_end *end, char *why, size_t whylen);
+void ccr_child_limits(struct runner *r, size_t vm_bytes, unsigned cpu_extra);
+void ccr_child_probe_oom(void);
+void ccr_child_reset(void);
+void ccr_child_rearm(struct runner *r);
+void ccr_child_end(struct runner *r, int status, int timed_out, double cpu, struct ccr_end *end);
+
+/* worker.c: one reused process checks state after state, restored in between */
+int ccr_worker_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
+		   struct ccr_end *end);
+void ccr_worker_stop(struct runner *r);
 
 /* lazy.c: lazy exploration (LAZY requests) */
 int ccr_lazy_supported(void);

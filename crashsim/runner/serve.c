@@ -122,10 +122,13 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 	struct ccr_end end;
 	char why[600];
 	int rc;
-	if (ccr_child_run(r, writes, wlen, r->body.p, &end, why, sizeof(why)) < 0)
-		rc = ccr_send_error(r, id, "%s", why);
-	else
+	/* Eager states go to the reused worker; lazy ones (their tables are set
+	 * up in this process just now) and ones it cannot take fork. */
+	if ((!lazy && ccr_worker_run(r, writes, wlen, r->body.p, &end)) ||
+	    ccr_child_run(r, writes, wlen, r->body.p, &end, why, sizeof(why)) == 0)
 		rc = ccr_answer_state(r, id, &end);
+	else
+		rc = ccr_send_error(r, id, "%s", why);
 	ccr_lazy_end();
 	return rc;
 }
@@ -169,8 +172,10 @@ static int serve_loop(struct runner *r)
 		case REQ_PATCH:
 			if ((bad = ccr_check_writes(r, body, len)) != NULL) {
 				rc = ccr_send_error(r, id, "patch %llu: %s", (unsigned long long)id, bad);
+			} else if (ccr_patch_base(r, body, len) < 0) {
+				rc = ccr_send_error(r, id, "patch %llu: cannot write the pool: %s",
+						    (unsigned long long)id, strerror(errno));
 			} else {
-				ccr_apply_writes(r->pool, body, len);
 				rc = ccr_send_ack(r, "patch", id);
 			}
 			break;
@@ -204,7 +209,8 @@ static int hello(struct runner *r)
 			(unsigned long long)(uintptr_t)r->pool, r->size, (int)getpid()) < 0 ||
 	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u},",
 			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0 ||
-	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s}", ccr_lazy_supported() ? "true" : "false") < 0)
+	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s,\"reuse\":%s}", ccr_lazy_supported() ? "true" : "false",
+			r->worker_off || r->pool_fd < 0 ? "false" : "true") < 0)
 		return -1;
 	return ccr_send_answer(r);
 }
@@ -224,7 +230,10 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	r.ctx = ctx;
 	r.lim = lim ? *lim : defaults;
 	r.size = pool_size;
-	r.res_fd = r.err_fd = r.null_fd = -1;
+	r.res_fd = r.err_fd = r.null_fd = r.pool_fd = -1;
+	/* CRASHCHECK_RUNNER_REUSE=0: a fork per state (worker.c says why not) */
+	const char *reuse = getenv("CRASHCHECK_RUNNER_REUSE");
+	r.worker_off = reuse && !strcmp(reuse, "0");
 	r.vm_stale = 1;
 	int ret = -1;
 
@@ -260,6 +269,7 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	ccr_child_handlers_install(&r);
 	if (hello(&r) == 0)
 		ret = serve_loop(&r);
+	ccr_worker_stop(&r);
 	ccr_child_handlers_restore();
 out:
 	ccr_flush_answers(&r);

@@ -11,6 +11,7 @@
  *
  * The pool address is $CRASHCHECK_POOL_ADDR (hex) or 0x600000000000.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,7 +45,13 @@ enum cmd {
 	CMD_LINGER = 19,    /* forks a grandchild that lives on (pid on stderr), then a result */
 	CMD_EXIT0 = 20,     /* exit(0) without output */
 	CMD_KILLPARENT = 21, /* kills the runner, then waits */
+	CMD_DIRTY = 22,     /* changes a global, the heap, the pool, fds, a timer; reports what it found */
+	CMD_NAP = 23,       /* sleeps 1.5 s, then a result */
 };
+
+/* What CMD_DIRTY finds and changes: a reused check process must put all of it back. */
+static int dirty_count;
+static char *dirty_note;
 
 static uint64_t *pool;
 /* Allocations are chained here so the compiler cannot elide them. */
@@ -170,6 +177,20 @@ static int check(void *ctx, const char *followup, FILE *out)
 		return 0;
 	case CMD_EXIT0:
 		exit(0);
+	case CMD_DIRTY: {
+		int fd = open("/dev/null", 0);   /* left open */
+		fprintf(out, "{\"cmd\":22,\"count\":%d,\"note\":\"%s\",\"fd\":%d,\"word1\":%llu}\n",
+			++dirty_count, dirty_note ? dirty_note : "", fd, (unsigned long long)pool[1]);
+		dirty_note = strdup("dirty");
+		pool[1] += 1000;
+		signal(SIGSEGV, SIG_IGN);
+		alarm(1);   /* would kill a later check that runs for longer */
+		return 0;
+	}
+	case CMD_NAP:
+		usleep(1500000);
+		fprintf(out, "{\"cmd\":23}\n");
+		return 0;
 	case CMD_KILLPARENT:
 		kill(getppid(), SIGKILL);
 		for (;;)

@@ -16,6 +16,9 @@
 void cc_print_key(FILE *out, const uint8_t *key, size_t klen);
 void cc_print_value(FILE *out, const uint8_t *val, size_t vlen);
 void cc_print_hex(FILE *out, const uint8_t *b, size_t n);
+/* cc_hex, cc_u64 -- hex / decimal digits written at DST (no NUL); return the end */
+char *cc_hex(char *dst, const uint8_t *b, size_t n);
+char *cc_u64(char *dst, uint64_t v);
 /* cc_print_arg -- a generic argument in history notation: decimal u64 or x:HEX */
 void cc_print_arg(FILE *out, const struct cc_arg *arg);
 /* cc_print_json_string -- S as a JSON string literal (quotes included) */

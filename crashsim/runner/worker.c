@@ -1,0 +1,758 @@
+/*
+ * worker.c -- the checker runner's reused check process (STATE requests)
+ *
+ * Why
+ *   A fork per state costs more than the check: on the 2-core VM a fork,
+ *   exit and reap of even a tiny static process takes about 170 us of CPU,
+ *   ten times a small tree's recovery and dump.  So eager states are checked
+ *   one after another by one long-lived child, the worker, which puts itself
+ *   back exactly as it was before every check.  LAZY requests, and states too
+ *   big for the hand-over area, still fork (child.c).
+ *
+ * How the worker is restored
+ *   Once, when it starts, the worker copies every private writable mapping it
+ *   has (the heap, the globals of the driver and its libraries, the main
+ *   stack, malloc's mappings) into a memfd and maps that memfd privately over
+ *   the same addresses.  The pool already is such a mapping of the base
+ *   memfd (image.c).  After a check, /proc/self/pagemap shows every
+ *   page of them the check wrote (it became a private copy): it is copied
+ *   back from a shared view of its memfd, or dropped (struct track).  So the
+ *   whole of user memory is restored, not only the lines a state changed,
+ *   without knowing beforehand what the check touches.  The check runs on a
+ *   stack of its own (zeroed after it) and the worker's own loop
+ *   state is in mappings outside the snapshot, so a check that scribbles on
+ *   globals, the heap or the pool cannot reach the next state.
+ *   The rest of the process is put back or checked after every check: fds 0-2
+ *   are pointed at the captures again and any fd the check left open is
+ *   closed; the signal mask, the fatal-signal handlers, the alternate stack
+ *   and SIGPIPE are reset, interval timers disarmed; the break is moved back.
+ *   What cannot be put back cheaply retires the worker (it exits after
+ *   answering, and the next state gets a fresh one): a child or thread still
+ *   running (the child is "stray", as with a fork per state), a changed
+ *   address-space size (a mapping left behind or removed), a heap that shrank
+ *   below the snapshot, a failed restore, or one CPU-second used in all (the
+ *   CPU limit is per process, see below).
+ *
+ * What a check sees
+ *   The same as in a forked child (child.c): its own process group, death
+ *   with the runner, fds, limits, handlers and the OOM probe.  A check that
+ *   crashes, exits, hangs or runs out of memory ends the worker, and the
+ *   answer comes from how it ended, exactly as for a forked child; the next
+ *   state starts a new worker.  A check returning non-zero also ends it (as
+ *   exit status).  The worker notes in a shared page when the check itself
+ *   has finished, so a worker that fails afterwards, while restoring itself,
+ *   never turns a clean check into a crash.  The CPU limit is a CPU-time
+ *   timer armed for each check (SIGXCPU, as RLIMIT_CPU gives a forked
+ *   check); RLIMIT_CPU, which counts the whole worker, is only a backstop.
+ *
+ * Not restored (documented in docs/runner-protocol.md): POSIX timers, the
+ * dispositions of signals other than the fatal ones and SIGPIPE, rlimits,
+ * the working directory, umask, and memory protections a check changed
+ * with mprotect without changing the mapping's size.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "runner_internal.h"
+
+#define W_REQ_BYTES ((size_t)1 << 20)        /* followup + writes handed over */
+#define W_MAX_REGIONS 512
+#define W_MAPS_BYTES ((size_t)256 << 10)     /* /proc/self/maps text */
+#define W_STACK_BYTES ((size_t)256 << 10)    /* the worker loop's own stack */
+#define W_CPU_SLACK 1                        /* CPU seconds before a worker retires */
+#define W_START_MS 10000                     /* a worker that is not ready by then is not used */
+#define W_STOP_POLL_MS 100                   /* how often a waiting runner looks for a stopped worker */
+#define W_HOT_MAX 512                        /* pages kept and copied back instead of dropped */
+#define W_PM_CHUNK 4096                      /* /proc/self/pagemap entries read at once */
+#define W_STACK_TRACKED ((size_t)256 << 10)  /* top of the check's stack restored page by page */
+
+enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
+
+/* Shared between the runner and its worker (MAP_SHARED: outside the snapshot). */
+struct w_shared {
+	volatile int phase;     /* PH_*: how far the current state got */
+	volatile int retire;    /* the worker exits after this state */
+	volatile int stray;     /* the check left a process running */
+	double cpu_start;       /* the worker's CPU seconds when the check started */
+	uint64_t base_gen;      /* the runner's base generation (image.c) */
+	uint64_t pool_hi;       /* end of the base's data: the pool's tracked part */
+	uint32_t flen;          /* followup bytes, NUL included */
+	uint64_t wlen;          /* write-list bytes after it */
+	uint8_t data[];
+};
+
+struct region {
+	uintptr_t start, end;
+};
+
+/*
+ * A tracked range: restored page by page.  /proc/self/pagemap tells which
+ * pages of a private file mapping the check wrote (they became private
+ * anonymous copies).  Such a page is copied back from SRC (a shared
+ * read-only view of the same memfd; NULL: zeros) and kept ("hot"), so the
+ * next check that writes it takes no page fault; past W_HOT_MAX pages it is
+ * dropped instead.  Page faults cost several microseconds on a VM: dropping
+ * everything after each check (MADV_DONTNEED) and faulting it in again cost
+ * more than the check.
+ */
+struct track {
+	uint8_t *start;
+	const uint8_t *src;
+	size_t pages;
+	uint8_t *hot;
+};
+
+/* The worker's own state: a private mapping outside the snapshot. */
+struct w_ctl {
+	struct runner rc;              /* a copy: the runner's struct is on the snapshotted stack */
+	struct w_shared *sh;
+	int cmd, done, null_fd, res_fd, err_fd, stat_fd, task_fd, fd_lo, fd_hi;   /* its fds: fd_lo..fd_hi */
+	struct region reg[W_MAX_REGIONS];
+	int nreg;
+	struct track trk[W_MAX_REGIONS + 2];   /* 0: the pool's data part, 1: the stack's top, regions */
+	int ntrk, pagemap_fd;
+	size_t nhot;
+	uint64_t gen;
+	const uint8_t *pool_view;
+	uint64_t pm[W_PM_CHUNK];
+	uintptr_t brk0;
+	unsigned long vsize0;
+	uint8_t *cstack, *wstack;
+	size_t cstack_size;
+	ucontext_t wctx, cctx;
+	timer_t cpu_timer;             /* SIGXCPU after the check's own CPU limit */
+	FILE *out;
+	char stat[1024];
+	char maps[W_MAPS_BYTES];
+};
+
+/* The runner's handle on its worker. */
+struct ccr_worker {
+	pid_t pid;
+	int pidfd, cmd, done;
+	struct w_shared *sh;
+};
+
+static struct w_ctl *ctl;   /* set once in the worker; read only at a check's start */
+
+/* cpu_now -- this process's CPU seconds (internal) */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* now_ms -- monotonic milliseconds (internal) */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * read_stat -- threads and address-space size (bytes); -1 if unreadable.
+ * The thread count is the link count of /proc/self/task less 2 (one fstat),
+ * the size the first field of /proc/self/statm (pages): both far cheaper
+ * than /proc/self/stat, which is formatted field by field (internal)
+ */
+static int read_stat(struct w_ctl *c, long *threads, unsigned long *vsize)
+{
+	struct stat st;
+	if (fstat(c->task_fd, &st) < 0)
+		return -1;
+	*threads = (long)st.st_nlink - 2;
+	ssize_t n = pread(c->stat_fd, c->stat, sizeof(c->stat) - 1, 0);
+	if (n <= 0)
+		return -1;
+	c->stat[n] = '\0';
+	*vsize = strtoul(c->stat, NULL, 10) * (unsigned long)sysconf(_SC_PAGESIZE);
+	return 0;
+}
+
+/* overlaps -- [A, B) meets [C, C + N) (internal) */
+static int overlaps(uintptr_t a, uintptr_t b, const void *c, size_t n)
+{
+	return a < (uintptr_t)c + n && (uintptr_t)c < b;
+}
+
+/* is_zero_page -- non-zero if the page at P holds only zeros (internal) */
+static int is_zero_page(const uint8_t *p, size_t page)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	for (size_t i = 0; i < page / 8; i++)
+		if (w[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * snapshot -- replace every private writable mapping outside the worker's
+ * own by a private mapping of a memfd holding its current contents, so that
+ * MADV_DONTNEED brings those contents back; -1 on failure (internal)
+ */
+static int snapshot(struct w_ctl *c, size_t page)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	ssize_t k;
+	while ((k = read(fd, c->maps + len, sizeof(c->maps) - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fd);
+	if (k < 0 || len >= sizeof(c->maps) - 1)
+		return -1;
+	c->maps[len] = '\0';
+	c->nreg = 0;
+	for (char *line = c->maps; *line;) {
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		unsigned long a, b;
+		char perms[8];
+		int name = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perms, &name) < 3)
+			return -1;
+		const char *path = name ? line + name : "";
+		int skip = perms[1] != 'w' || perms[3] != 'p' || (path[0] == '[' && strcmp(path, "[heap]") &&
+			   strcmp(path, "[stack]"));
+		skip = skip || overlaps(a, b, c->rc.pool, c->rc.map_size) || overlaps(a, b, c, sizeof(*c)) ||
+		       overlaps(a, b, c->wstack, W_STACK_BYTES) ||
+		       overlaps(a, b, c->cstack - page, c->cstack_size + page);
+		if (!skip) {
+			if (c->nreg == W_MAX_REGIONS || perms[0] != 'r')
+				return -1;
+			c->reg[c->nreg++] = (struct region){ a, b };
+		}
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	for (int i = 0; i < c->nreg; i++) {
+		uint8_t *start = (uint8_t *)c->reg[i].start;
+		size_t n = c->reg[i].end - c->reg[i].start;
+		int m = memfd_create("cc-snapshot", MFD_CLOEXEC);
+		if (m < 0 || ftruncate(m, (off_t)n) < 0)
+			return -1;
+		/* zero pages stay holes: they read as zeros from the memfd too */
+		for (size_t off = 0; off < n; off += page)
+			if (!is_zero_page(start + off, page) && pwrite(m, start + off, page, (off_t)off) != (ssize_t)page)
+				return -1;
+		void *p = mmap(start, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, m, 0);
+		if (p != start)
+			_exit(125);   /* half replaced: this process is no longer sound */
+		void *view = mmap(NULL, n, PROT_READ, MAP_SHARED, m, 0);
+		close(m);
+		if (view == MAP_FAILED)
+			return -1;
+		c->trk[2 + i] = (struct track){ start, view, n / page, NULL };
+	}
+	size_t pool_pages = c->rc.map_size / page, stack_pages = W_STACK_TRACKED / page;
+	c->trk[0] = (struct track){ c->rc.pool, c->pool_view, 0, NULL };
+	c->trk[1] = (struct track){ c->cstack + c->cstack_size - W_STACK_TRACKED, NULL, stack_pages, NULL };
+	c->ntrk = 2 + c->nreg;
+	size_t total = pool_pages;
+	for (int i = 1; i < c->ntrk; i++)
+		total += c->trk[i].pages;
+	uint8_t *hot = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (hot == MAP_FAILED)
+		return -1;
+	c->trk[0].hot = hot;
+	hot += pool_pages;
+	for (int i = 1; i < c->ntrk; i++) {
+		c->trk[i].hot = hot;
+		hot += c->trk[i].pages;
+	}
+	return 0;
+}
+
+/* drop -- MADV_DONTNEED on [P, P + N): back to the file (or zeros) (internal) */
+static int drop(void *p, size_t n)
+{
+	return n && madvise(p, n, MADV_DONTNEED) != 0;
+}
+
+/* restore_track -- copy back or drop every page of T the check wrote (internal) */
+static int restore_track(struct w_ctl *c, struct track *t, size_t page)
+{
+	int bad = 0;
+	uintptr_t first = (uintptr_t)t->start / page;
+	for (size_t i = 0; i < t->pages; i += W_PM_CHUNK) {
+		size_t n = t->pages - i < W_PM_CHUNK ? t->pages - i : W_PM_CHUNK;
+		if (pread(c->pagemap_fd, c->pm, n * 8, (off_t)((first + i) * 8)) != (ssize_t)(n * 8))
+			return 1;
+		for (size_t k = 0; k < n; k++) {
+			uint64_t e = c->pm[k];
+			size_t j = i + k;
+			uint8_t *p = t->start + j * page;
+			int swapped = (int)(e >> 62 & 1), copy = (e >> 63 & 1) && !(e >> 61 & 1);
+			if (!swapped && !copy) {   /* untouched, or only read: still the snapshot */
+				if (t->hot[j]) {
+					t->hot[j] = 0;
+					c->nhot--;
+				}
+				continue;
+			}
+			if (!swapped && (t->hot[j] || c->nhot < W_HOT_MAX)) {
+				if (t->src)
+					memcpy(p, t->src + j * page, page);
+				else
+					memset(p, 0, page);
+				if (!t->hot[j]) {
+					t->hot[j] = 1;
+					c->nhot++;
+				}
+			} else {
+				bad |= drop(p, page);
+				if (t->hot[j]) {
+					t->hot[j] = 0;
+					c->nhot--;
+				}
+			}
+		}
+	}
+	return bad;
+}
+
+/* pool_rebase -- the base changed: drop the pool's kept pages, track its new data part (internal) */
+static void pool_rebase(struct w_ctl *c, size_t page)
+{
+	struct track *t = &c->trk[0];
+	size_t pages = c->rc.map_size / page;
+	for (size_t j = 0; j < pages; j++)
+		if (t->hot[j]) {
+			drop(t->start + j * page, page);
+			t->hot[j] = 0;
+			c->nhot--;
+		}
+	size_t hi = (size_t)((c->sh->pool_hi + page - 1) / page);
+	t->pages = hi < pages ? hi : pages;
+	c->gen = c->sh->base_gen;
+}
+
+/*
+ * restore -- after a clean check: drop what it wrote and put the process
+ * back; -1 when something could not be put back and the worker must retire
+ * (internal)
+ */
+static int restore(struct w_ctl *c)
+{
+	int bad = 0;
+	uintptr_t b = (uintptr_t)syscall(SYS_brk, 0);
+	if (b != c->brk0) {
+		/* a heap that grew is cut back (malloc's state, restored below, ends
+		 * at the old break); one that shrank lost snapshot pages */
+		bad |= b < c->brk0;
+		syscall(SYS_brk, c->brk0);
+		bad |= (uintptr_t)syscall(SYS_brk, 0) != c->brk0;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < c->ntrk; i++)
+		bad |= restore_track(c, &c->trk[i], page);
+	/* beyond the base's data, and below the stack's top: whatever the check wrote goes */
+	size_t data = c->trk[0].pages * page;
+	bad |= drop(c->rc.pool + data, c->rc.map_size - data);
+	bad |= drop(c->cstack, c->cstack_size - W_STACK_TRACKED);
+	struct itimerspec disarm;
+	memset(&disarm, 0, sizeof(disarm));
+	if (c->rc.lim.cpu_seconds)
+		timer_settime(c->cpu_timer, 0, &disarm, NULL);
+
+	dup2(c->null_fd, 0);
+	dup2(c->err_fd, 1);
+	dup2(c->err_fd, 2);
+	syscall(SYS_close_range, 3, c->fd_lo - 1, 0);
+	syscall(SYS_close_range, c->fd_hi + 1, ~0U, 0);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	ccr_child_rearm(&c->rc);
+	struct itimerval off;
+	memset(&off, 0, sizeof(off));
+	setitimer(ITIMER_REAL, &off, NULL);
+	setitimer(ITIMER_VIRTUAL, &off, NULL);
+	setitimer(ITIMER_PROF, &off, NULL);
+
+	/* reap the check's children that ended; one still running is stray */
+	for (;;) {
+		siginfo_t si;
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0)
+			break;   /* ECHILD: none left */
+		if (si.si_pid == 0) {
+			c->sh->stray = 1;
+			bad = 1;
+			break;
+		}
+	}
+	long threads = 0;
+	unsigned long vsize = 0;
+	if (read_stat(c, &threads, &vsize) < 0 || threads != 1 || vsize != c->vsize0)
+		bad = 1;
+	return bad ? -1 : 0;
+}
+
+/* check_entry -- runs on the check's stack: CHECK, then back to the loop (internal) */
+static void check_entry(void)
+{
+	struct w_ctl *c = ctl;   /* read before the check can scribble on globals */
+	struct w_shared *sh = c->sh;
+	int rc = c->rc.check(c->rc.ctx, (const char *)sh->data, c->out);
+	if (fflush(c->out) != 0)
+		rc = rc ? rc : 124;
+	fflush(stdout);
+	fflush(stderr);
+	if (rc != 0) {
+		ccr_child_probe_oom();
+		_exit((rc & 0xff) ? (rc & 0xff) : 1);
+	}
+	sh->phase = PH_CHECKED;
+}
+
+/* worker_loop -- on the worker's own stack: snapshot, then check state after state (internal) */
+static void worker_loop(void)
+{
+	struct w_ctl *c = ctl;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	long threads;
+	/* Every call the loop makes is made once before the snapshot, so lazy
+	 * symbol binding does not write the snapshotted GOT after every check. */
+	if (read_stat(c, &threads, &c->vsize0) < 0)
+		_exit(125);
+	/* The CPU limit is per check: a CPU-time timer armed when each check
+	 * starts sends SIGXCPU after the limit, as RLIMIT_CPU does to a forked
+	 * check; RLIMIT_CPU (per process) stays as the backstop, with room for the
+	 * CPU-second a worker may use in all before it retires. */
+	struct sigevent ev;
+	memset(&ev, 0, sizeof(ev));
+	ev.sigev_notify = SIGEV_SIGNAL;
+	ev.sigev_signo = SIGXCPU;
+	if (c->rc.lim.cpu_seconds && timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &c->cpu_timer) < 0)
+		_exit(125);
+	/* limits before the snapshot (the OOM probe's atexit entry must be in it),
+	 * with room for the views the snapshot adds; RLIMIT_AS is lowered to the
+	 * check's allowance once they exist */
+	ccr_child_limits(&c->rc, (size_t)c->vsize0 + (size_t)(64 << 20), W_CPU_SLACK + 1);
+	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
+	c->ntrk = 0;
+	restore(c);
+	(void)cpu_now();
+	if (snapshot(c, page) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
+		_exit(125);
+	if (c->rc.lim.mem_bytes) {
+		struct rlimit as = { c->vsize0 + c->rc.lim.mem_bytes, c->vsize0 + c->rc.lim.mem_bytes };
+		if (setrlimit(RLIMIT_AS, &as) < 0)
+			_exit(125);
+	}
+	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
+	if (write(c->done, "r", 1) != 1)
+		_exit(125);
+	for (;;) {
+		char b;
+		ssize_t k = read(c->cmd, &b, 1);
+		if (k == 0)
+			_exit(0);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(125);
+		}
+		struct w_shared *sh = c->sh;
+		if (sh->base_gen != c->gen)
+			pool_rebase(c, page);
+		sh->stray = 0;
+		sh->retire = 0;
+		sh->cpu_start = cpu_now();
+		sh->phase = PH_RUNNING;
+		ccr_apply_writes(c->rc.pool, sh->data + sh->flen, sh->wlen);
+		c->out = fdopen(c->res_fd, "w");
+		if (c->out == NULL)
+			_exit(125);
+		struct itimerspec limit;
+		memset(&limit, 0, sizeof(limit));
+		limit.it_value.tv_sec = c->rc.lim.cpu_seconds;
+		if (c->rc.lim.cpu_seconds && timer_settime(c->cpu_timer, 0, &limit, NULL) < 0)
+			_exit(125);
+		getcontext(&c->cctx);
+		c->cctx.uc_stack.ss_sp = c->cstack;
+		c->cctx.uc_stack.ss_size = c->cstack_size;
+		c->cctx.uc_link = &c->wctx;
+		makecontext(&c->cctx, check_entry, 0);
+		swapcontext(&c->wctx, &c->cctx);
+		int bad = restore(c);
+		sh->retire = bad < 0 || cpu_now() > W_CPU_SLACK;
+		sh->phase = PH_RESTORED;
+		if (write(c->done, "d", 1) != 1 || sh->retire)
+			_exit(0);
+	}
+}
+
+/* high_fd -- FD moved to LO or above (close-on-exec), the old one closed; -1 on failure (internal) */
+static int high_fd(int fd, int lo)
+{
+	int h = fcntl(fd, F_DUPFD_CLOEXEC, lo);
+	if (h >= 0 && fd > 2)
+		close(fd);
+	return h;
+}
+
+/* worker_main -- the worker process: set up like a check's child, then loop (internal) */
+static void worker_main(struct runner *r, struct w_shared *sh, int cmd, int done)
+{
+	setpgid(0, 0);   /* its own group: the runner kills whatever its checks forked */
+	pid_t parent = getppid();
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(126);
+	prctl(PR_SET_CHILD_SUBREAPER, 1);   /* a check's orphans stay visible to restore() */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct w_ctl *c = mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *wstack = mmap(NULL, W_STACK_BYTES, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	struct rlimit st;
+	size_t cs = (size_t)8 << 20;
+	if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur >= ((rlim_t)1 << 20))
+		cs = st.rlim_cur < ((rlim_t)64 << 20) ? (size_t)st.rlim_cur : (size_t)64 << 20;
+	/* the check's stack, with a guard page below: overflow is a SIGSEGV */
+	uint8_t *guard = mmap(NULL, cs + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (c == MAP_FAILED || wstack == MAP_FAILED || guard == MAP_FAILED ||
+	    mprotect(guard + page, cs, PROT_READ | PROT_WRITE) < 0)
+		_exit(125);
+	c->rc = *r;
+	c->sh = sh;
+	c->cstack = guard + page;
+	c->wstack = wstack;
+	c->cstack_size = cs;
+	struct rlimit nf;
+	if (getrlimit(RLIMIT_NOFILE, &nf) < 0 || nf.rlim_cur < 64)
+		_exit(125);
+	/* low enough that closing what a check left open (two close_range calls
+	 * around them, after every check) walks a short fd table */
+	c->fd_lo = 32;
+	int stat_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	int task_fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (task_fd < 0)
+		_exit(125);
+	c->task_fd = high_fd(task_fd, c->fd_lo);
+	int pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	c->pool_view = mmap(NULL, r->map_size, PROT_READ, MAP_SHARED, r->pool_fd, 0);
+	if (c->pool_view == MAP_FAILED || pagemap_fd < 0)
+		_exit(125);
+	c->pagemap_fd = high_fd(pagemap_fd, c->fd_lo);
+	c->gen = ~(uint64_t)0;
+	c->cmd = high_fd(cmd, c->fd_lo);
+	c->done = high_fd(done, c->fd_lo);
+	c->null_fd = high_fd(dup(r->null_fd), c->fd_lo);
+	c->res_fd = high_fd(dup(r->res_fd), c->fd_lo);
+	c->err_fd = high_fd(dup(r->err_fd), c->fd_lo);
+	c->stat_fd = stat_fd < 0 ? -1 : high_fd(stat_fd, c->fd_lo);
+	if (c->cmd < 0 || c->done < 0 || c->null_fd < 0 || c->res_fd < 0 || c->err_fd < 0 || c->stat_fd < 0 ||
+	    c->pagemap_fd < 0 || c->task_fd < 0)
+		_exit(125);
+	c->fd_hi = c->cmd;
+	int own[] = { c->done, c->null_fd, c->res_fd, c->err_fd, c->stat_fd, c->pagemap_fd, c->task_fd };
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		c->fd_hi = own[i] > c->fd_hi ? own[i] : c->fd_hi;
+	/* fds 0-2 as for a forked check; the protocol fds and the rest are closed */
+	dup2(c->null_fd, 0);
+	dup2(c->err_fd, 1);
+	dup2(c->err_fd, 2);
+	if (syscall(SYS_close_range, 3, c->fd_lo - 1, 0) < 0 || syscall(SYS_close_range, c->fd_hi + 1, ~0U, 0) < 0)
+		_exit(125);
+	ctl = c;
+	if (getcontext(&c->wctx) < 0)
+		_exit(125);
+	c->wctx.uc_stack.ss_sp = wstack;
+	c->wctx.uc_stack.ss_size = W_STACK_BYTES;
+	c->wctx.uc_link = NULL;
+	makecontext(&c->wctx, worker_loop, 0);
+	setcontext(&c->wctx);
+	_exit(125);
+}
+
+/* worker_free -- close the runner's end of a worker that has been reaped (internal) */
+static void worker_free(struct runner *r)
+{
+	struct ccr_worker *w = r->worker;
+	close(w->pidfd);
+	close(w->cmd);
+	close(w->done);
+	munmap(w->sh, sizeof(struct w_shared) + W_REQ_BYTES);
+	free(w);
+	r->worker = NULL;
+	r->vm_stale = 1;
+}
+
+/* reap -- wait for the worker's end (internal) */
+static void reap(pid_t pid, int *status, struct rusage *ru)
+{
+	while (wait4(pid, status, 0, ru) < 0 && errno == EINTR)
+		;
+}
+
+/* ccr_worker_stop -- end the worker and whatever its checks left, if there is one */
+void ccr_worker_stop(struct runner *r)
+{
+	if (r->worker == NULL)
+		return;
+	int status;
+	struct rusage ru;
+	kill(-r->worker->pid, SIGKILL);
+	kill(r->worker->pid, SIGKILL);
+	reap(r->worker->pid, &status, &ru);
+	worker_free(r);
+}
+
+/* worker_start -- fork a worker and wait until it has taken its snapshot; NULL if it cannot (internal) */
+static struct ccr_worker *worker_start(struct runner *r)
+{
+	struct ccr_worker *w = calloc(1, sizeof(*w));
+	int cmd[2] = { -1, -1 }, done[2] = { -1, -1 };
+	if (w == NULL)
+		return NULL;
+	w->sh = mmap(NULL, sizeof(struct w_shared) + W_REQ_BYTES, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (w->sh == MAP_FAILED || pipe2(cmd, O_CLOEXEC) < 0 || pipe2(done, O_CLOEXEC) < 0)
+		goto fail;
+	fflush(NULL);
+	w->pid = fork();
+	if (w->pid < 0)
+		goto fail;
+	if (w->pid == 0) {
+		close(cmd[1]);
+		close(done[0]);
+		worker_main(r, w->sh, cmd[0], done[1]);
+	}
+	close(cmd[0]);
+	close(done[1]);
+	w->cmd = cmd[1];
+	w->done = done[0];
+	w->pidfd = (int)syscall(SYS_pidfd_open, w->pid, 0);
+	r->worker = w;
+	r->vm_stale = 1;
+	char b = 0;
+	struct pollfd p = { w->done, POLLIN, 0 };
+	if (w->pidfd < 0 || poll(&p, 1, W_START_MS) != 1 || read(w->done, &b, 1) != 1 || b != 'r') {
+		ccr_worker_stop(r);
+		return NULL;
+	}
+	return w;
+fail:
+	if (w->sh != MAP_FAILED && w->sh)
+		munmap(w->sh, sizeof(struct w_shared) + W_REQ_BYTES);
+	for (int i = 0; i < 2; i++) {
+		if (cmd[i] >= 0)
+			close(cmd[i]);
+		if (done[i] >= 0)
+			close(done[i]);
+	}
+	free(w);
+	return NULL;
+}
+
+/*
+ * ccr_worker_run -- check the state WRITES (validated) with FOLLOWUP in the
+ * worker; 1 with how it ended in *END, or 0 when the worker cannot take it
+ * (reuse off, or a state too big for the hand-over area): fork instead
+ */
+int ccr_worker_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
+		   struct ccr_end *end)
+{
+	size_t flen = strlen(followup) + 1;
+	if (r->worker_off || r->pool_fd < 0 || flen + wlen > W_REQ_BYTES)
+		return 0;
+	if (r->worker == NULL && worker_start(r) == NULL) {
+		fprintf(stderr, "crashcheck runner: cannot start a reused check process; forking per state\n");
+		r->worker_off = 1;
+		return 0;
+	}
+	struct ccr_worker *w = r->worker;
+	struct w_shared *sh = w->sh;
+	if (lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0)
+		return 0;
+	ccr_child_reset();
+	sh->base_gen = r->base_gen;
+	sh->pool_hi = r->pool_hi;
+	memcpy(sh->data, followup, flen);
+	memcpy(sh->data + flen, writes, wlen);
+	sh->flen = (uint32_t)flen;
+	sh->wlen = wlen;
+	sh->phase = PH_POSTED;
+	if (write(w->cmd, "c", 1) != 1) {   /* it died while idle: start another */
+		ccr_worker_stop(r);
+		return ccr_worker_run(r, writes, wlen, followup, end);
+	}
+
+	int timed_out = 0, finished = 0;
+	int64_t deadline = r->lim.timeout_ms ? now_ms() + r->lim.timeout_ms : 0;
+	for (;;) {
+		int ms = W_STOP_POLL_MS;
+		if (deadline && deadline - now_ms() < ms)
+			ms = deadline - now_ms() > 0 ? (int)(deadline - now_ms()) : 0;
+		struct pollfd p[2] = { { w->done, POLLIN, 0 }, { w->pidfd, POLLIN, 0 } };
+		int k = poll(p, 2, ms);
+		if (k < 0 && errno != EINTR)
+			break;
+		char b;
+		if (k > 0 && (p[0].revents & POLLIN) && read(w->done, &b, 1) == 1) {
+			finished = sh->phase == PH_RESTORED;
+			break;
+		}
+		if (k > 0)
+			break;   /* it ended (pidfd readable, or its end of the pipe closed) */
+		/* Nobody will continue a stopped check: it is hung now (as in child.c). */
+		siginfo_t si;
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->pid &&
+		    si.si_code == CLD_STOPPED) {
+			timed_out = si.si_status;
+			break;
+		}
+		if (deadline && now_ms() >= deadline) {
+			timed_out = SIGKILL;
+			break;
+		}
+	}
+	end->stray = 0;
+	if (finished) {
+		ccr_child_end(r, 0, 0, 0.0, end);   /* exit status 0: "ok" */
+		end->stray = sh->stray;
+		if (sh->retire)
+			ccr_worker_stop(r);
+		return 1;
+	}
+	/* The worker ended (or is killed now): how the check ended, as for a fork. */
+	int status = 0;
+	struct rusage ru;
+	memset(&ru, 0, sizeof(ru));
+	if (timed_out)
+		kill(-w->pid, SIGKILL);
+	kill(w->pid, SIGKILL);
+	reap(w->pid, &status, &ru);
+	end->stray = !timed_out && kill(-w->pid, SIGKILL) == 0;
+	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6 - sh->cpu_start;
+	if (sh->phase >= PH_CHECKED)
+		ccr_child_end(r, 0, 0, 0.0, end);   /* the check had finished cleanly */
+	else
+		ccr_child_end(r, status, timed_out, cpu, end);
+	worker_free(r);
+	return 1;
+}
