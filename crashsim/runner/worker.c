@@ -45,10 +45,14 @@
  *   timer armed for each check (SIGXCPU, as RLIMIT_CPU gives a forked
  *   check); RLIMIT_CPU, which counts the whole worker, is only a backstop.
  *
+ * Compared after each check, retiring the worker when changed: the
+ * resource limits, umask and the working directory (a check that lowered a
+ * limit or moved elsewhere would otherwise fail later checks).
+ *
  * Not restored (documented in docs/runner-protocol.md): POSIX timers, the
- * dispositions of signals other than the fatal ones and SIGPIPE, rlimits,
- * the working directory, umask, and memory protections a check changed
- * with mprotect without changing the mapping's size.
+ * dispositions of signals other than the fatal ones and SIGPIPE, and memory
+ * protections a check changed with mprotect without changing the mapping's
+ * size.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,6 +80,7 @@
 #define W_MAX_REGIONS 512
 #define W_MAPS_BYTES ((size_t)256 << 10)     /* /proc/self/maps text */
 #define W_STACK_BYTES ((size_t)256 << 10)    /* the worker loop's own stack */
+#define W_NLIMITS 9                           /* entries of w_limits */
 #define W_CPU_SLACK 1                        /* CPU seconds before a worker retires */
 #define W_START_MS 10000                     /* a worker that is not ready by then is not used */
 #define W_STOP_POLL_MS 100                   /* how often a waiting runner looks for a stopped worker */
@@ -141,7 +146,16 @@ struct w_ctl {
 	FILE *out;
 	char stat[1024];
 	char maps[W_MAPS_BYTES];
+	int env_saved;                 /* the fields below hold the worker's own settings */
+	struct rlimit lim0[W_NLIMITS];
+	mode_t umask0;
+	dev_t cwd_dev;
+	ino_t cwd_ino;
 };
+
+/* Limits a check could change for the checks after it. */
+static const int w_limits[] = { RLIMIT_AS, RLIMIT_CPU, RLIMIT_DATA, RLIMIT_FSIZE, RLIMIT_NOFILE,
+				RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE, RLIMIT_MEMLOCK };
 
 /* The runner's handle on its worker. */
 struct ccr_worker {
@@ -347,6 +361,38 @@ static void pool_rebase(struct w_ctl *c, size_t page)
 	c->gen = c->sh->base_gen;
 }
 
+/* save_env -- the settings env_changed compares with (internal) */
+static void save_env(struct w_ctl *c)
+{
+	struct stat st;
+	for (int i = 0; i < W_NLIMITS; i++)
+		if (getrlimit(w_limits[i], &c->lim0[i]) < 0)
+			_exit(125);
+	c->umask0 = umask(0);
+	umask(c->umask0);
+	if (stat(".", &st) < 0)
+		_exit(125);
+	c->cwd_dev = st.st_dev;
+	c->cwd_ino = st.st_ino;
+	c->env_saved = 1;
+}
+
+/* env_changed -- did the check change a limit, umask or the directory (internal) */
+static int env_changed(struct w_ctl *c)
+{
+	if (!c->env_saved)
+		return 0;
+	int bad = 0;
+	struct rlimit r;
+	for (int i = 0; i < W_NLIMITS; i++)
+		bad |= getrlimit(w_limits[i], &r) < 0 || r.rlim_cur != c->lim0[i].rlim_cur ||
+		       r.rlim_max != c->lim0[i].rlim_max;
+	bad |= umask(c->umask0) != c->umask0;
+	struct stat st;
+	bad |= stat(".", &st) < 0 || st.st_dev != c->cwd_dev || st.st_ino != c->cwd_ino;
+	return bad;
+}
+
 /*
  * restore -- after a clean check: drop what it wrote and put the process
  * back; -1 when something could not be put back and the worker must retire
@@ -406,6 +452,7 @@ static int restore(struct w_ctl *c)
 	unsigned long vsize = 0;
 	if (read_stat(c, &threads, &vsize) < 0 || threads != 1 || vsize != c->vsize0)
 		bad = 1;
+	bad |= env_changed(c);
 	return bad ? -1 : 0;
 }
 
@@ -462,6 +509,7 @@ static void worker_loop(void)
 			_exit(125);
 	}
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
+	save_env(c);
 	if (write(c->done, "r", 1) != 1)
 		_exit(125);
 	for (;;) {

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "runner.h"
@@ -45,7 +47,8 @@ enum cmd {
 	CMD_LINGER = 19,    /* forks a grandchild that lives on (pid on stderr), then a result */
 	CMD_EXIT0 = 20,     /* exit(0) without output */
 	CMD_KILLPARENT = 21, /* kills the runner, then waits */
-	CMD_DIRTY = 22,     /* changes a global, the heap, the pool, fds, a timer; reports what it found */
+	CMD_DIRTY = 22,     /* changes a global, the heap, the pool, fds, a timer, umask, an rlimit, the
+	                     * working directory; reports what it found */
 	CMD_NAP = 23,       /* sleeps 1.5 s, then a result */
 };
 
@@ -179,8 +182,18 @@ static int check(void *ctx, const char *followup, FILE *out)
 		exit(0);
 	case CMD_DIRTY: {
 		int fd = open("/dev/null", 0);   /* left open */
-		fprintf(out, "{\"cmd\":22,\"count\":%d,\"note\":\"%s\",\"fd\":%d,\"word1\":%llu}\n",
-			++dirty_count, dirty_note ? dirty_note : "", fd, (unsigned long long)pool[1]);
+		char cwd[4096];
+		struct rlimit nf;
+		mode_t mask = umask(077);        /* left changed, as the limit and the directory */
+		getrlimit(RLIMIT_NOFILE, &nf);
+		fprintf(out, "{\"cmd\":22,\"count\":%d,\"note\":\"%s\",\"fd\":%d,\"word1\":%llu,"
+			"\"umask\":%o,\"nofile\":%llu,\"cwd\":\"%s\"}\n",
+			++dirty_count, dirty_note ? dirty_note : "", fd, (unsigned long long)pool[1],
+			(unsigned)mask, (unsigned long long)nf.rlim_cur, getcwd(cwd, sizeof(cwd)) ? cwd : "?");
+		nf.rlim_cur = nf.rlim_cur > 200 ? 200 : nf.rlim_cur;
+		setrlimit(RLIMIT_NOFILE, &nf);
+		if (chdir("/") != 0)
+			return 3;
 		dirty_note = strdup("dirty");
 		pool[1] += 1000;
 		signal(SIGSEGV, SIG_IGN);
