@@ -105,6 +105,13 @@ static int pool_write(struct runner *r, uint64_t off, const void *data, size_t n
 	return 0;
 }
 
+/* write_head -- a write record's pool offset and data length (internal) */
+static void write_head(const uint8_t *rec, uint64_t *off, uint32_t *len)
+{
+	memcpy(off, rec, 8);
+	memcpy(len, rec + 8, 4);
+}
+
 /* ccr_patch_base -- apply validated writes to the base; -1 on a write error */
 int ccr_patch_base(struct runner *r, const uint8_t *w, size_t n)
 {
@@ -112,8 +119,7 @@ int ccr_patch_base(struct runner *r, const uint8_t *w, size_t n)
 	while (pos < n) {
 		uint64_t off;
 		uint32_t len;
-		memcpy(&off, w + pos, 8);
-		memcpy(&len, w + pos + 8, 4);
+		write_head(w + pos, &off, &len);
 		if (pool_write(r, off, w + pos + WRITE_HEAD, len) < 0)
 			return -1;
 		pos += WRITE_HEAD + len;
@@ -133,8 +139,7 @@ const char *ccr_check_writes(const struct runner *r, const uint8_t *w, size_t n)
 			return "a write record is cut short";
 		uint64_t off;
 		uint32_t len;
-		memcpy(&off, w + pos, 8);
-		memcpy(&len, w + pos + 8, 4);
+		write_head(w + pos, &off, &len);
 		pos += WRITE_HEAD;
 		if (len > n - pos)
 			return "a write's data is cut short";
@@ -152,8 +157,7 @@ void ccr_apply_writes(uint8_t *pool, const uint8_t *w, size_t n)
 	while (pos < n) {
 		uint64_t off;
 		uint32_t len;
-		memcpy(&off, w + pos, 8);
-		memcpy(&len, w + pos + 8, 4);
+		write_head(w + pos, &off, &len);
 		memcpy(pool + off, w + pos + WRITE_HEAD, len);
 		pos += WRITE_HEAD + len;
 	}
