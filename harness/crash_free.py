@@ -24,9 +24,8 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
             i, got = len(results), "nothing"
             before = prefix_states(model, ops[:i], [model.parse_output(r) for r in results])[-1]
             allowed = list(dict.fromkeys(o for st in before for o, _ in model.step(st, ops[i])))
-        want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
         return [Finding("wrong-value", f"without any crash, `{model.op_text(ops[i])}` returned `{got}`, "
-                        f"the model {want}", ("no-crash", op_kind(model, ops[i])))]
+                        f"the model {allowed_text(model, allowed)}", ("no-crash", op_kind(model, ops[i])))]
     if len(results) > len(ops):
         return [Finding("wrong-value", f"without any crash, the driver printed {len(results)} results "
                         f"for {len(ops)} operations", ("no-crash", "end"))]
@@ -41,9 +40,14 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
     return []
 
 
+def allowed_text(model: Model, allowed: list) -> str:
+    """The outputs the model allows, for a wrong value's detail: "`ok` or `exists`", or "nothing"."""
+    return " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+
+
 def op_kind(model: Model, op) -> str:
     """The kind of an operation (its first word in the model's notation): part of a group."""
     return getattr(op, "kind", None) or (model.op_text(op).split() or ["?"])[0]
 
 
-__all__ = ["crash_free_findings", "op_kind"]
+__all__ = ["allowed_text", "crash_free_findings", "op_kind"]

@@ -21,7 +21,7 @@ import re
 
 from hypothesis import strategies as st
 
-from harness.crash_free import op_kind
+from harness.crash_free import allowed_text, op_kind
 from harness.findings import Finding, address_free
 from specs import linearizability
 from specs.history import History
@@ -267,10 +267,10 @@ def sequential_wrong_value(model: Model, ops: Threaded, history: History) -> Fin
         return None
     i, _, allowed = bad
     o = order[i]
-    want = " or ".join(f"`{model.output_text(x)}`" for x in allowed) or "nothing"
     return Finding("wrong-value", f"without any crash, under the schedule {ops.sched}, with no two operations "
                    f"overlapping (so no interleaving explains it), `{model.op_text(o.op)}` (thread {o.thread}, "
-                   f"operation {o.id}) returned `{model.output_text(o.output)}`, the model {want}",
+                   f"operation {o.id}) returned `{model.output_text(o.output)}`, the model "
+                   f"{allowed_text(model, allowed)}",
                    ("no-crash", op_kind(model, o.op)))
 
 
