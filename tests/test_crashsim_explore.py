@@ -7,10 +7,8 @@ loading, base patches, state writes and the image cache together.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import struct
-from pathlib import Path
 
 import pytest
 
@@ -21,11 +19,8 @@ from crashsim.runner import Runner
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from crashsim.trace_writer import TraceWriter
+from runner_fixtures import build_fixture
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("build_fixture", HERE / "runner_fixtures" / "build_fixture.py")
-build_fixture = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_fixture)
 
 SIZE = 1 << 16
 

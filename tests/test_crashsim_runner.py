@@ -6,7 +6,6 @@ misbehaviour correctly and keep serving afterwards.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import struct
@@ -21,11 +20,8 @@ import json
 
 from crashsim.image import encode_writes
 from crashsim.runner import Runner, RunnerError
+from runner_fixtures import build_fixture
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("build_fixture", HERE / "runner_fixtures" / "build_fixture.py")
-build_fixture = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_fixture)
 
 POOL = 0x600000000000
 SIZE = 1 << 20

@@ -7,7 +7,6 @@ runs with reuse on and off (CRASHCHECK_RUNNER_REUSE=0, a fork per state), which 
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import struct
 from pathlib import Path
@@ -16,11 +15,8 @@ import pytest
 
 from crashsim.image import encode_writes
 from crashsim.runner import Runner
+from runner_fixtures import build_fixture
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("build_fixture", HERE / "runner_fixtures" / "build_fixture.py")
-build_fixture = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(build_fixture)
 
 POOL = 0x600000000000
 SIZE = 1 << 20
