@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(thread-safe structures only)")
     p.add_argument("--sched", choices=SCHED_KINDS, default="mixed",
                    help="the scheduler's strategy for threaded histories: random walk, PCT, stale (park a "
-                        "thread until a word it read is written), or random or PCT drawn for each history "
+                        "thread until a word it read is written), or one of the three drawn for each history "
                         "(default mixed)")
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "

@@ -111,7 +111,7 @@ class Config:
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
     start: float | None = None       # time.monotonic() the first target's budget counts from
     threads: int = 1                 # threads per history (> 1: harness/threads.py, crash-free only)
-    sched: str = "mixed"             # the scheduler's strategy for threaded histories (mixed, random, pct)
+    sched: str = "mixed"             # the scheduler's strategy for threaded histories (mixed, random, pct, stale)
 
 
 @dataclass

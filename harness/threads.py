@@ -30,9 +30,10 @@ from specs.model import Model, Workload, replay_outputs
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}
-# mixed: Hypothesis draws random or pct for each history (docs/scheduler.md "How the harness uses
-# it"); stale only when asked for (--sched stale)
+# mixed: Hypothesis draws random, pct or stale for each history (docs/scheduler.md "How the harness
+# uses it")
 SCHED_KINDS = ("mixed", "random", "pct", "stale")
+MIXED = ("random", "pct", "stale")      # shrinking goes toward the first
 # stale: a thread is parked after about one in PERIOD accesses to a word another thread wrote
 STALE_PERIODS = (8, 4, 16)
 # the linearizability search's budget for one history: past it the history is "not checked"
@@ -85,8 +86,11 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
     preempts often but never keeps one thread stopped for long: a reader stopped between reading
     a pointer and reading through it resumes within a few points, long before another thread
     could replace, free and reallocate the object (a lock-free structure's reclamation bugs).
-    PCT keeps a thread it demoted stopped while the others run on, but preempts rarely. With
-    `mixed` each history draws one of the two (shrinking toward random)."""
+    PCT keeps a thread it demoted stopped while the others run on, but preempts rarely. Stale
+    parks a thread right after it read or published a shared word until others have changed it
+    (the window of lock-free bugs: a successor read before a mark, a level marked too early),
+    which neither of the other two holds open. With `mixed` each history draws one of the three
+    (shrinking toward random)."""
     if sched not in SCHED_KINDS:
         raise ValueError(f"scheduler strategy {sched!r}: one of {', '.join(SCHED_KINDS)}")
 
@@ -104,7 +108,7 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
     def threaded(draw):
         load, secs = draw(sections if sections is not None else dealt())
         seed = draw(st.integers(0, 2 ** 32 - 1))
-        kind = draw(st.sampled_from(("random", "pct"))) if sched == "mixed" else sched
+        kind = draw(st.sampled_from(MIXED)) if sched == "mixed" else sched
         n = sum(len(sec) for sec in secs)
         if kind == "random":
             setting = f"random:{seed}"

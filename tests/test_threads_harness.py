@@ -142,7 +142,7 @@ def test_sched_finding_names_the_scheduler_line_and_ops_in_flight():
 @given(threads.threaded_histories(st.lists(st.sampled_from(["insert 1 1", "lookup 1", "delete 2"]), max_size=8)
                                   .map(lambda xs: with_load([op(x) for x in xs], min(2, len(xs)))), 3))
 def test_strategy_keeps_load_and_orders_sections(h):
-    assert h.nthreads == 3 and h.sched.split(":")[0] in ("random", "pct")   # drawn: --sched mixed
+    assert h.nthreads == 3 and h.sched.split(":")[0] in ("random", "pct", "stale")   # drawn: --sched mixed
     assert list(h.thread_of) == sorted(h.thread_of)
     assert all(t == 0 for t in h.thread_of[:h.load]) and all(t >= 1 for t in h.thread_of[h.load:])
     assert threads.parse_text(MAP, history_text(MAP, h)).thread_of == h.thread_of
