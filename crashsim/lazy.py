@@ -92,7 +92,7 @@ class LazyPlan:
         self.feasible = True
         size = 12
         for idxs in unit_groups(cp):
-            g = Group(idxs, tuple(len(cp.units[j].pieces) for j in idxs))
+            g = Group(idxs, tuple(cp.units[j].choices - 1 for j in idxs))
             if legal_count(g.radices) > MAX_VARIANTS:
                 self.feasible = False
                 self.groups.append(g)
@@ -119,7 +119,7 @@ class LazyPlan:
             base = {off: bytes(image.base[off:off + ls]) for off in g.lines}
             contents = []
             for ks in g.variants:
-                kept = [p for j, k in zip(g.units, ks) for p in cp.units[j].pieces[:k]]
+                kept = [p for j, k in zip(g.units, ks) for p in cp.units[j].kept(k)]
                 kept.sort(key=lambda p: p.id)
                 lines = {off: bytearray(b) for off, b in base.items()}
                 for off, data in image.overlay(kept)[1]:

@@ -59,12 +59,14 @@ class Piece:
     `id` numbers pieces in trace order across the whole trace, so comparing ids compares program
     (global recorded) order. `key` = (event index, part) names the piece for people and tests.
     `region`/`off` place it in a PM region; `addr` is absolute. `g` becomes True once the piece
-    is guaranteed durable (set by the simulator).
+    is guaranteed durable (set by the simulator). `unordered`: a piece of a memset, memcpy,
+    memmove or libpmem copy (UNORDERED_ORIGINS), whose pieces in one line persist in any order.
     """
-    __slots__ = ("id", "seq", "part", "tid", "nt", "region", "off", "addr", "data", "line", "slot", "g")
+    __slots__ = ("id", "seq", "part", "tid", "nt", "region", "off", "addr", "data", "line", "slot", "g",
+                 "unordered")
 
     def __init__(self, id: int, seq: int, part: int, tid: int, nt: bool, region: int, off: int,
-                 addr: int, data: bytes, line: int, slot: int) -> None:
+                 addr: int, data: bytes, line: int, slot: int, unordered: bool = False) -> None:
         self.id = id
         self.seq = seq
         self.part = part
@@ -77,6 +79,7 @@ class Piece:
         self.line = line
         self.slot = slot
         self.g = False
+        self.unordered = unordered
 
     @property
     def key(self) -> tuple[int, int]:
@@ -92,6 +95,17 @@ class Piece:
 
     def __repr__(self) -> str:
         return f"Piece({self.describe()})"
+
+
+# Stores whose 8-byte pieces within one cache line may persist in any order: a copy or fill done
+# by a library routine or a compiler lowering is one trace event, but its stores are not issued
+# in address order (a 40-byte memset compiles to overlapping stores, last bytes first:
+# docs/pmemcheck.md; libc and libpmem copy with vector and non-temporal stores in their own
+# order). Pieces of one such store in one line form a set that persists as any subset.
+UNORDERED_ORIGINS = frozenset({"memset", "memcpy", "memmove", "libpmem"})
+# A set of more unordered pieces than this in one line (an atomic unit below 8 bytes) keeps
+# address order instead: 2^n states per line would drown every other choice.
+MAX_UNORDERED = 10
 
 
 def split_points(addr: int, size: int, unit: int) -> list[tuple[int, int]]:

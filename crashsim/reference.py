@@ -12,11 +12,16 @@ Rules (the same as the fast simulator's, phrased per piece):
         (option) the flush is a clflush and clflush alone guarantees. An NT piece is guaranteed
         if its thread fences after it and before C. A subset S of the pending pieces is a legal
         state if, for every line, the persisted cached pieces (guaranteed ones plus S) are a
-        prefix of that line's cached pieces in trace order. NT pieces are unconstrained.
+        prefix of that line's cached pieces in trace order, where the pieces of one memset,
+        memcpy, memmove or libpmem copy in one line (at most MAX_UNORDERED of them) count as
+        one step: no persisted piece follows a lost one unless both are pieces of that one store
+        in that line. NT pieces are unconstrained.
   eadr  a piece of thread T is guaranteed at crash point C if T fences, or begins or ends an
         operation, after the piece and before C, or if it is the store of a locked instruction
-        (T's previous event is a `locked` fence): that instruction drains the buffer after it. S is legal if, for every thread, the pieces of
-        S stored by that thread are a prefix, in trace order, of that thread's pending pieces.
+        (T's previous event is a `locked` fence): that instruction drains the buffer after it.
+        S is legal if, for every thread, the pieces of S stored by that thread are a prefix, in
+        trace order, of that thread's pending pieces, with the same exception for the pieces of
+        one such store in one line.
 The image of a state is the initial image with all persisted pieces applied in trace order.
 """
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from .model import ModelOptions, split_points
+from .model import MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, split_points
 from .trace import Event
 
 PieceKey = tuple[int, int]   # (event index, part)
@@ -39,6 +44,15 @@ class RefPiece:
     off: int          # region-0 offset (None-region stores are skipped)
     data: bytes
     line: int         # absolute line number
+    unordered: bool = False   # a piece of a memset/memcpy/memmove/libpmem copy
+
+
+def _together(a: RefPiece, b: RefPiece, pieces: Sequence[RefPiece]) -> bool:
+    """A and B are pieces of one unordered store in one line, of at most MAX_UNORDERED pieces
+    there: their order is free."""
+    if not (a.unordered and b.unordered and a.key[0] == b.key[0] and a.line == b.line):
+        return False
+    return sum(1 for p in pieces if p.key[0] == a.key[0] and p.line == a.line) <= MAX_UNORDERED
 
 
 @dataclass
@@ -64,8 +78,10 @@ def ref_pieces(events: Sequence[Event], options: ModelOptions, line_size: int) -
         if ev.kind not in ("store", "ntstore") or ev.off is None:
             continue
         for part, (a, b) in enumerate(split_points(ev.addr, ev.size, options.atomic_unit)):
-            out.append(RefPiece((i, part), ev.tid, ev.kind == "ntstore", ev.off + a - ev.addr,
-                                ev.data[a - ev.addr:b - ev.addr], a // line_size))
+            nt = ev.kind == "ntstore"
+            out.append(RefPiece((i, part), ev.tid, nt, ev.off + a - ev.addr,
+                                ev.data[a - ev.addr:b - ev.addr], a // line_size,
+                                ev.sub in UNORDERED_ORIGINS and not nt))
     return out
 
 
@@ -157,11 +173,10 @@ def _legal(kept: frozenset[PieceKey], before: list[RefPiece], guaranteed: frozen
     persisted = guaranteed | kept
     if options.model == "eadr":
         # per thread, the kept pieces must be a prefix of its pending pieces in trace order
-        tid_of = {p.key: p.tid for p in before}
-        for tid in {tid_of[k] for k in pending}:
-            mine = [k for k in pending if tid_of[k] == tid]
-            flags = [k in kept for k in mine]
-            if any(not flags[i] and flags[j] for i in range(len(flags)) for j in range(i + 1, len(flags))):
+        of = {p.key: p for p in before}
+        for tid in {of[k].tid for k in pending}:
+            mine = [of[k] for k in pending if of[k].tid == tid]
+            if _out_of_order(mine, [p.key in kept for p in mine]):
                 return False
         return True
     lines: dict[int, list[RefPiece]] = {}
@@ -169,8 +184,13 @@ def _legal(kept: frozenset[PieceKey], before: list[RefPiece], guaranteed: frozen
         if not p.nt:
             lines.setdefault(p.line, []).append(p)
     for seq in lines.values():
-        flags = [p.key in persisted for p in seq]
-        # a prefix: no persisted piece after a lost one
-        if any(not flags[i] and flags[j] for i in range(len(flags)) for j in range(i + 1, len(flags))):
+        if _out_of_order(seq, [p.key in persisted for p in seq]):
             return False
     return True
+
+
+def _out_of_order(seq: Sequence[RefPiece], flags: Sequence[bool]) -> bool:
+    """Some piece of SEQ persisted (FLAGS) after a lost one, and the two are not pieces of one
+    unordered store in one line."""
+    return any(not flags[i] and flags[j] and not _together(seq[i], seq[j], seq)
+               for i in range(len(flags)) for j in range(i + 1, len(flags)))

@@ -6,7 +6,10 @@ Owns: the x86-ADR and eADR rules, crash points, and the pending state at each of
 x86-ADR (default)
   - Every store is split into failure-atomic pieces (crashsim.model.split_points).
   - Cached pieces of one cache line persist in trace order: at a crash, each line holds a prefix
-    of its pieces, at least its guaranteed prefix.
+    of its pieces, at least its guaranteed prefix. Except: the pieces of one memset, memcpy,
+    memmove or libpmem copy within one line (model.UNORDERED_ORIGINS) persist in any order among
+    themselves, since the routine's stores are not issued in address order; the line then holds
+    a prefix up to such a store plus any subset of that store's pieces in the line.
   - A flush of a line (clflush, clflushopt, clwb; by any thread) covers every piece of the line
     stored before it, by any thread. The coverage becomes a guarantee when the flushing thread
     next fences (sfence, mfence, locked RMW, seq_cst fence). With clflush_guarantees, a clflush
@@ -38,8 +41,9 @@ Crash points
 
 Pending units (what a crash state chooses)
   A crash state picks, for every pending unit, how many of its pending pieces persisted: for a
-  line unit any prefix length 0..n, for an NT unit 0 or 1, for an eADR thread unit any prefix.
-  The number of legal states is the product of (n + 1) over the units.
+  line unit any prefix length 0..n, for an NT unit 0 or 1, for an eADR thread unit any prefix
+  (in both, a memset's pieces in one line any subset of themselves: Unit.orders). The number of
+  legal states is the product of the units' choices ((n + 1) for a plain prefix unit).
 
 Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
 and checked; pieces of other regions count in the states and their numbers, and leave the image
@@ -52,10 +56,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from itertools import combinations
 from typing import Iterator, Sequence
 
 from .image import ImageState, OwnedImage, Writes
-from .model import ModelOptions, Piece, split_points
+from .model import MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
 from .trace import Event, Trace, TraceError
 
 
@@ -63,14 +68,68 @@ from .trace import Event, Trace, TraceError
 class Unit:
     """One pending unit: kind "line" (a line's pending cached pieces, persisting as a prefix),
     "nt" (one NT piece), or "thread" (eADR: a thread's pieces since its last drain point, in
-    program order, persisting as a prefix)."""
+    program order, persisting as a prefix). A state chooses 0..choices-1 for it: choice k keeps
+    the first k pieces, unless the unit holds pieces of one memset/memcpy/memmove in one line
+    (Piece.unordered), which persist as any subset of themselves: then `orders` lists the kept
+    pieces of every choice (unordered_choices); choice 0 still keeps none and the last keeps all."""
     kind: str
     line: int | None          # line address (absolute), None for "thread"
     pieces: tuple[Piece, ...]
+    orders: tuple[tuple[int, ...], ...] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if any(p.unordered for p in self.pieces):
+            object.__setattr__(self, "orders", unordered_choices(self.pieces))
 
     @property
     def choices(self) -> int:
-        return len(self.pieces) + 1
+        return len(self.pieces) + 1 if self.orders is None else len(self.orders)
+
+    def kept(self, k: int) -> tuple[Piece, ...]:
+        """The pieces choice K keeps, in trace order."""
+        if self.orders is None:
+            return self.pieces[:k]
+        return tuple(self.pieces[i] for i in self.orders[k])
+
+    def lost(self, k: int) -> tuple[Piece, ...]:
+        """The pieces choice K drops, in trace order."""
+        if self.orders is None:
+            return self.pieces[k:]
+        keep = set(self.orders[k])
+        return tuple(p for i, p in enumerate(self.pieces) if i not in keep)
+
+
+def unordered_choices(pieces: Sequence[Piece]) -> tuple[tuple[int, ...], ...] | None:
+    """The kept piece indices of each legal choice of a unit whose PIECES persist in order, except
+    that a run of 2..MAX_UNORDERED consecutive pieces of one unordered store in one line persists
+    as any subset (None when the unit has no such run). Order: by the prefix they extend, a run's
+    proper subsets (by size, then position) between the prefix before it and the one after it."""
+    runs: dict[int, int] = {}
+    i, n = 0, len(pieces)
+    while i < n:
+        j = i + 1
+        p = pieces[i]
+        if p.unordered:
+            while j < n and pieces[j].unordered and pieces[j].seq == p.seq and pieces[j].line == p.line:
+                j += 1
+            if 2 <= j - i <= MAX_UNORDERED:
+                runs[i] = j
+        i = j
+    if not runs:
+        return None
+    out: list[tuple[int, ...]] = []
+    pos = 0
+    while pos <= n:
+        prefix = tuple(range(pos))
+        out.append(prefix)
+        end = runs.get(pos)
+        if end is None:
+            pos += 1
+            continue
+        for size in range(1, end - pos):
+            out.extend(prefix + c for c in combinations(range(pos, end), size))
+        pos = end
+    return tuple(out)
 
 
 @dataclass
@@ -102,7 +161,8 @@ class CrashPoint:
 
     @property
     def radices(self) -> list[int]:
-        return [len(u.pieces) for u in self.units]
+        """Per unit, its highest choice (keep every piece): a state is a choice 0..radix per unit."""
+        return [u.choices - 1 for u in self.units]
 
     @property
     def pending_lines(self) -> list[int]:
@@ -115,13 +175,13 @@ class CrashPoint:
 
     def kept(self, choice: Sequence[int]) -> list[Piece]:
         """The pending pieces a state keeps (persisted beyond the guarantee), in trace order."""
-        out = [p for u, k in zip(self.units, choice) for p in u.pieces[:k]]
+        out = [p for u, k in zip(self.units, choice) for p in u.kept(k)]
         out.sort(key=lambda p: p.id)
         return out
 
     def lost(self, choice: Sequence[int]) -> list[Piece]:
         """The pending pieces a state drops (did not persist), in trace order."""
-        out = [p for u, k in zip(self.units, choice) for p in u.pieces[k:]]
+        out = [p for u, k in zip(self.units, choice) for p in u.lost(k)]
         out.sort(key=lambda p: p.id)
         return out
 
@@ -232,7 +292,7 @@ class Simulator:
                     units += tuple(Unit("nt", p.line * line_size, (p,)) for p in nts)
             legal = 1
             for u in units:
-                legal *= len(u.pieces) + 1
+                legal *= u.choices
             patch = image.commit()
             cp = CrashPoint(index, i, kind, in_flight[-1] if in_flight else None, tuple(in_flight),
                             last_done, units, legal, patch, image.fp, line_size)
@@ -272,10 +332,11 @@ class Simulator:
                     continue
                 nt = kind == "ntstore"
                 data, addr, tid = ev.data, ev.addr, ev.tid
+                unordered = ev.sub in UNORDERED_ORIGINS and not nt
                 for part, (a, b) in enumerate(split_points(addr, ev.size, unit)):
                     line = a // line_size
                     p = Piece(pid, i, part, tid, nt, ev.region, ev.off + (a - addr), a,
-                              data[a - addr:b - addr], line, a // unit)
+                              data[a - addr:b - addr], line, a // unit, unordered)
                     pid += 1
                     record(p)
                     if eadr:

@@ -2,7 +2,8 @@
 into a fingerprint and runner writes.
 
 Owns: which states get explored. A state is a choice vector: for each pending unit of the crash
-point (crashsim.simulate.Unit), how many of its pending pieces persisted (0..n).
+point (crashsim.simulate.Unit), how many of its pending pieces persisted (0..n; for a unit with
+a memset's unordered pieces, which of its Unit.orders).
 
 Strategies
   exhaustive  every legal state, in mixed-radix order (first unit varies slowest).
@@ -130,7 +131,7 @@ class StateCodec:
 
     def _effect(self, idxs: Sequence[int], ks: Sequence[int]) -> tuple[int, bytes]:
         units = self.cp.units
-        kept = [p for j, k in zip(idxs, ks) for p in units[j].pieces[:k]]
+        kept = [p for j, k in zip(idxs, ks) for p in units[j].kept(k)]
         kept.sort(key=lambda p: p.id)
         delta, writes = self.image.overlay(kept)
         return delta, encode_writes(writes)

@@ -60,9 +60,9 @@ def _check_choice(path: str, what: str, cp, choice: tuple[int, ...]) -> None:
                          f"{len(cp.units)} pending units, the record chooses for {len(choice)} (the structure "
                          "or its build changed since the record was made, or the record is corrupt)")
     for j, (unit, k) in enumerate(zip(cp.units, choice)):
-        if k > len(unit.pieces):
-            raise UsageError(f"{path}: the {what} does not replay as recorded: choice {j} keeps {k} stores "
-                             f"of a unit of {len(unit.pieces)} at crash point {cp.index}")
+        if k >= unit.choices:
+            raise UsageError(f"{path}: the {what} does not replay as recorded: choice {j} is {k}, "
+                             f"a unit of {len(unit.pieces)} stores has {unit.choices} at crash point {cp.index}")
 
 
 def _point(checker: Checker, path: str, trace, index: int, what: str):

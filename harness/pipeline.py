@@ -194,7 +194,7 @@ class Checker:
                 self.session.next_state = out.id + 1
                 outcome.coverage.count(out)
                 if (out.point.op is not None and out.fp not in seen_images and out.result is not None
-                        and out.result.ok and any(k < len(u.pieces) for u, k in zip(out.point.units, out.choice))
+                        and out.result.ok and any(k < u.choices - 1 for u, k in zip(out.point.units, out.choice))
                         and any(k > 0 for k in out.choice)):
                     seen_images.add(out.fp)
                     candidates.append((out.point.index, tuple(out.choice)))

@@ -60,7 +60,8 @@ def assumptions_text(model: str, atomic_unit: int, clflush_guarantees: bool = Fa
     text = (f"Persistency model {MODEL_WORDS.get(model, model)}; failure-atomic unit "
             f"{atomic_unit} bytes: a wider store (even a 16-byte one inside one cache line) is split "
             f"into {atomic_unit}-byte pieces that persist in order, so a crash may keep some of them "
-            f"(change it with --atomic-unit).")
+            f"(change it with --atomic-unit); the pieces of one memset, memcpy or memmove inside one "
+            f"cache line persist in any order.")
     if clflush_guarantees:
         text += " A clflush guarantees its line without a fence."
     return text

@@ -110,7 +110,7 @@ def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list
         if (j, 0) not in fails or fails[(j, 0)]:
             continue          # keeping none of this unit's pieces still fails: none is needed
         k = next((k for k in range(1, choice[j]) if fails.get((j, k), True)), choice[j])
-        out.append(cp.units[j].pieces[k - 1])
+        out.append(cp.units[j].kept(k)[-1])   # the piece choice k adds (kept is in trace order)
     return out
 
 

@@ -1,7 +1,8 @@
 """Property tests: the fast simulator against the brute-force reference (crashsim/reference.py).
 
 Random small traces (several lines, up to three threads, every flush and fence kind, NT stores,
-wide and unaligned stores, operation markers) under both models and their options. For every
+wide and unaligned stores, memsets and copies whose pieces in a line persist in any order,
+operation markers) under both models and their options. For every
 crash point the fast enumerator must give exactly the reference's set of states, the same
 images, and fingerprints that are equal exactly when images are equal. The bounded strategy
 must pick legal states only, always include the boundary states, and be deterministic.
@@ -41,6 +42,9 @@ action = st.one_of(
               st.sampled_from(["clflush", "clflushopt", "clwb"])),
     st.tuples(st.just("fence"), st.integers(0, 2), st.sampled_from(["sfence", "mfence", "locked", "seq_cst"])),
     st.tuples(st.just("op"), st.integers(0, 2)),
+    st.tuples(st.just("copy"), st.integers(0, 2), st.one_of(st.integers(0, POOL - 40), st.sampled_from([0, 8, 64, 100])),
+              st.sampled_from([16, 24, 40]),
+              st.binary(min_size=40, max_size=40), st.sampled_from(["memset", "memcpy", "memmove", "libpmem"])),
 )
 options = st.builds(ModelOptions, model=st.sampled_from(["adr", "eadr"]), clflush_guarantees=st.booleans(),
                     line_size=st.sampled_from([32, 64]), atomic_unit=st.sampled_from([4, 8, 8, 16]))
@@ -53,6 +57,9 @@ def build(actions, initial: bytes) -> TraceWriter:
         if a[0] == "store":
             _, tid, off, size, data = a
             w.store(off, data[:size], tid=tid)
+        elif a[0] == "copy":
+            _, tid, off, size, data, origin = a
+            w.store(off, data[:size], tid=tid, origin=origin)
         elif a[0] == "ntstore":
             _, tid, slot, size, data = a
             w.ntstore(slot * 8, data[:size], tid=tid)
@@ -193,3 +200,30 @@ def test_explore_cache_only_reuses_identical_images(actions, opts, strategy):
 def test_legal_count_matches_enumeration():
     for radices in ([], [0], [3], [1, 2], [2, 0, 3]):
         assert legal_count(radices) == len(list(exhaustive(radices)))
+
+
+@pytest.mark.parametrize("model", ["adr", "eadr"])
+@pytest.mark.parametrize("unit, legal", [(8, 2 + (2 ** 5 - 2) + 2), (4, 3 + (2 ** 10 - 2) + 3), (2, 29)])
+def test_memset_pieces_in_a_line_persist_in_any_order(model, unit, legal):
+    """An 8-byte store, a 40-byte memset and an 8-byte store in one line, then a fence: the line
+    holds a prefix up to the memset plus any subset of its pieces (2^5 with 8-byte units, 2^10
+    with 4-byte ones; the empty and the full subset are the prefixes before and after it), or a
+    prefix before or after it; with 2-byte units (20 memset pieces, over MAX_UNORDERED) address
+    order: the 29 prefixes of 28 pieces."""
+    w = TraceWriter(pool_size=POOL, line_size=64)
+    w.store(0, b"\1" * 8)
+    w.store(8, bytes(range(40)), origin="memset")
+    w.store(48, b"\2" * 8)
+    w.fence("sfence")
+    opts = ModelOptions(model=model, atomic_unit=unit)
+    sim = Simulator(w.events(), bytes(POOL), line_size=64, region_base=w.pool_base, options=opts)
+    cp = next(sim.crash_points())
+    assert cp.legal == legal and len(set(exhaustive(cp.radices))) == legal
+    if unit == 8:
+        ref, _ = reference(w.events(), opts, line_size=64)
+        assert len(ref[0].states) == legal
+        kept = {frozenset(p.key for p in cp.kept(c)) for c in exhaustive(cp.radices)}
+        assert kept == ref[0].states
+        assert frozenset({(0, 0), (1, 4)}) in kept          # the memset's last piece without its first
+        assert frozenset({(1, 0)}) not in kept             # never without the store before it
+        assert frozenset({(0, 0), (1, 0), (2, 0)}) not in kept   # nor the store after it without all

@@ -113,7 +113,11 @@ def test_handmade_round_trip(tmp_path):
     assert kinds(a) == kinds(b)
     assert [e.addr for e in a.events if e.kind == "flush"] == [e.addr for e in b.events if e.kind == "flush"]
     assert [e.data for e in b.events if e.kind == "mark"] == []
-    assert legal(a) == legal(b)
+    # our 40-byte memset's five pieces (one line) persist in any order: 2^5 states at the crash
+    # point after it; exported as five plain stores they come back in address order (6 prefixes)
+    la, lb = legal(a), legal(b)
+    diff = [i for i, (x, y) in enumerate(zip(la, lb)) if x != y]
+    assert len(la) == len(lb) and diff == [4] and (la[4], lb[4]) == (32, 6)
 
 
 def test_plain_markers_and_sample_shape(tmp_path):
