@@ -6,7 +6,9 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     others kept as its symptoms (`fold_state`);
   - one set of stores that matter, one bug: findings whose shrunk crash states lose and need the
     same stores (by source line: the lost pieces plus the persisted ones the failure needs,
-    harness/state_shrink.py) are one bug, whatever their class and store order; so are findings
+    harness/state_shrink.py) are one bug, whatever their class and store order (a crash inside
+    recovery that loses none of recovery's stores counts with the stores the original crash
+    lost); so are findings
     that hinge on one store (one the failure needs persisted, or for a failure inside an
     operation that needs none, the operation's last store already durable at the crash: a node
     published before its contents were written fails with its contents lost or not yet
@@ -134,6 +136,11 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         c = cause(t, f)
         if c:
             keys.append(("cause", c))
+        elif f.recovery_of is not None and f.origin_lost:
+            # recovery crashed with every store of its own durable: what fails is the repair of
+            # the original crash, so its cause is the stores that crash lost (the same key as a
+            # finding of that crash state without the crash in recovery)
+            keys.append(("cause", tuple(sorted({site_key(t, store_site(t, p)) for p in f.origin_lost}))))
         # a store the failure needs persisted, or the durable store where the order went wrong:
         # failures that hinge on one such store are one bug
         keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]

@@ -50,6 +50,9 @@ class Finding:
     # After shrinking: the persisted pending pieces without which the state passes
     # (harness/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
     needed: list[Piece] = field(default_factory=list)
+    # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
+    # recovery was repairing when it crashed), in the history's trace.
+    origin_lost: list[Piece] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:

@@ -245,6 +245,7 @@ class Checker:
             f.recovery_trace = rtrace
             f.point = self.point_at(rtrace, f.point.index)
             f.history_point = oracle.history_point(orig)
+            f.origin_lost = orig.lost(choice)
             shrink_state(self.session, rtrace, oracle, f, orig)
             f.group = finding_group(trace, f)
             return

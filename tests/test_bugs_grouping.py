@@ -123,6 +123,27 @@ def test_failures_that_hinge_on_one_published_store_are_one_bug():
     assert bugs.anchor(FakeTrace(), needs) == []
 
 
+def test_a_crash_in_recovery_losing_none_of_its_stores_joins_the_bug_of_what_the_first_crash_lost():
+    """Recovery resumes an update on a value the first crash left half written and crashes itself
+    with all its own stores durable; run again, it fails: the first crash's lost store is the
+    cause, the same as the plain finding's. A recovery crash that loses its own stores stays apart."""
+    plain = finding("wrong-value", [1])
+
+    def in_recovery(own_lost, origin_lost, where):
+        f = finding("wrong-value", own_lost, group=f"in recovery: crash@{where}")
+        f.recovery_of = (7, (1,))
+        f.recovery_trace = FakeTrace()
+        f.origin_lost = [P(s) for s in origin_lost]
+        return f
+    resumed = [in_recovery([], [1], "recover.c:124"), in_recovery([], [1], "recover.c:136")]
+    own = in_recovery([3], [1], "recover.c:140")
+    other = in_recovery([], [2], "recover.c:150")
+    out = merged([plain] + resumed + [own, other])
+    assert sorted(len(m) for m in out) == [1, 1, 3]
+    [bug] = [m for m in out if len(m) == 3]
+    assert bug[0] is plain and set(map(id, bug[1:])) == set(map(id, resumed))
+
+
 def test_needed_pieces_are_those_without_which_the_state_passes():
     """Units 0 and 1 kept 2 and 1 pending pieces; the state fails only while unit 0 keeps its
     second piece: that piece is needed, unit 1's is not."""
@@ -130,6 +151,9 @@ def test_needed_pieces_are_those_without_which_the_state_passes():
     class Unit:
         def __init__(self, pieces):
             self.pieces = pieces
+
+        def kept(self, k):
+            return self.pieces[:k]
 
     class Point:
         units = [Unit(["u0p0", "u0p1", "u0p2"]), Unit(["u1p0", "u1p1"])]
