@@ -21,8 +21,11 @@ The log
 Mapping
   STORE -> store (plain; pmemcheck marks neither NT stores nor locked ones), FLUSH -> one `clwb`
   flush per cache line of the range inside PM, FENCE -> sfence, `op_begin N` / `op_end N` (and the
-  pmreorder spelling `op.N.BEGIN` / `op.N.END` that the exporter writes) -> op_begin / op_end, other
-  EMIT_LOG text -> mark. The first REGISTER_FILE is region 0 (the pool); a mapping of a part of a
+  pmreorder spelling `op.N.BEGIN` / `op.N.END` that the exporter writes) -> op_begin / op_end,
+  `alloc 0xADDR SIZE` / `free 0xADDR`, each optionally followed by ` site FILE:LINE:COL FUNC` and
+  ` inlined FILE:LINE:COL FUNC` (what crashcheck's runtime emits for crashcheck_alloc/free under
+  Valgrind, instrument/runtime/rt_valgrind.c) -> alloc / free at that site, other EMIT_LOG text
+  -> mark. The first REGISTER_FILE is region 0 (the pool); a mapping of a part of a
   file that is already mapped (libpmemobj maps the pool header a second time) is folded onto that
   region, so its stores land in the pool's bytes; an identical registration is ignored. Fences
   before the first registration (the process start-up) are dropped. Stack traces become sites:
@@ -48,6 +51,8 @@ LINE = 64
 MAX_STORE = 8        # pmemcheck logs a value as one machine word: wider stores come split
 _PREFIX = re.compile(r"(?:==|\*\*|--)(\d+|PID)(?:==|\*\*|--) ?")
 _OP = re.compile(r"op_(begin|end) (\d+)|op\.(\d+)\.(BEGIN|END)")
+_OBJ = re.compile(r"(?:alloc (0x[0-9a-fA-F]+) (\d+)|free (0x[0-9a-fA-F]+))"
+                  r"(?: site (\S+):(\d+):(\d+) (\S+)(?: inlined (\S+):(\d+):(\d+) (\S+))?)?")
 _UNKNOWN = re.compile(r"[A-Z][A-Z_]*;")
 _DESC_START = re.compile(r"(?=0x[0-9A-Fa-f]+: )")
 _DESC = re.compile(r"0x[0-9A-Fa-f]+: (.*)", re.S)
@@ -129,6 +134,15 @@ class _Sites:
         sid = self.by_stack.get(key)
         if sid is None:
             sid = self.by_stack[key] = self._make(frames)
+        return sid
+
+    def site(self, file: str, line: int, column: int, func: str, ifile: str, iline: int, icolumn: int,
+             ifunc: str) -> int:
+        """The id of a site given by its parts (an object marker's)."""
+        key = (file, line, column, func, ifile, iline, icolumn, ifunc)
+        sid = self.by_key.get(key)
+        if sid is None:
+            sid = self.by_key[key] = self.writer.site(file, line, func, column, ifile, iline, icolumn, ifunc)
         return sid
 
     def _make(self, frames: list[str]) -> int:
@@ -345,6 +359,14 @@ class _Importer:
                 kind, value = "op_" + m.group(4).lower(), int(m.group(3))
         elif e.startswith(("op_begin", "op_end")):
             raise _Fail("bad operation marker (expected 'op_begin N' or 'op_end N', N a decimal number)")
+        elif (o := _OBJ.fullmatch(e)) is not None:
+            g = o.groups()
+            where = (g[3], int(g[4]), int(g[5]), g[6], g[7] or "", int(g[8] or 0), int(g[9] or 0),
+                     g[10] or "") if g[3] else None
+            kind, value = (("alloc", (int(g[0], 16), int(g[1]), where)) if g[0]
+                           else ("free", (int(g[2], 16), 0, where)))
+        elif e.startswith(("alloc ", "free ")):
+            raise _Fail("bad object marker (expected 'alloc 0xADDR SIZE' or 'free 0xADDR')")
         else:
             kind, value = "mark", e
         if self.writer is None:
@@ -359,6 +381,15 @@ class _Importer:
             w.op_begin(value % (1 << 48))
         elif kind == "op_end":
             w.op_end(value % (1 << 48))
+        elif kind in ("alloc", "free"):
+            addr, size, where = value
+            if self._find(addr, max(size, 1)) is None:
+                raise _Fail(f"{kind} of {addr:#x} outside every registered PM region")
+            site = self.sites.site(*where) if where else NO_SITE
+            if kind == "alloc":
+                w.alloc(addr, size, site=site, absolute=True)
+            else:
+                w.free(addr, site=site, absolute=True)
         else:
             w.mark(value)
         self.res.counts[kind] += 1
@@ -423,7 +454,9 @@ def summary(res: ImportResult, log: str) -> list[str]:
     e = res.entries
     out = [f"{log} -> {res.trace}: {sum(c.values())} events: {c['store']} stores, {c['flush']} line "
            f"flushes (from {e['FLUSH']} FLUSH entries), {c['fence']} fences, {c['op_begin']} "
-           f"op_begin, {c['op_end']} op_end, {c['mark']} marks; {res.sites} sites"]
+           f"op_begin, {c['op_end']} op_end, {c['mark']} marks"
+           + (f", {c['alloc']} allocations, {c['free']} frees" if c['alloc'] or c['free'] else "")
+           + f"; {res.sites} sites"]
     for m, image in zip(res.regions, res.images):
         what = ("all zero (the log does not record the file's content; --image FILE gives it)"
                 if image == "zero" else f"from {image}")

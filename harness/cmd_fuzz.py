@@ -32,6 +32,7 @@ from harness.fuzz import Config, TargetResult, run_plan
 from harness.journal import Journal, journal_path
 from harness.outputs import check_outputs
 from harness.threads import SCHED_KINDS
+from harness.tracers import TRACERS, pmemcheck_command
 from harness.report import write_run
 from harness.settings import Settings
 from harness.strategies import KEY_DISTRIBUTIONS, MIXES
@@ -78,6 +79,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
                    help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
                         f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
+    p.add_argument("--tracer", choices=TRACERS, default=defaults.TRACER,
+                   help="who traces each history's run: the Clang pass's runtime (default), or Valgrind's "
+                        "pmemcheck, which sees every store, also those of code the pass never compiled "
+                        "(precompiled libraries); needs pmemcheck on PATH or $CRASHCHECK_PMEMCHECK")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
@@ -107,6 +112,11 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1
     if not 1 <= args.threads <= MAX_THREADS:
         raise UsageError(f"--threads must be between 1 and {MAX_THREADS}, not {args.threads}")
+    if args.tracer == "pmemcheck":
+        if args.threads > 1:
+            raise UsageError("--tracer pmemcheck traces one thread (pmemcheck logs no thread of a store): "
+                             "use --threads 1, or the pass's tracer for threaded histories")
+        pmemcheck_command()          # not installed: one line saying how to get it, exit 2
     targets = []
     if args.model is None:
         designed = {structures.get(name).designed_for for name in args.structures}
@@ -165,7 +175,7 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
     total["states_per_s"] = round(total["states_explored"] / total["elapsed_s"], 1) if total["elapsed_s"] else 0.0
     return {"crashcheck": 1, "structures": [r.structure for r in results], "model": settings.model,
             "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
-            "assumptions": settings.assumptions(), "command": command, "complete": not any(r.interrupted or r.error for r in results),
+            "tracer": settings.tracer, "assumptions": settings.assumptions(), "command": command, "complete": not any(r.interrupted or r.error for r in results),
             "interrupted": interrupted, "stats": total, "per_structure": rows, "bugs": bugs}
 
 
@@ -243,7 +253,8 @@ def plan_of(args: argparse.Namespace) -> list[tuple[str, str | None, Settings, C
     """The checked targets of fuzz arguments ARGS, each with how to fuzz it (harness/fuzz.py run_plan)."""
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
-                        recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit)
+                        recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit,
+                        tracer=args.tracer)
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,

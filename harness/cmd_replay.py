@@ -19,6 +19,7 @@ from harness.session import history_text
 from harness.settings import Settings
 from harness.threads import make_threaded
 from harness.traced_run import RunFailure
+from harness.tracers import pmemcheck_command
 from specs import leaks as leak_policy
 from specs.model import Model, with_load
 
@@ -115,7 +116,10 @@ def _replay(path: str, rec: dict) -> int:
                          f"{s.name} is judged against the {s.spec_model} model")
     model = s.model()
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"],
-                        atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", defaults.ATOMIC_UNIT))
+                        atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", defaults.ATOMIC_UNIT),
+                        tracer=rec["tracer"])
+    if settings.tracer == "pmemcheck":
+        pmemcheck_command()     # the record was traced under pmemcheck: replay needs it too
     ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
     if rec["threads"] > 1 and rec["thread_of"]:
         # a threaded history: the same sections, and the very schedule the fuzzer's run took

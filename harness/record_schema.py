@@ -23,7 +23,7 @@ from typing import Any
 
 from crashsim.model import MODELS
 from crashsim.states import STRATEGIES
-from harness.defaults import LIMIT
+from harness.defaults import LIMIT, TRACER, TRACERS
 from harness.errors import UsageError
 
 FORMAT = 1                     # the "crashcheck" field of results files and bug records
@@ -228,6 +228,7 @@ RECORD = Obj({
     "strategy": (Text(STRATEGIES), "bounded"),
     "seed": (Nat(), 0),
     "limit": (Nat(1), LIMIT),
+    "tracer": (Text(TRACERS), TRACER),
     "spec_model": (Text(), "ordered_map"),
     "history": (List(Text()), REQUIRED),
     "load": (Nat(), 0),
@@ -271,6 +272,7 @@ RESULTS = Obj({
     "model": (Text(MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), REQUIRED),
     "seed": (Nat(), 0),
+    "tracer": (Text(TRACERS), TRACER),
     "command": (Opt(Text()), None),
     "stats": (STATS, REQUIRED),
     "per_structure": (Opt(List(Obj({"structure": (Text(), REQUIRED), "bug": (Opt(Text()), None),

@@ -131,6 +131,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "seed": settings.seed,
         "strategy": settings.strategy,
         "limit": settings.limit,
+        "tracer": settings.tracer,
         "spec_model": model.name,
         "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),

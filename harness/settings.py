@@ -34,6 +34,8 @@ class Settings:
     # Bytes that persist all or nothing: a wider store (a 16-byte store inside one line too) is
     # split into pieces of this size that persist in order and may be cut between them.
     atomic_unit: int = defaults.ATOMIC_UNIT
+    # Who traces the driver's runs: the pass's own runtime, or Valgrind's pmemcheck (harness/tracers.py)
+    tracer: str = defaults.TRACER
 
     def options(self) -> ModelOptions:
         return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees,

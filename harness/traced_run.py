@@ -11,10 +11,11 @@ early, an error otherwise.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from crashsim.trace import Trace, TraceError, read_trace
-from harness import defaults, threads
+from harness import defaults, threads, tracers
 from harness import workdir as workdirs
 from harness.budget import OutOfTime
 from harness.errors import DriverFailure, SetupError
@@ -107,12 +108,37 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     if session.budget.hard is not None:
         deadline = session.budget.hard if deadline is None else min(deadline, session.budget.hard)
     results.unlink(missing_ok=True)
-    end = run_supervised(argv + ["--size", str(s.pool_size), str(history)], env=env,
-                         output=session.workdir / f"{tag}.output", mem_bytes=(s.mem_mb << 20) + s.pool_size,
-                         timeout_s=run_timeout_s(len(ops), s.run_timeout_ms, s.op_timeout_ms,
-                                                 defaults.RUN_TIMEOUT_CAP_MS, deadline))
+    argv += ["--size", str(s.pool_size), str(history)]
+    mem = (s.mem_mb << 20) + s.pool_size
+    timeout = run_timeout_s(len(ops), s.run_timeout_ms, s.op_timeout_ms, defaults.RUN_TIMEOUT_CAP_MS)
+    pmemcheck = s.tracer == "pmemcheck"
+    if pmemcheck:
+        # the same driver under Valgrind's pmemcheck, which logs every store; its log becomes
+        # the trace (harness/tracers.py), so the pass's own trace file is not written
+        env.pop("CRASHCHECK_TRACE")
+        log, before = session.workdir / f"{tag}.pmemcheck.log", None
+        log.unlink(missing_ok=True)
+        trace_path.unlink(missing_ok=True)
+        if not create:
+            before = session.workdir / f"{tag}.before"
+            before.write_bytes(pool.read_bytes())
+        argv = tracers.wrap(argv, log)
+        mem += tracers.EXTRA_AS
+        timeout = tracers.timeout_s(timeout)
+    if deadline is not None:
+        timeout = min(timeout, max(0.05, deadline - time.monotonic()))
+    end = run_supervised(argv, env=env, output=session.workdir / f"{tag}.output", mem_bytes=mem,
+                         timeout_s=timeout)
     if end.status in ("timeout", "stopped") and session.budget.expired():
         raise OutOfTime()        # the budget ended the run, not a hang of the structure
+    import_error = None
+    if pmemcheck and not log.exists():
+        raise SetupError(f"pmemcheck left no store log ({end.how()}): {end.output.strip()[-300:]}")
+    if pmemcheck:
+        try:
+            tracers.import_trace(log, trace_path, before)
+        except SetupError as exc:
+            import_error = exc      # a run that died early left no log: its finding comes first
     try:
         lines = results.read_bytes().decode("utf-8", "replace").splitlines()
     except OSError:
@@ -130,6 +156,8 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         raise RunFailure(failure, end)
     if end.code not in ok:
         raise DriverFailure(f"{what} ({end.how()}): {end.output.strip()[-300:]}")
+    if import_error is not None:
+        raise import_error
     try:
         trace = read_trace(trace_path)
     except TraceError as exc:

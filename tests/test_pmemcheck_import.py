@@ -13,7 +13,7 @@ import pytest
 
 from cli_run import ROOT, run_cli
 from crashsim.pmemcheck_import import import_log
-from crashsim.trace import read_trace
+from crashsim.trace import NO_SITE, read_trace
 
 SAMPLES = ROOT.parent / "shared" / "pmemcheck"
 BASE = 0x5200000
@@ -157,6 +157,8 @@ MALFORMED = [
     ("unregistered", "FENCE", True, "7: entry 83", "before any REGISTER_FILE"),
     ("bad-op", "op_begin x", False, "8: entry 1", "bad operation marker"),
     ("bad-frame", "STORE;0x5200000;0x1;0x8;main (a.c:1)", False, "8: entry 1", "bad stack frame"),
+    ("bad-object", "alloc 0x5200040", False, "8: entry 1", "bad object marker"),
+    ("object-outside", "alloc 0x9000000 16", False, "8: entry 1", "alloc of 0x9000000 outside every"),
 ]
 
 
@@ -204,3 +206,19 @@ def test_emit_log_text_becomes_mark(tmp_path):
     tail = read_trace(tmp_path / "t.trace").events[-3:]
     assert [(e.kind, e.data if e.kind == "mark" else e.addr) for e in tail] == [
         ("mark", b"checkpoint A"), ("op_begin", 7), ("op_end", 7)]
+
+
+def test_object_markers_become_allocations_with_their_sites(tmp_path):
+    """crashcheck's runtime under pmemcheck names PM objects in EMIT_LOG lines
+    (instrument/runtime/rt_valgrind.c); they import as alloc/free events at the allocation's site."""
+    log = _basic_with(tmp_path, "alloc 0x5200040 16 site trees/x/x.c:35:15 value_new inlined "
+                      "trees/x/x.c:240:26 x_insert|alloc 0x5200080 24|free 0x5200040 site a.c:5:3 pm_free")
+    trace = read_trace(import_log(log, tmp_path / "t.trace").trace)
+    objs = [ev for ev in trace.events if ev.kind in ("alloc", "free")]
+    assert [(ev.kind, ev.off, ev.size) for ev in objs] == [("alloc", 0x40, 16), ("alloc", 0x80, 24),
+                                                           ("free", 0x40, 0)]
+    site = trace.site(objs[0].site)
+    assert (site.file, site.line, site.column, site.func) == ("trees/x/x.c", 35, 15, "value_new")
+    assert (site.inlined_file, site.inlined_line, site.inlined_func) == ("trees/x/x.c", 240, "x_insert")
+    assert objs[1].site == NO_SITE
+    assert (trace.site(objs[2].site).file, trace.site(objs[2].site).line) == ("a.c", 5)

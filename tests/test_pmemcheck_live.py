@@ -3,7 +3,6 @@ store log imported. pmemcheck is found as crashcheck would find it ($CRASHCHECK_
 `pmemcheck` on PATH) and, for the tests only, in ../shared/tools/pmemcheck next to the repository."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,21 +10,10 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT, run_cli
+from pmemcheck_tool import find_pmemcheck
 from crashsim.trace import read_trace
 
 FIXTURE = ROOT / "tests" / "fixtures" / "pmemcheck" / "live.c"
-TEST_FALLBACK = ROOT.parent / "shared" / "tools" / "pmemcheck"
-
-
-def find_pmemcheck() -> str | None:
-    env = os.environ.get("CRASHCHECK_PMEMCHECK")
-    if env:
-        return env
-    found = shutil.which("pmemcheck")
-    if found:
-        return found
-    fallback = TEST_FALLBACK / "pmemcheck"
-    return str(fallback) if os.access(fallback, os.X_OK) else None
 
 
 def headers() -> list[str] | None:

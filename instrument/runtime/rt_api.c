@@ -39,6 +39,7 @@ int crashcheck_tracing(void)
 void __cc_op_begin(uint64_t index, crashcheck_site_t site)
 {
 	cc_emit(CC_EV_OP_BEGIN, 0, cc_site_id(site), index, 0, NULL, 0);
+	cc_vg_log("op_begin %llu", (unsigned long long)index);
 	if (__builtin_expect(cc_sched_enabled, 0))
 		cc_sched_op(1, index, cc_site_id(site));
 }
@@ -47,6 +48,7 @@ void __cc_op_begin(uint64_t index, crashcheck_site_t site)
 void __cc_op_end(uint64_t index, crashcheck_site_t site)
 {
 	cc_emit(CC_EV_OP_END, 0, cc_site_id(site), index, 0, NULL, 0);
+	cc_vg_log("op_end %llu", (unsigned long long)index);
 	if (__builtin_expect(cc_sched_enabled, 0))
 		cc_sched_op(0, index, cc_site_id(site));
 }
@@ -73,6 +75,8 @@ crashcheck_site_t crashcheck_here(void)
 /* crashcheck_alloc_at -- OBJ of SIZE bytes was allocated at SITE */
 void crashcheck_alloc_at(void *obj, size_t size, crashcheck_site_t site)
 {
+	if (cc_vg_active() && size && cc_in_pm_slow((uintptr_t)obj))
+		cc_vg_object("alloc", obj, size, site);
 	if (!cc_in_pm((uintptr_t)obj, size))
 		return;
 	uint64_t size64 = size;
@@ -82,6 +86,8 @@ void crashcheck_alloc_at(void *obj, size_t size, crashcheck_site_t site)
 /* crashcheck_free_at -- OBJ was freed at SITE */
 void crashcheck_free_at(void *obj, crashcheck_site_t site)
 {
+	if (cc_vg_active() && cc_in_pm_slow((uintptr_t)obj))
+		cc_vg_object("free", obj, 0, site);
 	if (!cc_in_pm((uintptr_t)obj, 1))
 		return;
 	cc_emit(CC_EV_FREE, 0, cc_site_id(site), (uintptr_t)obj, 0, NULL, 0);

@@ -185,6 +185,12 @@ void cc_real_init(void);
 void __cc_mark(const char *label, crashcheck_site_t site);
 void cc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* rt_valgrind.c: markers for a run under Valgrind's pmemcheck */
+int cc_vg_active(void);
+void cc_vg_register_file(int fd, void *addr, size_t size);
+void cc_vg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cc_vg_object(const char *what, const void *obj, size_t size, crashcheck_site_t site);
+
 static inline int cc_tid(void)
 {
 	int t = cc_tl_tid;

@@ -187,6 +187,8 @@ void *crashcheck_pool_open(const char *path, size_t size, uintptr_t addr, int fl
 	void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
 	int err = errno;
+	if (p == (void *)addr)
+		cc_vg_register_file(fd, p, size); /* under pmemcheck: the pool is its PM file */
 	close(fd);
 	if (p == MAP_FAILED || p != (void *)addr) {
 		if (p != MAP_FAILED)
