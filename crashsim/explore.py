@@ -84,7 +84,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             cache: bool = True, first_state: int | None = None,
             start_event: int = 0, stop: Callable[[], bool] | None = None,
             allow_cut: bool = False, executions: int = DEFAULT_EXECUTIONS,
-            points: Callable[[CrashPoint], bool] | None = None) -> Iterator[StateOutcome]:
+            points: Callable[[CrashPoint], bool] | None = None,
+            relocatable: bool = False) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
@@ -110,6 +111,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     executions  lazy: executions per crash point before the point is left partial
     points      explore only the crash points it accepts (the others are simulated, as with
                 start_event)
+    relocatable the structure keeps no absolute addresses in its pool (it maps the pool itself,
+                as libpmemobj does), so the trace's pool may lie at another address than the
+                runner's; by default the addresses must match
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -141,7 +145,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             if not trace.regions:
                 raise TraceError(f"{trace.path}: the trace registered no PM region, nothing to check")
             region = trace.regions[0]
-            if region.base != runner.pool_base or region.size != runner.pool_size:
+            if (region.base != runner.pool_base and not relocatable) or region.size != runner.pool_size:
                 raise TraceError(f"{trace.path}: pool 0x{region.base:x} ({region.size} bytes) does not "
                                  f"match the runner's 0x{runner.pool_base:x} ({runner.pool_size} bytes)")
             runner.queue_base(region.image)
@@ -199,7 +203,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         waiting.clear()
 
     fixed = followup if isinstance(followup, str) else None
-    for cp in sim.crash_points():
+    for cp in sim.crash_points(skip_before=start_event if points is None else 0):
         if runner is not None and cp.patch:
             runner.queue_patch(encode_writes(cp.patch))
         if cp.event < start_event or (points is not None and not points(cp)):

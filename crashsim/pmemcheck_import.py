@@ -265,6 +265,7 @@ class _Importer:
         self.maps: list[Mapping] = []          # every mapping, folded ones included
         self.last: Mapping | None = None       # the mapping of the previous store (a cache)
         self.before: list[tuple[str, int]] = []   # op markers and marks before any region
+        self.touched = False                      # an event used an address of a region
 
     def images_left(self) -> bool:
         return len(self.images) > len(self.res.regions)
@@ -275,6 +276,8 @@ class _Importer:
         for m in self.maps:
             if (m.path, m.base, m.size, m.offset) == (path, base, size, offset):
                 return                                           # registered again: no change
+        if self._widen(path, base, size, offset, line):
+            return
         for m in self.maps:
             if base < m.base + m.size and m.base < base + size:
                 raise _Fail(f"overlaps the mapping of {m.path or 'a region'} at {m.base:#x} "
@@ -307,7 +310,29 @@ class _Importer:
         self.maps.append(mapping)
         self.res.regions.append(mapping)
 
+    def _widen(self, path: str, base: int, size: int, offset: int, line: int) -> bool:
+        """A mapping of more of the pool's file than the first one, before any event used an
+        address (libpmemobj's pmemobj_open maps the 4 KiB header, then the whole pool): it
+        becomes the pool, and the first mapping an alias of its part."""
+        if self.touched or len(self.res.regions) != 1 or self.writer is None:
+            return False
+        first = self.res.regions[0]
+        if not (path and path == first.path and offset <= first.offset
+                and first.offset + first.size <= offset + size and size > first.size):
+            return False
+        image = _read_image(self.images[0], offset, size) if self.images else None
+        self.writer.move_pool(base, size, image)
+        pool = Mapping(path, base, size, offset, 0, 0, line)
+        alias = Mapping(first.path, first.base, first.size, first.offset, 0,
+                        base + (first.offset - offset) - first.base, first.line)
+        self.maps = [alias if m is first else m for m in self.maps] + [pool]
+        self.res.regions[0] = pool
+        self.res.folded.append(alias)
+        self.last = None
+        return True
+
     def _find(self, addr: int, size: int) -> Mapping | None:
+        self.touched = True
         m = self.last
         if m is not None and m.base <= addr and addr + size <= m.base + m.size:
             return m
@@ -445,6 +470,7 @@ class _Importer:
                 line += LINE
                 inside += 1
         res.counts["flush"] += inside
+        self.touched = self.touched or inside > 0
         res.outside_flush_lines += (end + LINE - 1) // LINE - addr // LINE - inside if size else 0
 
 

@@ -57,7 +57,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from .image import ImageState, OwnedImage, Writes
 from .model import MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
@@ -261,7 +261,14 @@ class Simulator:
                 n += 1
         return n
 
-    def crash_points(self) -> Iterator[CrashPoint]:
+    def crash_points(self, skip_before: int = 0, wanted: Callable[[int], bool] | None = None
+                     ) -> Iterator[CrashPoint]:
+        """Every crash point in trace order. Points before event SKIP_BEFORE (set-up nobody
+        explores), and with WANTED the points whose index it rejects, come without their pending
+        units and base patch (units (), legal 1, patch []): their changes reach the next full
+        point's patch, so the image stays in step, and the numbering is the same. A set-up that
+        leaves thousands of lines pending (a library formatting its pool) would otherwise cost a
+        unit per line at each of its fences."""
         opts = self.options
         eadr = opts.model == "eadr"
         clflush_now = opts.clflush_guarantees and not eadr
@@ -283,6 +290,11 @@ class Simulator:
 
         def point(i: int, kind: str) -> CrashPoint:
             nonlocal index
+            if i < skip_before or (wanted is not None and not wanted(index)):
+                cp = CrashPoint(index, i, kind, in_flight[-1] if in_flight else None, tuple(in_flight),
+                                last_done, (), 1, [], image.fp, line_size)
+                index += 1
+                return cp
             if eadr:
                 units = tuple(Unit("thread", None, tuple(buffered[t])) for t in sorted(buffered))
             else:

@@ -101,6 +101,21 @@ class TraceWriter:
         self._add("region", index, 0, NO_SITE, self._abs(addr, absolute), 0, b"")
         return index
 
+    def move_pool(self, base: int, size: int, image: bytes | None = None) -> None:
+        """Place region 0 (the pool) at BASE with SIZE bytes (and IMAGE) instead, before any
+        event has used an address: an importer that learns of the whole pool's mapping only
+        after a smaller first one (libpmemobj maps a pool's header before the pool)."""
+        plain = {KIND_IDS[k] for k in ("fence", "op_begin", "op_end", "mark", "region")}
+        if len(self.regions) != 1 or any(r.kind not in plain for r in self.records):
+            raise ValueError("move_pool: events that use addresses were written already")
+        if image is not None and len(image) != size:
+            raise ValueError(f"image has {len(image)} bytes, the pool {size}")
+        self.pool_base, self.pool_size = base, size
+        self.regions[0] = (base, size, image if image is not None else bytes(size))
+        for i, r in enumerate(self.records):
+            if r.kind == KIND_IDS["region"]:
+                self.records[i] = _Rec(r.kind, r.sub, r.tid, r.site, base, r.size, r.payload)
+
     def store(self, addr: int, data: bytes, *, tid: int = 0, site: int = NO_SITE, origin: str = "plain",
               nt: bool = False, absolute: bool = False) -> None:
         self._add("ntstore" if nt else "store", ORIGIN_IDS[origin], tid, site, self._abs(addr, absolute),

@@ -56,6 +56,7 @@ class Plan:
     adapter: Path
     cflags: list[str]
     pm_malloc: bool = False
+    ldflags: list[str] = field(default_factory=list)     # the user's libraries, at the link
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
 
     @property
@@ -144,7 +145,7 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
     tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        _run([cc, *map(str, objs + common), *tail, "-o", str(tmp)], f"linking {out.name}")
+        _run([cc, *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)], f"linking {out.name}")
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)

@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cflags", action="append", default=[],
                    help="extra compiler flags: one flag (--cflags -DMY_OPTION) or several in quotes "
                         "(--cflags \"-DMY_OPTION -Iinclude\"); may be repeated")
+    p.add_argument("--ldflags", action="append", default=[],
+                   help="extra link flags, as --cflags: the libraries the structure needs (--ldflags -lpmemobj)")
     p.add_argument("--pm-malloc", action="store_true",
                    help="send the sources' malloc, calloc, realloc, free, posix_memalign, aligned_alloc and "
                         "_mm_malloc to the pool allocator, each allocation recorded with the line that "
@@ -83,11 +85,14 @@ def run(args: argparse.Namespace) -> int:
     model_file = Path(args.model_file).resolve() if args.model_file else None
     if model_file is not None and not model_file.is_file():
         raise UsageError(f"{model_file}: no such model file")
-    try:
-        cflags = [f for text in args.cflags for f in shlex.split(text)]
-    except ValueError as exc:
-        raise UsageError(f"--cflags: {exc}") from None
-    plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc)
+    flags = {}
+    for name_, texts in (("cflags", args.cflags), ("ldflags", args.ldflags)):
+        try:
+            flags[name_] = [f for text in texts for f in shlex.split(text)]
+        except ValueError as exc:
+            raise UsageError(f"--{name_}: {exc}") from None
+    cflags = flags["cflags"]
+    plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc, ldflags=flags["ldflags"])
     missing = build_compile.missing_tools(plan)
     if missing is None and not build_compile.runtime().exists():
         missing = "the runtime is not built; run scripts/setup first"
@@ -114,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
         (out / "meta.json").unlink(missing_ok=True)
         raise
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
-            "adapter": str(adapter), "cflags": shlex.join(cflags),
+            "adapter": str(adapter), "cflags": shlex.join(cflags), "ldflags": shlex.join(flags["ldflags"]),
             "pm_malloc": args.pm_malloc, "bugs": str(bugs_path) if bugs else None,
             "model_file": str(model_file) if model_file else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")

@@ -86,7 +86,7 @@ def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Setting
             again = checker.check(ops)
             diff = None
             if first.trace is not None and again.trace is not None:
-                diff = determinism.trace_difference(first.trace, again.trace)
+                diff = determinism.trace_difference(first.trace, again.trace, not s.own_pool)
             if diff is None and not (first.partial or again.partial):
                 diff = determinism.findings_difference(determinism.findings_key(first.findings),
                                                        determinism.findings_key(again.findings))

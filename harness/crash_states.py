@@ -20,7 +20,7 @@ from harness.session import Session
 def point_at(session: Session, trace: Trace, cp_index: int) -> SimPoint:
     """Crash point CP_INDEX of TRACE; ValueError if the trace has no such point."""
     sim = Simulator.from_trace(trace, session.settings.options())
-    for cp in sim.crash_points():
+    for cp in sim.crash_points(wanted=lambda k: k == cp_index):
         if cp.index == cp_index:
             return cp
     raise ValueError(f"no crash point {cp_index} in {trace.path}")
@@ -35,7 +35,7 @@ def images_at(session: Session, trace: Trace, states: list[tuple[int, tuple[int,
         wanted.setdefault(cp_index, []).append(i)
     out: list[tuple[SimPoint, bytes] | None] = [None] * len(states)
     sim = Simulator.from_trace(trace, session.settings.options())
-    for cp in sim.crash_points():
+    for cp in sim.crash_points(wanted=wanted.__contains__):
         for i in wanted.pop(cp.index, []):
             _, writes = StateCodec(cp, sim.image).encode(tuple(states[i][1]))
             image = bytearray(sim.image.base)
@@ -61,7 +61,7 @@ def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: st
     runner = session.runner()
     sim = Simulator.from_trace(trace, session.settings.options())
     runner.queue_base(trace.regions[0].image)
-    for cp in sim.crash_points():
+    for cp in sim.crash_points(wanted=lambda k: k == cp_index):
         if cp.patch:
             runner.queue_patch(encode_writes(cp.patch))
         if cp.index == cp_index:

@@ -238,6 +238,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
     warnings: list[str] = []
     interrupted: str | None = None
     error: str | None = None
+    stored = not s.own_pool       # the bytes of a libpmemobj pool differ by its UUID (determinism.py)
     with Checker(s, bug, settings, budget=budget) as checker:
         strategy = histories(checker.model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                              key_kind=checker.key_kind, value_size=checker.value_size,
@@ -314,7 +315,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                 nondeterministic(ops, outcome, outcome.trace, ("run", f"the first run of it finished, the "
                                                                f"second failed: {str(exc)[:300]}"))
                 return
-            diff = determinism.trace_difference(outcome.trace, again)
+            diff = determinism.trace_difference(outcome.trace, again, stored)
             if diff is None:
                 first = determinism.findings_key(f for f in outcome.findings if f.point is None)
                 diff = determinism.findings_difference(
@@ -340,7 +341,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
                     note(outcome, f)          # kept, though the first check did not find it
             diff = None
             if first.trace is not None and outcome.trace is not None:
-                diff = determinism.trace_difference(first.trace, outcome.trace)
+                diff = determinism.trace_difference(first.trace, outcome.trace, stored)
             if diff is None and not (first.partial or outcome.partial):
                 diff = determinism.findings_difference(first.findings, determinism.findings_key(outcome.findings))
             if diff is not None:
@@ -463,7 +464,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             except KeyboardInterrupt as exc:
                 interrupted = signal_name(exc)
                 failed = exc
-            diff = (determinism.trace_difference(before, entry.outcome.trace)
+            diff = (determinism.trace_difference(before, entry.outcome.trace, stored)
                     if before is not None and entry.outcome.trace is not before else None)
             if diff is not None:
                 at[:] = list(entry.found_at)

@@ -190,7 +190,8 @@ class Checker:
             for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
                                runner=runner, followup=history_text(self.model, outcome.followup),
                                first_state=self.session.free_state_id(), progress=progress,
-                               start_event=first_op, stop=self.budget.expired):
+                               start_event=first_op, stop=self.budget.expired,
+                               relocatable=self.session.structure.own_pool):
                 self.session.next_state = out.id + 1
                 outcome.coverage.count(out)
                 if (out.point.op is not None and out.fp not in seen_images and out.result is not None

@@ -46,7 +46,7 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
         scope = ("recovery", cp_index, tuple(choice))
         for out in explore(rtrace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
                            runner=runner, followup=follow_text, first_state=session.free_state_id(),
-                           stop=session.budget.expired):
+                           stop=session.budget.expired, relocatable=session.structure.own_pool):
             session.next_state = out.id + 1
             outcome.coverage.count(out, scope)
             res = out.result

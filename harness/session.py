@@ -127,9 +127,12 @@ def file_id(path: Path) -> tuple[int, int, int, int] | None:
 
 
 def clean_env() -> dict[str, str]:
-    """The environment of the driver's runs, without a trace file inherited from ours."""
+    """The environment of the driver's runs, without a trace file inherited from ours. The pool
+    stands for PM, so libpmem is told to treat it as PM (unless the user said otherwise): PMDK's
+    libraries then flush with cache-line flushes and fences, as on PM, not with msync."""
     env = dict(os.environ)
     env.pop("CRASHCHECK_TRACE", None)
+    env.setdefault("PMEM_IS_PMEM_FORCE", "1")
     return env
 
 

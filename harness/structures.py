@@ -116,6 +116,12 @@ class Structure:
         return bool(self.info.get("pm", True))
 
     @property
+    def own_pool(self) -> bool:
+        """It maps its pool file itself (libpmemobj; the adapter's create_file/open_file): only a
+        tracer that sees the library's stores can trace it."""
+        return bool(self.info.get("own_pool", False))
+
+    @property
     def map_ops(self) -> tuple[str, ...]:
         """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
         are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""

@@ -222,3 +222,18 @@ def test_object_markers_become_allocations_with_their_sites(tmp_path):
     assert (site.inlined_file, site.inlined_line, site.inlined_func) == ("trees/x/x.c", 240, "x_insert")
     assert objs[1].site == NO_SITE
     assert (trace.site(objs[2].site).file, trace.site(objs[2].site).line) == ("a.c", 5)
+
+
+def test_a_later_mapping_of_the_whole_pool_file_becomes_the_pool(tmp_path):
+    """pmemobj_open maps a pool's 4 KiB header, then the whole file: the whole mapping is the
+    pool (region 0), the header mapping an alias of its first page."""
+    log = tmp_path / "open.log"
+    log.write_text("==1== START|FENCE|REGISTER_FILE;/p.obj;0x483c000;0x1000;0x0|"
+                   "REGISTER_FILE;/p.obj;0x5200000;0x800000;0x0|REGISTER_FILE;/p.obj;0x483c000;0x1000;0x0|"
+                   "STORE;0x483cfc8;0x1;0x1|STORE;0x5200100;0x2;0x8|STOP\n")
+    res = import_log(log, tmp_path / "t.trace")
+    trace = read_trace(res.trace)
+    assert [(m.base, m.size) for m in res.regions] == [(0x5200000, 0x800000)]
+    assert [(m.base, m.delta) for m in res.folded] == [(0x483c000, 0x5200000 - 0x483c000)]
+    stores = [(ev.off, ev.data) for ev in trace.events if ev.kind == "store"]
+    assert stores == [(0xfc8, b"\x01"), (0x100, (2).to_bytes(8, "little"))]

@@ -219,6 +219,23 @@ struct cc_adapter {
 	 * trees leave it 0.
 	 */
 	int threads;
+
+	/*
+	 * A structure that maps its pool file itself (libpmemobj's
+	 * pmemobj_create/pmemobj_open, which pick their own address and run
+	 * their own transaction recovery) sets both instead of create/open:
+	 * the driver then neither maps nor formats the pool.
+	 *   create_file -- make a fresh pool of SIZE bytes in the file PATH
+	 *                  (which does not exist) and return the handle;
+	 *   open_file   -- open the pool image in PATH (a post-crash image:
+	 *                  the library's own recovery runs here), rebuilding
+	 *                  DRAM state as far as needed to call recover.
+	 * Both return NULL on failure (reason on stderr).  Only a tracer that
+	 * sees the library's stores can trace such a structure: `crashcheck
+	 * fuzz --tracer pmemcheck` (docs/pmemcheck.md).
+	 */
+	void *(*create_file)(const char *path, size_t size);
+	void *(*open_file)(const char *path, size_t size);
 };
 
 extern const struct cc_adapter cc_adapter;
@@ -233,6 +250,12 @@ static inline size_t cc_value_min(const struct cc_adapter *a)
 static inline const char *cc_model(const struct cc_adapter *a)
 {
 	return a->model ? a->model : "ordered_map";
+}
+
+/* cc_own_pool -- whether A maps its pool file itself (create_file/open_file) */
+static inline int cc_own_pool(const struct cc_adapter *a)
+{
+	return a->open_file != NULL;
 }
 
 /* cc_is_map -- whether A is driven through the map verbs (model ordered_map) */

@@ -8,9 +8,11 @@
  * once.  The adapter's check runs first, before any lookup, because a
  * lookup may repair lazily.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 #include "format.h"
 #include "history.h"
@@ -246,6 +248,51 @@ static void run_followup(const struct cc_adapter *a, void *t, const struct cc_hi
 	fputc(']', out);
 }
 
+/* page_zero -- the N bytes at P are all zero (internal) */
+static int page_zero(const unsigned char *p, size_t n)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	for (size_t i = 0; i < n / 8; i++)
+		if (w[i])
+			return 0;
+	return 1;
+}
+
+/* open_own_pool -- a structure that maps its pool file itself (cc_tree.h open_file) is given the
+ * image POOL as a file of its own: a private temporary copy (sparse: a pool is mostly zero
+ * pages, and writing all of it per checked state would cost more than the check), removed once
+ * opened (its mapping stays); ERR says why it could not be (internal) */
+static void *open_own_pool(const struct cc_adapter *a, const void *pool, size_t size, char *err, size_t errlen)
+{
+	enum { PAGE = 4096 };
+	char path[64];
+	snprintf(path, sizeof(path), "%s/cc-image-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot make a file for the image: %s", strerror(errno));
+		return NULL;
+	}
+	const unsigned char *p = pool;
+	int bad = ftruncate(fd, (off_t)size) != 0;
+	for (size_t off = 0; off < size && !bad; off += PAGE) {
+		size_t n = size - off < PAGE ? size - off : PAGE;
+		if (!page_zero(p + off, n))
+			bad = pwrite(fd, p + off, n, (off_t)off) != (ssize_t)n;
+	}
+	if (bad) {
+		snprintf(err, errlen, "cannot write the image file: %s", strerror(errno));
+		close(fd);
+		unlink(path);
+		return NULL;
+	}
+	close(fd);
+	void *t = a->open_file(path, size);
+	unlink(path);
+	if (!t)
+		snprintf(err, errlen, "the structure cannot open the image (its open_file failed)");
+	return t;
+}
+
 /* cc_check_image -- recover and judge one image, one JSON line to OUT */
 int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 		   const char *followup, FILE *out)
@@ -260,6 +307,9 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 	int status = -1;
 	if (a->no_pm) {
 		if ((t = a->open(NULL, 0)) != NULL)
+			status = a->recover(t);
+	} else if (cc_own_pool(a)) {
+		if ((t = open_own_pool(a, pool, size, err, sizeof(err))) != NULL)
 			status = a->recover(t);
 	} else if (pm_pool_attach(pool, size) == 0 && (t = a->open(pool, size)) != NULL)
 		status = a->recover(t);

@@ -190,6 +190,8 @@ static int run_no_pm(struct cc_history *h, int dump, int check, FILE *out, const
 	return 0;
 }
 
+static int run_ready(void *t, struct cc_history *hp, FILE *out, const char *results, int dump, int check);
+
 /* cmd_run -- run a history on a new or existing pool (internal) */
 static int cmd_run(int argc, char **argv)
 {
@@ -231,10 +233,24 @@ static int cmd_run(int argc, char **argv)
 		size = create ? DEFAULT_POOL_SIZE : file_size(pool_path);
 	else if (!create && file_size(pool_path) < size)
 		usage_error("pool %s is smaller than --size %zu", pool_path, size);
+	void *t;
+	if (cc_own_pool(&cc_adapter)) {
+		/* the structure maps its pool file itself (cc_tree.h create_file/open_file) */
+		if (create) {
+			unlink(pool_path);
+			if (!(t = cc_adapter.create_file(pool_path, size)))
+				usage_error("%s: create failed on pool %s", cc_adapter.name, pool_path);
+		} else if (!(t = cc_adapter.open_file(pool_path, size))) {
+			usage_error("%s: cannot open pool %s", cc_adapter.name, pool_path);
+		} else if (cc_adapter.recover(t)) {
+			fprintf(stderr, "%s: recovery of %s failed\n", prog, pool_path);
+			return 1;
+		}
+		return run_ready(t, &h, out, results, dump, check);
+	}
 	void *pool = crashcheck_pool_open(pool_path, size, 0, create ? CRASHCHECK_POOL_CREATE : 0);
 	if (!pool)
 		usage_error("%s", crashcheck_last_error());
-	void *t;
 	if (create) {
 		if (pm_pool_format(pool, size))
 			exit(2); /* pm_pool_format said why, on one line */
@@ -251,6 +267,14 @@ static int cmd_run(int argc, char **argv)
 			return 1;
 		}
 	}
+	return run_ready(t, &h, out, results, dump, check);
+}
+
+/* run_ready -- the history H on the structure T, set up and (if need be) recovered: results to
+ * OUT, with the `!ready` / `!end` lines when they go to a --results file (internal) */
+static int run_ready(void *t, struct cc_history *hp, FILE *out, const char *results, int dump, int check)
+{
+	struct cc_history h = *hp;
 	static char outbuf[1 << 16];
 	setvbuf(out, outbuf, _IOFBF, sizeof(outbuf));
 	if (results) {
@@ -379,10 +403,10 @@ static int cmd_info(int argc, char **argv)
 	if (argc)
 		usage_error("info takes no arguments");
 	printf("{\"name\": \"%s\", \"key_kind\": \"%s\", \"value_size\": %zu, \"value_min\": %zu, "
-	       "\"model\": \"%s\", \"threads\": %s",
+	       "\"model\": \"%s\", \"threads\": %s, \"own_pool\": %s",
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
 	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
-	       cc_adapter.threads ? "true" : "false");
+	       cc_adapter.threads ? "true" : "false", cc_own_pool(&cc_adapter) ? "true" : "false");
 	if (cc_is_map(&cc_adapter)) {
 		/* the map operations it has: update, delete and scan are optional (NULL) */
 		static const enum cc_op_kind kinds[] = {OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN};
