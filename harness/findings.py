@@ -164,7 +164,9 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     checker, exit(0) without a result, a process left running) is one bug per way it ended,
     wherever the crash fell: such a recovery usually fails the same way on every image that
     reaches the faulty code, and grouping by lost store would make one cause dozens of bugs. (Two
-    different faults that die of the same signal are then one bug; its record shows the first.)"""
+    different faults that die of the same signal are then one bug; its record shows the first.)
+    So is a recovery that refuses the image and prints why (the oracle's verdict group: its last
+    line without addresses and numbers)."""
     pre = "in recovery: " if f.recovery_of is not None else ""
     if f.verdict is not None and f.verdict.group:
         return (f.cls, pre + f.verdict.group)

@@ -188,3 +188,51 @@ def test_the_primary_names_the_mistake_best():
     lost, inv = make("lost-durable-write", 1), make("invariant-violation", 3)
     [bug] = bugs.merge([inv, lost], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
     assert bug[0] is lost
+
+
+def test_a_recovery_that_refuses_is_one_bug_per_refusal_text():
+    """Recovery refuses an image and prints why: the refusal, without its addresses and numbers,
+    is the group (one way recovery failed, wherever the crash fell); a different refusal, or one
+    that printed nothing, is grouped as before (by its lost store)."""
+    from crashsim.runner import CheckResult
+    from harness.findings import finding_group
+    from specs.oracle import CrashPoint, judge_recovery
+    from specs.ordered_map import parse_op
+
+    def refused(stderr):
+        return {"status": "ok", "result": {"recovered": False, "recover_status": -1}, "stderr": stderr}
+
+    def group(stderr, lost):
+        verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), refused(stderr))
+        f = finding("recovery-crash", lost)
+        f.verdict = verdict
+        f.result = CheckResult("ok", None, None, refused(stderr)["result"], stderr, None, 0)
+        return verdict, finding_group(FakeTrace(), f)
+    v, a = group("woart: bad node 0x6000000104a8 at depth 12\n", [1])
+    _, b = group("woart: bad node 0x600000010400 at depth 3\n", [2])
+    _, other = group("woart: header of 0x600000010438 beyond repair\n", [1])
+    _, silent = group("", [2])
+    assert v.cls == "recovery-crash" and "bad node 0x6000000104a8 at depth 12" in v.detail
+    assert a == b == ("recovery-crash", "recovery refused: woart: bad node ? at depth ?")
+    assert other != a and silent == ("recovery-crash", "/src/tree.c:12")
+    assert len(merged([finding_with(a, [1]), finding_with(b, [2])])) == 1
+
+
+def finding_with(group, lost):
+    f = finding(group[0], lost)
+    f.group = group
+    return f
+
+
+def test_only_an_image_that_passes_on_its_own_is_crashed_inside_its_recovery():
+    """A failing image is a finding already: crashing its recovery would show the same mistake
+    again as a bug of its own. An expected finding (a leak known by design) does not count."""
+    from types import SimpleNamespace as NS
+
+    from harness.recovery_crashes import worth_crashing
+    unit = NS(choices=3)
+    out = NS(point=NS(op=1, units=[unit]), choice=(1,), result=NS(ok=True))
+    assert worth_crashing(out, [])
+    assert worth_crashing(out, [finding("leak", [0], group="known", expected=True)])
+    assert not worth_crashing(out, [finding("wrong-value", [0])])
+    assert not worth_crashing(NS(point=out.point, choice=(2,), result=out.result), [])   # nothing lost
