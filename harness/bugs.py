@@ -10,18 +10,19 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     recovery that loses none of recovery's stores counts with the stores the original crash
     lost); so are findings
     that hinge on one store (one the failure needs persisted, or for a failure inside an
-    operation that needs none, the operation's last store already durable at the crash: a node
-    published before its contents were written fails with its contents lost or not yet
-    written), findings of one group (one broken rule, one way recovery died) and a finding whose
-    group is another's symptom (`merge`). Expected findings (known by design) are never merged
-    with unexpected ones.
+    operation that needs none, the operation's last persist before the crash: a node published
+    before its contents were written fails with its contents lost or not yet written; under
+    eADR a CAS is such a persist on its own, `anchor`), findings of one group (one broken rule,
+    one way recovery died or refused) and a finding whose group is another's symptom, or one of
+    whose rules another state broke too (`merge`). Expected findings (known by design) are never
+    merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
 from __future__ import annotations
 
 from crashsim.trace import Trace
-from harness.findings import Finding, site_key, store_site
+from harness.findings import Finding, address_free, site_key, store_site
 
 # The class a person fixes first: a broken rule of the structure, then a recovery that dies or
 # hangs, then what the contents show, then what only later operations or the allocator show.
@@ -71,13 +72,22 @@ def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
 
 def anchor(trace: Trace | None, f: Finding) -> list[str]:
     """For a failure inside an operation that needs no pending store to persist: the source lines
-    of the stores the operation's last fence before the crash made durable (the durable ones
+    of the stores the operation's last persist before the crash made durable (the durable ones
     stored since the fence before them). Such a failure comes from the order the
     program made stores durable in (a node published before its contents were written, a header
     rewritten in place before the pointer swing), and that group of stores is where the order
-    went wrong; [] otherwise."""
+    went wrong; [] otherwise.
+
+    Under eADR (no flushes: a thread's stores persist in program order) a locked instruction
+    (RMW, cmpxchg) makes its own store durable at once: a durable store with no fence after it is
+    that persist on its own (the CAS that published a node too early). And a crash at the end of
+    an operation that loses its last stores is such a failure too: under eADR those stores were
+    only not yet drained, so what fails is what the operation had already made durable."""
     cp = f.point
-    if cp is None or trace is None or f.needed or f.recovery_of is not None or cp.op is None:
+    if cp is None or trace is None or f.needed or f.recovery_of is not None:
+        return []
+    eadr_end = cp.kind == "op_end" and cp.units and all(u.kind == "thread" for u in cp.units)
+    if cp.op is None and not eadr_end:
         return []
     pending = {p.seq for u in cp.units for p in u.pieces}
     group: list = []
@@ -90,8 +100,12 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
             if group:
                 break         # the fence before the last persist's stores (mfence; clflush; mfence)
             seen_fence = True
-        elif ev.kind in ("store", "ntstore") and ev.seq not in pending and seen_fence:
-            group.append(ev)
+        elif ev.kind in ("store", "ntstore") and ev.seq not in pending:
+            if seen_fence:
+                group.append(ev)
+            elif i > 0 and trace.events[i - 1].kind == "fence" and trace.events[i - 1].sub == "locked":
+                group = [ev]  # durable with no fence after it: its locked instruction's own store
+                break
     return sorted({site_key(trace, ev.site) for ev in group})
 
 
@@ -105,6 +119,13 @@ def order(trace: Trace | None, f: Finding) -> dict | None:
     def lines(pieces):
         return sorted({site_key(trace, store_site(trace, p)) for p in pieces})
     return {"persisted": lines(f.needed), "lost": lines(f.lost), "class": f.cls}
+
+
+def broken_rules(f: Finding) -> list[str]:
+    """The texts of every rule F's recovered structure broke (its check's violations), or []."""
+    if f.cls != "invariant-violation" or f.result is None or not isinstance(f.result.result, dict):
+        return []
+    return [v for v in f.result.result.get("violations") or [] if isinstance(v, str)]
 
 
 def _plain(group: tuple[str, str]) -> tuple[str, str]:
@@ -132,6 +153,8 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         f = finding(item)
         # (a rule broken after a crash inside recovery is the rule broken after any crash)
         keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        # every rule one crash state breaks is that state's bug, not only the first one reported
+        keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
         t = trace(item)
         c = cause(t, f)
         if c:
@@ -210,4 +233,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]

@@ -15,6 +15,7 @@ class Ev:
     site: int
     kind: str = "store"
     seq: int = 0
+    sub: str = ""
 
 
 class FakeTrace:
@@ -36,6 +37,7 @@ class P:
 class FakePoint:
     """A crash point whose choice is (lost seqs, needed seqs): lost() returns the first."""
     index = 0
+    kind = "fence"
     op = None
     event = 4
     units = ()
@@ -236,3 +238,55 @@ def test_only_an_image_that_passes_on_its_own_is_crashed_inside_its_recovery():
     assert worth_crashing(out, [finding("leak", [0], group="known", expected=True)])
     assert not worth_crashing(out, [finding("wrong-value", [0])])
     assert not worth_crashing(NS(point=out.point, choice=(2,), result=out.result), [])   # nothing lost
+
+
+def test_under_eadr_the_publishing_cas_is_the_persist_point():
+    """eADR: a leaf's context CASed into its bucket (a locked fence, then the cmpxchg's store,
+    durable at once), then the leaf's contents stored. A crash right after the CAS loses nothing;
+    a crash at the end of the operation loses the contents, still in the store buffer. Both
+    anchor on the CAS; under ADR the end of an operation has no anchor (a store the operation
+    left unflushed is the mistake itself)."""
+
+    class Unit:
+        def __init__(self, seqs, kind="thread"):
+            self.pieces = [P(s) for s in seqs]
+            self.kind = kind
+
+    class CasTrace(FakeTrace):
+        """0, 1: the leaf's slot (lines 10, 11), fence 2; op_begin 3; locked fence 4, the CAS's
+        store 5 (line 15), seq_cst fence 6; the contents 7, 8 (lines 17, 18); op_end 9."""
+        events = [Ev(0, seq=0), Ev(1, seq=1), Ev(2, "fence", 2), Ev(3, "op_begin", 3), Ev(4, "fence", 4),
+                  Ev(5, seq=5), Ev(6, "fence", 6), Ev(7, seq=7), Ev(8, seq=8), Ev(9, "op_end", 9)]
+
+        events[2].sub, events[4].sub, events[6].sub = "mfence", "locked", "seq_cst"
+
+    trace = CasTrace()
+
+    def at(event, kind, op, lost, pending, unit_kind="thread"):
+        f = finding("invariant-violation", lost, group=f"rule {event}")
+        f.point = FakePoint()
+        f.point.event, f.point.kind, f.point.op = event, kind, op
+        f.point.units = [Unit(pending, unit_kind)] if pending else []
+        return f
+    after_cas = at(6, "fence", 0, [], [])
+    at_end = at(9, "op_end", None, [7, 8], [7, 8])
+    assert bugs.anchor(trace, after_cas) == ["/src/tree.c:15"]
+    assert bugs.anchor(trace, at_end) == ["/src/tree.c:15"]
+    assert len(bugs.merge([after_cas, at_end], lambda f: f, lambda f: trace)) == 1
+    adr_end = at(9, "op_end", None, [7, 8], [7, 8], unit_kind="line")
+    assert bugs.anchor(trace, adr_end) == []
+
+
+def test_every_rule_one_state_breaks_joins_its_bug():
+    """A state that breaks two rules: a finding elsewhere whose first broken rule is its second
+    is the same bug; a state breaking an unrelated rule is not."""
+    from crashsim.runner import CheckResult
+
+    def broke(rules, lost):
+        f = finding("invariant-violation", lost, group="rule: " + rules[0])
+        f.result = CheckResult("ok", None, None, {"recovered": True, "violations": rules}, "", None, 0)
+        return f
+    both = broke(["leaf 0x600000020400: key length 0, value length 0", "leaf 0x600000020400: key byte 1 is 3d, its path says 00"], [1])
+    second = broke(["leaf ?: key byte ? is ?, its path says ?"], [2])
+    other = broke(["node ?: header depth ?, reached at depth ?"], [3])
+    assert sorted(len(m) for m in merged([both, second, other])) == [1, 2]
