@@ -14,8 +14,9 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     before its contents were written fails with its contents lost or not yet written; under
     eADR a CAS is such a persist on its own, `anchor`), findings of one group (one broken rule,
     one way recovery died or refused) and a finding whose group is another's symptom, or one of
-    whose rules another state broke too (`merge`). Expected findings (known by design) are never
-    merged with unexpected ones.
+    whose rules another state broke too (`merge`); a leak of an object the operation in flight
+    allocated joins a bug whose stores that matter write into an object of that allocation site
+    (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
@@ -109,6 +110,34 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
     return sorted({site_key(trace, ev.site) for ev in group})
 
 
+def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:
+    """The allocation sites (file:line) of the objects F's operation in flight allocated that
+    F is about: for a leak, the leaked ones; else the ones its stores that matter write into.
+    A new object the operation leaves unreachable and a new object whose contents a crash loses
+    are one mistake of that operation (a value object published before it was written is lost
+    with its contents, or leaked when the crash comes before the swing); [] without an
+    operation in flight."""
+    cp = f.point
+    if cp is None or trace is None or f.recovery_of is not None or (cp.op is None and cp.kind != "op_end"):
+        return []
+    events = trace.events
+    start = next((i for i in range(min(cp.event, len(events)) - 1, -1, -1) if events[i].kind == "op_begin"), None)
+    if start is None:
+        return []
+    allocs = []                       # the operation's allocations, also those after the crash
+    for ev in events[start + 1:]:
+        if ev.kind in ("op_begin", "op_end"):
+            break
+        if ev.kind == "alloc":
+            allocs.append((ev.addr, ev.size, ev.off, ev.site))     # size: the object's
+    if f.cls == "leak":
+        offs = {obj.get("off") for obj in f.leaks}
+        return sorted({site_key(trace, site) for _, _, off, site in allocs if off in offs})
+    addrs = [events[p.seq].addr for p in f.lost + f.needed]
+    return sorted({site_key(trace, site) for addr, size, _, site in allocs
+                   if any(addr <= a < addr + size for a in addrs)})
+
+
 def order(trace: Trace | None, f: Finding) -> dict | None:
     """F's store order: the needed persisted stores and the lost ones, by source line."""
     if f.point is None or trace is None or not f.lost:
@@ -149,6 +178,13 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         return i
 
     owner: dict[tuple, int] = {}
+    leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
+    written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
+
+    def union(i: int, j: int) -> None:
+        a, b = find(i), find(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
     for i, item in enumerate(items):
         f = finding(item)
         # (a rule broken after a crash inside recovery is the rule broken after any crash)
@@ -168,12 +204,22 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         # failures that hinge on one such store are one bug
         keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
         keys += [("store", a) for a in anchor(t, f)]
+        # a new object of the operation in flight, leaked: attached below to a bug whose stores
+        # that matter write into a new object of that allocation site
+        for site in fresh_objects(t, f):
+            if f.cls == "leak":
+                leaked.setdefault(i, []).append((f.expected, site))
+            else:
+                written.setdefault((f.expected, site), i)
         for key in keys:
             key = (f.expected,) + key
-            j = owner.setdefault(key, i)
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            union(i, owner.setdefault(key, i))
+    # one way only: a leak joins the first such bug, and two bugs about new objects of one
+    # allocation site (every node of a tree may come from one line) stay apart
+    for i, sites in leaked.items():
+        j = next((written[k] for k in sites if k in written), None)
+        if j is not None:
+            union(i, j)
     bugs: dict[int, list] = {}
     for i, item in enumerate(items):
         bugs.setdefault(find(i), []).append(item)
@@ -233,4 +279,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "fold_state", "fresh_objects", "merge", "order", "orders", "rank", "symptoms"]

@@ -16,6 +16,9 @@ class Ev:
     kind: str = "store"
     seq: int = 0
     sub: str = ""
+    addr: int = 0
+    size: int = 0
+    off: int | None = None
 
 
 class FakeTrace:
@@ -290,3 +293,34 @@ def test_every_rule_one_state_breaks_joins_its_bug():
     second = broke(["leaf ?: key byte ? is ?, its path says ?"], [2])
     other = broke(["node ?: header depth ?, reached at depth ?"], [3])
     assert sorted(len(m) for m in merged([both, second, other])) == [1, 2]
+
+
+def test_a_leak_of_a_new_object_joins_the_bug_about_that_objects_contents():
+    """An update allocates a value object (line 11) and publishes it before writing it: a crash
+    after the publish loses the value's store (line 12, a wrong value); a crash before it leaves
+    the object unreachable (a leak). Both are about the operation's new object: one bug. Another
+    finding about a new object of the same line (a store at line 13) stays apart: one allocation
+    line may make every node of a tree."""
+    alloc = Ev(1, "alloc", 1, addr=0x1000, size=16, off=0x1000)
+
+    class AllocTrace(FakeTrace):
+        """0 op_begin; 1 alloc of 16 bytes at 0x1000 (line 11); stores into it at lines 12, 13;
+        4 fence; 5 op_end."""
+        events = [Ev(0, "op_begin", 0), alloc, Ev(2, seq=2, addr=0x1000), Ev(3, seq=3, addr=0x1008),
+                  Ev(4, "fence", 4), Ev(5, "op_end", 5)]
+    trace = AllocTrace()
+
+    def at(cls, event, lost, group):
+        f = finding(cls, lost, group=group)
+        f.point = FakePoint()
+        f.point.event, f.point.op = event, 0
+        return f
+    value = at("wrong-value", 4, [2], "value")
+    other = at("invariant-violation", 4, [3], "other")
+    leak = at("leak", 1, [], "leak at line 11")
+    leak.leaks = [{"off": 0x1000, "size": 16}]
+    assert bugs.fresh_objects(trace, leak) == bugs.fresh_objects(trace, value) == ["/src/tree.c:11"]
+    out = bugs.merge([value, other, leak], lambda f: f, lambda f: trace)
+    assert sorted(len(m) for m in out) == [1, 2]
+    [bug] = [m for m in out if len(m) == 2]
+    assert bug == [value, leak]
