@@ -12,9 +12,10 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     that hinge on one store (one the failure needs persisted, or for a failure inside an
     operation that needs none, the operation's last persist before the crash: a node published
     before its contents were written fails with its contents lost or not yet written; under
-    eADR a CAS is such a persist on its own, `anchor`), findings of one group (one broken rule,
-    one way recovery died or refused) and a finding whose group is another's symptom, or one of
-    whose rules another state broke too (`merge`); a leak of an object the operation in flight
+    eADR a CAS is such a persist on its own, `anchor`; or the store the same failure needs at
+    the earliest crash point of its operation, Finding.needed_early), findings of one group (one
+    broken rule, one way recovery died or refused) and a finding whose group is another's
+    symptom, or one of whose rules another state broke too (`merge`); a leak of an object the operation in flight
     allocated joins a bug whose stores that matter write into an object of that allocation site
     (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
@@ -202,7 +203,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             keys.append(("cause", tuple(sorted({site_key(t, store_site(t, p)) for p in f.origin_lost}))))
         # a store the failure needs persisted, or the durable store where the order went wrong:
         # failures that hinge on one such store are one bug
-        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
+        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
         keys += [("store", a) for a in anchor(t, f)]
         # a new object of the operation in flight, leaked: attached below to a bug whose stores
         # that matter write into a new object of that allocation site

@@ -50,6 +50,10 @@ class Finding:
     # After shrinking: the persisted pending pieces without which the state passes
     # (harness/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
     needed: list[Piece] = field(default_factory=list)
+    # After shrinking, when `needed` is empty inside an operation: the pieces the same failure
+    # needs at the earliest crash point of the operation where it shows (state_shrink.py
+    # earliest_needed): a store made durable before the crash that the failure hinges on.
+    needed_early: list[Piece] = field(default_factory=list)
     # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
     # recovery was repairing when it crashed), in the history's trace.
     origin_lost: list[Piece] = field(default_factory=list)

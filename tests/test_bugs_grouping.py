@@ -324,3 +324,47 @@ def test_a_leak_of_a_new_object_joins_the_bug_about_that_objects_contents():
     assert sorted(len(m) for m in out) == [1, 2]
     [bug] = [m for m in out if len(m) == 2]
     assert bug == [value, leak]
+
+
+def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_its_operation():
+    """A slot's bit made durable before its key length: a crash after the key's persist loses
+    the length and needs nothing pending (the bit is durable already). Two crash points earlier
+    the same failure shows with the bit still pending: it needs the bit, and that store joins it
+    to the bug of the early bit. A failure of another class earlier ends the walk."""
+    from harness.state_shrink import earliest_needed
+
+    class Unit:
+        def __init__(self, pieces):
+            self.pieces = pieces
+
+        def kept(self, k):
+            return self.pieces[:k]
+
+    class Pt:
+        def __init__(self, name, pieces):
+            self.name, self.units = name, [Unit(pieces)] if pieces else []
+            self.radices = [len(pieces)] if pieces else []
+
+    class V:
+        def __init__(self, ok, cls="resurrected-delete"):
+            self.ok, self.cls = ok, cls
+
+    after_key, after_bit, before = Pt("after-key", ["key"]), Pt("after-bit", ["bit"]), Pt("before", ["log"])
+
+    def check_at(p):
+        return lambda choices: [(p.name, c) for c in choices]
+
+    def verdict(p, res):
+        name, choice = res
+        return V(ok=name == "before" or (name == "after-bit" and choice[0] == 0))
+    points = [after_key, after_bit, before]
+    assert earliest_needed(points, check_at, verdict, "resurrected-delete") == ["bit"]
+
+    def other_class(p, res):
+        v = verdict(p, res)
+        return V(v.ok, "invariant-violation" if p.name == "after-bit" else "resurrected-delete")
+    assert earliest_needed(points, check_at, other_class, "resurrected-delete") == []
+    late = finding("resurrected-delete", [3])
+    late.needed_early = [P(1)]
+    early_bit = finding("invariant-violation", [2], needed=[1])
+    assert len(merged([late, early_bit, finding("wrong-value", [3], needed=[2])])) == 2
