@@ -14,9 +14,10 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     before its contents were written fails with its contents lost or not yet written; under
     eADR a CAS is such a persist on its own, `anchor`; or the store the same failure needs at
     the earliest crash point of its operation, Finding.needed_early), findings of one group (one
-    broken rule, one way recovery died or refused) and a finding whose group is another's
-    symptom, or one of whose rules another state broke too (`merge`); a leak of an object the operation in flight
-    allocated joins a bug whose stores that matter write into an object of that allocation site
+    broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
+    follow-up operation) and a finding whose group is another's symptom, or one of whose rules
+    another state broke too (`merge`); a leak of an object the operation in flight allocated
+    joins a bug whose stores that matter write into an object of that allocation site
     (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
@@ -159,6 +160,10 @@ def broken_rules(f: Finding) -> list[str]:
 
 
 def _plain(group: tuple[str, str]) -> tuple[str, str]:
+    """GROUP as a key of merge: a rule broken after a crash inside recovery, or without any
+    crash, is the rule broken after any crash."""
+    if group[0] == "no-crash-invariant":
+        return ("invariant-violation", "rule: " + group[1])
     return (group[0], group[1].removeprefix("in recovery: "))
 
 
@@ -192,6 +197,10 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
         # every rule one crash state breaks is that state's bug, not only the first one reported
         keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
+        # one follow-up operation returning the same wrong output after recoveries the oracle
+        # accepted: the same hidden damage, wherever the crash fell
+        if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
+            keys.append(("divergence", f.verdict.detail))
         t = trace(item)
         c = cause(t, f)
         if c:

@@ -368,3 +368,43 @@ def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_
     late.needed_early = [P(1)]
     early_bit = finding("invariant-violation", [2], needed=[1])
     assert len(merged([late, early_bit, finding("wrong-value", [3], needed=[2])])) == 2
+
+
+def test_one_follow_up_divergence_after_crashes_anywhere_is_one_bug():
+    """After recoveries the oracle accepted, a follow-up lookup returns the same wrong output
+    whatever the crash lost: one bug. Another wrong output stays apart."""
+    from specs.oracle import Verdict
+
+    def diverged(detail, lost):
+        f = finding("post-recovery-divergence", lost)
+        f.verdict = Verdict(False, "post-recovery-divergence", detail)
+        return f
+    same = "after recovery, `lookup x:fe00` returned `notfound`, the model `value x:07`"
+    out = merged([diverged(same, [1]), diverged(same, [2]),
+                  diverged("after recovery, `lookup x:01` returned `notfound`, the model `value x:07`", [3])])
+    assert sorted(len(m) for m in out) == [1, 2]
+
+
+def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
+    """Without any crash, a delete returns the wrong answer after an insert broke two rules: one
+    wrong-value finding whose symptoms are the rules; another run's wrong value of an insert that
+    broke one of those rules, and a crash state breaking it, are the same bug."""
+    from harness.crash_free import crash_free_findings
+    from specs.models import get as model_get
+    from specs.ordered_map import parse_op
+
+    model = model_get("ordered_map")
+    ops = [parse_op("insert 1 10"), parse_op("delete 1")]
+    lines = ["ok", "!invariant 0 leaf 0x600000020400: key byte 1 is c2, its path says 00",
+             "!invariant 0 leaf 0x600000020440 in the END slot at position 4 has a key of 3 bytes", "notfound"]
+    [delete] = crash_free_findings(model, ops, lines)
+    assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete")
+    assert [s.group[1] for s in delete.symptoms] == ["rule: leaf ?: key byte ? is ?, its path says ?",
+                                                     "rule: leaf ? in the END slot at position ? has a key of ? bytes"]
+    [insert] = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("insert 2 20")],
+                                   ["ok", "!invariant 0 leaf 0x600000020480: key byte 3 is 11, its path says 7f", "error"])
+    after_crash = finding("invariant-violation", [3], group="rule: leaf ? in the END slot at position ? has a key of ? bytes")
+    unrelated = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("lookup 1")], ["ok", "notfound"])
+    assert not unrelated[0].symptoms
+    out = bugs.merge([delete, insert, after_crash] + unrelated, lambda f: f, lambda f: FakeTrace())
+    assert sorted(len(m) for m in out) == [1, 3]

@@ -29,10 +29,12 @@ def _catalog(folder: Path, structure: str):
 
 
 # Seeded bugs that still come out as several bugs (issue 18 point 2 not done for them; unexpected
-# bugs at seed 1, 48 examples): Heart's pack-keybyte-7bit and split-prefix-length are logic bugs
-# found without any crash, as wrong values of different operations (10 and 2 bugs). Each is still
-# found with its class.
-NOT_ONE_BUG_YET = {"heart-pack-keybyte-7bit", "heart-split-prefix-length"}
+# bugs at seed 1, 48 examples): Heart's pack-keybyte-7bit, a logic bug, shows as broken rules
+# without any crash and as a follow-up lookup of a key with its top bit set that returns nothing
+# after crashes anywhere, in histories whose own keys never have that bit (2 bugs: nothing
+# links the follow-up's wrong answer to the rules, as the follow-up runs only after a crash).
+# It is still found with its class.
+NOT_ONE_BUG_YET = {"heart-pack-keybyte-7bit"}
 SEEDED = [p for t in TREES for p in _catalog(ROOT / "trees" / t, t)] + _catalog(EXAMPLE, "pmhash")
 
 
