@@ -10,18 +10,22 @@ Owns two rules, applied after findings are grouped (harness/findings.py finding_
     recovery that loses none of recovery's stores counts with the stores the original crash
     lost); so are findings
     that hinge on one store (one the failure needs persisted, or for a failure inside an
-    operation that needs none, the operation's last store already durable at the crash: a node
-    published before its contents were written fails with its contents lost or not yet
-    written), findings of one group (one broken rule, one way recovery died) and a finding whose
-    group is another's symptom (`merge`). Expected findings (known by design) are never merged
-    with unexpected ones.
+    operation that needs none, the operation's last persist before the crash: a node published
+    before its contents were written fails with its contents lost or not yet written; under
+    eADR a CAS is such a persist on its own, `anchor`; or the store the same failure needs at
+    the earliest crash point of its operation, Finding.needed_early), findings of one group (one
+    broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
+    follow-up operation) and a finding whose group is another's symptom, or one of whose rules
+    another state broke too (`merge`); a leak of an object the operation in flight allocated
+    joins a bug whose stores that matter write into an object of that allocation site
+    (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
 from __future__ import annotations
 
 from crashsim.trace import Trace
-from harness.findings import Finding, site_key, store_site
+from harness.findings import Finding, address_free, site_key, store_site
 
 # The class a person fixes first: a broken rule of the structure, then a recovery that dies or
 # hangs, then what the contents show, then what only later operations or the allocator show.
@@ -71,13 +75,22 @@ def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
 
 def anchor(trace: Trace | None, f: Finding) -> list[str]:
     """For a failure inside an operation that needs no pending store to persist: the source lines
-    of the stores the operation's last fence before the crash made durable (the durable ones
+    of the stores the operation's last persist before the crash made durable (the durable ones
     stored since the fence before them). Such a failure comes from the order the
     program made stores durable in (a node published before its contents were written, a header
     rewritten in place before the pointer swing), and that group of stores is where the order
-    went wrong; [] otherwise."""
+    went wrong; [] otherwise.
+
+    Under eADR (no flushes: a thread's stores persist in program order) a locked instruction
+    (RMW, cmpxchg) makes its own store durable at once: a durable store with no fence after it is
+    that persist on its own (the CAS that published a node too early). And a crash at the end of
+    an operation that loses its last stores is such a failure too: under eADR those stores were
+    only not yet drained, so what fails is what the operation had already made durable."""
     cp = f.point
-    if cp is None or trace is None or f.needed or f.recovery_of is not None or cp.op is None:
+    if cp is None or trace is None or f.needed or f.recovery_of is not None:
+        return []
+    eadr_end = cp.kind == "op_end" and cp.units and all(u.kind == "thread" for u in cp.units)
+    if cp.op is None and not eadr_end:
         return []
     pending = {p.seq for u in cp.units for p in u.pieces}
     group: list = []
@@ -90,9 +103,41 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
             if group:
                 break         # the fence before the last persist's stores (mfence; clflush; mfence)
             seen_fence = True
-        elif ev.kind in ("store", "ntstore") and ev.seq not in pending and seen_fence:
-            group.append(ev)
+        elif ev.kind in ("store", "ntstore") and ev.seq not in pending:
+            if seen_fence:
+                group.append(ev)
+            elif i > 0 and trace.events[i - 1].kind == "fence" and trace.events[i - 1].sub == "locked":
+                group = [ev]  # durable with no fence after it: its locked instruction's own store
+                break
     return sorted({site_key(trace, ev.site) for ev in group})
+
+
+def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:
+    """The allocation sites (file:line) of the objects F's operation in flight allocated that
+    F is about: for a leak, the leaked ones; else the ones its stores that matter write into.
+    A new object the operation leaves unreachable and a new object whose contents a crash loses
+    are one mistake of that operation (a value object published before it was written is lost
+    with its contents, or leaked when the crash comes before the swing); [] without an
+    operation in flight."""
+    cp = f.point
+    if cp is None or trace is None or f.recovery_of is not None or (cp.op is None and cp.kind != "op_end"):
+        return []
+    events = trace.events
+    start = next((i for i in range(min(cp.event, len(events)) - 1, -1, -1) if events[i].kind == "op_begin"), None)
+    if start is None:
+        return []
+    allocs = []                       # the operation's allocations, also those after the crash
+    for ev in events[start + 1:]:
+        if ev.kind in ("op_begin", "op_end"):
+            break
+        if ev.kind == "alloc":
+            allocs.append((ev.addr, ev.size, ev.off, ev.site))     # size: the object's
+    if f.cls == "leak":
+        offs = {obj.get("off") for obj in f.leaks}
+        return sorted({site_key(trace, site) for _, _, off, site in allocs if off in offs})
+    addrs = [events[p.seq].addr for p in f.lost + f.needed]
+    return sorted({site_key(trace, site) for addr, size, _, site in allocs
+                   if any(addr <= a < addr + size for a in addrs)})
 
 
 def order(trace: Trace | None, f: Finding) -> dict | None:
@@ -107,7 +152,18 @@ def order(trace: Trace | None, f: Finding) -> dict | None:
     return {"persisted": lines(f.needed), "lost": lines(f.lost), "class": f.cls}
 
 
+def broken_rules(f: Finding) -> list[str]:
+    """The texts of every rule F's recovered structure broke (its check's violations), or []."""
+    if f.cls != "invariant-violation" or f.result is None or not isinstance(f.result.result, dict):
+        return []
+    return [v for v in f.result.result.get("violations") or [] if isinstance(v, str)]
+
+
 def _plain(group: tuple[str, str]) -> tuple[str, str]:
+    """GROUP as a key of merge: a rule broken after a crash inside recovery, or without any
+    crash, is the rule broken after any crash."""
+    if group[0] == "no-crash-invariant":
+        return ("invariant-violation", "rule: " + group[1])
     return (group[0], group[1].removeprefix("in recovery: "))
 
 
@@ -128,10 +184,23 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         return i
 
     owner: dict[tuple, int] = {}
+    leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
+    written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
+
+    def union(i: int, j: int) -> None:
+        a, b = find(i), find(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
     for i, item in enumerate(items):
         f = finding(item)
         # (a rule broken after a crash inside recovery is the rule broken after any crash)
         keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        # every rule one crash state breaks is that state's bug, not only the first one reported
+        keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
+        # one follow-up operation returning the same wrong output after recoveries the oracle
+        # accepted: the same hidden damage, wherever the crash fell
+        if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
+            keys.append(("divergence", f.verdict.detail))
         t = trace(item)
         c = cause(t, f)
         if c:
@@ -143,14 +212,24 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             keys.append(("cause", tuple(sorted({site_key(t, store_site(t, p)) for p in f.origin_lost}))))
         # a store the failure needs persisted, or the durable store where the order went wrong:
         # failures that hinge on one such store are one bug
-        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed]
+        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
         keys += [("store", a) for a in anchor(t, f)]
+        # a new object of the operation in flight, leaked: attached below to a bug whose stores
+        # that matter write into a new object of that allocation site
+        for site in fresh_objects(t, f):
+            if f.cls == "leak":
+                leaked.setdefault(i, []).append((f.expected, site))
+            else:
+                written.setdefault((f.expected, site), i)
         for key in keys:
             key = (f.expected,) + key
-            j = owner.setdefault(key, i)
-            a, b = find(i), find(j)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
+            union(i, owner.setdefault(key, i))
+    # one way only: a leak joins the first such bug, and two bugs about new objects of one
+    # allocation site (every node of a tree may come from one line) stay apart
+    for i, sites in leaked.items():
+        j = next((written[k] for k in sites if k in written), None)
+        if j is not None:
+            union(i, j)
     bugs: dict[int, list] = {}
     for i, item in enumerate(items):
         bugs.setdefault(find(i), []).append(item)
@@ -210,4 +289,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "cause", "fold_state", "merge", "order", "orders", "rank", "symptoms"]
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "fold_state", "fresh_objects", "merge", "order", "orders", "rank", "symptoms"]

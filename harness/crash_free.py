@@ -15,6 +15,7 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
     """Findings of the crash-free run whose result lines (results and `!` lines) are LINES."""
     results = [line for line in lines if not line.startswith("!")]
     broken = [line.split(" ", 2) for line in lines if line.startswith("!invariant ")]
+    texts = [b[2] for b in broken if len(b) == 3]
     bad = replay(model, ops, results, [model.init()])
     if bad is not None or len(results) < len(ops):
         if bad is not None:
@@ -24,20 +25,36 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
             i, got = len(results), "nothing"
             before = prefix_states(model, ops[:i], [model.parse_output(r) for r in results])[-1]
             allowed = list(dict.fromkeys(o for st in before for o, _ in model.step(st, ops[i])))
-        return [Finding("wrong-value", f"without any crash, `{model.op_text(ops[i])}` returned `{got}`, "
-                        f"the model {allowed_text(model, allowed)}", ("no-crash", op_kind(model, ops[i])))]
+        f = Finding("wrong-value", f"without any crash, `{model.op_text(ops[i])}` returned `{got}`, "
+                    f"the model {allowed_text(model, allowed)}", ("no-crash", op_kind(model, ops[i])))
+        f.symptoms = rule_symptoms(texts)
+        return [f]
     if len(results) > len(ops):
         return [Finding("wrong-value", f"without any crash, the driver printed {len(results)} results "
                         f"for {len(ops)} operations", ("no-crash", "end"))]
     if broken:
         i = int(broken[0][1])
-        texts = [b[2] for b in broken if len(b) == 3]
         more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
         where = f"`{model.op_text(ops[i])}` (operation {i})" if 0 <= i < len(ops) else f"operation {i}"
-        return [Finding("invariant-violation", f"without any crash, after {where}: "
-                        f"{texts[0] if texts else '?'}{more}",
-                        ("no-crash-invariant", address_free(texts[0] if texts else "")))]
+        f = Finding("invariant-violation", f"without any crash, after {where}: "
+                    f"{texts[0] if texts else '?'}{more}",
+                    ("no-crash-invariant", address_free(texts[0] if texts else "")))
+        f.symptoms = rule_symptoms(texts[1:], skip=address_free(texts[0] if texts else ""))
+        return [f]
     return []
+
+
+def rule_symptoms(texts: list[str], skip: str | None = None) -> list[Finding]:
+    """The rules the crash-free run broke, one finding per rule (its text without addresses and
+    numbers, as a broken rule's group after a crash), except SKIP: what one run shows is one bug
+    (a wrong value and the rules broken on the way to it), as what one crash state shows is."""
+    out: dict[str, Finding] = {}
+    for text in texts:
+        rule = address_free(text)
+        if rule != skip and rule not in out:
+            out[rule] = Finding("invariant-violation", f"without any crash: {text}",
+                                ("invariant-violation", "rule: " + rule))
+    return list(out.values())
 
 
 def allowed_text(model: Model, allowed: list) -> str:
@@ -50,4 +67,4 @@ def op_kind(model: Model, op) -> str:
     return getattr(op, "kind", None) or (model.op_text(op).split() or ["?"])[0]
 
 
-__all__ = ["allowed_text", "crash_free_findings", "op_kind"]
+__all__ = ["allowed_text", "crash_free_findings", "op_kind", "rule_symptoms"]

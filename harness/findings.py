@@ -50,6 +50,10 @@ class Finding:
     # After shrinking: the persisted pending pieces without which the state passes
     # (harness/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
     needed: list[Piece] = field(default_factory=list)
+    # After shrinking, when `needed` is empty inside an operation: the pieces the same failure
+    # needs at the earliest crash point of the operation where it shows (state_shrink.py
+    # earliest_needed): a store made durable before the crash that the failure hinges on.
+    needed_early: list[Piece] = field(default_factory=list)
     # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
     # recovery was repairing when it crashed), in the history's trace.
     origin_lost: list[Piece] = field(default_factory=list)
@@ -164,7 +168,9 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     checker, exit(0) without a result, a process left running) is one bug per way it ended,
     wherever the crash fell: such a recovery usually fails the same way on every image that
     reaches the faulty code, and grouping by lost store would make one cause dozens of bugs. (Two
-    different faults that die of the same signal are then one bug; its record shows the first.)"""
+    different faults that die of the same signal are then one bug; its record shows the first.)
+    So is a recovery that refuses the image and prints why (the oracle's verdict group: its last
+    line without addresses and numbers)."""
     pre = "in recovery: " if f.recovery_of is not None else ""
     if f.verdict is not None and f.verdict.group:
         return (f.cls, pre + f.verdict.group)

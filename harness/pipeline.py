@@ -36,7 +36,7 @@ from harness.errors import DriverFailure
 from harness.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.judging import HistoryJudge
-from harness.recovery_crashes import crash_recoveries
+from harness.recovery_crashes import crash_recoveries, worth_crashing
 from harness.session import Session, history_text
 from harness.schedule_shrink import shown, shrink_schedule, switches
 from harness.settings import Settings
@@ -174,9 +174,8 @@ class Checker:
         checked_before = runner.stats.states
         judge = HistoryJudge(self.session, trace, oracle)
         by_group: dict[tuple[str, str], Finding] = {}
-        # Post-crash images to crash again inside their recovery: recovered fine, mid-operation,
-        # some pending stores persisted and some lost (a half-done change is where recovery has
-        # work), distinct images only.
+        # Post-crash images to crash again inside their recovery (worth_crashing), distinct
+        # images only.
         candidates: list[tuple[int, tuple[int, ...]]] = []
         seen_images: set[int] = set()
         # Crash points before the first operation fall in pool formatting and the structure's
@@ -194,12 +193,11 @@ class Checker:
                                relocatable=self.session.structure.own_pool):
                 self.session.next_state = out.id + 1
                 outcome.coverage.count(out)
-                if (out.point.op is not None and out.fp not in seen_images and out.result is not None
-                        and out.result.ok and any(k < u.choices - 1 for u, k in zip(out.point.units, out.choice))
-                        and any(k > 0 for k in out.choice)):
+                found = fold_state(judge.judge(out))
+                if out.fp not in seen_images and worth_crashing(out, found):
                     seen_images.add(out.fp)
                     candidates.append((out.point.index, tuple(out.choice)))
-                for f in fold_state(judge.judge(out)):
+                for f in found:
                     add_finding(by_group, f)
             outcome.states_checked = runner.stats.states - checked_before
             if s.recovery_crashes and candidates:

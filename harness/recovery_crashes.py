@@ -1,7 +1,8 @@
 """Crashes inside recovery: recovery must be idempotent.
 
 Owns picking a few post-crash images of a history whose recovery has work to do (mid-operation,
-some pending stores persisted and some lost), tracing that recovery, crashing it at every point
+some pending stores persisted and some lost) among those that pass on their own
+(`worth_crashing`: a failing image is a finding already), tracing that recovery, crashing it at every point
 the persistency model allows, and judging the second recovery against what the original crash
 allowed. Findings carry the original crash (`recovery_of`) and the recovery's trace.
 """
@@ -21,6 +22,18 @@ def pick(candidates: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[in
     """N of CANDIDATES spread evenly over the history, without repeats."""
     picks = [candidates[round(i * (len(candidates) - 1) / max(1, n - 1))] for i in range(min(n, len(candidates)))]
     return list(dict.fromkeys(picks))
+
+
+def worth_crashing(out, found: list[Finding]) -> bool:
+    """Whether the explored state OUT is a post-crash image to crash again inside its recovery:
+    mid-operation, some pending stores persisted and some lost (a half-done change is where
+    recovery has work), and recovered and judged fine (FOUND: its findings; only expected ones
+    allowed). A failing image is a finding already: crashing its recovery shows the same mistake
+    again and would report it as a second bug."""
+    return (out.point.op is not None and out.result is not None and out.result.ok
+            and all(f.expected for f in found)
+            and any(k < u.choices - 1 for u, k in zip(out.point.units, out.choice))
+            and any(k > 0 for k in out.choice))
 
 
 def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
@@ -65,4 +78,4 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
     return list(found.values())
 
 
-__all__ = ["crash_recoveries", "pick"]
+__all__ = ["crash_recoveries", "pick", "worth_crashing"]

@@ -12,6 +12,7 @@ the same way in both orders (harness/bugs.py groups bugs by them).
 from __future__ import annotations
 
 from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.simulate import Simulator
 from crashsim.trace import Trace
 from harness.crash_oracle import SequentialOracle
 from harness.crash_states import state_checker
@@ -80,6 +81,11 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
         f.choice, f.result, f.verdict, f.detail = choice, res, v, pre + v.detail
     if f.recovery_of is None:
         f.needed = needed_pieces(check, verdict, cp, f.choice)
+        if not f.needed and cp.op is not None:
+            follow = session.history_text(oracle.follow)
+            f.needed_early = earliest_needed(
+                operation_points(session, trace, cp), lambda p: state_checker(session, trace, p.index, follow),
+                lambda p, res: oracle.verdict(p, res), f.cls)
 
 
 # at most this many extra states are checked to find the needed pieces of one finding
@@ -114,4 +120,46 @@ def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list
     return out
 
 
-__all__ = ["NEEDED_BUDGET", "needed_pieces", "shrink_state"]
+# at most this many earlier crash points of the operation are tried by earliest_needed
+EARLY_POINTS = 32
+
+
+def operation_points(session: Session, trace: Trace, cp: SimPoint) -> list[SimPoint]:
+    """The crash points of CP's operation before CP, latest first."""
+    out = []
+    for p in Simulator.from_trace(trace, session.settings.options()).crash_points():
+        if p.index >= cp.index:
+            break
+        if p.op == cp.op:
+            out.append(p)
+        elif out:
+            out = []          # another operation in between: only CP's own stretch counts
+    return out[::-1]
+
+
+def earliest_needed(points: list, check_at, verdict, cls: str) -> list:
+    """For a failure that needs no pending store persisted (its cause was durable before its
+    crash point): the pieces it needs at the earliest crash point of its operation where keeping
+    every pending store still fails with class CLS. POINTS are the operation's earlier crash
+    points, latest first; CHECK_AT(point) gives a checker of choices there, VERDICT(point, result)
+    the verdict. A key length lost after a slot was committed by its bit fails as well with
+    nothing lost a few crash points earlier, where it needs the bit: that store is the cause."""
+    best = None
+    for p in points[:EARLY_POINTS]:
+        if not p.units:
+            continue
+        check = check_at(p)
+        choice = tuple(p.radices)
+        [res] = check([choice])
+        v = verdict(p, res)
+        if v.ok or v.cls != cls:
+            break
+        best = (p, choice)
+    if best is None:
+        return []
+    p, choice = best
+    check = check_at(p)           # anew: a checker is valid until the next one is made
+    return needed_pieces(check, lambda res: verdict(p, res), p, choice)
+
+
+__all__ = ["EARLY_POINTS", "earliest_needed", "needed_pieces", "operation_points", "shrink_state"]

@@ -237,6 +237,13 @@ def _last_lines(result: dict, n: int = 3) -> str:
     return ""
 
 
+def _last_line(result: dict) -> str:
+    """The last line a recovery printed on stderr, without the violation lines, or ''."""
+    lines = [x.strip() for x in (result.get("stderr") or "").splitlines()
+             if x.strip() and not x.startswith(VIOLATION_PREFIX)]
+    return lines[-1] if lines else ""
+
+
 # Addresses, hex tokens with a digit (a key byte printed %02x: a3, 1a), a byte after the word
 # "byte" (ff), and any other run of digits: what differs between two reports of one broken rule.
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|(?<=byte )[0-9a-fA-F]{2}\b|[0-9]+")
@@ -307,9 +314,13 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
         return Verdict(False, "recovery-crash", "recovery left a process running (the checker killed it)"
                        + said, expected), None, False
     if body is None or not body.get("recovered", False):
+        # Recovery refused the image and said why: one refusal is one bug, wherever the crash
+        # fell (harness/findings.py finding_group), as one way of dying is.
+        why = _last_line(result)
         return Verdict(False, "recovery-crash",
-                       f"recovery reported failure (status {body.get('recover_status') if body else '?'})",
-                       expected), None, False
+                       f"recovery reported failure (status {body.get('recover_status') if body else '?'})"
+                       + (f"; its last line: {why[-160:]}" if why else ""), expected,
+                       group="recovery refused: " + address_free(why) if why else ""), None, False
     if body.get("violations"):
         first = body["violations"][0]
         more = f" (+{len(body['violations']) - 1} more)" if len(body["violations"]) > 1 else ""

@@ -15,6 +15,10 @@ class Ev:
     site: int
     kind: str = "store"
     seq: int = 0
+    sub: str = ""
+    addr: int = 0
+    size: int = 0
+    off: int | None = None
 
 
 class FakeTrace:
@@ -36,6 +40,7 @@ class P:
 class FakePoint:
     """A crash point whose choice is (lost seqs, needed seqs): lost() returns the first."""
     index = 0
+    kind = "fence"
     op = None
     event = 4
     units = ()
@@ -188,3 +193,218 @@ def test_the_primary_names_the_mistake_best():
     lost, inv = make("lost-durable-write", 1), make("invariant-violation", 3)
     [bug] = bugs.merge([inv, lost], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
     assert bug[0] is lost
+
+
+def test_a_recovery_that_refuses_is_one_bug_per_refusal_text():
+    """Recovery refuses an image and prints why: the refusal, without its addresses and numbers,
+    is the group (one way recovery failed, wherever the crash fell); a different refusal, or one
+    that printed nothing, is grouped as before (by its lost store)."""
+    from crashsim.runner import CheckResult
+    from harness.findings import finding_group
+    from specs.oracle import CrashPoint, judge_recovery
+    from specs.ordered_map import parse_op
+
+    def refused(stderr):
+        return {"status": "ok", "result": {"recovered": False, "recover_status": -1}, "stderr": stderr}
+
+    def group(stderr, lost):
+        verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), refused(stderr))
+        f = finding("recovery-crash", lost)
+        f.verdict = verdict
+        f.result = CheckResult("ok", None, None, refused(stderr)["result"], stderr, None, 0)
+        return verdict, finding_group(FakeTrace(), f)
+    v, a = group("woart: bad node 0x6000000104a8 at depth 12\n", [1])
+    _, b = group("woart: bad node 0x600000010400 at depth 3\n", [2])
+    _, other = group("woart: header of 0x600000010438 beyond repair\n", [1])
+    _, silent = group("", [2])
+    assert v.cls == "recovery-crash" and "bad node 0x6000000104a8 at depth 12" in v.detail
+    assert a == b == ("recovery-crash", "recovery refused: woart: bad node ? at depth ?")
+    assert other != a and silent == ("recovery-crash", "/src/tree.c:12")
+    assert len(merged([finding_with(a, [1]), finding_with(b, [2])])) == 1
+
+
+def finding_with(group, lost):
+    f = finding(group[0], lost)
+    f.group = group
+    return f
+
+
+def test_only_an_image_that_passes_on_its_own_is_crashed_inside_its_recovery():
+    """A failing image is a finding already: crashing its recovery would show the same mistake
+    again as a bug of its own. An expected finding (a leak known by design) does not count."""
+    from types import SimpleNamespace as NS
+
+    from harness.recovery_crashes import worth_crashing
+    unit = NS(choices=3)
+    out = NS(point=NS(op=1, units=[unit]), choice=(1,), result=NS(ok=True))
+    assert worth_crashing(out, [])
+    assert worth_crashing(out, [finding("leak", [0], group="known", expected=True)])
+    assert not worth_crashing(out, [finding("wrong-value", [0])])
+    assert not worth_crashing(NS(point=out.point, choice=(2,), result=out.result), [])   # nothing lost
+
+
+def test_under_eadr_the_publishing_cas_is_the_persist_point():
+    """eADR: a leaf's context CASed into its bucket (a locked fence, then the cmpxchg's store,
+    durable at once), then the leaf's contents stored. A crash right after the CAS loses nothing;
+    a crash at the end of the operation loses the contents, still in the store buffer. Both
+    anchor on the CAS; under ADR the end of an operation has no anchor (a store the operation
+    left unflushed is the mistake itself)."""
+
+    class Unit:
+        def __init__(self, seqs, kind="thread"):
+            self.pieces = [P(s) for s in seqs]
+            self.kind = kind
+
+    class CasTrace(FakeTrace):
+        """0, 1: the leaf's slot (lines 10, 11), fence 2; op_begin 3; locked fence 4, the CAS's
+        store 5 (line 15), seq_cst fence 6; the contents 7, 8 (lines 17, 18); op_end 9."""
+        events = [Ev(0, seq=0), Ev(1, seq=1), Ev(2, "fence", 2), Ev(3, "op_begin", 3), Ev(4, "fence", 4),
+                  Ev(5, seq=5), Ev(6, "fence", 6), Ev(7, seq=7), Ev(8, seq=8), Ev(9, "op_end", 9)]
+
+        events[2].sub, events[4].sub, events[6].sub = "mfence", "locked", "seq_cst"
+
+    trace = CasTrace()
+
+    def at(event, kind, op, lost, pending, unit_kind="thread"):
+        f = finding("invariant-violation", lost, group=f"rule {event}")
+        f.point = FakePoint()
+        f.point.event, f.point.kind, f.point.op = event, kind, op
+        f.point.units = [Unit(pending, unit_kind)] if pending else []
+        return f
+    after_cas = at(6, "fence", 0, [], [])
+    at_end = at(9, "op_end", None, [7, 8], [7, 8])
+    assert bugs.anchor(trace, after_cas) == ["/src/tree.c:15"]
+    assert bugs.anchor(trace, at_end) == ["/src/tree.c:15"]
+    assert len(bugs.merge([after_cas, at_end], lambda f: f, lambda f: trace)) == 1
+    adr_end = at(9, "op_end", None, [7, 8], [7, 8], unit_kind="line")
+    assert bugs.anchor(trace, adr_end) == []
+
+
+def test_every_rule_one_state_breaks_joins_its_bug():
+    """A state that breaks two rules: a finding elsewhere whose first broken rule is its second
+    is the same bug; a state breaking an unrelated rule is not."""
+    from crashsim.runner import CheckResult
+
+    def broke(rules, lost):
+        f = finding("invariant-violation", lost, group="rule: " + rules[0])
+        f.result = CheckResult("ok", None, None, {"recovered": True, "violations": rules}, "", None, 0)
+        return f
+    both = broke(["leaf 0x600000020400: key length 0, value length 0", "leaf 0x600000020400: key byte 1 is 3d, its path says 00"], [1])
+    second = broke(["leaf ?: key byte ? is ?, its path says ?"], [2])
+    other = broke(["node ?: header depth ?, reached at depth ?"], [3])
+    assert sorted(len(m) for m in merged([both, second, other])) == [1, 2]
+
+
+def test_a_leak_of_a_new_object_joins_the_bug_about_that_objects_contents():
+    """An update allocates a value object (line 11) and publishes it before writing it: a crash
+    after the publish loses the value's store (line 12, a wrong value); a crash before it leaves
+    the object unreachable (a leak). Both are about the operation's new object: one bug. Another
+    finding about a new object of the same line (a store at line 13) stays apart: one allocation
+    line may make every node of a tree."""
+    alloc = Ev(1, "alloc", 1, addr=0x1000, size=16, off=0x1000)
+
+    class AllocTrace(FakeTrace):
+        """0 op_begin; 1 alloc of 16 bytes at 0x1000 (line 11); stores into it at lines 12, 13;
+        4 fence; 5 op_end."""
+        events = [Ev(0, "op_begin", 0), alloc, Ev(2, seq=2, addr=0x1000), Ev(3, seq=3, addr=0x1008),
+                  Ev(4, "fence", 4), Ev(5, "op_end", 5)]
+    trace = AllocTrace()
+
+    def at(cls, event, lost, group):
+        f = finding(cls, lost, group=group)
+        f.point = FakePoint()
+        f.point.event, f.point.op = event, 0
+        return f
+    value = at("wrong-value", 4, [2], "value")
+    other = at("invariant-violation", 4, [3], "other")
+    leak = at("leak", 1, [], "leak at line 11")
+    leak.leaks = [{"off": 0x1000, "size": 16}]
+    assert bugs.fresh_objects(trace, leak) == bugs.fresh_objects(trace, value) == ["/src/tree.c:11"]
+    out = bugs.merge([value, other, leak], lambda f: f, lambda f: trace)
+    assert sorted(len(m) for m in out) == [1, 2]
+    [bug] = [m for m in out if len(m) == 2]
+    assert bug == [value, leak]
+
+
+def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_its_operation():
+    """A slot's bit made durable before its key length: a crash after the key's persist loses
+    the length and needs nothing pending (the bit is durable already). Two crash points earlier
+    the same failure shows with the bit still pending: it needs the bit, and that store joins it
+    to the bug of the early bit. A failure of another class earlier ends the walk."""
+    from harness.state_shrink import earliest_needed
+
+    class Unit:
+        def __init__(self, pieces):
+            self.pieces = pieces
+
+        def kept(self, k):
+            return self.pieces[:k]
+
+    class Pt:
+        def __init__(self, name, pieces):
+            self.name, self.units = name, [Unit(pieces)] if pieces else []
+            self.radices = [len(pieces)] if pieces else []
+
+    class V:
+        def __init__(self, ok, cls="resurrected-delete"):
+            self.ok, self.cls = ok, cls
+
+    after_key, after_bit, before = Pt("after-key", ["key"]), Pt("after-bit", ["bit"]), Pt("before", ["log"])
+
+    def check_at(p):
+        return lambda choices: [(p.name, c) for c in choices]
+
+    def verdict(p, res):
+        name, choice = res
+        return V(ok=name == "before" or (name == "after-bit" and choice[0] == 0))
+    points = [after_key, after_bit, before]
+    assert earliest_needed(points, check_at, verdict, "resurrected-delete") == ["bit"]
+
+    def other_class(p, res):
+        v = verdict(p, res)
+        return V(v.ok, "invariant-violation" if p.name == "after-bit" else "resurrected-delete")
+    assert earliest_needed(points, check_at, other_class, "resurrected-delete") == []
+    late = finding("resurrected-delete", [3])
+    late.needed_early = [P(1)]
+    early_bit = finding("invariant-violation", [2], needed=[1])
+    assert len(merged([late, early_bit, finding("wrong-value", [3], needed=[2])])) == 2
+
+
+def test_one_follow_up_divergence_after_crashes_anywhere_is_one_bug():
+    """After recoveries the oracle accepted, a follow-up lookup returns the same wrong output
+    whatever the crash lost: one bug. Another wrong output stays apart."""
+    from specs.oracle import Verdict
+
+    def diverged(detail, lost):
+        f = finding("post-recovery-divergence", lost)
+        f.verdict = Verdict(False, "post-recovery-divergence", detail)
+        return f
+    same = "after recovery, `lookup x:fe00` returned `notfound`, the model `value x:07`"
+    out = merged([diverged(same, [1]), diverged(same, [2]),
+                  diverged("after recovery, `lookup x:01` returned `notfound`, the model `value x:07`", [3])])
+    assert sorted(len(m) for m in out) == [1, 2]
+
+
+def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
+    """Without any crash, a delete returns the wrong answer after an insert broke two rules: one
+    wrong-value finding whose symptoms are the rules; another run's wrong value of an insert that
+    broke one of those rules, and a crash state breaking it, are the same bug."""
+    from harness.crash_free import crash_free_findings
+    from specs.models import get as model_get
+    from specs.ordered_map import parse_op
+
+    model = model_get("ordered_map")
+    ops = [parse_op("insert 1 10"), parse_op("delete 1")]
+    lines = ["ok", "!invariant 0 leaf 0x600000020400: key byte 1 is c2, its path says 00",
+             "!invariant 0 leaf 0x600000020440 in the END slot at position 4 has a key of 3 bytes", "notfound"]
+    [delete] = crash_free_findings(model, ops, lines)
+    assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete")
+    assert [s.group[1] for s in delete.symptoms] == ["rule: leaf ?: key byte ? is ?, its path says ?",
+                                                     "rule: leaf ? in the END slot at position ? has a key of ? bytes"]
+    [insert] = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("insert 2 20")],
+                                   ["ok", "!invariant 0 leaf 0x600000020480: key byte 3 is 11, its path says 7f", "error"])
+    after_crash = finding("invariant-violation", [3], group="rule: leaf ? in the END slot at position ? has a key of ? bytes")
+    unrelated = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("lookup 1")], ["ok", "notfound"])
+    assert not unrelated[0].symptoms
+    out = bugs.merge([delete, insert, after_crash] + unrelated, lambda f: f, lambda f: FakeTrace())
+    assert sorted(len(m) for m in out) == [1, 3]

@@ -1,7 +1,7 @@
 """Capacity thresholds: a structure declares the capacities its histories must cross (expect.json
 "thresholds"), and the strategies cross them in the crash-checked part of a history.
 
-HART declares its 56-slot EPallocator chunks. Its histories, drawn as a fuzz run of HART draws
+HART declares its 56-slot EPallocator chunks, WOART its NODE48's 48 children. Its histories, drawn as a fuzz run of HART draws
 them, hold more than 56 keys in some examples, with the 57th key inserted, or the oldest chunk's
 last keys deleted, by a checked operation; plain histories never exceed 48 keys. HART's seeded bug
 chain-head-first (a second chunk linked before it is durable) is found by tests/test_gate.py like
@@ -29,6 +29,12 @@ def _live(ops) -> int:
 def test_hart_declares_its_chunk_capacity():
     assert structures.get("hart").thresholds == (56,)
     assert structures.get("wort").thresholds == ()
+
+
+def test_woart_declares_its_node48_capacity():
+    """A NODE48 grows into a NODE256 at its 49th child: WOART's histories cross that copy and
+    swing (and its seeded recovery bugs then show as one bug each: tests/test_gate.py)."""
+    assert structures.get("woart").thresholds == (48,)
 
 
 def _hart_histories():
