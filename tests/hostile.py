@@ -293,7 +293,7 @@ RECORD_CASES = [
     record_case("index 10^6", "no crash point 1000000", _set("crash.index", 10 ** 6)),
     record_case("crash event moved", "is now the", lambda r: r["crash"].__setitem__("event", r["crash"]["event"] + 1)),
     record_case("one choice too many", "does not replay as recorded", _choice_plus),
-    record_case("choice out of range", "keeps 1000 stores", _choice_big),
+    record_case("choice out of range", "choice 0 is 1000", _choice_big),
     record_case("unknown model", "model must be one of adr, eadr", _set("model", "tso")),
     record_case("unknown strategy", "strategy must be one of", _set("strategy", "all")),
     record_case("unknown class", "class must be one of", _set("class", "bad-luck")),
