@@ -8,8 +8,11 @@ order, with bounded memory for the states in flight.
 
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
 its result. With strategy "lazy" (crashsim.lazy) each outcome is one execution standing for a
-class of `covers` states; its choice is the member with the fewest lost pieces. States whose image (and followup) equals one already checked, at this or an earlier
-crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
+class of `covers` states; its choice is the member with the fewest lost pieces. A crash point's
+search runs at most `limit` executions; one that stops short (partial) then gets the bounded
+sample's states outside its classes, one outcome each, so it is never checked less than
+"bounded" would check it, and its covered count (classes plus those states) stays exact. States
+whose image (and followup) equals one already checked, at this or an earlier crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
 as explored. Results arrive in batches, so outcomes are yielded a batch at a time, in state order.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import encode_writes
-from .lazy import DEFAULT_EXECUTIONS, EAGER_BELOW, LazyPlan, Leaf, PointSearch
+from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -83,7 +86,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             progress: Callable[[Progress], None] | None = None, batch: int = 256,
             cache: bool = True, first_state: int | None = None,
             start_event: int = 0, stop: Callable[[], bool] | None = None,
-            allow_cut: bool = False, executions: int = DEFAULT_EXECUTIONS,
+            allow_cut: bool = False, executions: int | None = None,
             points: Callable[[CrashPoint], bool] | None = None,
             relocatable: bool = False) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
@@ -108,7 +111,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                 a huge crash point then ends partly explored instead of stalling the run)
     allow_cut   explore a trace whose tail is cut (the program died mid-run) up to the cut; by
                 default such a trace is a TraceError, so a cut never reads as "checked"
-    executions  lazy: executions per crash point before the point is left partial
+    executions  lazy: executions per crash point before the point is left partial (default
+                LIMIT); a partial point also gets the bounded strategy's sample (LIMIT, SEED)
+                less the states its classes covered, each checked on its own
     points      explore only the crash points it accepts (the others are simulated, as with
                 start_event)
     relocatable the structure keeps no absolute addresses in its pool (it maps the pool itself,
@@ -169,9 +174,13 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
              followup: Followup, progress: Callable[[Progress], None] | None, batch: int,
              cache: bool, next_id: int, start_event: int = 0,
              stop: Callable[[], bool] | None = None,
-             executions: int = DEFAULT_EXECUTIONS,
+             executions: int | None = None,
              points: Callable[[CrashPoint], bool] | None = None) -> Iterator[StateOutcome]:
     t0 = time.monotonic()
+    cap = limit if executions is None else executions
+    if strategy == "lazy" and (cap < 1 or limit < 1):
+        raise ValueError(f"lazy: the state limit and the executions per crash point must be at least "
+                         f"1, not {limit} and {cap}")
     total = sim.count_crash_points() if progress else 0
     seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
     # lazy: (guaranteed image, plan, followup) -> the point's executions (decisions, first id)
@@ -217,17 +226,24 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
             key = (cp.fp, plan.key, fu) if cache else None
-            lazy = _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, executions,
-                               lazy_seen, key)
-            for out in lazy:
+            leaves: list[Leaf] = []
+            for out in _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, cap, lazy_seen, key):
                 next_id = out.id + 1
+                leaves.append(out.leaf)
                 yield out
-            stats.points_done += 1
-            if progress:
-                stats.elapsed = time.monotonic() - t0
-                progress(stats)
-            continue
-        if plan is not None and plan.feasible and plan.sent:
+            if sum(leaf.covers for leaf in leaves) == cp.legal:
+                stats.complete += 1
+                stats.points_done += 1
+                if progress:
+                    stats.elapsed = time.monotonic() - t0
+                    progress(stats)
+                continue
+            # Partial (the cap, or an execution whose class is not known): the bounded sample of
+            # the point too, less the states its classes covered, each checked on its own.
+            stats.partial += 1
+            choices = [c for c in select(cp, "bounded", limit, seed)
+                       if not any(leaf.contains(c) for leaf in leaves)]
+        elif plan is not None and plan.feasible and plan.sent:
             choices = select(cp, "exhaustive")       # small: state by state, each its own class
             stats.complete += 1
         elif plan is not None and plan.feasible:
@@ -286,7 +302,8 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
                 seen: dict, key: tuple | None) -> Iterator[StateOutcome]:
     """Search one crash point lazily: executions in batches (each answer opens its siblings),
     until the decision tree is done or LIMIT executions ran. A point whose guaranteed image, plan
-    and followup equal an earlier point's gets that point's executions' results (SEEN, KEY)."""
+    and followup equal an earlier point's (complete) search gets that search's results (SEEN,
+    KEY). The caller counts the point complete or partial from the classes yielded."""
     cp = plan.cp
     search = PointSearch(plan)
     earlier = seen.get(key) if key is not None else None
@@ -303,10 +320,6 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             stats.explored += 1
             stats.covered += leaf.covers
             yield StateOutcome(cp, leaf.choice, sid, fp, first, res, fu, leaf.covers, decisions, leaf)
-        if search.complete:
-            stats.complete += 1
-        else:
-            stats.partial += 1
         return
     done: list[tuple[tuple[int, ...], int, CheckResult]] = []
     while search.frontier and search.executions < limit:
@@ -334,9 +347,5 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             stats.explored += 1
             stats.covered += leaf.covers
             yield StateOutcome(cp, leaf.choice, sid, fp, None, res, fu, leaf.covers, decisions, leaf)
-    if search.complete:
-        stats.complete += 1
-        if key is not None:
-            seen[key] = done
-    else:
-        stats.partial += 1
+    if search.complete and key is not None:
+        seen[key] = done

@@ -41,7 +41,9 @@ EAGER_BELOW = int(os.environ.get("CRASHCHECK_LAZY_EAGER_BELOW", "4"))
 # before anything is known, cannot reuse); it is still covered completely.
 MAX_VARIANTS = 4096          # a group with more joint choices is not explored lazily
 MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than this per execution
-DEFAULT_EXECUTIONS = 4096    # executions per crash point before it is left partial
+# Executions per crash point: the caller's state limit (crashsim.states.DEFAULT_LIMIT unless told;
+# crashsim.explore). A point whose search reaches it is partial and gets the bounded sample's
+# states its classes did not cover, so it is never checked less than bounded would check it.
 
 
 @dataclass
@@ -66,6 +68,20 @@ class Leaf:
     choice: tuple[int, ...]
     groups: list[Group] = field(default_factory=list, repr=False)
     nunits: int = 0
+
+    def contains(self, choice: Sequence[int]) -> bool:
+        """Whether crash state CHOICE is a member of the class (never, if the class is not known)."""
+        if not self.covers:
+            return False
+        for g, a in zip(self.groups, self.allowed):
+            if a is None:
+                continue
+            v = 0
+            for j, m in zip(g.units, g.radices):      # mixed radix, first unit slowest
+                v = v * (m + 1) + choice[j]
+            if v not in a:
+                return False
+        return True
 
     def members(self) -> Iterator[tuple[int, ...]]:
         """Every crash state (choice vector) of the class (for tests: small points only)."""

@@ -51,9 +51,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="persistency model (default: the one the structure is built for, adr unless its "
                         "expect.json says eadr)")
     p.add_argument("--strategy", choices=STRATEGIES, default=defaults.STRATEGY,
-                   help=f"crash-state strategy (default {defaults.STRATEGY})")
+                   help=f"crash-state strategy (default {defaults.STRATEGY}: every legal state of a crash "
+                        "point, in classes of what recovery reads; bounded: a sample of at most --limit "
+                        "states; exhaustive: every state on its own)")
     p.add_argument("--limit", type=int, default=defaults.LIMIT,
-                   help=f"bounded strategy: states per crash point (default {defaults.LIMIT})")
+                   help=f"per crash point: lazy's executions, bounded's states (default {defaults.LIMIT}); a "
+                        "lazy point that needs more executions is partial and also gets bounded's sample")
     p.add_argument("--seed", type=int, default=defaults.SEED, help=f"run seed (default {defaults.SEED})")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--budget", type=float, help=f"seconds per structure (default {defaults.BUDGET_S:g})")

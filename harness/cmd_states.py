@@ -38,8 +38,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=STRATEGIES, default="bounded",
                    help="which states to explore (default bounded)")
     p.add_argument("--limit", type=options.positive, default=DEFAULT_LIMIT,
-                   help=f"bounded: states per crash point (default {DEFAULT_LIMIT})")
-    p.add_argument("--seed", type=options.seed, default=0, help="bounded: seed of the random selection")
+                   help=f"per crash point: bounded's states, lazy's executions (default {DEFAULT_LIMIT})")
+    p.add_argument("--seed", type=options.seed, default=0,
+                   help="bounded (and a partial lazy point's extra sample): seed of the random selection")
     p.add_argument("--clflush-guarantees", action="store_true",
                    help="adr: a clflush guarantees its line without a fence")
     p.add_argument("--line-size", type=options.positive, default=None,
@@ -101,8 +102,8 @@ def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
     try:
         with Runner([driver, "serve", "--size", str(region.size)], env=env, pool_base=region.base,
                     pool_size=region.size) as runner:
-            for o in explore(trace, options=options, strategy="lazy", runner=runner,
-                             followup=args.followup.replace("\\n", "\n")):
+            for o in explore(trace, options=options, strategy="lazy", runner=runner, limit=args.limit,
+                             seed=args.seed, followup=args.followup.replace("\\n", "\n")):
                 entry = points.setdefault(o.point.index, [o.point, 0, 0])
                 entry[1] += 1
                 entry[2] += o.covers

@@ -71,7 +71,8 @@ class Finding:
 class Coverage:
     """What exploring one history covered: crash points, and at each point the legal states and
     the ones explored. A point is exhaustive when every legal state was explored; a bounded
-    strategy samples big points, and a sampled point never reads as "all states consistent"."""
+    strategy samples big points, lazy leaves a point partial when its search stops at the limit
+    (crashsim.explore), and such a point never reads as "all states consistent"."""
     crash_points: int = 0
     states_legal: int = 0
     states_explored: int = 0

@@ -11,6 +11,7 @@ every member of a class must have got, checked on its own, the same result as it
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,9 @@ from crashsim.explore import explore
 from crashsim.lazy import LazyPlan, children, decode
 from crashsim.runner import Runner, RunnerError
 from crashsim.simulate import Simulator
+from crashsim.states import bounded, exhaustive
 from crashsim.trace_writer import TraceWriter
+from harness.findings import Coverage
 
 from test_crashsim_property import action, build, options, total_pieces
 
@@ -49,7 +52,8 @@ def results_by_point(events, image, opts, runner, strategy):
     sim = Simulator(events, image, line_size=64, region_base=TraceWriter(pool_size=POOL).pool_base,
                     options=opts)
     out = {}
-    for o in explore(sim, strategy=strategy, runner=runner, cache=False):
+    # executions: room for every class of these small points (the default cap is the state limit)
+    for o in explore(sim, strategy=strategy, runner=runner, cache=False, executions=1 << 12):
         assert o.result.status == "ok", o.result
         out.setdefault(o.point.index, []).append(o)
     return out
@@ -98,6 +102,72 @@ def test_lazy_takes_fewer_executions_when_recovery_reads_less(runner):
     assert {o.point.legal for o in outs} == {27}
     assert len(outs) == 3 and sum(o.covers for o in outs) == 27
     assert sorted(o.result.result["read"][0] for o in outs) == [0, 8, 16]
+
+
+def three_lines_two_stores_each():
+    """One crash point of 27 legal states: three lines with two pending stores each (word 0's
+    holds 0, 8 or 16); a checker that reads only word 0 (followup "1") tells 3 classes apart."""
+    w = TraceWriter(pool_size=POOL)
+    for line in (0, 64, 128):
+        w.store(line, (8).to_bytes(8, "little"))
+        w.store(line, (16).to_bytes(8, "little"))
+        w.flush(line, "clwb")
+    w.fence("sfence")
+    return Simulator(w.events(), w.image(), line_size=64, region_base=w.pool_base)
+
+
+def test_a_point_past_the_execution_cap_is_partial_and_gets_the_bounded_remainder(runner):
+    # limit 2: the search stops after 2 of its 3 classes (word 0 = 0 and 8, 9 states each); the
+    # point is partial and also gets bounded's sample (limit 2, seed 5: its 8 boundary states)
+    # less the states those classes hold: the 4 with word 0 = 16, each checked on its own.
+    stats = []
+    sim = three_lines_two_stores_each()
+    outs = [o for o in explore(sim, strategy="lazy", runner=runner, followup="1", limit=2, seed=5,
+                               progress=stats.append) if o.point.legal > 1]
+    cp = outs[0].point
+    assert [o.covers for o in outs[:2]] == [9, 9] and [o.decisions for o in outs[:2]] == [(), (1,)]
+    sample = bounded(cp.radices, 2, random.Random(f"5:{cp.index}"))
+    assert len(sample) == 8
+    rest = outs[2:]
+    assert [tuple(o.choice) for o in rest] == [c for c in sample if c[0] == 2]
+    assert all(o.covers == 1 and o.decisions == () and o.leaf.covers == 1 for o in rest)
+    assert [o.result.result["read"][0] for o in outs] == [0, 8, 16, 16, 16, 16]
+    # the covered count is exact: the classes and the extra states are disjoint, 18 + 4 states
+    members: set[tuple[int, ...]] = set()
+    for o in outs:
+        ms = set(o.leaf.members())
+        assert not ms & members
+        members |= ms
+    assert len(members) == sum(o.covers for o in outs) == 22 < cp.legal == 27
+    coverage = Coverage()
+    for o in outs:
+        coverage.count(o)
+    coverage.close()
+    assert coverage.of_point(cp.index) == (27, 22) and coverage.points_sampled == 1
+    # and so is the run's progress (the trace's other crash point has 1 legal state)
+    p = stats[-1]
+    assert (p.legal, p.covered, p.complete, p.partial) == (28, 23, 1, 1)
+
+
+def test_a_point_within_the_execution_cap_is_complete(runner):
+    stats = []
+    outs = [o for o in explore(three_lines_two_stores_each(), strategy="lazy", runner=runner, followup="1",
+                               limit=3, progress=stats.append) if o.point.legal > 1]
+    assert [o.covers for o in outs] == [9, 9, 9]
+    assert (stats[-1].covered, stats[-1].partial) == (28, 0)
+
+
+def test_a_class_contains_exactly_its_members(runner):
+    sim = three_lines_two_stores_each()
+    outs = [o for o in explore(sim, strategy="lazy", runner=runner, followup="2", cache=False)
+            if o.point.legal > 1]
+    cp = outs[0].point
+    for o in outs:
+        ms = set(o.leaf.members())
+        assert {c for c in exhaustive(cp.radices) if o.leaf.contains(c)} == ms
+    unknown = outs[0].leaf.__class__((), (), [None] * len(outs[0].leaf.groups), 0, outs[0].choice,
+                                     outs[0].leaf.groups, len(cp.units))
+    assert not any(unknown.contains(c) for c in exhaustive(cp.radices))
 
 
 def test_children_open_each_sibling_once():

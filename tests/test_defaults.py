@@ -35,6 +35,9 @@ def test_cli_and_gate_defaults():
                                        defaults.MAX_OPS, defaults.KEYS, defaults.MIX, defaults.RECOVERY_CRASHES)
     states_args = parser.parse_args(["states", "x.trace"])
     assert states_args.limit == defaults.LIMIT
+    # fuzz covers every state by default; `states` lists the bounded sample unless asked (lazy
+    # needs a driver to run recovery)
+    assert (defaults.STRATEGY, states_args.strategy) == ("lazy", "bounded")
     from harness.pytest_plugin import Gate
 
     class Config:

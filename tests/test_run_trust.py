@@ -124,7 +124,7 @@ def test_jobs_find_the_same_bugs_in_the_same_groups(built, tmp_path):
     # same groups. (Before: --jobs 2 merged its workers' records by lost-store sites or crash
     # event, not by group, and what a batch shrank depended on the batches before it in its
     # worker: 3 invariant-violation and 2 unexpected leak groups with --jobs 1, 1 and 1 with 2.)
-    found, stats = _runs_with_jobs(tmp_path, ["--max-ops", "6", "--limit", "8"],
+    found, stats = _runs_with_jobs(tmp_path, ["--max-ops", "6", "--limit", "8", "--strategy", "bounded"],
                                    ("histories", "crash_points", "states_explored"))
     # one lost-durable-write (its invariant violations and leaks are its symptoms) and two
     # expected leaks: groups from both workers had to be merged
