@@ -50,10 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", choices=MODELS, default=None,
                    help="persistency model (default: the one the structure is built for, adr unless its "
                         "expect.json says eadr)")
-    p.add_argument("--strategy", choices=STRATEGIES, default=defaults.STRATEGY,
+    p.add_argument("--strategy", choices=STRATEGIES, default=None,
                    help=f"crash-state strategy (default {defaults.STRATEGY}: every legal state of a crash "
                         "point, in classes of what recovery reads; bounded: a sample of at most --limit "
-                        "states; exhaustive: every state on its own)")
+                        "states, the default for a structure that maps its pool itself; exhaustive: every "
+                        "state on its own)")
     p.add_argument("--limit", type=int, default=defaults.LIMIT,
                    help=f"per crash point: lazy's executions, bounded's states (default {defaults.LIMIT}); a "
                         "lazy point that needs more executions is partial and also gets bounded's sample")
@@ -120,6 +121,13 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
             raise UsageError("--tracer pmemcheck traces one thread (pmemcheck logs no thread of a store): "
                              "use --threads 1, or the pass's tracer for threaded histories")
         pmemcheck_command()          # not installed: one line saying how to get it, exit 2
+    own = [name for name in args.structures if structures.get(name).own_pool]
+    if own and args.strategy == "lazy":
+        raise UsageError(f"{own[0]} maps its pool itself (libpmemobj), whose reads of the pool are not "
+                         "instrumented, so the lazy strategy cannot tell its states apart; use --strategy "
+                         "bounded (its default) or exhaustive")
+    if args.strategy is None:
+        args.strategy = "bounded" if own else defaults.STRATEGY
     targets = []
     if args.model is None:
         designed = {structures.get(name).designed_for for name in args.structures}

@@ -30,9 +30,12 @@ def test_bounded_limit_is_one_number():
 def test_cli_and_gate_defaults():
     parser = build_parser()
     args = parser.parse_args(["fuzz", "wort"])
-    assert (args.strategy, args.limit, args.seed, args.jobs, args.max_ops, args.keys, args.mix,
-            args.recovery_crashes) == (defaults.STRATEGY, defaults.LIMIT, defaults.SEED, defaults.JOBS,
+    assert (args.limit, args.seed, args.jobs, args.max_ops, args.keys, args.mix,
+            args.recovery_crashes) == (defaults.LIMIT, defaults.SEED, defaults.JOBS,
                                        defaults.MAX_OPS, defaults.KEYS, defaults.MIX, defaults.RECOVERY_CRASHES)
+    # the strategy is the structure's: lazy, or bounded for one that maps its pool itself
+    from harness.cmd_fuzz import plan_of
+    assert args.strategy is None and plan_of(args)[0][2].strategy == defaults.STRATEGY
     states_args = parser.parse_args(["states", "x.trace"])
     assert states_args.limit == defaults.LIMIT
     # fuzz covers every state by default; `states` lists the bounded sample unless asked (lazy

@@ -35,6 +35,9 @@ def test_the_pass_alone_cannot_trace_it(pmobj):
     res = run_cli("fuzz", "pmobj_hash", "--examples", "1")
     assert res.returncode == 2
     assert "maps its pool itself" in res.stderr and "--tracer pmemcheck" in res.stderr
+    lazy = run_cli("fuzz", "pmobj_hash", "--tracer", "pmemcheck", "--strategy", "lazy", "--examples", "1",
+                   env_extra=pmobj)
+    assert lazy.returncode == 2 and "cannot tell its states apart" in lazy.stderr
 
 
 def test_the_correct_map_passes(pmobj, tmp_path):
@@ -42,6 +45,7 @@ def test_the_correct_map_passes(pmobj, tmp_path):
                   "--json", tmp_path / "r.json", "--quiet", env_extra=pmobj, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
     r = json.loads((tmp_path / "r.json").read_text())
+    assert r["strategy"] == "bounded"          # its default: lazy cannot see libpmemobj's reads
     st = r["stats"]
     assert st["histories"] == 2 and st["crash_points"] > 50 and st["states_checked"] > 100
     assert r["bugs"] == []
