@@ -22,6 +22,8 @@ Mapping
   STORE -> store (plain; pmemcheck marks neither NT stores nor locked ones), FLUSH -> one `clwb`
   flush per cache line of the range inside PM, FENCE -> sfence, `op_begin N` / `op_end N` (and the
   pmreorder spelling `op.N.BEGIN` / `op.N.END` that the exporter writes) -> op_begin / op_end,
+  `region 0xADDR SIZE` (a PM range crashcheck_register_pm registered, which pmemcheck tracks but
+  does not log) -> a region (its initial image all zero, or from `images`),
   `alloc 0xADDR SIZE` / `free 0xADDR`, each optionally followed by ` site FILE:LINE:COL FUNC` and
   ` inlined FILE:LINE:COL FUNC` (what crashcheck's runtime emits for crashcheck_alloc/free under
   Valgrind, instrument/runtime/rt_valgrind.c) -> alloc / free at that site, other EMIT_LOG text
@@ -51,6 +53,7 @@ LINE = 64
 MAX_STORE = 8        # pmemcheck logs a value as one machine word: wider stores come split
 _PREFIX = re.compile(r"(?:==|\*\*|--)(\d+|PID)(?:==|\*\*|--) ?")
 _OP = re.compile(r"op_(begin|end) (\d+)|op\.(\d+)\.(BEGIN|END)")
+_REGION = re.compile(r"region (0x[0-9a-fA-F]+) (\d+)")
 _OBJ = re.compile(r"(?:alloc (0x[0-9a-fA-F]+) (\d+)|free (0x[0-9a-fA-F]+))"
                   r"(?: site (\S+):(\d+):(\d+) (\S+)(?: inlined (\S+):(\d+):(\d+) (\S+))?)?")
 _UNKNOWN = re.compile(r"[A-Z][A-Z_]*;")
@@ -384,6 +387,9 @@ class _Importer:
                 kind, value = "op_" + m.group(4).lower(), int(m.group(3))
         elif e.startswith(("op_begin", "op_end")):
             raise _Fail("bad operation marker (expected 'op_begin N' or 'op_end N', N a decimal number)")
+        elif (r := _REGION.fullmatch(e)) is not None:
+            self.register("", int(r.group(1), 16), int(r.group(2)), 0, 0)
+            return False
         elif (o := _OBJ.fullmatch(e)) is not None:
             g = o.groups()
             where = (g[3], int(g[4]), int(g[5]), g[6], g[7] or "", int(g[8] or 0), int(g[9] or 0),

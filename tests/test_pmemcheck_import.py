@@ -237,3 +237,14 @@ def test_a_later_mapping_of_the_whole_pool_file_becomes_the_pool(tmp_path):
     assert [(m.base, m.delta) for m in res.folded] == [(0x483c000, 0x5200000 - 0x483c000)]
     stores = [(ev.off, ev.data) for ev in trace.events if ev.kind == "store"]
     assert stores == [(0xfc8, b"\x01"), (0x100, (2).to_bytes(8, "little"))]
+
+
+def test_region_markers_add_regions(tmp_path):
+    """crashcheck_register_pm under pmemcheck: the range is a PM mapping (its stores are logged)
+    named by a `region 0xADDR SIZE` marker, which imports as a region of its own."""
+    log = _basic_with(tmp_path, "region 0x9000000 4096|STORE;0x9000010;0x2;0x8|FLUSH;0x9000000;0x40")
+    res = import_log(log, tmp_path / "t.trace")
+    trace = read_trace(res.trace)
+    assert [(m.base, m.size) for m in res.regions][1:] == [(0x9000000, 4096)]
+    ev = [e for e in trace.events if e.kind == "store" and e.region == 1]
+    assert [(e.off, e.data) for e in ev] == [(0x10, (2).to_bytes(8, "little"))]

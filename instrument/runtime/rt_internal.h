@@ -188,6 +188,7 @@ void cc_set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* rt_valgrind.c: markers for a run under Valgrind's pmemcheck */
 int cc_vg_active(void);
 void cc_vg_register_file(int fd, void *addr, size_t size);
+void cc_vg_region(void *addr, size_t size);
 void cc_vg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cc_vg_object(const char *what, const void *obj, size_t size, crashcheck_site_t site);
 

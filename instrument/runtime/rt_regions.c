@@ -100,8 +100,8 @@ static void update_hull(void)
 	__atomic_store_n(&cc_pm_span, cc_trace_enabled() && nregions ? hi - lo : 0, __ATOMIC_RELEASE);
 }
 
-/* crashcheck_register_pm -- declare [addr, addr+len) persistent */
-int crashcheck_register_pm(void *addr, size_t len)
+/* register_region -- declare [addr, addr+len) persistent (internal) */
+static int register_region(void *addr, size_t len)
 {
 	uintptr_t base = (uintptr_t)addr;
 	if (len == 0) {
@@ -137,6 +137,15 @@ int crashcheck_register_pm(void *addr, size_t len)
 	}
 	nregions++;
 	update_hull();
+	return 0;
+}
+
+/* crashcheck_register_pm -- declare [addr, addr+len) persistent */
+int crashcheck_register_pm(void *addr, size_t len)
+{
+	if (register_region(addr, len) != 0)
+		return -1;
+	cc_vg_region(addr, len); /* under pmemcheck: a PM mapping, named in its log */
 	return 0;
 }
 
@@ -200,7 +209,7 @@ void *crashcheck_pool_open(const char *path, size_t size, uintptr_t addr, int fl
 			cc_set_error("cannot map pool %s at %#" PRIxPTR ": %s", path, addr, strerror(err));
 		return NULL;
 	}
-	if (crashcheck_register_pm(p, size) != 0) {
+	if (register_region(p, size) != 0) {
 		munmap(p, size);
 		return NULL;
 	}

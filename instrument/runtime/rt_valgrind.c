@@ -3,7 +3,8 @@
  *
  * Owns: telling pmemcheck what the pass would have written to a crashcheck
  * trace but pmemcheck cannot see: the pool file (a registered PM file), the
- * operation boundaries (`op_begin N` / `op_end N`) and the PM objects
+ * other PM ranges (`region 0xADDR SIZE`), the operation boundaries
+ * (`op_begin N` / `op_end N`) and the PM objects
  * (`alloc 0xADDR SIZE` / `free 0xADDR`, with the allocation's site), as VALGRIND_PMC_EMIT_LOG lines that
  * `crashcheck trace import` reads back (crashsim/pmemcheck_import.py).
  * Outside Valgrind each call is one inline check of RUNNING_ON_VALGRIND.
@@ -56,6 +57,21 @@ void cc_vg_register_file(int fd, void *addr, size_t size)
 	(void)VALGRIND_DO_CLIENT_REQUEST_EXPR(0, CC_PMC_REGISTER_PMEM_FILE, fd, addr, size, 0, 0);
 #else
 	(void)fd, (void)addr, (void)size;
+#endif
+}
+
+/* cc_vg_region -- a PM range registered by crashcheck_register_pm (not a pool file): pmemcheck
+ * logs its stores once it is a PM mapping, and `region 0xADDR SIZE` names it in the log (a
+ * mapping without a file is not logged otherwise) */
+void cc_vg_region(void *addr, size_t size)
+{
+#ifdef CC_HAVE_VALGRIND
+	if (!cc_vg_active())
+		return;
+	(void)VALGRIND_DO_CLIENT_REQUEST_EXPR(0, CC_PMC_REGISTER_PMEM_MAPPING, addr, size, 0, 0, 0);
+	cc_vg_log("region %#lx %zu", (unsigned long)(uintptr_t)addr, size);
+#else
+	(void)addr, (void)size;
 #endif
 }
 
