@@ -15,20 +15,6 @@
 /* head -- the list's persistent head slot: the first 8 bytes of the pool's root area */
 static struct minikv_node **head(void) { return pm_root(); }
 
-static uint64_t key_of(const uint8_t *k)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | k[i];
-	return v;
-}
-
-static void key_bytes(uint64_t v, uint8_t *k)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		k[i] = (uint8_t)v;
-}
-
 static int status(int st)
 {
 	switch (st) {
@@ -51,7 +37,7 @@ static int a_insert(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 	uint64_t v;
 	(void)t, (void)klen, (void)vlen;        /* u64 keys, 8-byte values: the driver checked */
 	memcpy(&v, val, 8);
-	return status(minikv_insert(head(), key_of(key), v));
+	return status(minikv_insert(head(), cc_key_u64(key), v));
 }
 
 static int a_update(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
@@ -59,20 +45,20 @@ static int a_update(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 	uint64_t v;
 	(void)t, (void)klen, (void)vlen;
 	memcpy(&v, val, 8);
-	return status(minikv_update(head(), key_of(key), v));
+	return status(minikv_update(head(), cc_key_u64(key), v));
 }
 
 static int a_remove(void *t, const uint8_t *key, size_t klen)
 {
 	(void)t, (void)klen;
-	return status(minikv_delete(head(), key_of(key)));
+	return status(minikv_delete(head(), cc_key_u64(key)));
 }
 
 static int a_lookup(void *t, const uint8_t *key, size_t klen, uint8_t *val, size_t *vlen)
 {
 	uint64_t v;
 	(void)t, (void)klen;
-	int st = minikv_get(head(), key_of(key), &v);
+	int st = minikv_get(head(), cc_key_u64(key), &v);
 	if (st == MINIKV_OK) {
 		memcpy(val, &v, 8);
 		*vlen = 8;
@@ -85,7 +71,7 @@ static void a_dump(void *t, cc_kv_fn fn, void *ctx)
 	(void)t;
 	uint8_t k[8];
 	for (struct minikv_node *n = *head(); n; n = n->next) {
-		key_bytes(n->key, k);
+		cc_u64_key(n->key, k);
 		if (fn(ctx, k, 8, (const uint8_t *)&n->value, 8))
 			break;
 	}

@@ -11,20 +11,6 @@
 #include "pm_alloc.h"
 #include "pmhash.h"
 
-static uint64_t key_of(const uint8_t *k)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | k[i];
-	return v;
-}
-
-static void key_bytes(uint64_t v, uint8_t *k)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		k[i] = (uint8_t)v;
-}
-
 static void *a_create(void *pool, size_t size) { (void)pool, (void)size; return pmhash_create(); }
 /* A crash before the bucket array was published leaves no table: make a fresh one. */
 static void *a_open(void *pool, size_t size)
@@ -43,7 +29,7 @@ static int a_insert(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 	if (klen != 8 || vlen != 8)
 		return CC_ERROR;
 	memcpy(&v, val, 8);
-	return pmhash_insert(t, key_of(key), v);
+	return pmhash_insert(t, cc_key_u64(key), v);
 }
 
 static int a_update(void *t, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
@@ -52,12 +38,12 @@ static int a_update(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 	if (klen != 8 || vlen != 8)
 		return CC_ERROR;
 	memcpy(&v, val, 8);
-	return pmhash_update(t, key_of(key), v);
+	return pmhash_update(t, cc_key_u64(key), v);
 }
 
 static int a_remove(void *t, const uint8_t *key, size_t klen)
 {
-	return klen == 8 ? pmhash_delete(t, key_of(key)) : CC_ERROR;
+	return klen == 8 ? pmhash_delete(t, cc_key_u64(key)) : CC_ERROR;
 }
 
 static int a_lookup(void *t, const uint8_t *key, size_t klen, uint8_t *val, size_t *vlen)
@@ -65,7 +51,7 @@ static int a_lookup(void *t, const uint8_t *key, size_t klen, uint8_t *val, size
 	uint64_t v;
 	if (klen != 8)
 		return CC_ERROR;
-	int st = pmhash_lookup(t, key_of(key), &v);
+	int st = pmhash_lookup(t, cc_key_u64(key), &v);
 	memcpy(val, &v, 8);
 	*vlen = st == CC_OK ? 8 : 0;
 	return st;
@@ -76,11 +62,11 @@ static size_t a_scan(void *t, const uint8_t *key, size_t klen, size_t count, cc_
 	size_t n, seen = 0;
 	uint8_t k[8];
 	uint64_t (*items)[2] = pmhash_items(t, &n);
-	uint64_t from = klen == 8 ? key_of(key) : 0;
+	uint64_t from = klen == 8 ? cc_key_u64(key) : 0;
 	for (size_t i = 0; i < n && seen < count; i++) {
 		if (items[i][0] < from)
 			continue;
-		key_bytes(items[i][0], k);
+		cc_u64_key(items[i][0], k);
 		seen++;
 		if (fn(ctx, k, 8, (const uint8_t *)&items[i][1], 8))
 			break;

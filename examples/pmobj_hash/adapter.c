@@ -12,20 +12,6 @@
 #include "cc_tree.h"
 #include "pmobj_hash.h"
 
-static uint64_t key_of(const uint8_t *k)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | k[i];
-	return v;
-}
-
-static void key_bytes(uint64_t v, uint8_t *k)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		k[i] = (uint8_t)v;
-}
-
 static const int status[] = {CC_OK, CC_NOTFOUND, CC_ERROR, CC_NOSPACE};
 
 static void *a_create_file(const char *path, size_t size) { return ph_create(path, size); }
@@ -37,7 +23,7 @@ static int a_insert(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 {
 	if (klen != 8 || vlen != PH_VALUE)
 		return CC_ERROR;
-	int r = ph_insert(t, key_of(key), val);
+	int r = ph_insert(t, cc_key_u64(key), val);
 	return r == 1 ? CC_EXISTS : status[r];
 }
 
@@ -45,12 +31,12 @@ static int a_update(void *t, const uint8_t *key, size_t klen, const uint8_t *val
 {
 	if (klen != 8 || vlen != PH_VALUE)
 		return CC_ERROR;
-	return status[ph_update(t, key_of(key), val)];
+	return status[ph_update(t, cc_key_u64(key), val)];
 }
 
 static int a_remove(void *t, const uint8_t *key, size_t klen)
 {
-	return klen == 8 ? status[ph_delete(t, key_of(key))] : CC_ERROR;
+	return klen == 8 ? status[ph_delete(t, cc_key_u64(key))] : CC_ERROR;
 }
 
 static int a_lookup(void *t, const uint8_t *key, size_t klen, uint8_t *val, size_t *vlen)
@@ -58,7 +44,7 @@ static int a_lookup(void *t, const uint8_t *key, size_t klen, uint8_t *val, size
 	if (klen != 8)
 		return CC_ERROR;
 	*vlen = PH_VALUE;
-	return status[ph_lookup(t, key_of(key), val)];
+	return status[ph_lookup(t, cc_key_u64(key), val)];
 }
 
 /* dump: every pair, collected and given in key order */
@@ -100,7 +86,7 @@ static void a_dump(void *t, cc_kv_fn fn, void *ctx)
 	qsort(p.v, p.n, sizeof(*p.v), by_key);
 	uint8_t k[8];
 	for (size_t i = 0; i < p.n; i++) {
-		key_bytes(p.v[i].key, k);
+		cc_u64_key(p.v[i].key, k);
 		if (fn(ctx, k, 8, p.v[i].val, PH_VALUE))
 			break;
 	}

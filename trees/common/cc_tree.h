@@ -252,6 +252,22 @@ static inline const char *cc_model(const struct cc_adapter *a)
 	return a->model ? a->model : "ordered_map";
 }
 
+/* cc_key_u64 -- a CC_KEYS_U64 key (8 bytes, big-endian) as its number */
+static inline uint64_t cc_key_u64(const uint8_t *k)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | k[i];
+	return v;
+}
+
+/* cc_u64_key -- the number V as a CC_KEYS_U64 key, into K (8 bytes) */
+static inline void cc_u64_key(uint64_t v, uint8_t *k)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		k[i] = (uint8_t)v;
+}
+
 /* cc_own_pool -- whether A maps its pool file itself (create_file/open_file) */
 static inline int cc_own_pool(const struct cc_adapter *a)
 {
