@@ -11,7 +11,7 @@ early, an error otherwise.
 from __future__ import annotations
 
 import os
-import time
+import shutil
 from pathlib import Path
 
 from crashsim.trace import Trace, TraceError, read_trace
@@ -110,7 +110,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     results.unlink(missing_ok=True)
     argv += ["--size", str(s.pool_size), str(history)]
     mem = (s.mem_mb << 20) + s.pool_size
-    timeout = run_timeout_s(len(ops), s.run_timeout_ms, s.op_timeout_ms, defaults.RUN_TIMEOUT_CAP_MS)
+    limits_ms = (s.run_timeout_ms, s.op_timeout_ms, defaults.RUN_TIMEOUT_CAP_MS)
     pmemcheck = s.tracer == "pmemcheck"
     if pmemcheck:
         # the same driver under Valgrind's pmemcheck, which logs every store; its log becomes
@@ -121,20 +121,18 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         trace_path.unlink(missing_ok=True)
         if not create:
             before = session.workdir / f"{tag}.before"
-            before.write_bytes(pool.read_bytes())
+            shutil.copyfile(pool, before)
         argv = tracers.wrap(argv, log)
         mem += tracers.EXTRA_AS
-        timeout = tracers.timeout_s(timeout)
-    if deadline is not None:
-        timeout = min(timeout, max(0.05, deadline - time.monotonic()))
+        limits_ms = tracers.limits_ms(*limits_ms)
     end = run_supervised(argv, env=env, output=session.workdir / f"{tag}.output", mem_bytes=mem,
-                         timeout_s=timeout)
+                         timeout_s=run_timeout_s(len(ops), *limits_ms, deadline))
     if end.status in ("timeout", "stopped") and session.budget.expired():
         raise OutOfTime()        # the budget ended the run, not a hang of the structure
     import_error = None
-    if pmemcheck and not log.exists():
-        raise SetupError(f"pmemcheck left no store log ({end.how()}): {end.output.strip()[-300:]}")
     if pmemcheck:
+        if not log.exists():
+            raise SetupError(f"pmemcheck left no store log ({end.how()}): {end.output.strip()[-300:]}")
         try:
             tracers.import_trace(log, trace_path, before)
         except SetupError as exc:

@@ -72,8 +72,11 @@ def wrap(argv: list[str], log: Path) -> list[str]:
                                   f"--log-file={log}", "--"] + argv
 
 
-def timeout_s(native_s: float) -> float:
-    return native_s * SLOWDOWN + STARTUP_S
+def limits_ms(base_ms: int, op_ms: int, cap_ms: int) -> tuple[int, int, int]:
+    """A traced run's time allowance (supervise.run_timeout_s's BASE_MS, OP_MS, CAP_MS) under
+    pmemcheck: SLOWDOWN times as long, plus Valgrind's start-up."""
+    startup_ms = int(STARTUP_S * 1000)
+    return base_ms * SLOWDOWN + startup_ms, op_ms * SLOWDOWN, cap_ms * SLOWDOWN + startup_ms
 
 
 def import_trace(log: Path, trace: Path, image: Path | None) -> None:
@@ -86,4 +89,4 @@ def import_trace(log: Path, trace: Path, image: Path | None) -> None:
         raise SetupError(f"the pmemcheck store log of a traced run could not be imported: {exc}") from None
 
 
-__all__ = ["TRACERS", "import_trace", "pmemcheck_command", "timeout_s", "wrap"]
+__all__ = ["TRACERS", "import_trace", "limits_ms", "pmemcheck_command", "wrap"]
