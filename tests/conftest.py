@@ -34,3 +34,14 @@ def trees_built() -> list[Path]:
     drivers = sorted(TREES_DIR.glob("*/driver-native"))
     assert drivers, "make trees built no driver"
     return drivers
+
+
+@pytest.fixture(scope="session")
+def pmemcheck() -> str:
+    """The pmemcheck command the tests use (tests/pmemcheck_tool.py); the test skips, saying why,
+    when there is none."""
+    from pmemcheck_tool import find_pmemcheck
+    tool = find_pmemcheck()
+    if tool is None:
+        pytest.skip("pmemcheck not found ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
+    return tool

@@ -30,10 +30,7 @@ def headers() -> list[str] | None:
 
 
 @pytest.fixture(scope="module")
-def live_log(tmp_path_factory):
-    tool = find_pmemcheck()
-    if tool is None:
-        pytest.skip("pmemcheck not found ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
+def live_log(tmp_path_factory, pmemcheck):
     inc = headers()
     if inc is None:
         pytest.skip("pmemcheck.h or valgrind.h missing (Debian package valgrind; scripts/setup installs it)")
@@ -43,7 +40,7 @@ def live_log(tmp_path_factory):
     exe = work / "live"
     subprocess.run(["clang-16", "-O1", "-g", *inc, str(FIXTURE), "-o", str(exe)], check=True)
     log = work / "live.log"
-    res = subprocess.run([tool, "--log-stores=yes", "--log-stores-stacktraces=yes", f"--log-file={log}",
+    res = subprocess.run([pmemcheck, "--log-stores=yes", "--log-stores-stacktraces=yes", f"--log-file={log}",
                           str(exe), str(work / "pool.img")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     return log

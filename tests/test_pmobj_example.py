@@ -13,22 +13,18 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT, run_cli
-from pmemcheck_tool import find_pmemcheck
 from userbuild import build_once
 
 EXAMPLE = ROOT / "examples" / "pmobj_hash"
 
 
 @pytest.fixture(scope="module")
-def pmobj(instrument_built):
+def pmobj(instrument_built, pmemcheck):
     if not Path("/usr/include/libpmemobj.h").exists():
         pytest.skip("libpmemobj-dev not installed (scripts/setup installs it)")
-    tool = find_pmemcheck()
-    if tool is None:
-        pytest.skip("pmemcheck not found ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
     build_once("pmobj_hash", EXAMPLE / "pmobj_hash.c", "--adapter", EXAMPLE / "adapter.c",
                "--ldflags", "-lpmemobj")
-    return {"CRASHCHECK_PMEMCHECK": tool}
+    return {"CRASHCHECK_PMEMCHECK": pmemcheck}
 
 
 def test_the_pass_alone_cannot_trace_it(pmobj):

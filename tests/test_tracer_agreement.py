@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -22,17 +21,8 @@ from crashsim.model import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.tracers import wrap
-from pmemcheck_tool import find_pmemcheck
 
 PROGRAMS = [p for p in corpuslib.programs() if p.exit == 0 and p.complete and not p.per_thread and not p.loads]
-
-
-@pytest.fixture(scope="module")
-def pmemcheck(instrument_built):
-    tool = find_pmemcheck()
-    if tool is None:
-        pytest.skip("pmemcheck not found ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
-    return tool
 
 
 @pytest.fixture(scope="module")

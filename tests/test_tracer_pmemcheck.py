@@ -14,18 +14,12 @@ import pytest
 from cli_run import ROOT, run_cli
 from crashsim.trace import read_trace
 from harness.tracers import wrap
-from pmemcheck_tool import find_pmemcheck
 
 WORT = ROOT / "build" / "trees" / "wort"
 HISTORY = "insert 1 5\ninsert 2 6\nupdate 1 7\ndelete 2\ninsert 3 8\nlookup 1\n"
 
 
-@pytest.fixture(scope="module")
-def pmemcheck(trees_built):
-    tool = find_pmemcheck()
-    if tool is None:
-        pytest.skip("pmemcheck not found ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
-    return tool
+pytestmark = pytest.mark.usefixtures("trees_built")
 
 
 def _per_op(trace):
