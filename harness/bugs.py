@@ -59,6 +59,11 @@ def fold_state(found: list[Finding]) -> list[Finding]:
     return [primary] + [f for f in found if f.expected]
 
 
+def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
+    """The source lines (file:line, after PRE) of the stores PIECES belong to, sorted, once each."""
+    return sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces})
+
+
 def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
     """The source lines of the stores that matter in F's crash state (lost, and persisted but
     needed), sorted; () when F has no crash state or loses nothing."""
@@ -69,8 +74,7 @@ def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
     pieces = f.lost + f.needed
     if not pieces:
         return ()
-    pre = "in recovery: " if f.recovery_of is not None else ""
-    return tuple(sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces}))
+    return tuple(store_lines(trace, pieces, "in recovery: " if f.recovery_of is not None else ""))
 
 
 def anchor(trace: Trace | None, f: Finding) -> list[str]:
@@ -146,10 +150,7 @@ def order(trace: Trace | None, f: Finding) -> dict | None:
         return None
     if f.recovery_of is not None and f.recovery_trace is not None:
         trace = f.recovery_trace
-
-    def lines(pieces):
-        return sorted({site_key(trace, store_site(trace, p)) for p in pieces})
-    return {"persisted": lines(f.needed), "lost": lines(f.lost), "class": f.cls}
+    return {"persisted": store_lines(trace, f.needed), "lost": store_lines(trace, f.lost), "class": f.cls}
 
 
 def broken_rules(f: Finding) -> list[str]:
@@ -209,7 +210,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             # recovery crashed with every store of its own durable: what fails is the repair of
             # the original crash, so its cause is the stores that crash lost (the same key as a
             # finding of that crash state without the crash in recovery)
-            keys.append(("cause", tuple(sorted({site_key(t, store_site(t, p)) for p in f.origin_lost}))))
+            keys.append(("cause", tuple(store_lines(t, f.origin_lost))))
         # a store the failure needs persisted, or the durable store where the order went wrong:
         # failures that hinge on one such store are one bug
         keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
