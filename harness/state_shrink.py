@@ -126,8 +126,11 @@ EARLY_POINTS = 32
 
 def operation_points(session: Session, trace: Trace, cp: SimPoint) -> list[SimPoint]:
     """The crash points of CP's operation before CP, latest first."""
+    # the points before the operation began are simulated without their units (not wanted)
+    begin = next((i for i in range(min(cp.event, len(trace.events)) - 1, -1, -1)
+                  if trace.events[i].kind == "op_begin"), 0)
     out = []
-    for p in Simulator.from_trace(trace, session.settings.options()).crash_points():
+    for p in Simulator.from_trace(trace, session.settings.options()).crash_points(skip_before=begin):
         if p.index >= cp.index:
             break
         if p.op == cp.op:
