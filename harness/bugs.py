@@ -154,10 +154,12 @@ def order(trace: Trace | None, f: Finding) -> dict | None:
 
 
 def broken_rules(f: Finding) -> list[str]:
-    """The texts of every rule F's recovered structure broke (its check's violations), or []."""
+    """The texts of every rule F's recovered structure broke (its check's violations, or those of
+    the check after the follow-up), or []."""
     if f.cls != "invariant-violation" or f.result is None or not isinstance(f.result.result, dict):
         return []
-    return [v for v in f.result.result.get("violations") or [] if isinstance(v, str)]
+    body = f.result.result
+    return [v for v in body.get("violations") or body.get("followup_violations") or [] if isinstance(v, str)]
 
 
 def _plain(group: tuple[str, str]) -> tuple[str, str]:
@@ -170,8 +172,8 @@ def _plain(group: tuple[str, str]) -> tuple[str, str]:
 
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
-    primary: the first tier of classes (TIERS) the bug shows, in it the simplest demonstration (the
-    fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
+    primary: the first tier of classes (TIERS) the bug shows, in it a run without any crash, then
+    the simplest demonstration (the fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
     lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
     after later deletes as broken rules; a node swung to before its entries are durable shows as
     broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
@@ -236,9 +238,12 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         bugs.setdefault(find(i), []).append(item)
     out = []
     for members in bugs.values():
-        # the most telling class; within it, a crash outside recovery that lost stores (the
-        # plainest picture of the mistake); then ITEMS order (the sort is stable)
-        members.sort(key=lambda it: (tier(finding(it).cls), size(it), rank(finding(it).cls),
+        # the most telling class; within it a run without any crash (a mistake that needs no
+        # crash is a logic bug, whatever a crash shows of it), then the simplest, then a crash
+        # outside recovery that lost stores (the plainest picture of the mistake); then ITEMS
+        # order (the sort is stable)
+        members.sort(key=lambda it: (tier(finding(it).cls), finding(it).point is not None, size(it),
+                                     rank(finding(it).cls),
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out

@@ -156,6 +156,27 @@ def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dic
     return None
 
 
+def _followup_broke_rules(model: Model, followup: Sequence[Any] | None, body: dict,
+                          diverged: Verdict | None, expected: list[Any], actual: Any,
+                          matched: Any) -> Verdict | None:
+    """The verdict when the structure's check, run again after the follow-up, found broken rules
+    (body["followup_violations"], trees/common/check.c), else None. Recovery left a sound
+    structure and the follow-up's own operations broke it: a broken rule is the root cause of any
+    wrong answer the follow-up gave (DIVERGED, kept in the detail), and it is the same rule as a
+    run without crash breaks (one bug: its group is the rule's, as for any broken invariant)."""
+    broken = [v for v in body.get("followup_violations") or [] if isinstance(v, str)]
+    if not followup or not broken:
+        return None
+    more = f" (+{len(broken) - 1} more)" if len(broken) > 1 else ""
+    also = f"; the follow-up also went wrong: {diverged.detail}" if diverged is not None else ""
+    return Verdict(False, "invariant-violation",
+                   f"after recovery and the follow-up `{model.op_text(followup[0])}`"
+                   f"{f' and {len(followup) - 1} more operations' if len(followup) > 1 else ''}: "
+                   f"{broken[0]}{more}{also}", expected, actual, matched,
+                   group="rule: " + address_free(broken[0]),
+                   followup_outputs=[str(x) for x in body.get("followup", [])])
+
+
 def _followup_death(model: Model, followup: Sequence[Any], got: list[str], result: dict,
                     expected: list[Any], actual: Any, matched: Any) -> Verdict:
     """Recovery left an acceptable state and the follow-up operation after the GOT ones died or
@@ -264,11 +285,13 @@ def _partial_check(result: dict) -> dict | None:
     out = result.get("output") or ""
     if not out.startswith('{"recovered": true') or '"followup": [' not in out:
         return None
-    try:
-        body = json.loads(out.rstrip() + "]}")
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) and isinstance(body.get("followup"), list) else None
+    for end in ("]}", "}"):     # cut inside the follow-up's list, or in the check after it
+        try:
+            body = json.loads(out.rstrip() + end)
+        except ValueError:
+            continue
+        return body if isinstance(body, dict) and isinstance(body.get("followup"), list) else None
+    return None
 
 
 def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: Sequence[Any] | None
@@ -362,8 +385,9 @@ def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
     # naming that operation, unless one before it already returned something the model does not).
     diverged = _followup_divergence(model, followup, body, expected, actual, matched,
                                     result if died_in_followup else None)
-    if diverged is not None:
-        return diverged
+    broke = _followup_broke_rules(model, followup, body, diverged, expected, actual, matched)
+    if broke is not None or diverged is not None:
+        return broke or diverged
     return Verdict(True, expected=expected, actual=actual, matched=matched,
                    followup_outputs=[str(x) for x in body.get("followup", [])])
 
@@ -405,8 +429,9 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
         return Verdict(False, cls, f"{detail} ({r.reason})", expected, actual)
     diverged = _followup_divergence(model, followup, body, [actual], actual, actual,
                                     result if died_in_followup else None)
-    if diverged is not None:
-        return diverged
+    broke = _followup_broke_rules(model, followup, body, diverged, [actual], actual, actual)
+    if broke is not None or diverged is not None:
+        return broke or diverged
     return Verdict(True, expected=[actual], actual=actual, matched=actual, witness=r.witness,
                    followup_outputs=[str(x) for x in body.get("followup", [])])
 

@@ -408,3 +408,30 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
     assert not unrelated[0].symptoms
     out = bugs.merge([delete, insert, after_crash] + unrelated, lambda f: f, lambda f: FakeTrace())
     assert sorted(len(m) for m in out) == [1, 3]
+
+
+def test_rules_a_follow_up_breaks_after_crashes_join_the_run_without_crash_that_breaks_them():
+    """A logic bug (a key byte packed with 7 bits): without any crash an insert breaks a rule; after
+    crashes anywhere the follow-up's insert breaks the same rule (the check runs again after the
+    follow-up). One bug, shown by the run that needs no crash, though its history is longer."""
+    from crashsim.runner import CheckResult
+    from harness.crash_free import crash_free_findings
+    from specs.models import get as model_get
+    from specs.ordered_map import parse_op
+
+    ops = [parse_op("delete 5"), parse_op("insert 4 40"), parse_op("insert 5 50")]
+    [no_crash] = crash_free_findings(model_get("ordered_map"), ops, [
+        "notfound", "ok", "!invariant 2 leaf 0x600000020440 under key byte 05 at position 0: its key has another byte there", "ok"])
+
+    def after_follow_up(lost):
+        rule = "leaf 0x600000020400 under key byte 7e at position 0: its key has another byte there"
+        f = finding("invariant-violation", lost, group="rule: leaf ? under key byte ? at position ?: its key has another byte there")
+        f.result = CheckResult("ok", None, None, {"recovered": True, "violations": [], "followup_violations": [rule]}, "", None, 0)
+        return f
+    unrelated = finding("invariant-violation", [3], group="rule: node ?: header depth ?, reached at depth ?")
+    items = [after_follow_up([1]), after_follow_up([2]), no_crash, unrelated]
+    out = bugs.merge(items, lambda f: f, lambda f: FakeTrace(), size=lambda f: 3 if f is no_crash else 1)
+    assert sorted(len(m) for m in out) == [1, 3]
+    [bug] = [m for m in out if len(m) == 3]
+    assert bug[0] is no_crash
+    assert bugs.broken_rules(items[0]) == ["leaf 0x600000020400 under key byte 7e at position 0: its key has another byte there"]

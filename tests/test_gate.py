@@ -28,13 +28,6 @@ def _catalog(folder: Path, structure: str):
             for b in json.loads(path.read_text()) if b.get("threads", 1) == 1]
 
 
-# Seeded bugs that still come out as several bugs (issue 18 point 2 not done for them; unexpected
-# bugs at seed 1, 48 examples): Heart's pack-keybyte-7bit, a logic bug, shows as broken rules
-# without any crash and as a follow-up lookup of a key with its top bit set that returns nothing
-# after crashes anywhere, in histories whose own keys never have that bit (2 bugs: nothing
-# links the follow-up's wrong answer to the rules, as the follow-up runs only after a crash).
-# It is still found with its class.
-NOT_ONE_BUG_YET = {"heart-pack-keybyte-7bit"}
 SEEDED = [p for t in TREES for p in _catalog(ROOT / "trees" / t, t)] + _catalog(EXAMPLE, "pmhash")
 
 
@@ -59,11 +52,6 @@ def test_structure_passes_gate(built, crashcheck, structure):
 def test_seeded_bug_found_with_its_class(built, crashcheck, structure, bug, cls):
     result = crashcheck.run(structure, bug=bug, seed=1, examples=48, stop_on_class=cls)
     got = [b["class"] for b in result.unexpected]
-    if f"{structure}-{bug}" in NOT_ONE_BUG_YET:
-        assert cls in got and len(got) > 1, (
-            f"{structure} --bug {bug}: expected a {cls} finding among several bugs (NOT_ONE_BUG_YET), "
-            f"got {got or 'none'}: if it is one bug now, take it off the list (report: {result.report})")
-        return
     assert got == [cls], (
         f"{structure} --bug {bug}: expected one {cls} bug, got {got or 'none'} "
         f"(report: {result.report})")

@@ -130,6 +130,33 @@ def test_followup_operation_that_dies_after_a_good_recovery(status, sig, group, 
     assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls.startswith("recovery-")
 
 
+def test_rules_the_followup_broke_are_the_finding():
+    """The check run again after the follow-up found broken rules: an invariant violation grouped
+    by the rule (as one a run without crash breaks), naming the follow-up, and keeping a wrong
+    follow-up answer in its detail; without them the same answers are a plain divergence."""
+    follow = [parse_op("insert 9 90"), parse_op("lookup 9")]
+    res = ok(dump((1, 10), (2, 20)), ["ok", "notfound"])
+    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls == "post-recovery-divergence"
+    res["result"]["followup_violations"] = ["leaf 0x6000 under key byte 7e at position 0: its key differs",
+                                            "node 0x7000: count 3, children 2"]
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    assert (verdict.ok, verdict.cls) == (False, "invariant-violation")
+    assert verdict.group == "rule: leaf ? under key byte ? at position ?: its key differs"
+    assert verdict.detail.startswith("after recovery and the follow-up `insert 9 90` and 1 more operations: "
+                                     "leaf 0x6000 under key byte 7e at position 0: its key differs (+1 more)")
+    assert "the follow-up also went wrong: after recovery, `lookup 9` returned `notfound`" in verdict.detail
+    assert verdict.actual == verdict.matched            # recovery itself left an acceptable state
+    # right answers, broken rules: still the broken rules
+    res["result"]["followup"] = ["ok", "value 90"]
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    assert verdict.cls == "invariant-violation" and "also went wrong" not in verdict.detail
+    # a check that died after the follow-up's list: the follow-up is judged as far as it went
+    res = {"status": "signal", "signal": 11, "exit": None, "result": None, "stderr": "",
+           "output": partial(dump((1, 10), (2, 20)), ["ok", "notfound"]) + "]"}
+    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    assert verdict.cls == "post-recovery-divergence" and "`lookup 9` returned `notfound`" in verdict.detail
+
+
 # -- issue 18 point 3: the right class ------------------------------------------------------------
 
 def test_tie_is_judged_against_the_state_the_crash_lost():
