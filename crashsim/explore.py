@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from .image import encode_writes
-from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch
+from .image import decode_writes, encode_writes
+from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch, ReadMemo
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -41,12 +41,14 @@ class StateOutcome:
     choice: Choice
     id: int
     fp: int                              # fingerprint of the post-crash image
-    cached_from: int | None              # earlier state with the same image and followup, if any
+    cached_from: int | None              # earlier state with the same image and followup, or (with
+    #                                      `remembered`) an earlier execution whose check read the same
     result: CheckResult | None = None
     followup: str = ""
     covers: int = 1                      # lazy: crash states of this execution's class
     decisions: tuple[int, ...] | None = None   # lazy: the execution's decision list
     leaf: Leaf | None = None             # lazy: the class this execution stands for
+    remembered: bool = False             # lazy: answered by ReadMemo (what an earlier check read)
 
     @property
     def kept(self) -> list[Piece]:
@@ -187,6 +189,9 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     lazy_seen: dict[tuple, list[tuple[tuple[int, ...], int]]] = {}
     results: dict[int, CheckResult] = {}           # first state id -> its result
     waiting: list[StateOutcome] = []
+    # lazy: earlier executions' answers, by the lines their checks read (off: CRASHCHECK_LAZY_MEMO=0)
+    memo = ReadMemo(sim.line_size) if (strategy == "lazy" and cache and runner is not None and
+                                       os.environ.get("CRASHCHECK_LAZY_MEMO", "1") != "0") else None
     stats = Progress(0, total, 0, 0, 0, 0, 0.0)
 
     # The runner answers a batch only when it has checked all of it, and a check that hangs takes
@@ -225,11 +230,27 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         covers, whole = 1, None
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
+            hit = memo.find(fu, sim.image.base, plan.pending_lines()) if memo is not None else None
+            if hit is not None:
+                # the check of an earlier execution read none of this point's pending lines and
+                # the same bytes elsewhere: its answer is every legal state's here
+                whole = plan.leaf((), {"branches": [], "allowed": []})
+                yield _remembered(cp, whole, next_id, encode, fu, hit, stats, runner)
+                next_id += 1
+                stats.complete += 1
+                stats.points_done += 1
+                if progress:
+                    stats.elapsed = time.monotonic() - t0
+                    progress(stats)
+                continue
             key = (cp.fp, plan.key, fu) if cache else None
             leaves: list[Leaf] = []
             for out in _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, cap, lazy_seen, key):
                 next_id = out.id + 1
                 leaves.append(out.leaf)
+                if memo is not None and out.cached_from is None and out.result is not None:
+                    memo.add(fu, out.result.lazy, sim.image.base, decode_writes(encode(out.leaf.choice)[1]),
+                             out.id, out.result)
                 yield out
             if sum(leaf.covers for leaf in leaves) == cp.legal:
                 stats.complete += 1
@@ -267,6 +288,12 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             sid = next_id
             next_id += 1
             first = seen.get((fp, fu)) if cache else None
+            hit = None
+            if first is None and memo is not None:
+                hit = memo.find(fu, sim.image.base, set(), decode_writes(writes) if writes else ())
+                if hit is not None:
+                    first = hit.sid
+                    results[first] = hit.result
             if first is None:
                 stats.executions += 1
                 seen[(fp, fu)] = sid
@@ -278,7 +305,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                     runner.next_state = sid + 1      # reserve the id: dup_of may not name it
             leaf = whole if whole is not None or plan is None or not plan.feasible else plan.single(choice)
             waiting.append(StateOutcome(cp, choice, sid, fp, first, None, fu, covers,
-                                        None if leaf is None else (), leaf))
+                                        None if leaf is None else (), leaf, hit is not None))
             stats.covered += covers
             stats.explored += 1
             # Drain when a batch of checks is queued, or when cache hits alone pile up.
@@ -295,6 +322,18 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     if progress:
         stats.elapsed = time.monotonic() - t0
         progress(stats)
+
+
+def _remembered(cp: CrashPoint, leaf: Leaf, sid: int, encode, fu: str, hit, stats: Progress,
+                runner: Runner) -> StateOutcome:
+    """The outcome of a whole crash point answered by an earlier execution (ReadMemo HIT)."""
+    if sid >= runner.next_state:
+        runner.next_state = sid + 1                  # reserve the id: dup_of may not name it
+    fp, _ = encode(leaf.choice)
+    stats.cached += 1
+    stats.explored += 1
+    stats.covered += cp.legal
+    return StateOutcome(cp, leaf.choice, sid, fp, hit.sid, hit.result, fu, cp.legal, (), leaf, True)
 
 
 def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, size: list[int],

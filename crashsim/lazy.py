@@ -151,6 +151,11 @@ class LazyPlan:
                          + b"".join(struct.pack("<Q", off) for off in g.lines) + b"".join(contents))
         return b"".join(parts)
 
+    def pending_lines(self) -> set[int]:
+        """The pool lines (indices) whose contents the crash state decides."""
+        ls = self.cp.line_size
+        return {off // ls for gi in self.sent for off in self.groups[gi].lines}
+
     def spec(self, decisions: Sequence[int]) -> bytes:
         """The runner's spec for one execution with DECISIONS."""
         return (struct.pack("<III", self.cp.line_size, len(self.sent), len(decisions))
@@ -243,3 +248,74 @@ def decode(spec: bytes) -> tuple[list[int], list[tuple[list[int], list[bytes]]]]
         groups.append((offs, [spec[pos + v * size:pos + (v + 1) * size] for v in range(nv)]))
         pos += nv * size
     return decisions, groups
+
+
+@dataclass
+class Remembered:
+    """One finished execution: its answer holds for every image with the same bytes in RUNS."""
+    followup: str
+    runs: tuple[tuple[int, int], ...]      # (first line, count): the lines the check read
+    lines: frozenset[int]
+    digest: bytes                          # of those lines' bytes in the image it ran on
+    sid: int
+    result: object
+
+
+class ReadMemo:
+    """Answers of earlier executions, by the lines each one's check read (the runner's "read"
+    log): a later crash point whose every legal image has the same bytes in those lines as an
+    earlier execution's image is answered by that execution, without running (the check reads the
+    same bytes, so it does the same thing). Jaaru's lazy exploration runs once per crash point at
+    least; most crash points of a tree operation change lines recovery never reads (a new node
+    before it is linked), so this is where lazy saves most runs.
+
+    Sound as far as the check's reads are seen: everything the instrumented code reads is (the
+    same assumption lazy branching makes); only answers of finished checks (status ok) are kept,
+    the most recent KEEP of them, and none whose reads span more than MAX_LINES lines (hashing
+    them per crash point would cost more than it saves)."""
+
+    KEEP = 32
+    MAX_LINES = 8192
+
+    def __init__(self, line_size: int) -> None:
+        self.ls = line_size
+        self.entries: deque[Remembered] = deque(maxlen=self.KEEP)
+        self.hits = 0
+
+    def _digest(self, base, runs, writes=()) -> bytes:
+        ls = self.ls
+        h = hashlib.blake2b(digest_size=16)
+        for first, count in runs:
+            lo, hi = first * ls, (first + count) * ls
+            chunk = base[lo:hi]
+            if writes:
+                chunk = bytearray(chunk)
+                for off, data in writes:
+                    if off < hi and off + len(data) > lo:
+                        a, b = max(off, lo), min(off + len(data), hi)
+                        chunk[a - lo:b - lo] = data[a - off:b - off]
+            h.update(chunk)
+        return h.digest()
+
+    def add(self, followup: str, log: dict | None, base, writes, sid: int, result) -> None:
+        """Remember execution SID (RESULT, its answer's lazy LOG) that ran on BASE with WRITES
+        ((offset, bytes) over it: the class member it stands for)."""
+        runs = log.get("read") if log else None
+        if runs is None or getattr(result, "status", None) != "ok" or log.get("diverged") or log.get("truncated"):
+            return
+        runs = tuple((int(f), int(c)) for f, c in runs)
+        if sum(c for _, c in runs) > self.MAX_LINES:
+            return
+        lines = frozenset(i for f, c in runs for i in range(f, f + c))
+        self.entries.append(Remembered(followup, runs, lines, self._digest(base, runs, writes), sid, result))
+
+    def find(self, followup: str, base, pending: set[int], writes=()) -> Remembered | None:
+        """An earlier execution whose answer holds for the image BASE (plus WRITES) whatever the
+        lines PENDING (line indices still undetermined) hold, or None."""
+        for e in reversed(self.entries):
+            if e.followup != followup or (pending and not pending.isdisjoint(e.lines)):
+                continue
+            if self._digest(base, e.runs, writes) == e.digest:
+                self.hits += 1
+                return e
+        return None

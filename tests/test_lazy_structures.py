@@ -86,6 +86,38 @@ def test_lazy_covers_every_crash_point(tree, tmp_path):
     assert all(o.result.status == "ok" for o in outs)
 
 
+@pytest.mark.parametrize("tree", TREES)
+def test_answers_reused_by_what_the_check_read_are_each_states_own(tree, tmp_path, monkeypatch):
+    """A crash point answered by an earlier execution whose check read none of its pending lines
+    and the same bytes elsewhere (crashsim.lazy.ReadMemo) gets the answer every one of its classes
+    gets when it is explored for itself; and it saves executions."""
+    driver, env, trace, first_op = traced(tree, tmp_path)
+
+    def run():
+        stats = []
+        with Runner([str(driver), "serve", "--size", str(POOL_SIZE)], env=env) as runner:
+            outs = list(explore(trace, strategy="lazy", runner=runner, followup=FOLLOWUP, start_event=first_op,
+                                progress=stats.append, options=MODEL.get(tree)))
+        return outs, stats[-1]
+    memo_outs, memo_stats = run()
+    monkeypatch.setenv("CRASHCHECK_LAZY_MEMO", "0")
+    plain_outs, plain_stats = run()
+    by_point: dict[int, list] = {}
+    for o in plain_outs:
+        by_point.setdefault(o.point.index, []).append(o)
+    reused = [o for o in memo_outs if o.remembered]
+    assert reused, "no crash point was answered by an earlier point's execution: nothing was tested"
+    for o in reused:
+        # every class the plain search made of the states this answer stands for got it too
+        # (a whole point, or one state of a point checked state by state)
+        own = [p for p in by_point[o.point.index]
+               if o.covers == o.point.legal or p.leaf.contains(o.choice)]
+        assert own and all((p.result.status, p.result.result) == (o.result.status, o.result.result)
+                           for p in own), (tree, o.point.index, o.choice)
+    assert memo_stats.covered == plain_stats.covered and memo_stats.complete == plain_stats.complete
+    assert memo_stats.executions < plain_stats.executions
+
+
 def test_states_cli_reports_lazy_executions(tmp_path, capsys):
     from harness.cli import main
     _, _, trace, _ = traced("wort", tmp_path)

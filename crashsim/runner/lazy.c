@@ -22,6 +22,12 @@
  * one child is one execution with one answer.  The branch log and the
  * allowed sets live in a shared mapping, so they survive the child's death
  * and the parent adds them to the answer ("lazy": ...).
+ *
+ * The child also logs which lines of the pool the check read at all (a
+ * bitmap in a second shared mapping, "read" in the answer): the answer holds
+ * for any image that has the same bytes in those lines, which the client
+ * uses to answer later crash points without running them (crashsim/lazy.py
+ * ReadMemo).
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -41,6 +47,7 @@ extern const int __cc_module_check_loads __attribute__((weak));
 #define LZ_MAX_BRANCHES 16384
 #define LZ_SHARED_BYTES ((size_t)4 << 20)
 #define LZ_MAX_LINE 256
+#define LZ_MAX_READ_RUNS 4096     /* more runs of read lines: "read": null (not reused) */
 
 /* The shared mapping: what the parent reads back after the child ended. */
 struct lz_shared {
@@ -76,6 +83,9 @@ static struct lz_state {
 	struct lz_shared *shared;
 	uint8_t *pool;
 	uintptr_t lo, hi;                 /* hull of the lines (addresses) */
+	uint64_t *read;                   /* shared: a bit per pool line the check read */
+	size_t read_lines, read_cap;      /* lines of the pool; bits the mapping holds */
+	size_t pool_size;
 } lz;
 
 static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
@@ -134,6 +144,7 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 	lz.active = 0;
 	lz.shared = shared;
 	lz.pool = r->pool;
+	lz.pool_size = r->size;
 	if (n < 12)
 		return "lazy spec shorter than its header";
 	lz.line_size = rd32(p);
@@ -141,6 +152,19 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 	lz.ndec = rd32(p + 8);
 	if (lz.line_size == 0 || lz.line_size > LZ_MAX_LINE || (lz.line_size & (lz.line_size - 1)))
 		return "lazy spec: line size must be a power of two up to 256";
+	lz.read_lines = (r->size + lz.line_size - 1) / lz.line_size;
+	if (lz.read_lines > lz.read_cap) {
+		/* shared, so the log survives the child; kept across requests */
+		size_t bytes = (lz.read_lines + 63) / 64 * 8;
+		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (m == MAP_FAILED)
+			return "cannot map the lazy read log";
+		if (lz.read)
+			munmap(lz.read, (lz.read_cap + 63) / 64 * 8);
+		lz.read = m;
+		lz.read_cap = lz.read_lines;
+		r->vm_stale = 1;
+	}
 	size_t pos = 12;
 	if (lz.ndec > (n - pos) / 2)
 		return "lazy spec: decisions run past the body";
@@ -339,8 +363,34 @@ static void each_line(uintptr_t a, uint64_t size, void (*fn)(struct lz_line *, u
 	}
 }
 
+static void on_load_lines(uintptr_t a, uint64_t size);
+
+/* mark_read -- the check reads SIZE bytes at A: log the pool lines (internal) */
+static void mark_read(uintptr_t a, uint64_t size)
+{
+	uintptr_t pool = (uintptr_t)lz.pool, end = pool + lz.pool_size;
+	if (a >= end || a < pool || size == 0)
+		return;
+	if (size == LZ_CSTRING) {
+		const char *nul = memchr((const void *)a, 0, end - a);
+		size = nul ? (uint64_t)(nul - (const char *)a) + 1 : end - a;
+	} else if (size > end - a) {
+		size = end - a;
+	}
+	uint64_t first = (a - pool) / lz.line_size, last = (a - pool + size - 1) / lz.line_size;
+	for (uint64_t l = first; l <= last; l++)
+		lz.read[l / 64] |= 1ull << (l % 64);
+}
+
 /* on_load -- the check is about to read SIZE bytes at A (internal) */
 static void on_load(uintptr_t a, uint64_t size)
+{
+	mark_read(a, size);
+	on_load_lines(a, size);
+}
+
+/* on_load_lines -- branch on the lazy lines [A, A + SIZE) touches (internal) */
+static void on_load_lines(uintptr_t a, uint64_t size)
 {
 	if (size == LZ_CSTRING) {   /* a string: line by line, up to its NUL */
 		for (;;) {
@@ -354,7 +404,7 @@ static void on_load(uintptr_t a, uint64_t size)
 				a = lz.lo;
 			}
 			uintptr_t end = (a | (lz.line_size - 1)) + 1;
-			on_load(a, end - a);
+			on_load_lines(a, end - a);
 			if (memchr((const void *)a, 0, end - a))
 				return;
 			a = end;
@@ -399,8 +449,9 @@ void ccr_lazy_child_begin(void)
 		memset(lz.lines[i].owned, 0, sizeof(lz.lines[i].owned));
 	for (uint32_t g = 0; g < lz.ngroups; g++)
 		materialize(&lz.groups[g]);
-	if (lz.nlines)
-		cc_lazy_install(on_load, on_store);
+	memset(lz.read, 0, (lz.read_lines + 63) / 64 * 8);
+	/* on even without lazy lines: the read log is wanted all the same */
+	cc_lazy_install(on_load, on_store);
 }
 
 /* ccr_lazy_active -- whether the request being served is a LAZY one */
@@ -415,10 +466,40 @@ void ccr_lazy_end(void)
 	lz.active = 0;
 }
 
+/* read_runs -- the lines the check read, as [[first line, count], ...], or
+ * null when there are more than LZ_MAX_READ_RUNS runs (internal) */
+static int read_runs(struct runner *r, struct buf *a)
+{
+	size_t runs = 0;
+	for (size_t l = 0; l < lz.read_lines; l++)
+		if ((lz.read[l / 64] >> (l % 64) & 1) && (l == 0 || !(lz.read[(l - 1) / 64] >> ((l - 1) % 64) & 1)))
+			runs++;
+	if (runs > LZ_MAX_READ_RUNS)
+		return ccr_buf_str(r, a, "null");
+	int rc = ccr_buf_str(r, a, "[");
+	int first = 1;
+	for (size_t l = 0; l < lz.read_lines;) {
+		if (!lz.read[l / 64]) {          /* a whole empty word */
+			l = (l / 64 + 1) * 64;
+			continue;
+		}
+		if (!(lz.read[l / 64] >> (l % 64) & 1)) {
+			l++;
+			continue;
+		}
+		size_t from = l;
+		while (l < lz.read_lines && (lz.read[l / 64] >> (l % 64) & 1))
+			l++;
+		rc |= ccr_buf_fmt(r, a, first ? "[%zu,%zu]" : ",[%zu,%zu]", from, l - from);
+		first = 0;
+	}
+	return rc | ccr_buf_str(r, a, "]");
+}
+
 /*
  * ccr_lazy_answer -- append the exploration log to answer body A:
  *   ,"lazy":{"branches":[n, ...],"allowed":[[group,[v, ...]], ...],
- *            "diverged":0|1,"truncated":0|1}
+ *            "diverged":0|1,"truncated":0|1,"read":[[line, count], ...]|null}
  * "allowed" lists only the groups the execution narrowed.
  */
 int ccr_lazy_answer(struct runner *r, struct buf *a)
@@ -448,7 +529,8 @@ int ccr_lazy_answer(struct runner *r, struct buf *a)
 			}
 		rc |= ccr_buf_str(r, a, "]]");
 	}
-	rc |= ccr_buf_fmt(r, a, "],\"diverged\":%u,\"truncated\":%u}", S->diverged ? 1u : 0u,
+	rc |= ccr_buf_fmt(r, a, "],\"diverged\":%u,\"truncated\":%u,\"read\":", S->diverged ? 1u : 0u,
 			  S->nbranches > LZ_MAX_BRANCHES ? 1u : 0u);
-	return rc;
+	rc |= read_runs(r, a);
+	return rc | ccr_buf_str(r, a, "}");
 }
