@@ -27,6 +27,7 @@ from crashsim.model import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness import defaults, executors, structures, workdir
 from harness.budget import PROCESS_START, clear_pending_signal, interrupt
+from harness.counts import big
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, run_plan
 from harness.journal import Journal, journal_path
@@ -196,9 +197,9 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
 def _states_text(p: dict, elapsed: float) -> str:
     """The progress line's account of crash states: executions and covered points when lazy."""
     if p.get("executions") and p["executions"] != p["states"]:
-        return (f"{p['executions']} executions ({p['executions'] / elapsed:.0f}/s) covering {p['states']} "
+        return (f"{p['executions']} executions ({p['executions'] / elapsed:.0f}/s) covering {big(p['states'])} "
                 f"crash states, {p['complete']} of {p['points']} crash points complete")
-    return f"{p['states']} crash states checked ({p['states'] / elapsed:.0f}/s)"
+    return f"{big(p['states'])} crash states checked ({p['states'] / elapsed:.0f}/s)"
 
 
 def _summary(console: Console, res: dict) -> None:
@@ -214,7 +215,7 @@ def _summary(console: Console, res: dict) -> None:
         partial = (f" ({st['partial_histories']} cut short by the budget)"
                    if st.get("partial_histories") else "")
         console.print(f"{name}: {st['histories']} histories{partial}, {st['crash_points']} crash points, "
-                      f"{st['states_explored']} states explored of {st['states_legal']} legal "
+                      f"{big(st['states_explored'])} states explored of {big(st['states_legal'])} legal "
                       f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)

@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
+from harness.counts import big
 from harness.lanes_svg import render_lanes
 from harness.paths import HEADERS
 from harness.timeline import render_timeline
@@ -189,13 +190,6 @@ def prepare(results: dict) -> dict:
     return {"results": results, "rows": rows, "bugs": bugs, "title": title, "sampled": sampled,
             "by_class": {k: {"unexpected": v["unexpected"], "expected": v["expected"]}
                          for k, v in sorted(by_class.items())}}
-
-
-def big(n) -> str:
-    """A count for a table cell: exact up to 10^12, then like 1.49e+36 (legal crash states grow
-    beyond any column; results.json keeps the exact figure)."""
-    n = int(n)
-    return f"{n:,}" if n < 10 ** 12 else f"{n:.2e}"
 
 
 def render(results: dict) -> str:
