@@ -231,21 +231,16 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
             hit = memo.find(fu, sim.image.base, plan.pending_lines()) if memo is not None else None
+            leaves: list[Leaf] = []
             if hit is not None:
                 # the check of an earlier execution read none of this point's pending lines and
                 # the same bytes elsewhere: its answer is every legal state's here
-                whole = plan.leaf((), {"branches": [], "allowed": []})
-                yield _remembered(cp, whole, next_id, encode, fu, hit, stats, runner)
+                leaves.append(plan.leaf((), {"branches": [], "allowed": []}))
+                yield _reused(cp, leaves[0], next_id, encode, fu, hit.sid, hit.result, stats, runner, remembered=True)
                 next_id += 1
-                stats.complete += 1
-                stats.points_done += 1
-                if progress:
-                    stats.elapsed = time.monotonic() - t0
-                    progress(stats)
-                continue
-            key = (cp.fp, plan.key, fu) if cache else None
-            leaves: list[Leaf] = []
-            for out in _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, cap, lazy_seen, key):
+            key = (cp.fp, plan.key, fu) if cache and hit is None else None
+            for out in () if hit is not None else \
+                    _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, cap, lazy_seen, key):
                 next_id = out.id + 1
                 leaves.append(out.leaf)
                 if memo is not None and out.cached_from is None and out.result is not None:
@@ -324,16 +319,18 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         progress(stats)
 
 
-def _remembered(cp: CrashPoint, leaf: Leaf, sid: int, encode, fu: str, hit, stats: Progress,
-                runner: Runner) -> StateOutcome:
-    """The outcome of a whole crash point answered by an earlier execution (ReadMemo HIT)."""
+def _reused(cp: CrashPoint, leaf: Leaf, sid: int, encode, fu: str, first: int, res: CheckResult,
+            stats: Progress, runner: Runner, decisions: tuple[int, ...] = (),
+            remembered: bool = False) -> StateOutcome:
+    """The outcome of class LEAF answered by earlier execution FIRST (RES) without a run: the same
+    search at an earlier point, or (REMEMBERED) an execution whose check read the same bytes."""
     if sid >= runner.next_state:
         runner.next_state = sid + 1                  # reserve the id: dup_of may not name it
     fp, _ = encode(leaf.choice)
     stats.cached += 1
     stats.explored += 1
-    stats.covered += cp.legal
-    return StateOutcome(cp, leaf.choice, sid, fp, hit.sid, hit.result, fu, cp.legal, (), leaf, True)
+    stats.covered += leaf.covers
+    return StateOutcome(cp, leaf.choice, sid, fp, first, res, fu, leaf.covers, decisions, leaf, remembered)
 
 
 def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, size: list[int],
@@ -350,15 +347,8 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
         for decisions, first, res in earlier:
             leaf = search.done(decisions, res.lazy)
             search.frontier.clear()
-            sid = next_id
+            yield _reused(cp, leaf, next_id, encode, fu, first, res, stats, runner, decisions)
             next_id += 1
-            if sid >= runner.next_state:
-                runner.next_state = sid + 1          # reserve the id: dup_of may not name it
-            fp, _ = encode(leaf.choice)
-            stats.cached += 1
-            stats.explored += 1
-            stats.covered += leaf.covers
-            yield StateOutcome(cp, leaf.choice, sid, fp, first, res, fu, leaf.covers, decisions, leaf)
         return
     done: list[tuple[tuple[int, ...], int, CheckResult]] = []
     while search.frontier and search.executions < limit:
