@@ -122,6 +122,13 @@ class Structure:
         return bool(self.info.get("own_pool", False))
 
     @property
+    def pass_traces_pool(self) -> bool:
+        """Its own pool is mapped by libpmemobj's pmemobj_create/pmemobj_open, which the pass
+        redirects to the runtime (instrument/runtime/rt_pmemobj.c), so the pass traces it too
+        (`driver info` "pass_traces_pool")."""
+        return bool(self.info.get("pass_traces_pool", False))
+
+    @property
     def map_ops(self) -> tuple[str, ...]:
         """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
         are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""
