@@ -53,7 +53,8 @@ Pending units (what a crash state chooses)
 
 Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
 and checked; pieces of other regions count in the states and their numbers, and leave the image
-unchanged. Stores outside every region are ignored (counted in `unplaced`).
+unchanged. Checking such a trace is refused (crashsim.explore.only_region_0): recovery is given
+region 0 only. Stores outside every region are ignored (counted in `unplaced`).
 
 Streaming: the simulator's `image` is the yielded crash point's guaranteed image only until the
 next crash point is requested; consume a crash point's states before advancing the generator.
