@@ -118,7 +118,8 @@ class Structure:
     @property
     def own_pool(self) -> bool:
         """It maps its pool file itself (libpmemobj; the adapter's create_file/open_file): only a
-        tracer that sees the library's stores can trace it."""
+        tracer that sees the library's stores can trace it (pmemcheck; the pass if
+        `pass_traces_pool`)."""
         return bool(self.info.get("own_pool", False))
 
     @property
