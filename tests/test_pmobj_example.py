@@ -97,6 +97,21 @@ def test_the_fast_path_bug_is_found(pmobj, tmp_path):
     assert any(op.startswith("update") for op in bug["history"])
 
 
+@pytest.mark.slow
+def test_a_change_the_transaction_never_added_is_lost_under_the_pass(pmobj_built, tmp_path):
+    """insert-no-add: the chain head changed inside a transaction without pmemobj_tx_add_range is
+    not flushed at the commit (the runtime flushes only what the transaction added), so the entry
+    can be lost after the insert returned."""
+    res = run_cli("fuzz", "pmobj_hash", "--bug", "insert-no-add", "--examples", "4", "--limit", "8",
+                  "--stop-on", "lost-durable-write", "--json", tmp_path / "r.json", "--quiet", timeout=1200)
+    assert res.returncode == 1, res.stdout + res.stderr
+    r = json.loads((tmp_path / "r.json").read_text())
+    [bug] = r["bugs"]
+    assert bug["class"] == "lost-durable-write" and bug["tracer"] == "pass"
+    lost = bug["lost"][0]["site"]
+    assert lost["file"] == "examples/pmobj_hash/pmobj_hash.c" and lost["func"] == "ph_insert"
+
+
 def test_build_without_the_library_shows_the_linker(pmobj_built, tmp_path):
     """--ldflags is what brings libpmemobj in: without it the link fails with the linker's words."""
     src = tmp_path / "src"
