@@ -19,7 +19,8 @@
 //   pmem_* (libpmem), pmemobj_persist/flush/drain/memcpy/... (libpmemobj)
 //                              __cc_pmem(addr, len, stored, mode, flags, site)
 //   pmemobj_create/open/close, pmemobj_tx_add_range*, pmemobj_tx_*alloc/*dup,
-//   pmemobj_tx_commit/process/end   -> __cc_wrap_NAME(same arguments..., site)
+//   pmemobj_tx_commit/process/end, pmem_map_file
+//                                   -> __cc_wrap_NAME(same arguments..., site)
 //   any other pmemobj_* call that may write the pool   call; __cc_lib_return(site)
 //     (instrument/runtime/rt_pmemobj.c: libpmemobj is precompiled, so the
 //     runtime maps its pool as a region and logs what the library wrote,
@@ -414,6 +415,10 @@ private:
     if (pmemCalls().count(Name.str())) {
       S.Pmem++;
       return add(I, Kind::Pmem);
+    }
+    if (Name == "pmem_map_file" && Callee->isDeclaration() && !Callee->isVarArg()) {
+      S.PmemObj++;
+      return add(I, Kind::PmemObjWrap);      // libpmem's pool: a traced region, no shadow
     }
     if (Name.startswith("pmemobj_") && Callee->isDeclaration() && !pmemobjPure().count(Name.str())) {
       S.PmemObj++;

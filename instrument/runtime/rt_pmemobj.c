@@ -1,6 +1,6 @@
 /*
  * rt_pmemobj.c -- libpmemobj under the pass: its pools as traced regions, its own stores, and
- * what its transactions flush
+ * what its transactions flush (and libpmem's pmem_map_file pools as regions)
  *
  * The pass sends calls to the libpmemobj functions below to these wrappers (same arguments plus
  * the call's site), and puts __cc_lib_return(site) after every other pmemobj_* call that may
@@ -15,6 +15,9 @@
  * bytes before the open, and what the open wrote (libpmemobj's recovery) is logged as its
  * stores.  A pool set (a text file naming parts) or a pool that cannot be registered is left
  * untraced, with one line on stderr.
+ *
+ * libpmem's pmem_map_file maps a pool too: its mapping becomes a region (without a shadow:
+ * libpmem writes into it only through the copy and fill calls the pass models).
  *
  * The library's stores.  After each call that may write, the shadow is compared with the pool
  * and the difference logged as `library` stores at the call's site, durable at once (the
@@ -71,6 +74,8 @@ WEAK cc_oid_t pmemobj_tx_xwcsdup(const wchar_t *s, uint64_t type_num, uint64_t f
 WEAK void pmemobj_tx_commit(void);
 WEAK void pmemobj_tx_process(void);
 WEAK int pmemobj_tx_end(void);
+WEAK void *pmem_map_file(const char *path, size_t len, int flags, mode_t mode, size_t *mapped_lenp,
+			 int *is_pmemp);
 
 /* Tells a driver (trees/common/driver.c `info`) that its libpmemobj pools are traced. */
 const int __cc_pmemobj_pools = 1;
@@ -225,6 +230,21 @@ void __cc_wrap_pmemobj_close(cc_objpool *pop, crashcheck_site_t site)
 		cc_shadow_drop(pop);          /* the mapping goes away; it stays a region (its address) */
 	}
 	pmemobj_close(pop);
+}
+
+/* __cc_wrap_pmem_map_file -- libpmem maps a file: trace the mapping as a region */
+void *__cc_wrap_pmem_map_file(const char *path, size_t len, int flags, mode_t mode, size_t *mapped_lenp,
+			      int *is_pmemp, crashcheck_site_t site)
+{
+	(void)site;
+	size_t mapped = 0;
+	void *p = pmem_map_file(path, len, flags, mode, &mapped, is_pmemp);
+	if (mapped_lenp)
+		*mapped_lenp = mapped;
+	if (p && traced() && cc_register_region(p, mapped, NULL) != 0)
+		fprintf(stderr, "crashcheck: libpmem mapping of %s at %p not traced: %s\n", path, p,
+			crashcheck_last_error());
+	return p;
 }
 
 /* The ranges a transaction adds: flushed at its commit. */

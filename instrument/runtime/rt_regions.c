@@ -120,6 +120,10 @@ int cc_register_region(void *addr, size_t len, const void *initial)
 		return -1;
 	}
 	for (unsigned i = 0; i < nregions; i++) {
+		/* the same range again (a program registering the mapping pmem_map_file returned,
+		 * which the runtime traces already): nothing to do */
+		if (base == regions[i].base && len == regions[i].size)
+			return 0;
 		if (base < regions[i].base + regions[i].size && regions[i].base < base + len) {
 			cc_set_error("PM region %#" PRIxPTR "+%zu overlaps registered region %#" PRIxPTR "+%zu",
 				     base, len, regions[i].base, regions[i].size);
