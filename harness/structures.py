@@ -124,9 +124,9 @@ class Structure:
 
     @property
     def pass_traces_pool(self) -> bool:
-        """Its own pool is mapped by libpmemobj's pmemobj_create/pmemobj_open, which the pass
-        redirects to the runtime (instrument/runtime/rt_pmemobj.c), so the pass traces it too
-        (`driver info` "pass_traces_pool")."""
+        """Its own pool is mapped by libpmemobj's pmemobj_create/pmemobj_open (or libpmem's
+        pmem_map_file), which the pass redirects to the runtime (instrument/runtime/rt_pmemobj.c),
+        so the pass traces it too (`driver info` "pass_traces_pool")."""
         return bool(self.info.get("pass_traces_pool", False))
 
     @property

@@ -397,7 +397,8 @@ static int cmd_serve(int argc, char **argv)
 }
 
 /* Defined by the runtime's rt_pmemobj.c, which is linked in only when the pass sent a call of
- * this program to libpmemobj's pool functions through it: the pass then traces such a pool. */
+ * this program to libpmemobj's (or libpmem's pmem_map_file) pool functions through it: the pass
+ * then traces such a pool. */
 extern const int __cc_pmemobj_pools __attribute__((weak));
 
 /* cmd_info -- the structure's name and key/value shape as JSON (internal) */
