@@ -58,6 +58,24 @@ def test_a_pool_mapped_some_other_way_is_refused_under_the_pass(instrument_built
     assert "--tracer pmemcheck" in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+def test_a_pool_libpmem_maps_is_traced_by_the_pass(instrument_built, tmp_path):
+    """tests/fixtures/pmemfile maps its own pool with pmem_map_file: the pass traces it (the
+    mapping is a region), the correct map passes and its seeded bug is found with its class."""
+    if not Path("/usr/include/libpmem.h").exists():
+        pytest.skip("libpmem-dev not installed (scripts/setup installs it)")
+    fixture = ROOT / "tests" / "fixtures" / "pmemfile"
+    build_once("pmemfile", "--adapter", fixture / "adapter.c", "--ldflags", "-lpmem")
+    ok = run_cli("fuzz", "pmemfile", "--examples", "4", "--json", tmp_path / "ok.json", "--quiet")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    r = json.loads((tmp_path / "ok.json").read_text())
+    assert r["bugs"] == [] and r["stats"]["crash_points"] > 20
+    bad = run_cli("fuzz", "pmemfile", "--bug", "count-first", "--examples", "8", "--json", tmp_path / "bad.json",
+                  "--quiet")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    [bug] = json.loads((tmp_path / "bad.json").read_text())["bugs"]
+    assert bug["class"] == "wrong-value" and bug["lost"][0]["site"]["func"] == "a_insert"
+
+
 @pytest.mark.slow
 def test_the_fast_path_bug_is_found_under_the_pass(pmobj_built, tmp_path):
     res = run_cli("fuzz", "pmobj_hash", "--bug", "fast-two-words", "--examples", "4", "--limit", "8",
