@@ -76,6 +76,27 @@ class Progress:
     partial: int = 0      # lazy: crash points left partly covered (limit, fallback, unknown class)
 
 
+def only_region_0(trace: Trace) -> None:
+    """Refuse (TraceError, one line) a trace that stores into a PM region other than region 0.
+
+    Post-crash images carry region 0, the pool the checker maps and hands to the structure's
+    recovery; the driver API has no way to give recovery any other region (memory a structure
+    registered with crashcheck_register_pm, a second pool file). Checking such a trace would
+    judge recovery on images that silently keep those regions as they were before the crash (or
+    leave them unmapped), so it is not checked at all."""
+    counts: dict[int, int] = {}
+    for ev in trace.events:
+        if ev.kind in ("store", "ntstore") and ev.region:
+            counts[ev.region] = counts.get(ev.region, 0) + 1
+    if counts:
+        index = min(counts)
+        region = trace.regions[index]
+        raise TraceError(f"{trace.path}: PM region {index} (0x{region.base:x}, {region.size} bytes) holds "
+                         f"{counts[index]} store{'s' if counts[index] != 1 else ''}, but post-crash images carry only region 0, the pool "
+                         "recovery is given: keep the structure's persistent data in its pool (a second "
+                         "PM region cannot be checked)")
+
+
 def _load(source: Trace | str | Path) -> Trace:
     if isinstance(source, Trace):
         return source
@@ -149,6 +170,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                              "(allow_cut=True explores it up to the cut on purpose)")
         sim = Simulator.from_trace(trace, options)
         if runner is not None:
+            only_region_0(trace)
             if not trace.regions:
                 raise TraceError(f"{trace.path}: the trace registered no PM region, nothing to check")
             region = trace.regions[0]

@@ -103,6 +103,12 @@ class Piece:
 # docs/pmemcheck.md; libc and libpmem copy with vector and non-temporal stores in their own
 # order). Pieces of one such store in one line form a set that persists as any subset.
 UNORDERED_ORIGINS = frozenset({"memset", "memcpy", "memmove", "libpmem"})
+# Stores made inside a precompiled library call (libpmemobj under the pass: its undo log, its
+# allocator), logged at the call's return from a shadow of the pool (instrument/runtime/
+# rt_shadow.c). The library persisted them before it returned, so each is durable the moment it
+# is logged, and with it every earlier store to its cache line (ADR: the library's flush of the
+# line took them along) or of its thread (eADR: the library's fence drained the store buffer).
+DURABLE_ORIGINS = frozenset({"library"})
 # A set of more unordered pieces than this in one line (an atomic unit below 8 bytes) keeps
 # address order instead: 2^n states per line would drown every other choice.
 MAX_UNORDERED = 10

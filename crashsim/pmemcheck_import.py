@@ -279,6 +279,8 @@ class _Importer:
         for m in self.maps:
             if (m.path, m.base, m.size, m.offset) == (path, base, size, offset):
                 return                                           # registered again: no change
+            if not path and (m.base, m.size) == (base, size):
+                return      # the runtime's `region` marker for a file mapping the log has already
         if self._widen(path, base, size, offset, line):
             return
         for m in self.maps:

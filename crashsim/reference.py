@@ -15,13 +15,15 @@ Rules (the same as the fast simulator's, phrased per piece):
         prefix of that line's cached pieces in trace order, where the pieces of one memset,
         memcpy, memmove or libpmem copy in one line (at most MAX_UNORDERED of them) count as
         one step: no persisted piece follows a lost one unless both are pieces of that one store
-        in that line. NT pieces are unconstrained.
+        in that line. NT pieces are unconstrained. A `library` store (model.DURABLE_ORIGINS)
+        guarantees, when it is logged, itself and every earlier cached piece of its line.
   eadr  a piece of thread T is guaranteed at crash point C if T fences, or begins or ends an
         operation, after the piece and before C, or if it is the store of a locked instruction
         (T's previous event is a `locked` fence): that instruction drains the buffer after it.
         S is legal if, for every thread, the pieces of S stored by that thread are a prefix, in
         trace order, of that thread's pending pieces, with the same exception for the pieces of
-        one such store in one line.
+        one such store in one line. A `library` store of T guarantees itself and T's earlier
+        pieces.
 The image of a state is the initial image with all persisted pieces applied in trace order.
 """
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from .model import MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, split_points
+from .model import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, split_points
 from .trace import Event
 
 PieceKey = tuple[int, int]   # (event index, part)
@@ -103,6 +105,9 @@ def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: Model
     s = p.key[0]
     if p.nt:
         return any(events[f].kind == "fence" and events[f].tid == p.tid for f in range(s + 1, c))
+    if any(_library_store(events[f]) and events[f].addr // line_size <= p.line
+           <= (events[f].addr + events[f].size - 1) // line_size for f in range(s, c)):
+        return True
     for f in range(s + 1, c):
         ev = events[f]
         if ev.kind != "flush" or ev.addr // line_size != p.line:
@@ -114,6 +119,10 @@ def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: Model
     return False
 
 
+def _library_store(ev: Event) -> bool:
+    return ev.kind == "store" and ev.sub in DURABLE_ORIGINS
+
+
 def _locked_store(events: Sequence[Event], i: int) -> bool:
     """Event I is a locked instruction's store: its thread's previous event is a `locked` fence."""
     for j in range(i - 1, -1, -1):
@@ -123,8 +132,10 @@ def _locked_store(events: Sequence[Event], i: int) -> bool:
 
 
 def _drained_eadr(p: RefPiece, events: Sequence[Event], c: int) -> bool:
-    return _locked_store(events, p.key[0]) or any(events[f].kind in ("fence", "op_begin", "op_end") and events[f].tid == p.tid
-               for f in range(p.key[0] + 1, c))
+    return (_locked_store(events, p.key[0])
+            or any(events[f].kind in ("fence", "op_begin", "op_end") and events[f].tid == p.tid
+                   for f in range(p.key[0] + 1, c))
+            or any(_library_store(events[f]) and events[f].tid == p.tid for f in range(p.key[0], c)))
 
 
 def _op_in_flight(events: Sequence[Event], c: int) -> int | None:

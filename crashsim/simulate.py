@@ -33,6 +33,12 @@ eADR
     too, so that store is durable at once: another thread that reads it (the scheduler lets it
     run right after the instruction) can never see a value a crash then takes back.
 
+Library stores
+  A store of origin `library` (model.DURABLE_ORIGINS: written inside a precompiled library
+  call, libpmemobj's metadata) is durable when it is logged: under x86-ADR with every earlier
+  piece of its line, under eADR with every earlier piece of its thread. Crash points inside the
+  library call are not explored.
+
 Crash points
   Before every fence, at every op_begin and op_end, and at the end of the trace (with
   clflush_guarantees also before every clflush, since durability changes there and a crash just
@@ -47,7 +53,8 @@ Pending units (what a crash state chooses)
 
 Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
 and checked; pieces of other regions count in the states and their numbers, and leave the image
-unchanged. Stores outside every region are ignored (counted in `unplaced`).
+unchanged. Checking such a trace is refused (crashsim.explore.only_region_0): recovery is given
+region 0 only. Stores outside every region are ignored (counted in `unplaced`).
 
 Streaming: the simulator's `image` is the yielded crash point's guaranteed image only until the
 next crash point is requested; consume a crash point's states before advancing the generator.
@@ -60,7 +67,7 @@ from itertools import combinations
 from typing import Callable, Iterator, Sequence
 
 from .image import ImageState, OwnedImage, Writes
-from .model import MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
+from .model import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
 from .trace import Event, Trace, TraceError
 
 
@@ -345,6 +352,7 @@ class Simulator:
                 nt = kind == "ntstore"
                 data, addr, tid = ev.data, ev.addr, ev.tid
                 unordered = ev.sub in UNORDERED_ORIGINS and not nt
+                durable = ev.sub in DURABLE_ORIGINS
                 for part, (a, b) in enumerate(split_points(addr, ev.size, unit)):
                     line = a // line_size
                     p = Piece(pid, i, part, tid, nt, ev.region, ev.off + (a - addr), a,
@@ -353,7 +361,7 @@ class Simulator:
                     record(p)
                     if eadr:
                         buffered.setdefault(tid, []).append(p)
-                        if after_locked:
+                        if after_locked or durable:
                             drain(tid)             # the locked instruction's own store
                     elif nt:
                         nt_pend.setdefault(tid, []).append(p)
@@ -364,6 +372,10 @@ class Simulator:
                         else:
                             lst.append(p)
                         total[line] = total.get(line, 0) + 1
+                        if durable:
+                            newly = []
+                            guarantee_line(line, total[line], newly)
+                            image.guarantee(newly)
             elif kind == "fence":
                 yield point(i, "fence")
                 if eadr:

@@ -32,7 +32,7 @@ PAYLOAD_KINDS = frozenset({1, 2, 7, 9, 11})   # store, ntstore, alloc, mark, reg
 FLUSH_SUBS = {1: "clflush", 2: "clflushopt", 3: "clwb"}
 FENCE_SUBS = {1: "sfence", 2: "mfence", 3: "locked", 4: "seq_cst"}
 STORE_ORIGINS = {0: "plain", 1: "atomic", 2: "rmw", 3: "cmpxchg", 4: "memset", 5: "memcpy",
-                 6: "memmove", 7: "asm", 8: "libpmem"}
+                 6: "memmove", 7: "asm", 8: "libpmem", 9: "library"}
 
 
 class TraceError(CrashcheckError):

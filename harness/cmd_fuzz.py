@@ -143,9 +143,10 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         if args.bug:
             s.bug(args.bug)
         s.driver(args.bug)
-        if s.own_pool and args.tracer != "pmemcheck":
-            raise UsageError(f"{name} maps its pool itself (its adapter's create_file/open_file, e.g. "
-                             "libpmemobj), whose stores the pass never sees: fuzz it with --tracer pmemcheck")
+        if s.own_pool and args.tracer != "pmemcheck" and not s.pass_traces_pool:
+            raise UsageError(f"{name} maps its pool itself (its adapter's create_file/open_file) other than "
+                             "through libpmemobj's pmemobj_create/pmemobj_open or libpmem's pmem_map_file, "
+                             "so the pass never sees the pool: fuzz it with --tracer pmemcheck")
         if args.threads > 1 and not s.thread_safe:
             raise UsageError(f"{name} is not thread-safe (its adapter does not set .threads), so it "
                              f"cannot be fuzzed with --threads {args.threads}")

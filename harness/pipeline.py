@@ -23,16 +23,16 @@ import os
 import time
 from dataclasses import replace
 
-from crashsim.explore import explore
+from crashsim.explore import explore, only_region_0
 from crashsim.runner import CheckResult, Stopped
 from crashsim.simulate import CrashPoint as SimPoint
-from crashsim.trace import Trace
+from crashsim.trace import Trace, TraceError
 from harness import crash_states, threads
 from harness.budget import Budget, OutOfTime
 from harness.bugs import fold_state
 from harness.crash_oracle import SequentialOracle, oracle_for
 from harness.crash_free import crash_free_findings
-from harness.errors import DriverFailure
+from harness.errors import DriverFailure, UsageError
 from harness.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.judging import HistoryJudge
@@ -169,6 +169,10 @@ class Checker:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
         recoveries again; the findings, one per group, go into OUTCOME."""
         ops, trace = outcome.ops, outcome.trace
+        try:
+            only_region_0(trace)      # the structure's doing, not a fault of this trace: one line, exit 2
+        except TraceError as exc:
+            raise UsageError(f"{self.session.structure.name}: {str(exc).split(': ', 1)[-1]}") from None
         oracle = self.oracle(ops, trace, lines, outcome.followup)
         runner = self.session.runner()
         checked_before = runner.stats.states

@@ -118,8 +118,16 @@ class Structure:
     @property
     def own_pool(self) -> bool:
         """It maps its pool file itself (libpmemobj; the adapter's create_file/open_file): only a
-        tracer that sees the library's stores can trace it."""
+        tracer that sees the library's stores can trace it (pmemcheck; the pass if
+        `pass_traces_pool`)."""
         return bool(self.info.get("own_pool", False))
+
+    @property
+    def pass_traces_pool(self) -> bool:
+        """Its own pool is mapped by libpmemobj's pmemobj_create/pmemobj_open (or libpmem's
+        pmem_map_file), which the pass redirects to the runtime (instrument/runtime/rt_pmemobj.c),
+        so the pass traces it too (`driver info` "pass_traces_pool")."""
+        return bool(self.info.get("pass_traces_pool", False))
 
     @property
     def map_ops(self) -> tuple[str, ...]:

@@ -139,3 +139,41 @@ def test_pool_mismatch(runner, tmp_path):
     from crashsim.trace import TraceError
     with pytest.raises(TraceError, match="does not match the runner"):
         explore(path, runner=runner)
+
+
+def test_a_store_into_a_second_region_is_refused_when_images_are_checked(tmp_path):
+    """Post-crash images carry region 0 only (the pool recovery is given): a trace that stores
+    into another region is refused in one line rather than checked on images that leave it out.
+    Without a runner (counting states, `crashcheck states`) it is explored."""
+    from crashsim.trace import TraceError
+
+    w = TraceWriter(pool_size=4096)
+    w.store(0, u64(1))
+    w.region(0x10000, 4096)
+    w.store(0x10008, u64(2))
+    w.persist(0x10008, 8)
+    path = tmp_path / "two.trace"
+    w.write(path)
+    assert len(list(explore(read_trace(path)))) > 0
+
+    class NoRunner:                    # refused before the runner is used
+        pool_base, pool_size, next_state = w.pool_base, 4096, 0
+
+    with pytest.raises(TraceError) as err:
+        list(explore(read_trace(path), runner=NoRunner()))
+    msg = str(err.value)
+    assert "region 1" in msg and "holds 1 store," in msg and "carry only region 0" in msg and "\n" not in msg
+
+
+def test_fuzz_refuses_a_structure_with_a_second_region(instrument_built):
+    """tests/fixtures/sideregion keeps a counter in memory it registers as a second PM region:
+    `crashcheck fuzz` says so in one line and exits 2, never judging recovery on images without it."""
+    from cli_run import ROOT, run_cli
+    from userbuild import build_once
+
+    build_once("sideregion", "--adapter", ROOT / "tests" / "fixtures" / "sideregion" / "adapter.c")
+    res = run_cli("fuzz", "sideregion", "--examples", "2")
+    assert res.returncode == 2, res.stdout + res.stderr
+    [line] = res.stderr.strip().splitlines()
+    assert line.startswith("crashcheck: error: sideregion: PM region 1 (")
+    assert "post-crash images carry only region 0" in line

@@ -306,3 +306,21 @@ def test_patches_rebuild_the_base():
         apply_writes(image, cp.patch)
         assert bytes(image) == bytes(sim.image.base)
     assert image[:8] == u64(1) and image[64:80] == u64(9) + b"x" * 8
+
+
+@pytest.mark.parametrize("model", ["adr", "eadr"])
+def test_library_store_is_durable_with_what_came_before_it(model):
+    """A `library` store (made inside libpmemobj, logged from the pool's shadow) is durable when
+    logged, and so is every earlier piece of its line (ADR: the library flushed the line) or of
+    its thread (eADR: its fence drained the store buffer); a store to another line stays pending
+    under ADR."""
+    w = TraceWriter()
+    w.store(0, u64(1))
+    w.store(64, u64(2))
+    w.store(8, u64(3), origin="library")
+    cp, states, images = last(w, model=model)
+    if model == "adr":
+        assert states == {S(), S((1, 0))}
+    else:
+        assert states == {S()}
+    assert images[S()][:16] == u64(1) + u64(3)

@@ -44,7 +44,8 @@ action = st.one_of(
     st.tuples(st.just("op"), st.integers(0, 2)),
     st.tuples(st.just("copy"), st.integers(0, 2), st.one_of(st.integers(0, POOL - 40), st.sampled_from([0, 8, 64, 100])),
               st.sampled_from([16, 24, 40]),
-              st.binary(min_size=40, max_size=40), st.sampled_from(["memset", "memcpy", "memmove", "libpmem"])),
+              st.binary(min_size=40, max_size=40),
+              st.sampled_from(["memset", "memcpy", "memmove", "libpmem", "library"])),
 )
 options = st.builds(ModelOptions, model=st.sampled_from(["adr", "eadr"]), clflush_guarantees=st.booleans(),
                     line_size=st.sampled_from([32, 64]), atomic_unit=st.sampled_from([4, 8, 8, 16]))

@@ -22,7 +22,10 @@ from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.tracers import wrap
 
-PROGRAMS = [p for p in corpuslib.programs() if p.exit == 0 and p.complete and not p.per_thread and not p.loads]
+# libpmemobj's programs are left out: under pmemcheck its pool's own stores and msync flushes are
+# logged one by one, under the pass as `library` stores at each call (docs/pmemcheck.md).
+PROGRAMS = [p for p in corpuslib.programs() if p.exit == 0 and p.complete and not p.per_thread and not p.loads
+            and "-lpmemobj" not in p.ldflags]
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,9 @@
  * adapter.c -- pmobj_hash behind the tree adapter API (trees/common/cc_tree.h)
  *
  * The structure maps its pool file itself (create_file/open_file: pmemobj_create/pmemobj_open,
- * whose own transaction recovery runs when a post-crash image is opened), so it is fuzzed with
- * `crashcheck fuzz pmobj_hash --tracer pmemcheck`. No allocated/reachable enumerations: objects
+ * whose own transaction recovery runs when a post-crash image is opened); `crashcheck fuzz
+ * pmobj_hash` traces it with the pass (the runtime shadows libpmemobj's pool) or, with
+ * `--tracer pmemcheck`, under Valgrind. No allocated/reachable enumerations: objects
  * live in libpmemobj's heap, which rolls back an interrupted transaction's allocations itself.
  */
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /*
  * pmobj_hash.h -- a small persistent hash map on libpmemobj (PMDK), an example of a structure
  * the Clang pass cannot see into: its transactions' undo log, allocator and flushes live in a
- * precompiled library, so it is traced with `crashcheck fuzz --tracer pmemcheck`.
+ * precompiled library.  The runtime traces them from a shadow of the pool (docs/pmemcheck.md
+ * "libpmemobj under the pass"); `crashcheck fuzz --tracer pmemcheck` traces them under Valgrind.
  */
 #ifndef PMOBJ_HASH_H
 #define PMOBJ_HASH_H

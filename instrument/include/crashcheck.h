@@ -75,7 +75,9 @@ void crashcheck_pool_close(void *pool, size_t size);
  * crashcheck_register_pm -- treat [ADDR, ADDR+LEN) as persistent memory from
  * now on.  Its current contents become the region's initial image in the
  * trace.  Returns 0, or -1 (crashcheck_last_error() says why: too many
- * regions, overlap with a registered region).
+ * regions, overlap with a registered region).  The exact range of a
+ * registered region again is a no-op returning 0 (a mapping that
+ * pmem_map_file or pmemobj_create/open returned is traced already).
  */
 int crashcheck_register_pm(void *addr, size_t len);
 

@@ -16,7 +16,15 @@
 //   memset/memcpy/memmove      __cc_store(dst, len, origin, site)   (intrinsics and libc calls)
 //   clflush/clflushopt/clwb    __cc_flush(ptr, kind, site)          (intrinsics and inline asm)
 //   sfence/mfence/seq_cst fence  __cc_fence(kind, site)             (release/acquire: nothing)
-//   pmem_* (libpmem)           __cc_pmem(addr, len, stored, mode, flags, site)
+//   pmem_* (libpmem), pmemobj_persist/flush/drain/memcpy/... (libpmemobj)
+//                              __cc_pmem(addr, len, stored, mode, flags, site)
+//   pmemobj_create/open/close, pmemobj_tx_add_range*, pmemobj_tx_*alloc/*dup,
+//   pmemobj_tx_commit/process/end, pmem_map_file
+//                                   -> __cc_wrap_NAME(same arguments..., site)
+//   any other pmemobj_* call that may write the pool   call; __cc_lib_return(site)
+//     (instrument/runtime/rt_pmemobj.c: libpmemobj is precompiled, so the
+//     runtime maps its pool as a region and logs what the library wrote,
+//     from a shadow of the pool, at the call's site)
 //   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
 //   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
 //   after every atomic load/store/RMW/cmpxchg on ANY memory (stack and
@@ -63,6 +71,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <set>
 
 using namespace llvm;
 using namespace crashcheck;
@@ -86,7 +95,9 @@ bool envFlag(const char *Name) {
   return V && *V && std::string(V) != "0";
 }
 
-// One libpmem entry point: where its address, length and flags are, and what it does.
+// One libpmem / libpmemobj persistence call: where its address, length and
+// flags are, and what it does.  libpmemobj's take the pool first and behave
+// as libpmem's (their PMEMOBJ_F_MEM_* flags have libpmem's values).
 struct PmemCall {
   int AddrArg, LenArg, FlagsArg;
   unsigned Stored; // origin of the copy/fill it performs, or NO_STORE
@@ -111,8 +122,50 @@ const std::map<std::string, PmemCall> &pmemCalls() {
       {"pmem_memcpy", {0, 2, 3, MEMCPY, BY_FLAGS}},
       {"pmem_memmove", {0, 2, 3, MEMMOVE, BY_FLAGS}},
       {"pmem_memset", {0, 2, 3, MEMSET, BY_FLAGS}},
+      {"pmemobj_persist", {1, 2, -1, NO_STORE, FLUSH_DRAIN}},
+      {"pmemobj_xpersist", {1, 2, -1, NO_STORE, FLUSH_DRAIN}},   // flags: only RELAXED
+      {"pmemobj_flush", {1, 2, -1, NO_STORE, FLUSH_ONLY}},
+      {"pmemobj_xflush", {1, 2, -1, NO_STORE, FLUSH_ONLY}},
+      {"pmemobj_drain", {-1, -1, -1, NO_STORE, DRAIN_ONLY}},
+      {"pmemobj_memcpy_persist", {1, 3, -1, MEMCPY, FLUSH_DRAIN}},
+      {"pmemobj_memset_persist", {1, 3, -1, MEMSET, FLUSH_DRAIN}},
+      {"pmemobj_memcpy", {1, 3, 4, MEMCPY, BY_FLAGS}},
+      {"pmemobj_memmove", {1, 3, 4, MEMMOVE, BY_FLAGS}},
+      {"pmemobj_memset", {1, 3, 4, MEMSET, BY_FLAGS}},
   };
   return Calls;
+}
+
+// libpmemobj calls the runtime wraps (rt_pmemobj.c): the call goes to
+// __cc_wrap_NAME with the same arguments plus the site.  Redirecting the
+// call, rather than interposing on the symbol, gives each call its source
+// site and never sees libpmemobj's calls to itself (see TOOLCHAIN.md on
+// dlsym interposition counting libpmem's internal calls twice).
+const std::set<std::string> &pmemobjWrapped() {
+  static const std::set<std::string> Names = {
+      "pmemobj_create", "pmemobj_open", "pmemobj_close",
+      "pmemobj_tx_add_range", "pmemobj_tx_add_range_direct", "pmemobj_tx_xadd_range",
+      "pmemobj_tx_xadd_range_direct", "pmemobj_tx_alloc", "pmemobj_tx_zalloc",
+      "pmemobj_tx_xalloc", "pmemobj_tx_realloc", "pmemobj_tx_zrealloc", "pmemobj_tx_strdup",
+      "pmemobj_tx_xstrdup", "pmemobj_tx_wcsdup", "pmemobj_tx_xwcsdup", "pmemobj_tx_commit",
+      "pmemobj_tx_process", "pmemobj_tx_end"};
+  return Names;
+}
+
+// libpmemobj calls that never write a pool: no shadow comparison after them
+// (pmemobj_direct runs on every object access; comparing the pool after it
+// would cost a pass over the pool each time).
+const std::set<std::string> &pmemobjPure() {
+  static const std::set<std::string> Names = {
+      "pmemobj_direct", "pmemobj_oid", "pmemobj_pool_by_oid", "pmemobj_pool_by_ptr",
+      "pmemobj_errormsg", "pmemobj_tx_stage", "pmemobj_tx_errno", "pmemobj_type_num",
+      "pmemobj_alloc_usable_size", "pmemobj_root_size", "pmemobj_first", "pmemobj_next",
+      "pmemobj_check_version", "pmemobj_check", "pmemobj_get_user_data",
+      "pmemobj_set_user_data", "pmemobj_tx_get_user_data", "pmemobj_tx_set_user_data",
+      "pmemobj_tx_log_snapshots_max_size", "pmemobj_tx_log_intents_max_size",
+      "pmemobj_tx_get_failure_behavior", "pmemobj_tx_set_failure_behavior",
+      "pmemobj_set_funcs", "pmemobj_ctl_get"};
+  return Names;
 }
 
 // libc copies and fills left as calls (e.g. -fno-builtin, or _chk forms).
@@ -125,7 +178,8 @@ const std::map<std::string, unsigned> &libcWrites() {
 
 struct Stats {
   unsigned Stores = 0, NTStores = 0, Atomics = 0, MemOps = 0, Flushes = 0, Fences = 0,
-           AsmEvents = 0, Pmem = 0, Loads = 0, Api = 0, SchedAtomics = 0, CheckLoads = 0;
+           AsmEvents = 0, Pmem = 0, PmemObj = 0, Loads = 0, Api = 0, SchedAtomics = 0,
+           CheckLoads = 0;
   unsigned SkippedStack = 0, SkippedGlobal = 0, SkippedWeakFence = 0, AsmUnknown = 0;
 };
 
@@ -166,8 +220,8 @@ public:
 
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
-                    Fence, Asm, Pmem, Load, ApiOpBegin, ApiOpEnd, ApiMark, ApiAlloc,
-                    ApiFree, ApiHere, SchedOnly };
+                    Fence, Asm, Pmem, PmemObjWrap, PmemObjCall, Load, ApiOpBegin, ApiOpEnd,
+                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly };
   struct Point {
     Instruction *I;
     Kind K;
@@ -216,6 +270,8 @@ private:
                 Name == "__memmove_chk" || Name.startswith("pmem_memcpy") ||
                 Name.startswith("pmem_memmove")) && N >= 3) {
       addRead(CB, CB.getArgOperand(1), CB.getArgOperand(2));
+    } else if ((Name.startswith("pmemobj_memcpy") || Name == "pmemobj_memmove") && N >= 4) {
+      addRead(CB, CB.getArgOperand(2), CB.getArgOperand(3));
     }
   }
 
@@ -359,6 +415,16 @@ private:
     if (pmemCalls().count(Name.str())) {
       S.Pmem++;
       return add(I, Kind::Pmem);
+    }
+    if (Name == "pmem_map_file" && Callee->isDeclaration() && !Callee->isVarArg()) {
+      S.PmemObj++;
+      return add(I, Kind::PmemObjWrap);      // libpmem's pool: a traced region, no shadow
+    }
+    if (Name.startswith("pmemobj_") && Callee->isDeclaration() && !pmemobjPure().count(Name.str())) {
+      S.PmemObj++;
+      if (pmemobjWrapped().count(Name.str()) && !Callee->isVarArg())
+        return add(I, Kind::PmemObjWrap);
+      return add(I, Kind::PmemObjCall);
     }
     auto W = libcWrites().find(Name.str());
     if (W != libcWrites().end() && CB->arg_size() >= 3) {
@@ -543,6 +609,11 @@ private:
       return rewriteAsm(B, *cast<CallBase>(I), P, Site);
     case Kind::Pmem:
       return rewritePmem(B, *cast<CallBase>(I), Site);
+    case Kind::PmemObjCall:
+      B.CreateCall(hook("__cc_lib_return", {Ptr}), {Site});
+      return;
+    case Kind::PmemObjWrap:
+      return rewritePmemObjWrap(*cast<CallBase>(I), Site);
     case Kind::ApiOpBegin:
     case Kind::ApiOpEnd:
     case Kind::ApiMark:
@@ -596,6 +667,28 @@ private:
                   ConstantInt::get(I32, C.Mode), Arg(C.FlagsArg, I32), Site});
   }
 
+  // pmemobj_X(args) -> __cc_wrap_pmemobj_X(args, site): same type plus the
+  // site (a PMEMoid argument or result keeps its lowered form, so the C
+  // wrapper's prototype lowers to exactly this type).
+  void rewritePmemObjWrap(CallBase &CB, Constant *Site) {
+    FunctionType *FT = CB.getFunctionType();
+    std::vector<Type *> Types(FT->param_begin(), FT->param_end());
+    Types.push_back(Ptr);
+    std::vector<Value *> Args(CB.arg_begin(), CB.arg_end());
+    Args.push_back(Site);
+    std::string Name = ("__cc_wrap_" + CB.getCalledFunction()->getName()).str();
+    FunctionCallee W = M.getOrInsertFunction(Name, FunctionType::get(FT->getReturnType(), Types, false));
+    IRBuilder<> B(&CB);
+    B.SetCurrentDebugLocation(CB.getDebugLoc());
+    CallInst *New = B.CreateCall(W, Args);
+    // Keep the argument attributes (zeroext, noundef, ...) the ABI lowering put
+    // there; the site, last, has none.
+    New->setAttributes(CB.getAttributes());
+    if (!CB.getType()->isVoidTy())
+      CB.replaceAllUsesWith(New);
+    ToErase.push_back(&CB);
+  }
+
   // crashcheck_X(args) -> the site-carrying form, same arguments plus the site.
   void rewriteApi(CallBase &CB, Kind K, Constant *Site) {
     IRBuilder<> B(&CB);
@@ -620,7 +713,7 @@ private:
            << ", stores " << S.Stores << ", nt-stores " << S.NTStores << ", atomics "
            << S.Atomics << ", mem-ops " << S.MemOps << ", flushes " << S.Flushes
            << ", fences " << S.Fences << ", asm-events " << S.AsmEvents << ", libpmem "
-           << S.Pmem << ", loads " << S.Loads << ", api " << S.Api
+           << S.Pmem << ", libpmemobj " << S.PmemObj << ", loads " << S.Loads << ", api " << S.Api
            << ", sched-atomics " << S.SchedAtomics << ", check-loads " << S.CheckLoads
            << "; skipped: stack " << S.SkippedStack << ", global " << S.SkippedGlobal
            << ", weak-fences " << S.SkippedWeakFence << ", asm-unknown " << S.AsmUnknown

@@ -27,6 +27,7 @@ static void log_store(uint8_t kind, const void *addr, uint64_t size, uint32_t or
 	const unsigned char *p = addr;
 	if (!cc_in_pm((uintptr_t)addr, size))
 		return;
+	cc_shadow_note((uintptr_t)addr, size);
 	while (size > 0) {
 		uint32_t n = size > (1u << 30) ? (1u << 30) : (uint32_t)size;
 		cc_emit(kind, (uint8_t)origin, site, (uintptr_t)p, n, p, n);
@@ -43,6 +44,7 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 		return;
 	if (cc_nregions > 1 && !cc_in_pm_slow((uintptr_t)addr))
 		return;
+	cc_shadow_note((uintptr_t)addr, 8);
 	if (cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
 		return;
 	/* a full buffer: switch buffers and stay on the inline path (compact events) */

@@ -4,7 +4,8 @@
  * The runtime is split by job: rt_trace.c owns the trace file and the event
  * buffer, rt_regions.c the registered PM regions and pools, rt_hooks.c the
  * entry points the pass calls, rt_api.c the public API of crashcheck.h,
- * rt_threads.c thread ids and the switch to locked logging, rt_sched.c the
+ * rt_threads.c thread ids and the switch to locked logging, rt_shadow.c and
+ * rt_pmemobj.c the pools libpmemobj maps and the stores made inside it, rt_sched.c the
  * deterministic scheduler (docs/scheduler.md) and libc's real pthread
  * functions, which the runtime's own code must call instead of the
  * interposed ones.
@@ -42,6 +43,7 @@ enum cc_origin {
 	CC_ORIGIN_PLAIN = 0, CC_ORIGIN_ATOMIC = 1, CC_ORIGIN_RMW = 2, CC_ORIGIN_CMPXCHG = 3,
 	CC_ORIGIN_MEMSET = 4, CC_ORIGIN_MEMCPY = 5, CC_ORIGIN_MEMMOVE = 6, CC_ORIGIN_ASM = 7,
 	CC_ORIGIN_LIBPMEM = 8,
+	CC_ORIGIN_LIBRARY = 9,  /* written inside a precompiled library call: durable when logged */
 };
 
 /* The layout the pass emits for each site (64 bytes, in section cc_sites). */
@@ -96,6 +98,23 @@ extern uintptr_t cc_r0_span;
 #define CC_STORE8_OFF_BITS 40
 #define CC_STORE8_NO_SITE 0xffffu
 int cc_in_pm_slow(uintptr_t addr);
+/* register [addr, addr+len) whose bytes the trace starts from are INITIAL (NULL: as they are now) */
+int cc_register_region(void *addr, size_t len, const void *initial);
+
+/* rt_shadow.c: shadows of regions a precompiled library writes (libpmemobj) */
+extern uintptr_t cc_shadow_lo;
+extern uintptr_t cc_shadow_span;
+int cc_shadow_add(void *addr, size_t size, const void *initial);
+void cc_shadow_drop(void *addr);
+void cc_shadow_note_slow(uintptr_t addr, uint64_t size);
+int cc_shadow_sync(uint32_t site);
+
+/* cc_shadow_note -- a logged store: keep the shadow of its region (if any) equal to the trace */
+static inline void cc_shadow_note(uintptr_t addr, uint64_t size)
+{
+	if (__builtin_expect(addr - cc_shadow_lo < cc_shadow_span, 0))
+		cc_shadow_note_slow(addr, size);
+}
 
 /* cc_in_pm -- non-zero if ADDR lies inside a registered region (tracing only) */
 static inline int cc_in_pm(uintptr_t addr, size_t size)

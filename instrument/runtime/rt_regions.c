@@ -103,6 +103,13 @@ static void update_hull(void)
 /* register_region -- declare [addr, addr+len) persistent (internal) */
 static int register_region(void *addr, size_t len)
 {
+	return cc_register_region(addr, len, NULL);
+}
+
+/* cc_register_region -- declare [addr, addr+len) persistent; the trace starts it from the bytes
+ * INITIAL (NULL: its bytes now), e.g. a pool file's bytes before libpmemobj opened it */
+int cc_register_region(void *addr, size_t len, const void *initial)
+{
 	uintptr_t base = (uintptr_t)addr;
 	if (len == 0) {
 		cc_set_error("cannot register an empty PM region");
@@ -113,6 +120,10 @@ static int register_region(void *addr, size_t len)
 		return -1;
 	}
 	for (unsigned i = 0; i < nregions; i++) {
+		/* the same range again (a program registering the mapping pmem_map_file returned,
+		 * which the runtime traces already): nothing to do */
+		if (base == regions[i].base && len == regions[i].size)
+			return 0;
 		if (base < regions[i].base + regions[i].size && regions[i].base < base + len) {
 			cc_set_error("PM region %#" PRIxPTR "+%zu overlaps registered region %#" PRIxPTR "+%zu",
 				     base, len, regions[i].base, regions[i].size);
@@ -123,7 +134,7 @@ static int register_region(void *addr, size_t len)
 	if (cc_trace_enabled()) {
 		char image[4200];
 		snprintf(image, sizeof(image), "%s.region%u", cc_trace_path(), index);
-		if (write_image(image, addr, len) != 0)
+		if (write_image(image, initial ? initial : addr, len) != 0)
 			return -1;
 		const char *name = strrchr(image, '/');
 		cc_trace_set_pool(base, len);

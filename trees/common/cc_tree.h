@@ -231,8 +231,10 @@ struct cc_adapter {
 	 *                  the library's own recovery runs here), rebuilding
 	 *                  DRAM state as far as needed to call recover.
 	 * Both return NULL on failure (reason on stderr).  Only a tracer that
-	 * sees the library's stores can trace such a structure: `crashcheck
-	 * fuzz --tracer pmemcheck` (docs/pmemcheck.md).
+	 * sees the library's stores can trace such a structure: the pass when
+	 * the pool comes from libpmemobj's pmemobj_create/pmemobj_open (the
+	 * runtime shadows it), `crashcheck fuzz --tracer pmemcheck` whatever
+	 * maps it (docs/pmemcheck.md).
 	 */
 	void *(*create_file)(const char *path, size_t size);
 	void *(*open_file)(const char *path, size_t size);

@@ -396,6 +396,11 @@ static int cmd_serve(int argc, char **argv)
 #endif
 }
 
+/* Defined by the runtime's rt_pmemobj.c, which is linked in only when the pass sent a call of
+ * this program to libpmemobj's (or libpmem's pmem_map_file) pool functions through it: the pass
+ * then traces such a pool. */
+extern const int __cc_pmemobj_pools __attribute__((weak));
+
 /* cmd_info -- the structure's name and key/value shape as JSON (internal) */
 static int cmd_info(int argc, char **argv)
 {
@@ -407,6 +412,7 @@ static int cmd_info(int argc, char **argv)
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
 	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
 	       cc_adapter.threads ? "true" : "false", cc_own_pool(&cc_adapter) ? "true" : "false");
+	printf(", \"pass_traces_pool\": %s", cc_own_pool(&cc_adapter) && &__cc_pmemobj_pools ? "true" : "false");
 	if (cc_is_map(&cc_adapter)) {
 		/* the map operations it has: update, delete and scan are optional (NULL) */
 		static const enum cc_op_kind kinds[] = {OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN};
