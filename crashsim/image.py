@@ -78,22 +78,18 @@ def _coalesce(slots: list[tuple[int, bytes]]) -> Writes:
     return out
 
 
-class OwnedImage(bytearray):
-    """A fresh image buffer nobody else holds (crashsim.simulate reads region images into one):
-    ImageState takes it as it is instead of copying it."""
-
-
 class ImageState:
     """Region `region`'s image at the current crash point's guaranteed state.
 
-    base    the image (bytearray of the region's size): initial image plus guaranteed pieces.
+    base    the image (bytearray or private mapping of the region's size): initial image plus
+            guaranteed pieces.
     fp      its fingerprint (0 for the initial image).
     """
 
     def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int, region: int = 0) -> None:
-        # A private mapping is already a copy-on-write copy, an OwnedImage is ours; anything
-        # else is copied.
-        self.base: bytearray | mmap.mmap = (initial if isinstance(initial, (mmap.mmap, OwnedImage))
+        # A private mapping is already a copy-on-write copy (crashsim.simulate reads region
+        # images into anonymous ones); anything else is copied.
+        self.base: bytearray | mmap.mmap = (initial if isinstance(initial, mmap.mmap)
                                             else bytearray(initial))
         self.size = len(self.base)
         self.unit = unit
