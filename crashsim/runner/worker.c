@@ -14,9 +14,10 @@
  *   has (the heap, the globals of the driver and its libraries, the main
  *   stack, malloc's mappings) into a memfd and maps that memfd privately over
  *   the same addresses.  The pool already is such a mapping of the base
- *   memfd (image.c).  After a check, /proc/self/pagemap shows every
- *   page of them the check wrote (it became a private copy): it is copied
- *   back from a shared view of its memfd, or dropped (struct track).  So the
+ *   memfd (image.c).  After a check, the PAGEMAP_SCAN ioctl (Linux 6.7; else
+ *   reading /proc/self/pagemap) shows every page of them the check wrote (it
+ *   became a private copy): it is copied back from a shared view of its
+ *   memfd, or dropped (struct span, struct track).  So the
  *   whole of user memory is restored, not only the lines a state changed,
  *   without knowing beforehand what the check touches.  The check runs on a
  *   stack of its own (zeroed after it) and the worker's own loop
@@ -63,6 +64,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -87,6 +89,23 @@
 #define W_HOT_MAX 512                        /* pages kept and copied back instead of dropped */
 #define W_PM_CHUNK 4096                      /* /proc/self/pagemap entries read at once */
 #define W_STACK_TRACKED ((size_t)256 << 10)  /* top of the check's stack restored page by page */
+#define W_SCAN_REGIONS 256                   /* page ranges one PAGEMAP_SCAN call returns */
+#define W_SCAN_GAP 64                        /* pages between spans that one scan walks over */
+
+/* PAGEMAP_SCAN (Linux 6.7): older headers lack it (linux/fs.h) */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+	uint64_t start, end, categories;
+};
+struct pm_scan_arg {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_FILE (1 << 2)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#endif
 
 enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
 
@@ -124,6 +143,17 @@ struct track {
 	uint8_t *hot;
 };
 
+/*
+ * A span: the same for restore_scan, which needs no per-page state.  The
+ * whole pool and the whole check's stack are spans (the scan skips what
+ * nobody touched); pages below COLD (the stack below its top
+ * W_STACK_TRACKED) are always dropped.
+ */
+struct span {
+	uintptr_t start, end, cold;
+	const uint8_t *src;
+};
+
 /* The worker's own state: a private mapping outside the snapshot. */
 struct w_ctl {
 	struct runner rc;              /* a copy: the runner's struct is on the snapshotted stack */
@@ -133,10 +163,14 @@ struct w_ctl {
 	int nreg;
 	struct track trk[W_MAX_REGIONS + 2];   /* 0: the pool's data part, 1: the stack's top, regions */
 	int ntrk, pagemap_fd;
+	int scan;                      /* PAGEMAP_SCAN works: restore_scan, not restore_track */
+	struct span span[W_MAX_REGIONS + 2];   /* the tracks as spans, by address */
+	int nspan, pool_span;
 	size_t nhot;
 	uint64_t gen;
 	const uint8_t *pool_view;
 	uint64_t pm[W_PM_CHUNK];
+	struct page_region rgn[W_SCAN_REGIONS];
 	uintptr_t brk0;
 	unsigned long vsize0;
 	uint8_t *cstack, *wstack;
@@ -294,6 +328,30 @@ static int snapshot(struct w_ctl *c, size_t page)
 		c->trk[i].hot = hot;
 		hot += c->trk[i].pages;
 	}
+	/* the spans: the regions (in address order, as /proc/self/maps lists them), the pool and the stack */
+	uintptr_t pool = (uintptr_t)c->rc.pool, stack = (uintptr_t)c->cstack;
+	struct span extra[2] = {
+		{ pool, pool + c->rc.map_size, pool, c->pool_view },
+		{ stack, stack + c->cstack_size, stack + c->cstack_size - W_STACK_TRACKED, NULL },
+	};
+	if (extra[1].start < extra[0].start) {
+		struct span t = extra[0];
+		extra[0] = extra[1];
+		extra[1] = t;
+	}
+	int e = 0;
+	c->nspan = 0;
+	for (int i = 0; i <= c->nreg; i++) {
+		uintptr_t next = i < c->nreg ? c->reg[i].start : UINTPTR_MAX;
+		for (; e < 2 && extra[e].start < next; e++) {
+			if (extra[e].src == c->pool_view)
+				c->pool_span = c->nspan;
+			c->span[c->nspan++] = extra[e];
+		}
+		if (i < c->nreg)
+			c->span[c->nspan++] = (struct span){ c->reg[i].start, c->reg[i].end, c->reg[i].start,
+							     c->trk[2 + i].src };
+	}
 	return 0;
 }
 
@@ -345,9 +403,106 @@ static int restore_track(struct w_ctl *c, struct track *t, size_t page)
 	return bad;
 }
 
+/*
+ * put_back -- pages [S, E) of span SP were written by the check: copy them
+ * back from the span's source (zeros without one) while *KEPT < W_HOT_MAX,
+ * else drop them; the span's pages below its cold mark, and SWAPPED ones,
+ * are always dropped (internal)
+ */
+static int put_back(const struct span *sp, uintptr_t s, uintptr_t e, int swapped, size_t page, size_t *kept)
+{
+	int bad = 0;
+	if (swapped || s < sp->cold) {
+		uintptr_t m = swapped || e < sp->cold ? e : sp->cold;
+		bad |= drop((void *)s, m - s);
+		s = m;
+	}
+	size_t room = (W_HOT_MAX - *kept) * page, n = e - s < room ? e - s : room;
+	if (sp->src)
+		memcpy((void *)s, sp->src + (s - sp->start), n);
+	else
+		memset((void *)s, 0, n);
+	*kept += n / page;
+	return bad | drop((void *)(s + n), e - s - n);
+}
+
+/*
+ * restore_scan -- what restore_track does, for the N spans SP (sorted by
+ * address, not overlapping), with PAGEMAP_SCAN (Linux 6.7): one call walks
+ * the page tables from the first span to the last and returns only the
+ * ranges of pages that are private copies (present and not the file's, or
+ * swapped out): the pages the check wrote, plus whatever untracked mappings
+ * in between hold, which is skipped here.  Reading /proc/self/pagemap
+ * instead copies out 8 bytes per tracked page, written or not.  The walk
+ * itself costs a few nanoseconds per page-table entry (of the populated
+ * tables in the range), a call about a microsecond.  A kept page stays a
+ * private copy, so it is copied again after every check, as in
+ * restore_track.  Returns non-zero on failure (internal)
+ */
+static int restore_scan(struct w_ctl *c, const struct span *sp, int n, size_t page, size_t *kept)
+{
+	struct pm_scan_arg a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.start = sp[0].start;
+	a.end = sp[n - 1].end;
+	a.vec = (uintptr_t)c->rgn;
+	a.vec_len = W_SCAN_REGIONS;
+	/* not a page of the file, and present or swapped */
+	a.category_inverted = PAGE_IS_FILE;
+	a.category_mask = PAGE_IS_FILE;
+	a.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+	a.return_mask = PAGE_IS_SWAPPED;
+	int bad = 0, j = 0;
+	for (;;) {
+		int got = ioctl(c->pagemap_fd, PAGEMAP_SCAN, &a);
+		if (got < 0)
+			return 1;
+		for (int i = 0; i < got; i++) {
+			uintptr_t s = (uintptr_t)c->rgn[i].start, e = (uintptr_t)c->rgn[i].end;
+			int swapped = (c->rgn[i].categories & PAGE_IS_SWAPPED) != 0;
+			/* ranges come in address order; one may cover adjacent spans */
+			while (j < n && sp[j].end <= s)
+				j++;
+			for (int k = j; k < n && sp[k].start < e; k++) {
+				uintptr_t ps = s > sp[k].start ? s : sp[k].start, pe = e < sp[k].end ? e : sp[k].end;
+				bad |= put_back(&sp[k], ps, pe, swapped, page, kept);
+			}
+		}
+		if (got < W_SCAN_REGIONS || a.walk_end >= a.end || a.walk_end <= a.start)
+			break;
+		a.start = a.walk_end;
+	}
+	return bad;
+}
+
+/* scan_works -- PAGEMAP_SCAN answers on this kernel, and CRASHCHECK_RUNNER_PAGEMAP_SCAN is not 0 (internal) */
+static int scan_works(struct w_ctl *c, size_t page)
+{
+	const char *env = getenv("CRASHCHECK_RUNNER_PAGEMAP_SCAN");
+	if (env && !strcmp(env, "0"))
+		return 0;
+	struct pm_scan_arg a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.start = (uintptr_t)c & ~(uintptr_t)(page - 1);   /* the worker's own page: only looked at */
+	a.end = a.start + page;
+	a.vec = (uintptr_t)c->rgn;
+	a.vec_len = W_SCAN_REGIONS;
+	a.category_anyof_mask = PAGE_IS_PRESENT;
+	a.return_mask = PAGE_IS_PRESENT;
+	return ioctl(c->pagemap_fd, PAGEMAP_SCAN, &a) >= 0;
+}
+
 /* pool_rebase -- the base changed: drop the pool's kept pages, track its new data part (internal) */
 static void pool_rebase(struct w_ctl *c, size_t page)
 {
+	if (c->scan) {   /* kept pages hold the old base: copy the new one into them */
+		size_t kept = 0;
+		restore_scan(c, &c->span[c->pool_span], 1, page, &kept);
+		c->gen = c->sh->base_gen;
+		return;
+	}
 	struct track *t = &c->trk[0];
 	size_t pages = c->rc.map_size / page;
 	for (size_t j = 0; j < pages; j++)
@@ -410,16 +565,27 @@ static int restore(struct w_ctl *c)
 		bad |= (uintptr_t)syscall(SYS_brk, 0) != c->brk0;
 	}
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	for (int i = 0; i < c->ntrk; i++)
-		bad |= restore_track(c, &c->trk[i], page);
-	/* beyond the base's data, and below the stack's top: whatever the check wrote goes */
-	size_t data = c->trk[0].pages * page;
-	bad |= drop(c->rc.pool + data, c->rc.map_size - data);
-	bad |= drop(c->cstack, c->cstack_size - W_STACK_TRACKED);
-	struct itimerspec disarm;
-	memset(&disarm, 0, sizeof(disarm));
-	if (c->rc.lim.cpu_seconds)
-		timer_settime(c->cpu_timer, 0, &disarm, NULL);
+	if (c->scan) {
+		size_t kept = 0;
+		/* One scan per group of spans close together: a call costs about
+		 * as much as walking 200 page-table entries between spans. */
+		for (int i = 0, j; i < c->nspan; i = j) {
+			for (j = i + 1; j < c->nspan && c->span[j].start - c->span[j - 1].end <= W_SCAN_GAP * page; j++)
+				;
+			bad |= restore_scan(c, &c->span[i], j - i, page, &kept);
+		}
+	} else {
+		for (int i = 0; i < c->ntrk; i++)
+			bad |= restore_track(c, &c->trk[i], page);
+		/* beyond the base's data, and below the stack's top: whatever the check wrote goes */
+		size_t data = c->trk[0].pages * page;
+		bad |= drop(c->rc.pool + data, c->rc.map_size - data);
+		bad |= drop(c->cstack, c->cstack_size - W_STACK_TRACKED);
+	}
+	/* The CPU timer is left armed: the next check arms it anew, and the
+	 * worker uses next to no CPU in between (if it runs out while the worker
+	 * restores itself, the worker dies after a clean check, which answers as
+	 * clean: see PH_CHECKED).  A system call less per state. */
 
 	dup2(c->null_fd, 0);
 	dup2(c->err_fd, 1);
@@ -499,6 +665,7 @@ static void worker_loop(void)
 	ccr_child_limits(&c->rc, (size_t)c->vsize0 + (size_t)(64 << 20), W_CPU_SLACK + 1);
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
 	c->ntrk = 0;
+	c->scan = scan_works(c, page);
 	restore(c);
 	(void)cpu_now();
 	if (snapshot(c, page) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)

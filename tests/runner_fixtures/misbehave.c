@@ -50,6 +50,8 @@ enum cmd {
 	CMD_DIRTY = 22,     /* changes a global, the heap, the pool, fds, a timer, umask, an rlimit, the
 	                     * working directory; reports what it found */
 	CMD_NAP = 23,       /* sleeps 1.5 s, then a result */
+	CMD_SMEAR = 24,     /* reports, then writes, every page of the pool, of a 3 MiB global array
+	                     * and of 1 MiB of stack: more pages than a reused check process keeps */
 };
 
 /* What CMD_DIRTY finds and changes: a reused check process must put all of it back. */
@@ -67,6 +69,21 @@ static uint64_t words_sum(void)
 	for (int i = 1; i < 16; i++)
 		s += pool[i];
 	return s;
+}
+
+/* What CMD_SMEAR sums and then writes over: 768 pages, more than the reused process keeps. */
+static uint8_t smear_global[3 << 20];
+
+/* smear_stack -- sum, then write, DEPTH KiB of stack frames; returns the sum (internal) */
+static __attribute__((noinline)) uint64_t smear_stack(int depth)
+{
+	volatile uint8_t frame[1024];
+	uint64_t s = 0;
+	for (size_t i = 0; i < sizeof(frame); i++) {
+		s += frame[i];
+		frame[i] = (uint8_t)(i + 1);
+	}
+	return s + (depth > 1 ? smear_stack(depth - 1) : 0);   /* frame is volatile: kept */
 }
 
 /* recurse -- eat the stack (the endless recursion is the point) */
@@ -200,6 +217,23 @@ static int check(void *ctx, const char *followup, FILE *out)
 		alarm(1);   /* would kill a later check that runs for longer */
 		return 0;
 	}
+	case CMD_SMEAR: {
+		/* the pool past its first word (which selects the command), the array, the stack */
+		size_t words = (size_t)(uintptr_t)ctx / 8;
+		uint64_t ps = 0, gs = 0;
+		for (size_t i = 1; i < words; i++) {
+			ps += pool[i] * i;
+			pool[i] = i;
+		}
+		for (size_t i = 0; i < sizeof(smear_global); i++) {
+			gs += smear_global[i];
+			smear_global[i] = (uint8_t)i;
+		}
+		uint64_t ss = smear_stack(1024);
+		fprintf(out, "{\"cmd\":24,\"pool\":%llu,\"global\":%llu,\"stack\":%llu}\n",
+			(unsigned long long)ps, (unsigned long long)gs, (unsigned long long)ss);
+		return 0;
+	}
 	case CMD_NAP:
 		usleep(1500000);
 		fprintf(out, "{\"cmd\":23}\n");
@@ -237,5 +271,5 @@ int main(int argc, char **argv)
 		}
 	}
 	pool = (uint64_t *)addr;
-	return cc_runner_serve(0, 1, (void *)addr, size, check, NULL, &lim) == 0 ? 0 : 1;
+	return cc_runner_serve(0, 1, (void *)addr, size, check, (void *)(uintptr_t)size, &lim) == 0 ? 0 : 1;
 }
