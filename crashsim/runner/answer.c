@@ -505,6 +505,30 @@ static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
 	return 0;
 }
 
+/*
+ * read_output -- the result the worker wrote: R->out_len bytes, the first
+ * CCR_OUT_MAP of them in the shared mapping, the rest in the file; into B
+ * (internal)
+ */
+static int read_output(struct runner *r, struct buf *b)
+{
+	size_t size = (size_t)r->out_len, head = size < CCR_OUT_MAP ? size : CCR_OUT_MAP;
+	b->len = 0;
+	if (ccr_buf_reserve(b, size + 1, &r->vm_stale) < 0)
+		return -1;
+	memcpy(b->p, r->out_map, head);
+	b->len = head;
+	while (b->len < size) {
+		ssize_t k = pread(r->res_fd, b->p + b->len, size - b->len, (off_t)b->len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		b->len += (size_t)k;
+	}
+	return 0;
+}
+
 /* stderr_tail -- offset in ERR where its last STDERR_TAIL_LINES lines start (internal) */
 static size_t stderr_tail(const struct buf *err)
 {
@@ -543,7 +567,7 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	 * also carry their exploration log: they take the long way. */
 	uint64_t ra = 0, rb = 0, first;
 	int raw = !ccr_lazy_active();
-	int rc = read_capture(r, r->res_fd, &r->out, 0);
+	int rc = r->out_len >= 0 ? read_output(r, &r->out) : read_capture(r, r->res_fd, &r->out, 0);
 	rc |= read_capture(r, r->err_fd, &r->err, STDERR_TAIL_BYTES);
 	if (rc == 0 && raw) {
 		char head[96];

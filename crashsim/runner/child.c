@@ -128,6 +128,14 @@ int ccr_child_setup(struct runner *r, size_t page)
 	probe_bytes = r->lim.mem_bytes / 8 < ((size_t)8 << 20) ? r->lim.mem_bytes / 8 : (size_t)8 << 20;
 	if (probe_bytes < page)
 		probe_bytes = page;
+	/* the result file's head, shared with the worker (without it, the
+	 * worker writes through the file as a forked check does) */
+	r->out_len = -1;
+	r->out_map = NULL;
+	if (ftruncate(r->res_fd, (off_t)CCR_OUT_MAP) == 0) {
+		void *m = mmap(NULL, CCR_OUT_MAP, PROT_READ | PROT_WRITE, MAP_SHARED, r->res_fd, 0);
+		r->out_map = m == MAP_FAILED ? NULL : m;
+	}
 	return 0;
 }
 
@@ -138,6 +146,9 @@ void ccr_child_teardown(struct runner *r, size_t page)
 		munmap(shared, page);
 		shared = NULL;
 	}
+	if (r->out_map)
+		munmap(r->out_map, CCR_OUT_MAP);
+	r->out_map = NULL;
 	if (r->res_fd >= 0)
 		close(r->res_fd);
 	if (r->err_fd >= 0)
@@ -393,6 +404,7 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	}
 	/* Rewind the capture files; the child's writes move the shared offsets,
 	 * which then tell how much it wrote (stale bytes beyond are ignored). */
+	r->out_len = -1;
 	if (lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0) {
 		snprintf(why, whylen, "cannot rewind the capture files: %s", strerror(errno));
 		return -1;

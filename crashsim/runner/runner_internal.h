@@ -56,7 +56,16 @@ struct runner {
 	size_t pool_hi;             /* end of the highest byte ever written to the base since BASE */
 	struct ccr_worker *worker;  /* worker.c: the reused check process, or NULL */
 	int worker_off;             /* reuse is off (or failed to start): fork per state */
+	char *out_map;              /* the result capture file's first CCR_OUT_MAP bytes, shared, or NULL */
+	int64_t out_len;            /* >= 0: the last check wrote its result through out_map (the
+				     * worker): this many bytes, past CCR_OUT_MAP in the file; -1:
+				     * through the file (a forked check): its offset says how much */
 };
+
+/* Bytes of the result capture file mapped shared: a reused check process
+ * writes its result there without a system call (worker.c), and the rest
+ * of a bigger one (tests: the fixture's BIG, about 4 MB) into the file. */
+#define CCR_OUT_MAP ((size_t)1 << 20)
 
 /* How one check ended: found by ccr_child_run, reported by ccr_answer_state. */
 struct ccr_end {
