@@ -5,7 +5,8 @@ point: event index, kind, operation in flight, pending lines, legal states (exac
 and how many of those repeat an image already seen (they would be answered from the cache).
 With --strategy lazy the states are told apart by running recovery (crashsim/lazy.py), so it needs
 the structure's driver (--structure or --driver): per crash point, the executions lazy exploration
-takes and whether their classes cover every legal state.
+runs, the outcomes answered from the image cache instead (not executions: nothing ran), and
+whether their classes cover every legal state.
 """
 from __future__ import annotations
 
@@ -104,34 +105,37 @@ def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
                     pool_size=region.size) as runner:
             for o in explore(trace, options=options, strategy="lazy", runner=runner, limit=args.limit,
                              seed=args.seed, followup=args.followup.replace("\\n", "\n")):
-                entry = points.setdefault(o.point.index, [o.point, 0, 0])
-                entry[1] += 1
+                # an outcome answered from the cache (an image, or a whole search, seen at an
+                # earlier point) ran nothing: it is counted apart, not as an execution
+                entry = points.setdefault(o.point.index, [o.point, 0, 0, 0])
+                entry[1 if o.cached_from is None else 3] += 1
                 entry[2] += o.covers
     except (RunnerError, TraceError, OSError) as exc:
         raise UsageError(f"cannot explore {args.trace} lazily with {driver}: {exc}") from None
     if not args.json:
         out.write(f"{args.trace}: {len(trace.events)} events, model {args.model}, strategy lazy\n")
         out.write(f"{'event':>9} {'kind':<9} {'op':>5} {'lines':>6} {'pieces':>7} {'legal':>12} "
-                  f"{'executions':>10} {'complete':>8}\n")
-    total = {"points": 0, "legal": 0, "executions": 0, "complete": 0}
-    for cp, execs, covered in points.values():
+                  f"{'executions':>10} {'cached':>7} {'complete':>8}\n")
+    total = {"points": 0, "legal": 0, "executions": 0, "cached": 0, "complete": 0}
+    for cp, execs, covered, cached in points.values():
         complete = covered == cp.legal
         total["points"] += 1
         total["legal"] += cp.legal
         total["executions"] += execs
+        total["cached"] += cached
         total["complete"] += complete
         if args.json:
             out.write(_dumps({"index": cp.index, "event": cp.event, "kind": cp.kind, "op": cp.op,
-                              "legal": cp.legal, "executions": execs, "covered": covered,
-                              "complete": complete}) + "\n")
+                              "legal": cp.legal, "executions": execs, "cached": cached,
+                              "covered": covered, "complete": complete}) + "\n")
         else:
             op = "-" if cp.op is None else str(cp.op)
             out.write(f"{cp.event:>9} {cp.kind:<9} {op:>5} {len(cp.pending_lines):>6} {cp.pending_pieces:>7} "
-                      f"{_count(cp.legal):>12} {execs:>10} {'yes' if complete else 'partial':>8}\n")
+                      f"{_count(cp.legal):>12} {execs:>10} {cached:>7} {'yes' if complete else 'partial':>8}\n")
     if not args.json:
         out.write(f"total: {total['points']} crash points, {_count(total['legal'])} legal states, "
-                  f"{total['executions']} executions, {total['complete']} of {total['points']} crash points "
-                  "covered completely\n")
+                  f"{total['executions']} executions ({total['cached']} more answered from the cache), "
+                  f"{total['complete']} of {total['points']} crash points covered completely\n")
     return 0
 
 

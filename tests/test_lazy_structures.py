@@ -128,3 +128,21 @@ def test_states_cli_reports_lazy_executions(tmp_path, capsys):
     assert sum(r["executions"] for r in rows) < sum(r["legal"] for r in rows)
     assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy"]) == 2
     assert "--structure" in capsys.readouterr().err
+
+
+def test_states_cli_counts_cache_hits_apart_from_executions(tmp_path, capsys):
+    """The executions column counts the runs the runner made, per crash point; the outcomes the
+    image cache answered (a state, or a whole search, seen at an earlier point) are "cached"."""
+    from harness.cli import main
+    driver, env, trace, _ = traced("wort", tmp_path)
+    assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    ran: dict[int, int] = {}
+    hits: dict[int, int] = {}
+    with Runner([str(driver), "serve", "--size", str(POOL_SIZE)], env=env) as runner:
+        for o in explore(trace, strategy="lazy", runner=runner, seed=0):
+            counts = ran if o.cached_from is None else hits
+            counts[o.point.index] = counts.get(o.point.index, 0) + 1
+    assert sum(hits.values()) > 0                     # the trace has cache hits to tell apart
+    assert {r["index"]: r["executions"] for r in rows if r["executions"]} == ran
+    assert {r["index"]: r["cached"] for r in rows if r["cached"]} == hits
