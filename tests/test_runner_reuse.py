@@ -72,8 +72,11 @@ def test_a_dirty_check_leaves_nothing_for_the_next(misbehave, tmp_path, reuse):
 def test_more_pages_written_than_kept_all_come_back(misbehave, tmp_path, reuse):
     """SMEAR sums, then overwrites, the whole pool, a 3 MiB global array and 1 MiB of stack:
     more pages than the reused process copies back and keeps (512), so it drops the rest, and
-    stack below the top it keeps. Every SMEAR state still finds the base, zeros and (reused: on
-    its own fresh stack) a zero stack; the check after them finds the base."""
+    stack below the top it keeps; and it reseeds the C library's rand() and counts in a
+    thread-local variable (the initial thread's TLS block: a few pages the reused process
+    compares instead of scanning). Every SMEAR state still finds the base, zeros, rand()'s first
+    number, a zero count and (reused: on its own fresh stack) a zero stack; the check after them
+    finds the base."""
     base = tmp_path / "base"
     base.write_bytes(struct.pack("<4Q", 0, 1, 2, 3))
     with start(misbehave, reuse) as r:
@@ -82,6 +85,7 @@ def test_more_pages_written_than_kept_all_come_back(misbehave, tmp_path, reuse):
         first = res[0][1]
         assert first.status == "ok", first
         assert first.result["pool"] == 1 * 1 + 2 * 2 + 3 * 3 and first.result["global"] == 0, first.result
+        assert first.result["tls"] == 0, first.result
         if reuse != "fork":   # a forked check's stack is the runner's, with whatever it left there
             assert first.result["stack"] == 0, first.result
             assert all(x is first for _, x in res), [x.result for _, x in res if x is not first]

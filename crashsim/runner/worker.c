@@ -90,7 +90,7 @@
 #define W_PM_CHUNK 4096                      /* /proc/self/pagemap entries read at once */
 #define W_STACK_TRACKED ((size_t)256 << 10)  /* top of the check's stack restored page by page */
 #define W_SCAN_REGIONS 256                   /* page ranges one PAGEMAP_SCAN call returns */
-#define W_SCAN_GAP 64                        /* pages between spans that one scan walks over */
+#define W_SCAN_SMALL 4                       /* pages of a mapping compared instead of scanned */
 
 /* PAGEMAP_SCAN (Linux 6.7): older headers lack it (linux/fs.h) */
 #ifndef PAGEMAP_SCAN
@@ -477,6 +477,24 @@ static int restore_scan(struct w_ctl *c, const struct span *sp, int n, size_t pa
 	return bad;
 }
 
+/*
+ * restore_small -- restore the N adjacent spans SP, a few pages in all (a
+ * library's globals), without a system call: every page that differs from
+ * its source is copied back.  Comparing a few pages costs less than a scan;
+ * a page the check did not write stays the file's (internal)
+ */
+static void restore_small(const struct span *sp, int n, size_t page)
+{
+	for (int k = 0; k < n; k++)
+		for (uintptr_t p = sp[k].start; p < sp[k].end; p += page) {
+			const uint8_t *src = sp[k].src ? sp[k].src + (p - sp[k].start) : NULL;
+			if (src && memcmp((void *)p, src, page))
+				memcpy((void *)p, src, page);
+			else if (!src && !is_zero_page((const uint8_t *)p, page))
+				memset((void *)p, 0, page);
+		}
+}
+
 /* scan_works -- PAGEMAP_SCAN answers on this kernel, and CRASHCHECK_RUNNER_PAGEMAP_SCAN is not 0 (internal) */
 static int scan_works(struct w_ctl *c, size_t page)
 {
@@ -568,12 +586,17 @@ static int restore(struct w_ctl *c)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	if (c->scan) {
 		size_t kept = 0;
-		/* One scan per group of spans close together: a call costs about
-		 * as much as walking 200 page-table entries between spans. */
+		/* One scan per run of adjacent spans (a call costs about a
+		 * microsecond; walking other mappings between spans, such as the
+		 * snapshot's views, cost more than the calls it saved); a small
+		 * run is compared with its source page by page instead. */
 		for (int i = 0, j; i < c->nspan; i = j) {
-			for (j = i + 1; j < c->nspan && c->span[j].start - c->span[j - 1].end <= W_SCAN_GAP * page; j++)
+			for (j = i + 1; j < c->nspan && c->span[j].start == c->span[j - 1].end; j++)
 				;
-			bad |= restore_scan(c, &c->span[i], j - i, page, &kept);
+			if (c->span[j - 1].end - c->span[i].start <= W_SCAN_SMALL * page)
+				restore_small(&c->span[i], j - i, page);
+			else
+				bad |= restore_scan(c, &c->span[i], j - i, page, &kept);
 		}
 	} else {
 		for (int i = 0; i < c->ntrk; i++)

@@ -51,7 +51,8 @@ enum cmd {
 	                     * working directory; reports what it found */
 	CMD_NAP = 23,       /* sleeps 1.5 s, then a result */
 	CMD_SMEAR = 24,     /* reports, then writes, every page of the pool, of a 3 MiB global array
-	                     * and of 1 MiB of stack: more pages than a reused check process keeps */
+	                     * and of 1 MiB of stack (more pages than a reused check process keeps),
+	                     * the C library's random state and a thread-local counter */
 };
 
 /* What CMD_DIRTY finds and changes: a reused check process must put all of it back. */
@@ -71,8 +72,10 @@ static uint64_t words_sum(void)
 	return s;
 }
 
-/* What CMD_SMEAR sums and then writes over: 768 pages, more than the reused process keeps. */
+/* What CMD_SMEAR sums and then writes over: 768 pages, more than the reused process keeps;
+ * and a thread-local counter (in the few pages of the initial thread's TLS block). */
 static uint8_t smear_global[3 << 20];
+static __thread int smear_tls;
 
 /* smear_stack -- sum, then write, DEPTH KiB of stack frames; returns the sum (internal) */
 static __attribute__((noinline)) uint64_t smear_stack(int depth)
@@ -230,8 +233,10 @@ static int check(void *ctx, const char *followup, FILE *out)
 			smear_global[i] = (uint8_t)i;
 		}
 		uint64_t ss = smear_stack(1024);
-		fprintf(out, "{\"cmd\":24,\"pool\":%llu,\"global\":%llu,\"stack\":%llu}\n",
-			(unsigned long long)ps, (unsigned long long)gs, (unsigned long long)ss);
+		int rnd = rand();   /* the C library's own globals: its random state */
+		srand((unsigned)ps + 1);
+		fprintf(out, "{\"cmd\":24,\"pool\":%llu,\"global\":%llu,\"stack\":%llu,\"rand\":%d,\"tls\":%d}\n",
+			(unsigned long long)ps, (unsigned long long)gs, (unsigned long long)ss, rnd, smear_tls++);
 		return 0;
 	}
 	case CMD_NAP:
