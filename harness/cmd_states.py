@@ -5,7 +5,8 @@ point: event index, kind, operation in flight, pending lines, legal states (exac
 and how many of those repeat an image already seen (they would be answered from the cache).
 With --strategy lazy the states are told apart by running recovery (crashsim/lazy.py), so it needs
 the structure's driver (--structure or --driver): per crash point, the executions lazy exploration
-runs, the outcomes answered from the image cache instead (not executions: nothing ran), and
+runs, the outcomes answered without a run instead (the image cache, the read memo: not
+executions, nothing ran), and
 whether their classes cover every legal state.
 """
 from __future__ import annotations
@@ -105,8 +106,9 @@ def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
                     pool_size=region.size) as runner:
             for o in explore(trace, options=options, strategy="lazy", runner=runner, limit=args.limit,
                              seed=args.seed, followup=args.followup.replace("\\n", "\n")):
-                # an outcome answered from the cache (an image, or a whole search, seen at an
-                # earlier point) ran nothing: it is counted apart, not as an execution
+                # an outcome answered without a run (an image or a whole search seen at an
+                # earlier point, or what an earlier check read: `remembered`) ran nothing: it is
+                # counted apart, not as an execution
                 entry = points.setdefault(o.point.index, [o.point, 0, 0, 0])
                 entry[1 if o.cached_from is None else 3] += 1
                 entry[2] += o.covers

@@ -432,12 +432,12 @@ static int put_back(const struct span *sp, uintptr_t s, uintptr_t e, int swapped
  * address, not overlapping), with PAGEMAP_SCAN (Linux 6.7): one call walks
  * the page tables from the first span to the last and returns only the
  * ranges of pages that are private copies (present and not the file's, or
- * swapped out): the pages the check wrote, plus whatever untracked mappings
- * in between hold, which is skipped here.  Reading /proc/self/pagemap
+ * swapped out): the pages the check wrote (anything between spans is
+ * skipped; the caller passes adjacent spans).  Reading /proc/self/pagemap
  * instead copies out 8 bytes per tracked page, written or not.  The walk
- * itself costs a few nanoseconds per page-table entry (of the populated
- * tables in the range), a call about a microsecond.  A kept page stays a
- * private copy, so it is copied again after every check, as in
+ * costs a few nanoseconds per page-table entry (of the populated tables in
+ * the range; more for a present page), a call about a microsecond.  A kept
+ * page stays a private copy, so it is copied again after every check, as in
  * restore_track.  Returns non-zero on failure (internal)
  */
 static int restore_scan(struct w_ctl *c, const struct span *sp, int n, size_t page, size_t *kept)
