@@ -606,10 +606,6 @@ static int restore(struct w_ctl *c)
 		bad |= drop(c->rc.pool + data, c->rc.map_size - data);
 		bad |= drop(c->cstack, c->cstack_size - W_STACK_TRACKED);
 	}
-	/* The CPU timer is left armed: the next check arms it anew, and the
-	 * worker uses next to no CPU in between (if it runs out while the worker
-	 * restores itself, the worker dies after a clean check, which answers as
-	 * clean: see PH_CHECKED).  A system call less per state. */
 
 	dup2(c->null_fd, 0);
 	dup2(c->err_fd, 1);
@@ -769,7 +765,20 @@ static void worker_loop(void)
 		makecontext(&c->cctx, check_entry, 0);
 		swapcontext(&c->wctx, &c->cctx);
 		int bad = restore(c);
-		sh->retire = bad < 0 || cpu_now() > W_CPU_SLACK;
+		double now = cpu_now();
+		sh->retire = bad < 0 || now > W_CPU_SLACK;
+		/* The CPU timer stays armed (a system call less per state): the
+		 * next check arms it anew, and in between the worker uses next to
+		 * no CPU.  Unless this check used half its allowance: what is left
+		 * could then run out before the next check arms it, and that check
+		 * would be killed for it.  (If it runs out while the worker restores
+		 * itself, the worker dies after a clean check, which answers as
+		 * clean: see PH_CHECKED.) */
+		if (!sh->retire && c->rc.lim.cpu_seconds && now - sh->cpu_start > c->rc.lim.cpu_seconds / 2.0) {
+			struct itimerspec disarm;
+			memset(&disarm, 0, sizeof(disarm));
+			timer_settime(c->cpu_timer, 0, &disarm, NULL);
+		}
 		sh->phase = PH_RESTORED;
 		if (write(c->done, "d", 1) != 1 || sh->retire)
 			_exit(0);
