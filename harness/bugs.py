@@ -48,6 +48,19 @@ def tier(cls: str) -> int:
     return next((i for i, t in enumerate(TIERS) if cls in t), len(TIERS))
 
 
+def after_followup(f: Finding) -> bool:
+    """F's broken rules showed only once the follow-up's operations ran on a structure whose own
+    check passed after recovery (check JSON followup_violations)."""
+    body = f.result.result if f.result is not None and isinstance(f.result.result, dict) else {}
+    return f.cls == "invariant-violation" and not body.get("violations") and bool(body.get("followup_violations"))
+
+
+def finding_tier(f: Finding) -> int:
+    """F's tier: its class's, except that rules broken only after the follow-up show, like a
+    follow-up's wrong answer, that there is a mistake rather than what the crash did."""
+    return tier("post-recovery-divergence") if after_followup(f) else tier(f.cls)
+
+
 def fold_state(found: list[Finding]) -> list[Finding]:
     """The findings of one crash state as bugs: unexpected ones become symptoms of the most
     telling unexpected one; expected ones stay apart (a leak known by design is not a symptom)."""
@@ -242,7 +255,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         # crash is a logic bug, whatever a crash shows of it), then the simplest, then a crash
         # outside recovery that lost stores (the plainest picture of the mistake); then ITEMS
         # order (the sort is stable)
-        members.sort(key=lambda it: (tier(finding(it).cls), finding(it).point is not None, size(it),
+        members.sort(key=lambda it: (finding_tier(finding(it)), finding(it).point is not None, size(it),
                                      rank(finding(it).cls),
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
@@ -295,4 +308,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "fold_state", "fresh_objects", "merge", "order", "orders", "rank", "symptoms"]
+__all__ = ["PRIMARY_ORDER", "TIERS", "anchor", "broken_rules", "cause", "after_followup", "finding_tier", "fold_state", "fresh_objects", "merge", "order", "orders", "rank", "symptoms"]

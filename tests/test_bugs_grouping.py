@@ -435,3 +435,16 @@ def test_rules_a_follow_up_breaks_after_crashes_join_the_run_without_crash_that_
     [bug] = [m for m in out if len(m) == 3]
     assert bug[0] is no_crash
     assert bugs.broken_rules(items[0]) == ["leaf 0x600000020400 under key byte 7e at position 0: its key has another byte there"]
+
+
+def test_rules_broken_only_after_the_follow_up_do_not_name_the_bug():
+    """A store left out of a transaction: one crash state loses the entry (lost-durable-write);
+    another recovers acceptably and only the follow-up's operations then break a rule. One bug
+    (the same lost store), named by what the crash did, though the other history is shorter."""
+    from crashsim.runner import CheckResult
+    lost = finding("lost-durable-write", [5])
+    later = finding("invariant-violation", [5], group="rule: bucket ? holds key ? of bucket ?")
+    later.result = CheckResult("ok", None, None, {"recovered": True, "violations": [],
+                                                  "followup_violations": ["bucket 38 holds key 4097 of bucket 27"]}, "", None, 0)
+    [bug] = bugs.merge([later, lost], lambda f: f, lambda f: FakeTrace(), size=lambda f: 1 if f is later else 2)
+    assert bug[0] is lost and bugs.after_followup(later) and not bugs.after_followup(lost)
