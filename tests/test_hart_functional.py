@@ -166,7 +166,7 @@ def test_hart_short_keys_and_prefixes(trees_built, tmp_path):
 
 def test_hart_info(trees_built):
     res = run_driver(DRIVER, ["info"])
-    assert json.loads(res.stdout) == {"name": "hart", "key_kind": "bytes", "value_size": 16, "value_min": 1, "threads": True, "own_pool": False,
+    assert json.loads(res.stdout) == {"name": "hart", "key_kind": "bytes", "value_size": 16, "value_min": 1, "threads": True, "own_pool": False, "pass_traces_pool": False,
                                       "model": "ordered_map",
                                       "map_ops": ["insert", "update", "delete", "lookup", "scan"]}
 
