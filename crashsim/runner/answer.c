@@ -481,6 +481,23 @@ int ccr_send_error(struct runner *r, uint64_t id, const char *fmt, ...)
 }
 
 /*
+ * pread_into -- fill B up to LEN bytes (B's room reserved) from FD, B's
+ * byte i being the file's byte FROM + i; stops short at end of file or on
+ * an error (internal)
+ */
+static void pread_into(int fd, struct buf *b, size_t len, size_t from)
+{
+	while (b->len < len) {
+		ssize_t k = pread(fd, b->p + b->len, len - b->len, (off_t)(from + b->len));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		b->len += (size_t)k;
+	}
+}
+
+/*
  * read_capture -- what the child wrote to capture file FD (as far as its
  * offset), or its last TAIL bytes if TAIL is non-zero, into B (internal)
  */
@@ -494,14 +511,7 @@ static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
 	size_t from = tail && size > tail ? size - tail : 0;
 	if (ccr_buf_reserve(b, size - from + 1, &r->vm_stale) < 0)
 		return -1;
-	while (b->len < size - from) {
-		ssize_t k = pread(fd, b->p + b->len, size - from - b->len, (off_t)(from + b->len));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		b->len += (size_t)k;
-	}
+	pread_into(fd, b, size - from, from);
 	return 0;
 }
 
@@ -518,14 +528,7 @@ static int read_output(struct runner *r, struct buf *b)
 		return -1;
 	memcpy(b->p, r->out_map, head);
 	b->len = head;
-	while (b->len < size) {
-		ssize_t k = pread(r->res_fd, b->p + b->len, size - b->len, (off_t)b->len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		b->len += (size_t)k;
-	}
+	pread_into(r->res_fd, b, size, 0);
 	return 0;
 }
 
