@@ -8,6 +8,7 @@ The pipeline, one module per step:
     model.py         model options, failure-atomic pieces               -> ModelOptions, Piece
     simulate.py      x86-ADR / eADR, one incremental pass               -> CrashPoint, Unit
     states.py        strategies (exhaustive, bounded) and state codec   -> choice vectors
+    layout.py        where each PM region sits in a post-crash image    -> Layout
     image.py         guaranteed base image, fingerprints, overlays
     reference.py     brute-force enumerator the fast one is tested against
     runner.py        client of the C checker runner (docs/runner-protocol.md)

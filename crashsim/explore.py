@@ -76,27 +76,6 @@ class Progress:
     partial: int = 0      # lazy: crash points left partly covered (limit, fallback, unknown class)
 
 
-def only_region_0(trace: Trace) -> None:
-    """Refuse (TraceError, one line) a trace that stores into a PM region other than region 0.
-
-    Post-crash images carry region 0, the pool the checker maps and hands to the structure's
-    recovery; the driver API has no way to give recovery any other region (memory a structure
-    registered with crashcheck_register_pm, a second pool file). Checking such a trace would
-    judge recovery on images that silently keep those regions as they were before the crash (or
-    leave them unmapped), so it is not checked at all."""
-    counts: dict[int, int] = {}
-    for ev in trace.events:
-        if ev.kind in ("store", "ntstore") and ev.region:
-            counts[ev.region] = counts.get(ev.region, 0) + 1
-    if counts:
-        index = min(counts)
-        region = trace.regions[index]
-        raise TraceError(f"{trace.path}: PM region {index} (0x{region.base:x}, {region.size} bytes) holds "
-                         f"{counts[index]} store{'s' if counts[index] != 1 else ''}, but post-crash images carry only region 0, the pool "
-                         "recovery is given: keep the structure's persistent data in its pool (a second "
-                         "PM region cannot be checked)")
-
-
 def _load(source: Trace | str | Path) -> Trace:
     if isinstance(source, Trace):
         return source
@@ -170,27 +149,39 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                              "(allow_cut=True explores it up to the cut on purpose)")
         sim = Simulator.from_trace(trace, options)
         if runner is not None:
-            only_region_0(trace)
             if not trace.regions:
                 raise TraceError(f"{trace.path}: the trace registered no PM region, nothing to check")
             region = trace.regions[0]
-            if (region.base != runner.pool_base and not relocatable) or region.size != runner.pool_size:
-                raise TraceError(f"{trace.path}: pool 0x{region.base:x} ({region.size} bytes) does not "
-                                 f"match the runner's 0x{runner.pool_base:x} ({runner.pool_size} bytes)")
-            runner.queue_base(region.image)
+            if (region.base != runner.pool_base and not relocatable) or sim.image.size != runner.pool_size:
+                raise TraceError(f"{trace.path}: pool 0x{region.base:x} ({sim.image.size} bytes with "
+                                 f"{len(trace.regions)} region{'s' if len(trace.regions) != 1 else ''}) "
+                                 f"does not match the runner's 0x{runner.pool_base:x} "
+                                 f"({runner.pool_size} bytes)")
+            queue_initial_image(runner, trace, sim)
     if first_state is None:
         first_state = runner.next_state if runner is not None else 0
     return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
                     start_event, stop, executions, points)
 
 
-def _nonzero_pages(image: bytes | bytearray, page: int = 4096) -> list[tuple[int, bytes]]:
+def queue_initial_image(runner: Runner, trace: Trace, sim: Simulator) -> None:
+    """Bring RUNNER's base to SIM's initial image of TRACE: region 0's image file, then the
+    regions past it (crashsim.layout) as a patch of their non-zero pages."""
+    size = trace.regions[0].size
+    runner.queue_base(trace.regions[0].image)
+    writes = _nonzero_pages(memoryview(sim.image.base)[size:], start=size)
+    if writes:
+        runner.queue_patch(encode_writes(writes))
+
+
+def _nonzero_pages(image, page: int = 4096, start: int = 0) -> list[tuple[int, bytes]]:
+    """(START + offset, page) of IMAGE's pages that are not all zero."""
     zero = bytes(page)
     out = []
     for off in range(0, len(image), page):
         chunk = bytes(image[off:off + page])
         if chunk != zero[:len(chunk)]:
-            out.append((off, chunk))
+            out.append((start + off, chunk))
     return out
 
 

@@ -1,7 +1,9 @@
-"""Post-crash images: the guaranteed base image of region 0, its fingerprint, and state overlays.
+"""Post-crash images: the guaranteed base image, its fingerprint, and state overlays.
 
 Owns: the bytes. The simulator tells it which pieces became guaranteed (in trace order); it keeps
-region 0's image at the current crash point's guaranteed state, a fingerprint of that image, and
+the image of every imaged region (crashsim.layout: region 0 at offset 0, the others after it;
+a piece's `img` is its image offset) at the current crash point's guaranteed state, a
+fingerprint of that image, and
 the list of slots changed since the previous crash point (the runner's base patch). A crash state
 is never materialised as a whole image: `overlay` returns only the slots the state's kept pieces
 change, already merged with the base, plus the fingerprint delta.
@@ -36,7 +38,7 @@ from .model import Piece
 FP_MOD = 1 << 128
 WRITE = struct.Struct("<QI")   # runner write record head: offset, length (docs/runner-protocol.md)
 
-Writes = list[tuple[int, bytes]]   # (region-0 offset, bytes), sorted, non-overlapping
+Writes = list[tuple[int, bytes]]   # (image offset, bytes), sorted, non-overlapping
 
 
 def slot_hash(off: int, data: bytes) -> int:
@@ -79,21 +81,23 @@ def _coalesce(slots: list[tuple[int, bytes]]) -> Writes:
 
 
 class ImageState:
-    """Region `region`'s image at the current crash point's guaranteed state.
+    """The image of the regions REGIONS at the current crash point's guaranteed state (pieces of
+    other regions are not imaged: they count in states, and leave the image as it is).
 
-    base    the image (bytearray or private mapping of the region's size): initial image plus
+    base    the image (bytearray or private mapping of the layout's size): initial image plus
             guaranteed pieces.
     fp      its fingerprint (0 for the initial image).
     """
 
-    def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int, region: int = 0) -> None:
+    def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int,
+                 regions: frozenset[int] = frozenset({0})) -> None:
         # A private mapping is already a copy-on-write copy (crashsim.simulate reads region
         # images into anonymous ones); anything else is copied.
         self.base: bytearray | mmap.mmap = (initial if isinstance(initial, mmap.mmap)
                                             else bytearray(initial))
         self.size = len(self.base)
         self.unit = unit
-        self.region = region
+        self.regions = regions
         self.fp = 0
         self._dirty: dict[int, bytes] = {}          # slot -> bytes before its first change since commit
         self._history: dict[int, list[Piece]] = {}  # slot -> pieces since its first NT piece
@@ -103,16 +107,16 @@ class ImageState:
         self.out_of_order_cached = False
 
     def _check(self, p: Piece) -> None:
-        if p.off + len(p.data) > self.size:
-            raise ValueError(f"piece {p.describe()} lies outside region {self.region} "
+        if p.img + len(p.data) > self.size:
+            raise ValueError(f"piece {p.describe()} lies outside the image "
                              f"({self.size} bytes)")
 
     def record(self, p: Piece) -> None:
         """Note a new piece (called for every piece, in trace order)."""
-        if p.region != self.region:
+        if p.region not in self.regions:
             return
         self._check(p)
-        slot = p.off - p.off % self.unit
+        slot = p.img - p.img % self.unit
         hist = self._history.get(slot)
         if hist is None:
             if not p.nt and not self.out_of_order_cached:
@@ -121,15 +125,15 @@ class ImageState:
         hist.append(p)
 
     def mask(self, p: Piece) -> list[tuple[int, int]]:
-        """Byte ranges [a, b) (region offsets) of P not overwritten by a later guaranteed piece."""
-        start, end = p.off, p.off + len(p.data)
+        """Byte ranges [a, b) (image offsets) of P not overwritten by a later guaranteed piece."""
+        start, end = p.img, p.img + len(p.data)
         hist = self._history.get(start - start % self.unit)
         if hist is None:
             return [(start, end)]
         ranges = [(start, end)]
         for q in hist:
             if q.id > p.id and q.g:
-                qa, qb = q.off, q.off + len(q.data)
+                qa, qb = q.img, q.img + len(q.data)
                 cut = []
                 for a, b in ranges:
                     if qb <= a or qa >= b:
@@ -146,16 +150,16 @@ class ImageState:
         """Make PIECES (in trace order) durable: mark them and write them into the base."""
         base, unit, dirty, history = self.base, self.unit, self._dirty, self._history
         for p in pieces:
-            if p.region == self.region:
+            if p.region in self.regions:
                 for a, b in self.mask(p):
                     slot = a - a % unit
                     if slot not in dirty:
                         dirty[slot] = bytes(base[slot:slot + unit])
-                    base[a:b] = p.data[a - p.off:b - p.off]
+                    base[a:b] = p.data[a - p.img:b - p.img]
                 # A durable piece covering its whole slot masks every older piece of the slot
                 # entirely, and older pieces never mask newer ones: drop them from the history,
                 # so a slot written over and over with NT stores keeps a short one.
-                hist = history.get(p.off - p.off % unit)
+                hist = history.get(p.img - p.img % unit)
                 if hist is not None and len(p.data) == unit and hist[0].id < p.id:
                     hist[:] = [q for q in hist if q.id >= p.id]
             p.g = True
@@ -180,14 +184,14 @@ class ImageState:
         base, unit = self.base, self.unit
         slots: dict[int, bytearray] = {}
         for p in pieces:
-            if p.region != self.region:
+            if p.region not in self.regions:
                 continue
             for a, b in self.mask(p):
                 slot = a - a % unit
                 buf = slots.get(slot)
                 if buf is None:
                     buf = slots[slot] = bytearray(base[slot:slot + unit])
-                buf[a - slot:b - slot] = p.data[a - p.off:b - p.off]
+                buf[a - slot:b - slot] = p.data[a - p.img:b - p.img]
         delta = 0
         changed = []
         for slot in sorted(slots):

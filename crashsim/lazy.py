@@ -114,8 +114,8 @@ class LazyPlan:
                 self.groups.append(g)
                 continue
             g.variants = list(exhaustive(g.radices))
-            g.lines = sorted({p.off - p.off % ls for j in idxs for p in cp.units[j].pieces
-                              if p.region == image.region})
+            g.lines = sorted({p.img - p.img % ls for j in idxs for p in cp.units[j].pieces
+                              if p.region in image.regions})
             self.groups.append(g)
             if g.lines:
                 self.sent.append(len(self.groups) - 1)

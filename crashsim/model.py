@@ -58,15 +58,17 @@ class Piece:
 
     `id` numbers pieces in trace order across the whole trace, so comparing ids compares program
     (global recorded) order. `key` = (event index, part) names the piece for people and tests.
-    `region`/`off` place it in a PM region; `addr` is absolute. `g` becomes True once the piece
+    `region`/`off` place it in a PM region; `addr` is absolute; `img` is its offset in a post-crash
+    image (crashsim.layout: region 0's offsets are the same; the simulator sets it). `g` becomes True once the piece
     is guaranteed durable (set by the simulator). `unordered`: a piece of a memset, memcpy,
     memmove or libpmem copy (UNORDERED_ORIGINS), whose pieces in one line persist in any order.
     """
     __slots__ = ("id", "seq", "part", "tid", "nt", "region", "off", "addr", "data", "line", "slot", "g",
-                 "unordered")
+                 "unordered", "img")
 
     def __init__(self, id: int, seq: int, part: int, tid: int, nt: bool, region: int, off: int,
-                 addr: int, data: bytes, line: int, slot: int, unordered: bool = False) -> None:
+                 addr: int, data: bytes, line: int, slot: int, unordered: bool = False,
+                 img: int | None = None) -> None:
         self.id = id
         self.seq = seq
         self.part = part
@@ -80,6 +82,7 @@ class Piece:
         self.slot = slot
         self.g = False
         self.unordered = unordered
+        self.img = off if img is None else img
 
     @property
     def key(self) -> tuple[int, int]:

@@ -43,10 +43,11 @@ class RefPiece:
     key: PieceKey
     tid: int
     nt: bool
-    off: int          # region-0 offset (None-region stores are skipped)
+    off: int          # offset in its region (stores outside every region are skipped)
     data: bytes
     line: int         # absolute line number
     unordered: bool = False   # a piece of a memset/memcpy/memmove/libpmem copy
+    region: int = 0
 
 
 def _together(a: RefPiece, b: RefPiece, pieces: Sequence[RefPiece]) -> bool:
@@ -66,11 +67,16 @@ class RefPoint:
     pending: tuple[PieceKey, ...]
     states: set[frozenset[PieceKey]]
 
-    def image(self, initial: bytes, pieces: dict[PieceKey, RefPiece], kept: frozenset[PieceKey]) -> bytes:
+    def image(self, initial: bytes, pieces: dict[PieceKey, RefPiece], kept: frozenset[PieceKey],
+              offsets: Sequence[int] = (0,)) -> bytes:
+        """The state's image: INITIAL holds the regions laid out at OFFSETS (crashsim.layout;
+        default region 0 alone), pieces of other regions are left out."""
         img = bytearray(initial)
         for key in sorted(self.guaranteed | kept):
             p = pieces[key]
-            img[p.off:p.off + len(p.data)] = p.data
+            if p.region < len(offsets):
+                at = offsets[p.region] + p.off
+                img[at:at + len(p.data)] = p.data
         return bytes(img)
 
 
@@ -83,7 +89,7 @@ def ref_pieces(events: Sequence[Event], options: ModelOptions, line_size: int) -
             nt = ev.kind == "ntstore"
             out.append(RefPiece((i, part), ev.tid, nt, ev.off + a - ev.addr,
                                 ev.data[a - ev.addr:b - ev.addr], a // line_size,
-                                ev.sub in UNORDERED_ORIGINS and not nt))
+                                ev.sub in UNORDERED_ORIGINS and not nt, ev.region or 0))
     return out
 
 

@@ -51,10 +51,11 @@ Pending units (what a crash state chooses)
   (in both, a memset's pieces in one line any subset of themselves: Unit.orders). The number of
   legal states is the product of the units' choices ((n + 1) for a plain prefix unit).
 
-Regions: the model covers every registered PM region, but only region 0 (the pool) is imaged
-and checked; pieces of other regions count in the states and their numbers, and leave the image
-unchanged. Checking such a trace is refused (crashsim.explore.only_region_0): recovery is given
-region 0 only. Stores outside every region are ignored (counted in `unplaced`).
+Regions: a simulator made from a trace images every registered PM region, laid out one after
+the other (crashsim.layout): a piece's `img` is its offset in that image, and recovery is given
+each region (docs/trees.md, "Regions past the pool"). A simulator made from events and a bare
+image images region 0 only; pieces of other regions count in the states and their numbers, and
+leave its image unchanged. Stores outside every region are ignored (counted in `unplaced`).
 
 Streaming: the simulator's `image` is the yielded crash point's guaranteed image only until the
 next crash point is requested; consume a crash point's states before advancing the generator.
@@ -68,6 +69,7 @@ from itertools import combinations
 from typing import Callable, Iterator, Sequence
 
 from .image import ImageState, Writes
+from .layout import Layout, trace_layout
 from .model import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
 from .trace import Event, Trace, TraceError
 
@@ -194,24 +196,19 @@ class CrashPoint:
         return out
 
 
-def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
-    """Region INDEX's initial image, read extent by extent: the holes of a sparse image (a pool
-    of 64 MiB holding a small structure) are skipped, not read. Not a mapping of the file:
-    touching a hole of a mapped file on a full tmpfs kills the process with SIGBUS, where read()
-    just sees zeros. The image is anonymous memory instead (ImageState takes it as it is), whose
-    pages are zero until written: a bytearray of the region's size was zeroed page by page, which
-    cost more CPU than checking thousands of crash states (about 70 ms for 64 MiB)."""
+def _read_region(trace: Trace, index: int, view: memoryview) -> None:
+    """Region INDEX's initial image into VIEW (zero, its size), read extent by extent: the holes
+    of a sparse image (a pool of 64 MiB holding a small structure) are skipped, not read. Not a
+    mapping of the file: touching a hole of a mapped file on a full tmpfs kills the process with
+    SIGBUS, where read() just sees zeros."""
     region = trace.regions[index]
-    if region.size == 0:
-        return b""
     trace.check_image(index)                          # a regular file, long enough, or TraceError
     try:
         with open(region.image, "rb") as f:
             fd = f.fileno()
             if os.fstat(fd).st_size < region.size:
-                return trace.region_image(index)      # raises the reader's error
-            image = mmap.mmap(-1, region.size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            view = memoryview(image)
+                trace.region_image(index)             # raises the reader's error
+                return
             pos = 0
             while pos < region.size:
                 try:
@@ -229,38 +226,60 @@ def _map_region(trace: Trace, index: int) -> mmap.mmap | bytes:
                 if not got:
                     break
                 pos = data + got
-            return image
     except OSError:
-        return trace.region_image(index)              # raises the reader's error
+        data = trace.region_image(index)              # raises the reader's error
+        view[:len(data)] = data
+
+
+def _map_image(trace: Trace, lay: Layout) -> mmap.mmap | bytes:
+    """The initial post-crash image of every region of TRACE, laid out by LAY: anonymous memory
+    (ImageState takes it as it is), whose pages are zero until written (a bytearray of a 64 MiB
+    pool was zeroed page by page, which cost more CPU than checking thousands of crash states)."""
+    if lay.total == 0:
+        return b""
+    image = mmap.mmap(-1, lay.total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    view = memoryview(image)
+    for index, (off, size) in enumerate(zip(lay.offsets, lay.sizes)):
+        if size:
+            _read_region(trace, index, view[off:off + size])
+    return image
 
 
 class Simulator:
     """Streams the crash points of a list of events under a persistency model.
 
     events        the trace's events (crashsim.trace.Event), in recorded order
-    image         region 0's initial image (Trace.region_image(0)); b"" if there is none
+    image         the initial image: region 0's (Trace.region_image(0)), or with LAYOUT every
+                  region's, laid out by it; b"" if there is none
     line_size     cache-line size (ModelOptions.line_size overrides it)
+    layout        where each region sits in IMAGE (crashsim.layout); None: region 0 only
     """
 
-    def __init__(self, events: Sequence[Event], image: bytes | bytearray = b"", *,
+    def __init__(self, events: Sequence[Event], image: bytes | bytearray | mmap.mmap = b"", *,
                  line_size: int = 64, region_base: int = 0,
-                 options: ModelOptions | None = None) -> None:
+                 options: ModelOptions | None = None, layout: Layout | None = None) -> None:
         self.options = options or ModelOptions()
         self.line_size = self.options.validate(line_size)
         self.unit = self.options.atomic_unit
-        if region_base % self.unit:
-            raise TraceError(f"region 0 base 0x{region_base:x} is not aligned to the atomic unit "
-                             f"({self.unit} bytes)")
+        bases = layout.bases if layout is not None else (region_base,)
+        for index, base in enumerate(bases):
+            if base % self.unit:
+                raise TraceError(f"region {index} base 0x{base:x} is not aligned to the atomic unit "
+                                 f"({self.unit} bytes)")
         self.events = events
-        self.image = ImageState(image, self.unit, region=0)
+        self.layout = layout
+        self.offsets = layout.offsets if layout is not None else (0,)
+        self.image = ImageState(image, self.unit, regions=frozenset(range(len(self.offsets))))
         self.unplaced = 0      # stores outside every registered region (ignored)
         self.pieces = 0        # pieces made so far
 
     @classmethod
     def from_trace(cls, trace: Trace, options: ModelOptions | None = None) -> "Simulator":
-        image = _map_region(trace, 0) if trace.regions else b""
+        lay = trace_layout(trace)
+        image = _map_image(trace, lay)
         base = trace.regions[0].base if trace.regions else trace.pool_base
-        return cls(trace.events, image, line_size=trace.line_size, region_base=base, options=options)
+        return cls(trace.events, image, line_size=trace.line_size, region_base=base, options=options,
+                   layout=lay if trace.regions else None)
 
     def count_crash_points(self) -> int:
         """How many crash points crash_points() will yield (a cheap pass, for progress bars)."""
@@ -284,6 +303,7 @@ class Simulator:
         eadr = opts.model == "eadr"
         clflush_now = opts.clflush_guarantees and not eadr
         line_size, unit, image = self.line_size, self.unit, self.image
+        offsets = self.offsets
         record = image.record
 
         pend: dict[int, list[Piece]] = {}          # line -> pending cached pieces, in order
@@ -357,10 +377,12 @@ class Simulator:
                 data, addr, tid = ev.data, ev.addr, ev.tid
                 unordered = ev.sub in UNORDERED_ORIGINS and not nt
                 durable = ev.sub in DURABLE_ORIGINS
+                region = ev.region
+                img = (offsets[region] if region < len(offsets) else 0) + ev.off - addr
                 for part, (a, b) in enumerate(split_points(addr, ev.size, unit)):
                     line = a // line_size
-                    p = Piece(pid, i, part, tid, nt, ev.region, ev.off + (a - addr), a,
-                              data[a - addr:b - addr], line, a // unit, unordered)
+                    p = Piece(pid, i, part, tid, nt, region, ev.off + (a - addr), a,
+                              data[a - addr:b - addr], line, a // unit, unordered, img + a)
                     pid += 1
                     record(p)
                     if eadr:

@@ -14,6 +14,7 @@ import argparse
 from harness import defaults, determinism, record_schema, structures
 from harness.errors import DriverFailure, UsageError
 from harness.pipeline import Checker
+from harness.records import region_prefix
 from harness.report import site_text
 from harness.session import history_text
 from harness.settings import Settings
@@ -169,7 +170,7 @@ def _replay(path: str, rec: dict) -> int:
             _check_choice(path, "original crash", _point(checker, path, trace, orig["index"], "original crash"),
                           tuple(orig["choice"]))
             history_cp, image = checker.image_at(trace, orig["index"], tuple(orig["choice"]))
-            trace = checker.trace_recovery(image)
+            trace = checker.trace_recovery(trace, image)
             print(f"recovery of the crash state at event #{history_cp.event} was itself interrupted")
         cp = _point(checker, path, trace, crash["index"], "crash")
         # what the record says of the crash point, derived as harness/records.py derives it
@@ -190,7 +191,7 @@ def _replay(path: str, rec: dict) -> int:
           + (f", during operation {point.inflight}" if point.inflight is not None else ""))
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
-        print(f"  lost   #{p.seq} +{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
+        print(f"  lost   #{p.seq} {region_prefix(p.region)}+{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

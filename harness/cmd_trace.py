@@ -84,7 +84,9 @@ def event_text(trace: Trace, ev: Event) -> str:
     elif ev.kind == "mark":
         what = repr(ev.data.decode("utf-8", "replace"))
     else:
-        place = f"+{ev.off:#x}" if ev.off is not None else f"{ev.addr:#x}"
+        # an offset in the pool, or in a region past it (r1+0x10), or an address outside them
+        place = (f"{f'r{ev.region}' if ev.region else ''}+{ev.off:#x}" if ev.off is not None
+                 else f"{ev.addr:#x}")
         what = f"{place} size {ev.size}"
         if ev.kind in ("store", "ntstore"):
             hexdata = ev.data[:32].hex()

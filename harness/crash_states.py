@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from crashsim.explore import queue_initial_image
 from crashsim.image import apply_writes, decode_writes, encode_writes
 from crashsim.runner import CheckResult
 from crashsim.simulate import CrashPoint as SimPoint, Simulator
@@ -58,9 +59,9 @@ def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: st
     """Simulate TRACE up to crash point CP_INDEX once, with the runner's image following, and
     return a function that checks choice vectors there. Valid until the runner is used for
     anything else."""
-    runner = session.runner()
+    runner = session.runner(trace)
     sim = Simulator.from_trace(trace, session.settings.options())
-    runner.queue_base(trace.regions[0].image)
+    queue_initial_image(runner, trace, sim)
     for cp in sim.crash_points(wanted=lambda k: k == cp_index):
         if cp.patch:
             runner.queue_patch(encode_writes(cp.patch))

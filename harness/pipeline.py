@@ -23,16 +23,16 @@ import os
 import time
 from dataclasses import replace
 
-from crashsim.explore import explore, only_region_0
+from crashsim.explore import explore
 from crashsim.runner import CheckResult, Stopped
 from crashsim.simulate import CrashPoint as SimPoint
-from crashsim.trace import Trace, TraceError
+from crashsim.trace import Trace
 from harness import crash_states, threads
 from harness.budget import Budget, OutOfTime
 from harness.bugs import fold_state
 from harness.crash_oracle import SequentialOracle, oracle_for
 from harness.crash_free import crash_free_findings
-from harness.errors import DriverFailure, UsageError
+from harness.errors import DriverFailure
 from harness.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.judging import HistoryJudge
@@ -79,8 +79,8 @@ class Checker:
     def trace(self, ops: list, deadline: float | None = None) -> tuple[Trace, list[str]]:
         return trace_history(self.session, ops, deadline)
 
-    def trace_recovery(self, image: bytes, tag: str = "recovery") -> Trace:
-        return trace_recovery(self.session, image, tag)
+    def trace_recovery(self, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
+        return trace_recovery(self.session, crashed, image, tag)
 
     def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
         if getattr(ops, "nthreads", 0):
@@ -169,12 +169,8 @@ class Checker:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
         recoveries again; the findings, one per group, go into OUTCOME."""
         ops, trace = outcome.ops, outcome.trace
-        try:
-            only_region_0(trace)      # the structure's doing, not a fault of this trace: one line, exit 2
-        except TraceError as exc:
-            raise UsageError(f"{self.session.structure.name}: {str(exc).split(': ', 1)[-1]}") from None
         oracle = self.oracle(ops, trace, lines, outcome.followup)
-        runner = self.session.runner()
+        runner = self.session.runner(trace)
         checked_before = runner.stats.states
         judge = HistoryJudge(self.session, trace, oracle)
         by_group: dict[tuple[str, str], Finding] = {}
@@ -244,7 +240,7 @@ class Checker:
         if f.recovery_of is not None:
             cp_index, choice = f.recovery_of
             orig, image = self.image_at(trace, cp_index, choice)
-            rtrace = self.trace_recovery(image, "recovery-final")
+            rtrace = self.trace_recovery(trace, image, "recovery-final")
             f.recovery_trace = rtrace
             f.point = self.point_at(rtrace, f.point.index)
             f.history_point = oracle.history_point(orig)

@@ -183,7 +183,7 @@ class Obj(Spec):
 _PLACE = {"file": (Text(), ""), "line": (Nat(), 0), "column": (Nat(), 0), "func": (Text(), "")}
 SITE = Obj({**_PLACE, "inlined_at": (Opt(Obj(_PLACE)), None)})
 STORE = Obj({"seq": (Nat(), REQUIRED), "off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED),
-             "data": (Text(), ""), "site": (Opt(SITE), None)})
+             "data": (Text(), ""), "site": (Opt(SITE), None), "region": (Nat(), 0)})
 LEAK = Obj({"off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED), "site": (Opt(SITE), None)})
 PAIR = Tuple((Text(), Text()))                      # [key, value] in driver notation
 DUMP = List(PAIR)

@@ -24,6 +24,11 @@ CONTEXT_LINES = 3
 RECORD_FORMAT = 1       # the "crashcheck" field; harness/record_schema.py reads it (FORMAT)
 
 
+def region_prefix(region: int | None) -> str:
+    """How an offset in region REGION is written: "+0x10" in the pool, "r1+0x10" past it."""
+    return f"r{region}" if region else ""
+
+
 def site_dict(trace: Trace, site_id: int) -> dict | None:
     site = trace.site(site_id)
     return site.as_dict() if site is not None else None
@@ -42,6 +47,8 @@ def _store(trace: Trace, p: Piece) -> dict:
     ev = trace.events[p.seq]
     out = {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
            "site": site_dict(trace, ev.site)}
+    if p.region:
+        out["region"] = p.region        # a region past the pool (off is its offset there)
     if ev.size != len(p.data):
         out["store_size"], out["part"] = ev.size, p.part
     return out

@@ -42,13 +42,13 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
     index and choice), judging each second recovery by ORACLE at the original crash; the
     findings, one per group, counted into OUTCOME's coverage."""
     s = session.settings
-    runner = session.runner()
+    runner = session.runner(trace)
     follow_text = session.history_text(oracle.follow)
     found: dict[tuple[str, str], Finding] = {}
     picks = pick(candidates, s.recovery_crashes)
     for n, ((cp_index, choice), (cp, image)) in enumerate(zip(picks, images_at(session, trace, picks))):
         try:
-            rtrace = trace_recovery(session, image)
+            rtrace = trace_recovery(session, trace, image)
         except (DriverFailure, TraceError):
             continue      # the plain check of this state already judged its recovery (also
             #               when recovery misbehaves: it did the same under the runner)

@@ -17,6 +17,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from harness.counts import big
+from harness.records import region_prefix
 from harness.lanes_svg import render_lanes
 from harness.paths import HEADERS
 from harness.timeline import render_timeline
@@ -81,7 +82,7 @@ def _name(site: dict, at_caller: bool) -> str:
 
 def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
     rows = "".join(
-        f'<tr class="{kind}"><td class="num">#{s["seq"]}</td><td class="mono">+{s["off"]:#x}</td>'
+        f'<tr class="{kind}"><td class="num">#{s["seq"]}</td><td class="mono">{region_prefix(s.get("region"))}+{s["off"]:#x}</td>'
         f'<td class="num">{_size_text(s)}</td><td class="mono">{escape(s.get("data", ""))}</td>'
         f'<td>{escape(site_text(s.get("site")))}</td></tr>' for s in stores)
     table = (f'<table><tr><th>event</th><th>offset</th><th>bytes</th><th>data</th><th>source</th></tr>'

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from crashsim.layout import trace_layout
 from crashsim.runner import Runner, RunnerError
+from crashsim.trace import Trace
 from harness import workdir as workdirs
 from harness.budget import Budget
 from harness.errors import SetupError
@@ -40,6 +42,7 @@ class Session:
         self.workdir = Path(workdir or self._tmp.name)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._runner: Runner | None = None
+        self._runner_regions: list[str] = []       # its `serve --region` options
         self.next_state = 0
 
     # -- the model's notation ----------------------------------------------------------------
@@ -57,15 +60,20 @@ class Session:
 
     # -- the runner ------------------------------------------------------------------------
 
-    def runner(self) -> Runner:
-        """The checker runner, started (again) when there is none."""
+    def runner(self, trace: Trace | None = None) -> Runner:
+        """The checker runner, started (again) when there is none, or when TRACE's regions past
+        the pool (crashsim.layout) are not the ones it maps."""
+        regions = trace_layout(trace).serve_args() if trace is not None and trace.regions else []
+        if self._runner is not None and not self._runner.closed and regions != self._runner_regions:
+            self._runner.close()
         if self._runner is None or self._runner.closed:
             s = self.settings
             self.check_driver()
             try:
-                self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size),
+                self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size), *regions,
                                        "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
                                       env=clean_env(), restart=True)
+                self._runner_regions = regions
             except RunnerError as exc:
                 raise SetupError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
             self.next_state = 0

@@ -14,6 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
+from crashsim.layout import trace_layout
 from crashsim.trace import Trace, TraceError, read_trace
 from harness import defaults, threads, tracers
 from harness import workdir as workdirs
@@ -72,19 +73,29 @@ def trace_left(session: Session) -> Trace | None:
         return None
 
 
-def trace_recovery(session: Session, image: bytes, tag: str = "recovery") -> Trace:
-    """Run the structure's recovery (an empty history on IMAGE) with tracing on."""
+def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
+    """Run the structure's recovery (an empty history on IMAGE, a post-crash image of the trace
+    CRASHED) with tracing on. The regions past the pool (crashsim.layout) go to the driver as
+    image files of their own (`run --region`), recovery's regions start from them."""
+    lay = trace_layout(crashed)
     pool = session.workdir / f"{tag}.pool"
-    pool.write_bytes(image)
+    pool.write_bytes(image[:lay.sizes[0]] if lay.sizes else image)
+    regions = []
+    for k, (off, size) in enumerate(zip(lay.offsets[1:], lay.sizes[1:]), 1):
+        part = session.workdir / f"{tag}.region{k}"
+        part.write_bytes(image[off:off + size])
+        regions += ["--region", str(part)]
     trace, _ = run_traced(session, pool, os.devnull, f"{tag}.trace", create=False,
-                          what="recovery of a post-crash image failed in the traced run")
+                          what="recovery of a post-crash image failed in the traced run",
+                          regions=regions)
     return trace
 
 
 def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: str, *, create: bool,
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
                ops: list | None = None, deadline: float | None = None,
-               extra_env: dict[str, str] | None = None, dump: bool = False) -> tuple[Trace, list[str]]:
+               extra_env: dict[str, str] | None = None, dump: bool = False,
+               regions: list[str] | None = None) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -101,7 +112,8 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         env.pop(k, None)
     env.update(extra_env or {})
     argv = ([str(session.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
-            + (["--check"] if check else []) + (["--dump"] if dump else []) + ["--results", str(results)])
+            + (["--check"] if check else []) + (["--dump"] if dump else []) + (regions or [])
+            + ["--results", str(results)])
     s = session.settings
     session.check_driver()
     session.budget.check()

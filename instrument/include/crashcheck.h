@@ -81,6 +81,17 @@ void crashcheck_pool_close(void *pool, size_t size);
  */
 int crashcheck_register_pm(void *addr, size_t len);
 
+/*
+ * crashcheck_supply_regions -- for drivers checking a post-crash image: the images of PM
+ * regions 1..N (IMAGES[i] of SIZES[i] bytes is region i+1; region 0 is the pool the driver
+ * maps).  crashcheck_supply_begin(FIRST) then numbers the new regions registered from now on
+ * FIRST, FIRST+1, ...: each one that has an image starts from it (memory registered with
+ * crashcheck_register_pm gets it copied in; pmem_map_file and libpmemobj pools map a private
+ * copy of it instead of the file named).  docs/trees.md, "Regions past the pool".
+ */
+int crashcheck_supply_regions(const void *const *images, const size_t *sizes, unsigned n);
+void crashcheck_supply_begin(unsigned first);
+
 /* crashcheck_last_error -- the reason for the last failed call, one line. */
 const char *crashcheck_last_error(void);
 

@@ -5,7 +5,8 @@
  * buffer, rt_regions.c the registered PM regions and pools, rt_hooks.c the
  * entry points the pass calls, rt_api.c the public API of crashcheck.h,
  * rt_threads.c thread ids and the switch to locked logging, rt_shadow.c and
- * rt_pmemobj.c the pools libpmemobj maps and the stores made inside it, rt_sched.c the
+ * rt_pmemobj.c the pools libpmemobj maps and the stores made inside it, rt_supply.c the
+ * post-crash images of regions past the pool handed to recovery, rt_sched.c the
  * deterministic scheduler (docs/scheduler.md) and libc's real pthread
  * functions, which the runtime's own code must call instead of the
  * interposed ones.
@@ -100,6 +101,12 @@ extern uintptr_t cc_r0_span;
 int cc_in_pm_slow(uintptr_t addr);
 /* register [addr, addr+len) whose bytes the trace starts from are INITIAL (NULL: as they are now) */
 int cc_register_region(void *addr, size_t len, const void *initial);
+
+/* rt_supply.c: post-crash images of the regions past the pool, handed to recovery */
+unsigned cc_supply_next(void);
+void cc_supply_counted(void);
+const void *cc_supply_take(unsigned k, size_t *size);
+int cc_supply_file(char *path, size_t len);
 
 /* rt_shadow.c: shadows of regions a precompiled library writes (libpmemobj) */
 extern uintptr_t cc_shadow_lo;

@@ -35,7 +35,9 @@
  * does, never later).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,20 +202,40 @@ static void track_pool(cc_objpool *pop, size_t size, const void *initial, crashc
 	cc_shadow_sync(cc_hook_site(site));
 }
 
-cc_objpool *__cc_wrap_pmemobj_create(const char *path, const char *layout, size_t poolsize,
-				     mode_t mode, crashcheck_site_t site)
+/* note_pool -- count POP (the pool in PATH) as a region of a recovery that is given images of
+ * its regions (rt_supply.c) while not tracing: quietly, unless it is no single-file pool
+ * (internal) */
+static void note_pool(cc_objpool *pop, const char *path)
 {
-	cc_objpool *pop = pmemobj_create(path, layout, poolsize, mode);
-	size_t size;
-	if (pop && traced() && (size = pool_size(path)) != 0)
-		track_pool(pop, size, NULL, site);
-	return pop;
+	struct stat st;
+	if (cc_supply_next() == UINT_MAX || stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
+		return;
+	if (cc_register_region(pop, (size_t)st.st_size, NULL) != 0)
+		fprintf(stderr, "crashcheck: libpmemobj pool %s: %s\n", path, crashcheck_last_error());
 }
 
-cc_objpool *__cc_wrap_pmemobj_open(const char *path, const char *layout, crashcheck_site_t site)
+/* supplied_image -- the temporary copy of the post-crash image of the region the next pool
+ * is, in IMAGE: 1; 0 when there is none; -1 (a line on stderr) when it cannot be made
+ * (internal) */
+static int supplied_image(char *image, size_t len)
 {
-	if (!traced())
-		return pmemobj_open(path, layout);
+	int r = cc_supply_file(image, len);
+	if (r < 0) {
+		fprintf(stderr, "crashcheck: %s\n", crashcheck_last_error());
+		errno = EIO;
+	}
+	return r;
+}
+
+/* open_pool -- pmemobj_open of PATH, traced from the file's bytes before the open (internal) */
+static cc_objpool *open_pool(const char *path, const char *layout, crashcheck_site_t site)
+{
+	if (!traced()) {
+		cc_objpool *pop = pmemobj_open(path, layout);
+		if (pop)
+			note_pool(pop, path);
+		return pop;
+	}
 	size_t size = pool_size(path);
 	unsigned char *before = size ? read_file(path, size) : NULL;
 	cc_objpool *pop = pmemobj_open(path, layout);
@@ -221,6 +243,41 @@ cc_objpool *__cc_wrap_pmemobj_open(const char *path, const char *layout, crashch
 		track_pool(pop, size, before, site);
 	free(before);
 	return pop;
+}
+
+/* open_supplied -- open the temporary copy IMAGE of a region's post-crash image (internal) */
+static cc_objpool *open_supplied(char *image, const char *layout, crashcheck_site_t site)
+{
+	cc_objpool *pop = open_pool(image, layout, site);
+	unlink(image);
+	return pop;
+}
+
+/* In a recovery given post-crash images (rt_supply.c), a pool that is one of them is opened
+ * from a copy of its image, whether the program creates or opens it. */
+cc_objpool *__cc_wrap_pmemobj_create(const char *path, const char *layout, size_t poolsize,
+				     mode_t mode, crashcheck_site_t site)
+{
+	char image[64];
+	int supplied = supplied_image(image, sizeof(image));
+	if (supplied)
+		return supplied > 0 ? open_supplied(image, layout, site) : NULL;
+	cc_objpool *pop = pmemobj_create(path, layout, poolsize, mode);
+	size_t size;
+	if (pop && !traced())
+		note_pool(pop, path);
+	else if (pop && (size = pool_size(path)) != 0)
+		track_pool(pop, size, NULL, site);
+	return pop;
+}
+
+cc_objpool *__cc_wrap_pmemobj_open(const char *path, const char *layout, crashcheck_site_t site)
+{
+	char image[64];
+	int supplied = supplied_image(image, sizeof(image));
+	if (supplied)
+		return supplied > 0 ? open_supplied(image, layout, site) : NULL;
+	return open_pool(path, layout, site);
 }
 
 void __cc_wrap_pmemobj_close(cc_objpool *pop, crashcheck_site_t site)
@@ -232,16 +289,24 @@ void __cc_wrap_pmemobj_close(cc_objpool *pop, crashcheck_site_t site)
 	pmemobj_close(pop);
 }
 
-/* __cc_wrap_pmem_map_file -- libpmem maps a file: trace the mapping as a region */
+/* __cc_wrap_pmem_map_file -- libpmem maps a file: trace the mapping as a region (in a recovery
+ * given post-crash images, a copy of its region's image instead of the file) */
 void *__cc_wrap_pmem_map_file(const char *path, size_t len, int flags, mode_t mode, size_t *mapped_lenp,
 			      int *is_pmemp, crashcheck_site_t site)
 {
 	(void)site;
 	size_t mapped = 0;
-	void *p = pmem_map_file(path, len, flags, mode, &mapped, is_pmemp);
+	char image[64];
+	int supplied = supplied_image(image, sizeof(image));
+	if (supplied < 0)
+		return NULL;
+	void *p = supplied ? pmem_map_file(image, 0, 0, 0, &mapped, is_pmemp)
+			   : pmem_map_file(path, len, flags, mode, &mapped, is_pmemp);
+	if (supplied)
+		unlink(image);
 	if (mapped_lenp)
 		*mapped_lenp = mapped;
-	if (p && traced() && cc_register_region(p, mapped, NULL) != 0)
+	if (p && (traced() || cc_supply_next() != UINT_MAX) && cc_register_region(p, mapped, NULL) != 0)
 		fprintf(stderr, "crashcheck: libpmem mapping of %s at %p not traced: %s\n", path, p,
 			crashcheck_last_error());
 	return p;

@@ -6,6 +6,9 @@
  * (cc_pm_lo, cc_pm_span: one subtraction and compare), then, only when more
  * than one region exists, the regions themselves.
  *
+ * A region registered while a post-crash image is being recovered starts from
+ * that image's bytes (rt_supply.c).
+ *
  * When a region is registered while tracing, its contents at that moment are
  * written next to the trace as TRACE.regionN (a sparse file: only non-zero
  * pages are written), so the crash simulator can rebuild any later image from
@@ -131,6 +134,20 @@ int cc_register_region(void *addr, size_t len, const void *initial)
 		}
 	}
 	unsigned index = nregions;
+	/* a check (or a traced recovery) of a post-crash image: the region starts from its image */
+	size_t image_size = 0;
+	const void *image_bytes = cc_supply_take(cc_supply_next(), &image_size);
+	if (image_bytes) {
+		if (image_size != len) {
+			cc_set_error("PM region %u is %zu bytes in this run but %zu in the post-crash image "
+				     "(recovery must make its regions as the traced run did)",
+				     cc_supply_next(), len, image_size);
+			return -1;
+		}
+		memcpy(addr, image_bytes, len);
+		initial = NULL;
+	}
+	cc_supply_counted();
 	if (cc_trace_enabled()) {
 		char image[4200];
 		snprintf(image, sizeof(image), "%s.region%u", cc_trace_path(), index);

@@ -356,6 +356,8 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 
 	void *t = NULL;
 	int status = -1;
+	/* the regions recovery registers past the pool start from their images (rt_supply.c) */
+	crashcheck_supply_begin(cc_own_pool(a) ? 0 : 1);
 	if (a->no_pm) {
 		if ((t = a->open(NULL, 0)) != NULL)
 			status = a->recover(t);

@@ -1,9 +1,10 @@
 /*
  * driver.c -- the driver program of a structure under test (one binary per tree)
  *
- *     driver run --pool FILE [--size BYTES] [--create] [--dump] [--check] [--results FILE] [HISTORY|-]
- *     driver check --pool IMAGE [--size BYTES] [--followup FILE]
- *     driver serve [--size BYTES] [--timeout-ms N] [--mem-mb N]
+ *     driver run --pool FILE [--size BYTES] [--create] [--region IMAGE]... [--dump] [--check]
+ *                [--results FILE] [HISTORY|-]
+ *     driver check --pool IMAGE [--size BYTES] [--region IMAGE]... [--followup FILE]
+ *     driver serve [--size BYTES] [--region OFFSET:SIZE]... [--timeout-ms N] [--mem-mb N]
  *     driver info
  *
  * A history with `thread N` sections (history.h) runs its load phase, then
@@ -14,6 +15,10 @@
  * linking its own adapter.  docs/trees.md describes the commands, the
  * history format and the check JSON.  User errors print one line on stderr
  * and exit 2.
+ *
+ * Regions past the pool: `--region` gives recovery the post-crash image of
+ * each further PM region the structure registers (rt_supply.c), as a file
+ * (run, check) or as a part of the runner's mapping (serve).
  *
  * Results on their own channel: with `--results FILE`, `run` writes its
  * result lines there (after a first line "!ready" once the pool is set up,
@@ -153,6 +158,58 @@ static void *map_private(int fd, size_t size)
 	return p;
 }
 
+/* The post-crash images of the regions past the pool: region K+1 is extra[K] (`--region`). */
+#define MAX_EXTRA 15
+static const void *extra_image[MAX_EXTRA];
+static size_t extra_size[MAX_EXTRA];
+static size_t extra_off[MAX_EXTRA];          /* serve: where each lies in the runner's mapping */
+static unsigned nextra;
+
+/* add_region_file -- `--region IMAGE` of run and check: the next region's image, mapped
+ * privately (never written) (internal) */
+static void add_region_file(const char *path)
+{
+	if (nextra == MAX_EXTRA)
+		usage_error("--region: at most %d regions past the pool", MAX_EXTRA);
+	size_t size = file_size(path);
+	if (size == 0)
+		usage_error("--region: image %s is empty", path);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p = fd < 0 ? MAP_FAILED : mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		usage_error("--region: cannot map image %s: %s", path, strerror(errno));
+	close(fd);
+	extra_image[nextra] = p;
+	extra_size[nextra++] = size;
+}
+
+/* add_region_span -- `--region OFFSET:SIZE` of serve: the next region's image lies at OFFSET
+ * in the runner's mapping, past the pool (crashsim/layout.py) (internal) */
+static void add_region_span(const char *arg, size_t pool_size)
+{
+	if (nextra == MAX_EXTRA)
+		usage_error("--region: at most %d regions past the pool", MAX_EXTRA);
+	const char *colon = strchr(arg, ':');
+	char off_text[32];
+	if (!colon || (size_t)(colon - arg) >= sizeof(off_text))
+		usage_error("--region: '%s' is not OFFSET:SIZE", arg);
+	memcpy(off_text, arg, (size_t)(colon - arg));
+	off_text[colon - arg] = '\0';
+	size_t off = parse_size("--region", off_text), size = parse_size("--region", colon + 1);
+	size_t prev_end = nextra ? extra_off[nextra - 1] + extra_size[nextra - 1] : pool_size;
+	if (size == 0 || off < prev_end || off + size < off)
+		usage_error("--region: '%s' is empty or overlaps the pool or the region before it", arg);
+	extra_off[nextra] = off;
+	extra_size[nextra++] = size;
+}
+
+/* supply_regions -- hand the regions past the pool to the runtime (internal) */
+static void supply_regions(void)
+{
+	if (nextra && crashcheck_supply_regions(extra_image, extra_size, nextra))
+		usage_error("%s", crashcheck_last_error());
+}
+
 /* run_ops -- H's operations on T, threaded when H has thread sections (internal) */
 static void run_ops(void *t, const struct cc_history *h, FILE *out, int check)
 {
@@ -211,14 +268,20 @@ static int cmd_run(int argc, char **argv)
 			check = 1;
 		else if (!strcmp(argv[i], "--results") && i + 1 < argc)
 			results = argv[++i];
+		else if (!strcmp(argv[i], "--region") && i + 1 < argc)
+			add_region_file(argv[++i]);
 		else if ((argv[i][0] != '-' || !strcmp(argv[i], "-")) && !have_hist)
 			hist = argv[i], have_hist = 1;
 		else
 			usage_error("run: unexpected argument '%s' (usage: run --pool FILE [--size BYTES] "
-				    "[--create] [--dump] [--check] [--results FILE] [HISTORY|-])", argv[i]);
+				    "[--create] [--region IMAGE]... [--dump] [--check] [--results FILE] "
+				    "[HISTORY|-])", argv[i]);
 	}
 	if (!pool_path && !cc_adapter.no_pm)
 		usage_error("run: --pool FILE is required");
+	if (nextra && create)
+		usage_error("run: --region gives recovery its regions' images; it does not go with --create");
+	supply_regions();
 	struct cc_history h;
 	parse_history(hist, &h);
 	if (h.nthreads && !cc_adapter.threads)
@@ -236,6 +299,7 @@ static int cmd_run(int argc, char **argv)
 	void *t;
 	if (cc_own_pool(&cc_adapter)) {
 		/* the structure maps its pool file itself (cc_tree.h create_file/open_file) */
+		crashcheck_supply_begin(0);
 		if (create) {
 			unlink(pool_path);
 			if (!(t = cc_adapter.create_file(pool_path, size)))
@@ -251,6 +315,7 @@ static int cmd_run(int argc, char **argv)
 	void *pool = crashcheck_pool_open(pool_path, size, 0, create ? CRASHCHECK_POOL_CREATE : 0);
 	if (!pool)
 		usage_error("%s", crashcheck_last_error());
+	crashcheck_supply_begin(1);
 	if (create) {
 		if (pm_pool_format(pool, size))
 			exit(2); /* pm_pool_format said why, on one line */
@@ -312,9 +377,11 @@ static int cmd_check(int argc, char **argv)
 			size = parse_size("--size", argv[++i]);
 		else if (!strcmp(argv[i], "--followup") && i + 1 < argc)
 			followup = argv[++i];
+		else if (!strcmp(argv[i], "--region") && i + 1 < argc)
+			add_region_file(argv[++i]);
 		else
 			usage_error("check: unexpected argument '%s' (usage: check --pool IMAGE "
-				    "[--size BYTES] [--followup FILE])", argv[i]);
+				    "[--size BYTES] [--region IMAGE]... [--followup FILE])", argv[i]);
 	}
 	if (!pool_path && !cc_adapter.no_pm)
 		usage_error("check: --pool IMAGE is required");
@@ -343,6 +410,7 @@ static int cmd_check(int argc, char **argv)
 		usage_error("cannot open image %s: %s", pool_path, strerror(errno));
 	void *pool = map_private(fd, size);
 	close(fd);
+	supply_regions();
 	cc_check_image(&cc_adapter, pool, size, text, stdout);
 	free(text);
 	return 0;
@@ -366,7 +434,11 @@ static int cmd_serve(int argc, char **argv)
 #endif
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--size") && i + 1 < argc) {
+			if (nextra)
+				usage_error("serve: --size goes before --region");
 			size = parse_size("--size", argv[++i]);
+		} else if (!strcmp(argv[i], "--region") && i + 1 < argc) {
+			add_region_span(argv[++i], size);
 		} else if (!strcmp(argv[i], "--timeout-ms") && i + 1 < argc) {
 			size_t ms = parse_size("--timeout-ms", argv[++i]);
 #ifdef HAVE_RUNNER
@@ -381,16 +453,24 @@ static int cmd_serve(int argc, char **argv)
 			(void)mb;
 		} else {
 			usage_error("serve: unexpected argument '%s' (usage: serve [--size BYTES] "
-				    "[--timeout-ms N] [--mem-mb N])", argv[i]);
+				    "[--region OFFSET:SIZE]... [--timeout-ms N] [--mem-mb N])", argv[i]);
 		}
 	}
 	if (size == 0)
 		usage_error("serve: --size must be positive");
 #ifdef HAVE_RUNNER
-	/* the runner maps the pool itself (private, fixed) and forks one child per state */
+	/* the runner maps the pool itself (private, fixed) and forks one child per state; the
+	 * regions past the pool follow it in the same mapping */
 	static size_t pool_size;
 	pool_size = size;
-	return cc_runner_serve(0, 1, (void *)pool_address(), size, serve_check, &pool_size, &lim) ? 1 : 0;
+	char *base = (char *)pool_address();
+	size_t mapped = size;
+	for (unsigned k = 0; k < nextra; k++) {
+		extra_image[k] = base + extra_off[k];
+		mapped = (extra_off[k] + extra_size[k] + 4095) & ~(size_t)4095;
+	}
+	supply_regions();
+	return cc_runner_serve(0, 1, base, mapped, serve_check, &pool_size, &lim) ? 1 : 0;
 #else
 	usage_error("serve: this driver was built without the checker runner (crashsim/runner/runner.h)");
 #endif
