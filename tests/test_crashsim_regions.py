@@ -6,9 +6,10 @@ recovery gets each one back when it registers it again (instrument/runtime/rt_su
   brute-force reference's, region by region.
 - `driver check --region IMAGE` and `serve --region OFFSET:SIZE` hand a region's image to a
   recovery that registers it again, and refuse one of another size.
-- End to end: tests/fixtures/sideregion (its count in memory it registers itself) and the
-  pmemfile fixture built with its count in a second pmem_map_file file pass when correct, and
-  their seeded bugs are found with their classes and replay.
+- End to end: tests/fixtures/sideregion (its count in memory it registers itself), the
+  pmemfile fixture built with its count in a second pmem_map_file file, and
+  tests/fixtures/pmobjcount (its count in a second libpmemobj pool) pass when correct, and their
+  seeded bugs are found with their classes (and replay).
 """
 from __future__ import annotations
 
@@ -206,3 +207,18 @@ def test_a_second_file_mapped_with_pmem_map_file_is_part_of_the_images(instrumen
     assert rc == 1 and found["class"] == "wrong-value"
     # the lost store is the entry's (in the pool); the count it was published by is region 1's
     assert "region" not in found["lost"][0]
+
+
+def test_a_second_libpmemobj_pool_is_part_of_the_images(instrument_built, tmp_path):
+    """tests/fixtures/pmobjcount keeps its count in a second libpmemobj pool, which recovery
+    opens by name next to the pool the checker gives it. (Its adapter has no `check`: the
+    crash-free run's `--check` must skip it, not call a null pointer.)"""
+    if not Path("/usr/include/libpmemobj.h").exists():
+        pytest.skip("libpmemobj-dev not installed (scripts/setup installs it)")
+    build_once("pmobjcount", "--adapter", ROOT / "tests" / "fixtures" / "pmobjcount" / "adapter.c",
+               "--ldflags", "-lpmemobj")
+    rc, ok = _fuzz("pmobjcount", tmp_path, "--examples", "4")
+    assert rc == 0 and ok["bugs"] == [] and ok["stats"]["crash_points"] > 20
+    rc, bad = _fuzz("pmobjcount", tmp_path, "--bug", "count-first", "--examples", "8")
+    [found] = bad["bugs"]
+    assert rc == 1 and found["class"] == "wrong-value" and found["lost"][0]["site"]["func"] == "a_insert"
