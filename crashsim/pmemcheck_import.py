@@ -52,6 +52,11 @@ from .trace_writer import TraceWriter
 LINE = 64
 MAX_STORE = 8        # pmemcheck logs a value as one machine word: wider stores come split
 _PREFIX = re.compile(r"(?:==|\*\*|--)(\d+|PID)(?:==|\*\*|--) ?")
+# A message Valgrind prints on its own while the store log is half-way through a line lands in
+# that line, glued to the end of an entry (the message's own next lines, which carry the prefix,
+# are skipped like any message): the one seen in practice, when the heap cannot grow by brk (a
+# program mapping several libpmemobj pools).
+_GLUED = re.compile(r"brk segment overflow in thread #\d+: can't grow to 0x[0-9a-fA-F]+(?=\||$)")
 _OP = re.compile(r"op_(begin|end) (\d+)|op\.(\d+)\.(BEGIN|END)")
 _REGION = re.compile(r"region (0x[0-9a-fA-F]+) (\d+)")
 _OBJ = re.compile(r"(?:alloc (0x[0-9a-fA-F]+) (\d+)|free (0x[0-9a-fA-F]+))"
@@ -180,10 +185,12 @@ def _read_image(path: str, offset: int, size: int) -> bytes:
 
 
 def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[str] = (),
-               regions: list[tuple[int, int]] = ()) -> ImportResult:
+               regions: list[tuple[int, int]] = (), spare_images: bool = False) -> ImportResult:
     """Read pmemcheck store log LOG and write it as trace OUT (plus OUT.regionN images).
 
-    images   initial content per region, in region order (files; the registered offset applies)
+    images   initial content per region, in region order (files; the registered offset applies);
+             more images than regions is an error, unless SPARE_IMAGES (a run may not map every
+             region it was given)
     regions  (address, size) of PM mappings the log does not name (VALGRIND_PMC_REGISTER_PMEM_MAPPING
              is not logged); they become the first regions, before any REGISTER_FILE
     Raises TraceError with `LOG:LINE: ...` for a log it cannot read."""
@@ -213,6 +220,10 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
                                  "writes into the store log; run pmemcheck with --log-file=NAME.%p")
         if stopped:
             continue
+        glued = _GLUED.search(body)
+        if glued and glued.start() > 0:
+            body = body[:glued.start()] + body[glued.end():]
+            res.skipped_lines.append(lineno)
         if not started:
             if not body.startswith("START"):
                 continue
@@ -244,7 +255,7 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
         raise TraceError(f"{log}: no PM region: the log has no REGISTER_FILE entry (a mapping "
                          "registered with VALGRIND_PMC_REGISTER_PMEM_MAPPING is not logged: give it "
                          "with --region ADDR:SIZE)")
-    if imp.images_left():
+    if imp.images_left() and not spare_images:
         raise TraceError(f"{len(images)} initial images given for {len(res.regions)} regions")
     res.complete = stopped
     res.pid = int(pid_seen) if pid_seen else 0
@@ -268,7 +279,7 @@ class _Importer:
         self.maps: list[Mapping] = []          # every mapping, folded ones included
         self.last: Mapping | None = None       # the mapping of the previous store (a cache)
         self.before: list[tuple[str, int]] = []   # op markers and marks before any region
-        self.touched = False                      # an event used an address of a region
+        self.touched: set[int] = set()            # regions an event used an address of
 
     def images_left(self) -> bool:
         return len(self.images) > len(self.res.regions)
@@ -283,6 +294,14 @@ class _Importer:
                 return      # the runtime's `region` marker for a file mapping the log has already
         if self._widen(path, base, size, offset, line):
             return
+        overlapped = [m for m in self.maps if base < m.base + m.size and m.base < base + size]
+        if overlapped and all(any(m is f for f in self.res.folded) for m in overlapped):
+            # Only second views of files mapped elsewhere lie there (libpmemobj maps a pool's
+            # 4 KiB header again on its own, and the next pool's header lands at the same
+            # address once it is unmapped): the log has no munmap, but a new mapping at an
+            # address means the old one is gone. Their files stay regions at their own bases.
+            self.maps = [m for m in self.maps if not any(m is o for o in overlapped)]
+            self.last = None
         for m in self.maps:
             if base < m.base + m.size and m.base < base + size:
                 raise _Fail(f"overlaps the mapping of {m.path or 'a region'} at {m.base:#x} "
@@ -316,34 +335,36 @@ class _Importer:
         self.res.regions.append(mapping)
 
     def _widen(self, path: str, base: int, size: int, offset: int, line: int) -> bool:
-        """A mapping of more of the pool's file than the first one, before any event used an
-        address (libpmemobj's pmemobj_open maps the 4 KiB header, then the whole pool): it
-        becomes the pool, and the first mapping an alias of its part."""
-        if self.touched or len(self.res.regions) != 1 or self.writer is None:
+        """A mapping of more of a region's file than the region, before any event used an
+        address of that region (libpmemobj's pmemobj_open maps the 4 KiB header, then the whole
+        pool): it becomes the region, and the first mapping an alias of its part."""
+        if self.writer is None:
             return False
-        first = self.res.regions[0]
-        if not (path and path == first.path and offset <= first.offset
-                and first.offset + first.size <= offset + size and size > first.size):
+        for index, first in enumerate(self.res.regions):
+            if (index not in self.touched and path and path == first.path and offset <= first.offset
+                    and first.offset + first.size <= offset + size and size > first.size):
+                break
+        else:
             return False
-        image = _read_image(self.images[0], offset, size) if self.images else None
-        self.writer.move_pool(base, size, image)
-        pool = Mapping(path, base, size, offset, 0, 0, line)
-        alias = Mapping(first.path, first.base, first.size, first.offset, 0,
+        image = (_read_image(self.images[index], offset, size) if index < len(self.images) else None)
+        self.writer.move_region(index, base, size, image)
+        pool = Mapping(path, base, size, offset, index, 0, line)
+        alias = Mapping(first.path, first.base, first.size, first.offset, index,
                         base + (first.offset - offset) - first.base, first.line)
         self.maps = [alias if m is first else m for m in self.maps] + [pool]
-        self.res.regions[0] = pool
+        self.res.regions[index] = pool
         self.res.folded.append(alias)
         self.last = None
         return True
 
     def _find(self, addr: int, size: int) -> Mapping | None:
-        self.touched = True
         m = self.last
         if m is not None and m.base <= addr and addr + size <= m.base + m.size:
             return m
         for m in self.maps:
             if m.base <= addr and addr + size <= m.base + m.size:
                 self.last = m
+                self.touched.add(m.region)
                 return m
         return None
 
@@ -473,12 +494,12 @@ class _Importer:
             if lo >= hi:
                 continue
             line = lo - lo % LINE
+            self.touched.add(m.region)
             while line < hi:
                 flush(line + m.delta, "clwb", absolute=True)
                 line += LINE
                 inside += 1
         res.counts["flush"] += inside
-        self.touched = self.touched or inside > 0
         res.outside_flush_lines += (end + LINE - 1) // LINE - addr // LINE - inside if size else 0
 
 

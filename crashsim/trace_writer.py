@@ -105,15 +105,26 @@ class TraceWriter:
         """Place region 0 (the pool) at BASE with SIZE bytes (and IMAGE) instead, before any
         event has used an address: an importer that learns of the whole pool's mapping only
         after a smaller first one (libpmemobj maps a pool's header before the pool)."""
-        plain = {KIND_IDS[k] for k in ("fence", "op_begin", "op_end", "mark", "region")}
-        if len(self.regions) != 1 or any(r.kind not in plain for r in self.records):
-            raise ValueError("move_pool: events that use addresses were written already")
+        self.move_region(0, base, size, image)
+
+    def move_region(self, index: int, base: int, size: int, image: bytes | None = None) -> None:
+        """Place region INDEX at BASE with SIZE bytes (and IMAGE) instead, before any event has
+        used an address of it (as move_pool, for any region)."""
+        if index >= len(self.regions):
+            raise ValueError(f"move_region: no region {index}")
+        old_base, old_size, _ = self.regions[index]
+        addressed = {KIND_IDS[k] for k in ("store", "ntstore", "flush", "alloc", "free", "load")}
+        if any(r.kind in addressed and (index == 0 or old_base <= r.addr < old_base + old_size)
+               for r in self.records):
+            raise ValueError(f"move_region: events that use addresses of region {index} were "
+                             "written already")
         if image is not None and len(image) != size:
-            raise ValueError(f"image has {len(image)} bytes, the pool {size}")
-        self.pool_base, self.pool_size = base, size
-        self.regions[0] = (base, size, image if image is not None else bytes(size))
+            raise ValueError(f"image has {len(image)} bytes, the region {size}")
+        if index == 0:
+            self.pool_base, self.pool_size = base, size
+        self.regions[index] = (base, size, image if image is not None else bytes(size))
         for i, r in enumerate(self.records):
-            if r.kind == KIND_IDS["region"]:
+            if r.kind == KIND_IDS["region"] and r.sub == index:
                 self.records[i] = _Rec(r.kind, r.sub, r.tid, r.site, base, r.size, r.payload)
 
     def store(self, addr: int, data: bytes, *, tid: int = 0, site: int = NO_SITE, origin: str = "plain",

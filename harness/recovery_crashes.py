@@ -42,7 +42,6 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
     index and choice), judging each second recovery by ORACLE at the original crash; the
     findings, one per group, counted into OUTCOME's coverage."""
     s = session.settings
-    runner = session.runner(trace)
     follow_text = session.history_text(oracle.follow)
     found: dict[tuple[str, str], Finding] = {}
     picks = pick(candidates, s.recovery_crashes)
@@ -55,6 +54,7 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
         if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
             continue      # recovery wrote nothing: crashing inside it changes nothing
         point = oracle.history_point(cp)
+        runner = session.runner(rtrace)      # recovery may register its regions differently
         before = runner.stats.states
         scope = ("recovery", cp_index, tuple(choice))
         for out in explore(rtrace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,

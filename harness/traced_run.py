@@ -146,7 +146,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         if not log.exists():
             raise SetupError(f"pmemcheck left no store log ({end.how()}): {end.output.strip()[-300:]}")
         try:
-            tracers.import_trace(log, trace_path, before)
+            tracers.import_trace(log, trace_path, before, [Path(r) for r in (regions or [])[1::2]])
         except SetupError as exc:
             import_error = exc      # a run that died early left no log: its finding comes first
     try:

@@ -81,12 +81,15 @@ def limits_ms(base_ms: int, op_ms: int, cap_ms: int) -> tuple[int, int, int]:
     return base_ms + startup_ms, op_ms * SLOWDOWN, cap_ms + startup_ms
 
 
-def import_trace(log: Path, trace: Path, image: Path | None) -> None:
+def import_trace(log: Path, trace: Path, image: Path | None, regions: list[Path] | None = None) -> None:
     """Write the trace of the run that left LOG; IMAGE holds the pool's bytes before the run
-    (None: a pool the run created, all zero). A log that cannot be read is the tracer's fault, never
-    the structure's: SetupError."""
+    (None: a pool the run created, all zero), REGIONS those of the regions past it that the run
+    was given (`driver run --region`: a recovery of a post-crash image; the log does not record
+    file contents, so without them they would start all zero). A log that cannot be read is the
+    tracer's fault, never the structure's: SetupError."""
+    images = [str(image)] + [str(r) for r in regions or []] if image else []
     try:
-        import_log(log, trace, images=[str(image)] if image else [])
+        import_log(log, trace, images=images, spare_images=True)
     except (TraceError, OSError, ValueError) as exc:
         raise SetupError(f"the pmemcheck store log of a traced run could not be imported: {exc}") from None
 

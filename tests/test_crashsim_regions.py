@@ -222,3 +222,21 @@ def test_a_second_libpmemobj_pool_is_part_of_the_images(instrument_built, tmp_pa
     rc, bad = _fuzz("pmobjcount", tmp_path, "--bug", "count-first", "--examples", "8")
     [found] = bad["bugs"]
     assert rc == 1 and found["class"] == "wrong-value" and found["lost"][0]["site"]["func"] == "a_insert"
+
+
+def test_under_pmemcheck_a_recovery_given_a_second_pool_starts_from_its_image(instrument_built, pmemcheck,
+                                                                             tmp_path):
+    """--tracer pmemcheck: the store log records no file contents, so a traced recovery of a
+    post-crash image learns its second pool's starting bytes from the image the driver was given
+    (`run --region`); without them it started all zero, and crashing inside the recovery of the
+    correct map reported a recovery-crash bug ('invalid major version (0)')."""
+    if not Path("/usr/include/libpmemobj.h").exists():
+        pytest.skip("libpmemobj-dev not installed (scripts/setup installs it)")
+    build_once("pmobjcount", "--adapter", ROOT / "tests" / "fixtures" / "pmobjcount" / "adapter.c",
+               "--ldflags", "-lpmemobj")
+    res = run_cli("fuzz", "pmobjcount", "--tracer", "pmemcheck", "--examples", "2", "--limit", "4",
+                  "--seed", "1", "--json", tmp_path / "r.json", "--quiet",
+                  env_extra={"CRASHCHECK_PMEMCHECK": pmemcheck}, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    r = json.loads((tmp_path / "r.json").read_text())
+    assert r["bugs"] == [] and r["tracer"] == "pmemcheck" and r["stats"]["crash_points"] > 100

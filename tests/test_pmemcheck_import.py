@@ -248,3 +248,43 @@ def test_region_markers_add_regions(tmp_path):
     assert [(m.base, m.size) for m in res.regions][1:] == [(0x9000000, 4096)]
     ev = [e for e in trace.events if e.kind == "store" and e.region == 1]
     assert [(e.off, e.data) for e in ev] == [(0x10, (2).to_bytes(8, "little"))]
+
+
+def test_a_second_pools_header_at_a_reused_address_and_a_glued_valgrind_message(tmp_path):
+    """A program with two libpmemobj pools: libpmemobj maps each pool's 4 KiB header again on
+    its own, the second at the address the first one's had (the log has no munmap), and Valgrind's
+    brk warning may land on the end of a store-log line. Both pools become regions; the header
+    views fold onto them; the glued message is dropped and its line counted as skipped."""
+    log = tmp_path / "two.log"
+    log.write_text(
+        "==7== START|REGISTER_FILE;/x/p;0x5200000;0x2000;0x0|REGISTER_FILE;/x/p;0x483c000;0x1000;0x0"
+        "|STORE;0x5200000;0x1;0x8brk segment overflow in thread #1: can't grow to 0x4850000\n"
+        "==7== |STORE;0x483c008;0x2;0x8|REGISTER_FILE;/x/q;0x6600000;0x2000;0x0"
+        "|REGISTER_FILE;/x/q;0x483c000;0x1000;0x0brk segment overflow in thread #1: can't grow to 0x4854000"
+        "|STORE;0x483c010;0x3;0x8\n"
+        "==7== (see section Limitations in user manual)\n"
+        "==7== |STORE;0x6600018;0x4;0x8|STOP\n")
+    res = import_log(log, tmp_path / "t")
+    assert [(r.path, r.base) for r in res.regions] == [("/x/p", 0x5200000), ("/x/q", 0x6600000)]
+    assert res.skipped_lines == [1, 2, 3]
+    stores = [(e.region, e.off, e.data[0]) for e in read_trace(tmp_path / "t").events if e.kind == "store"]
+    # the second store goes through p's header view, the third through q's (same address, later)
+    assert stores == [(0, 0, 1), (0, 8, 2), (1, 0x10, 3), (1, 0x18, 4)]
+
+
+def test_a_second_pool_opened_header_first_becomes_one_region(tmp_path):
+    """pmemobj_open maps a pool's 4 KiB header, then the whole pool: for a second pool too, the
+    whole mapping becomes the region (its header view an alias of its start), as long as no
+    event used the header's addresses before."""
+    log = tmp_path / "open.log"
+    log.write_text(
+        "==7== START|REGISTER_FILE;/x/p;0x5200000;0x2000;0x0|STORE;0x5200000;0x1;0x8"
+        "|REGISTER_FILE;/x/q;0x483c000;0x1000;0x0|REGISTER_FILE;/x/q;0x6600000;0x3000;0x0"
+        "|STORE;0x6602000;0x2;0x8|STORE;0x483c008;0x3;0x8|STOP\n")
+    res = import_log(log, tmp_path / "t")
+    assert [(r.path, r.base, r.size) for r in res.regions] == [("/x/p", 0x5200000, 0x2000),
+                                                               ("/x/q", 0x6600000, 0x3000)]
+    trace = read_trace(tmp_path / "t")
+    assert [(r.base, r.size) for r in trace.regions] == [(0x5200000, 0x2000), (0x6600000, 0x3000)]
+    stores = [(e.region, e.off, e.data[0]) for e in trace.events if e.kind == "store"]
+    assert stores == [(0, 0, 1), (1, 0x2000, 2), (1, 8, 3)]
