@@ -498,37 +498,38 @@ static void pread_into(int fd, struct buf *b, size_t len, size_t from)
 }
 
 /*
- * read_capture -- what the child wrote to capture file FD (as far as its
- * offset), or its last TAIL bytes if TAIL is non-zero, into B (internal)
+ * read_capture -- bytes [FROM, TO) of capture file FD (TO -1: as far as
+ * its offset, where a forked check left it), or their last TAIL bytes if
+ * TAIL is non-zero, into B (internal)
  */
-static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
+static int read_capture(struct runner *r, int fd, struct buf *b, int64_t from, int64_t to, size_t tail)
 {
 	b->len = 0;
-	off_t end = lseek(fd, 0, SEEK_CUR);
-	if (end < 0)
+	if (to < 0 && (to = lseek(fd, 0, SEEK_CUR)) < 0)
 		return -1;
-	size_t size = (size_t)end;
-	size_t from = tail && size > tail ? size - tail : 0;
-	if (ccr_buf_reserve(b, size - from + 1, &r->vm_stale) < 0)
+	size_t size = to > from ? (size_t)(to - from) : 0;
+	size_t skip = tail && size > tail ? size - tail : 0;
+	if (ccr_buf_reserve(b, size - skip + 1, &r->vm_stale) < 0)
 		return -1;
-	pread_into(fd, b, size - from, from);
+	pread_into(fd, b, size - skip, (size_t)from + skip);
 	return 0;
 }
 
 /*
- * read_output -- the result the worker wrote: R->out_len bytes, the first
- * CCR_OUT_MAP of them in the shared mapping, the rest in the file; into B
- * (internal)
+ * read_output -- the result the worker wrote: bytes [FROM, TO) of the
+ * result file, those below CCR_OUT_MAP in the shared mapping, the rest in
+ * the file; into B (internal)
  */
-static int read_output(struct runner *r, struct buf *b)
+static int read_output(struct runner *r, struct buf *b, size_t from, size_t to)
 {
-	size_t size = (size_t)r->out_len, head = size < CCR_OUT_MAP ? size : CCR_OUT_MAP;
+	size_t size = to > from ? to - from : 0;
+	size_t head = from >= CCR_OUT_MAP ? 0 : (to < CCR_OUT_MAP ? to : CCR_OUT_MAP) - from;
 	b->len = 0;
 	if (ccr_buf_reserve(b, size + 1, &r->vm_stale) < 0)
 		return -1;
-	memcpy(b->p, r->out_map, head);
+	memcpy(b->p, r->out_map + from, head);
 	b->len = head;
-	pread_into(r->res_fd, b, size, 0);
+	pread_into(r->res_fd, b, size, from);
 	return 0;
 }
 
@@ -570,8 +571,10 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	 * also carry their exploration log: they take the long way. */
 	uint64_t ra = 0, rb = 0, first;
 	int raw = !ccr_lazy_active();
-	int rc = r->out_len >= 0 ? read_output(r, &r->out) : read_capture(r, r->res_fd, &r->out, 0);
-	rc |= read_capture(r, r->err_fd, &r->err, STDERR_TAIL_BYTES);
+	int rc = end->out_to >= 0 && r->out_map ?
+		 read_output(r, &r->out, (size_t)end->out_from, (size_t)end->out_to) :
+		 read_capture(r, r->res_fd, &r->out, end->out_from, end->out_to, 0);
+	rc |= read_capture(r, r->err_fd, &r->err, end->err_from, end->err_to, STDERR_TAIL_BYTES);
 	if (rc == 0 && raw) {
 		char head[96];
 		int hl = snprintf(head, sizeof(head), "raw|%s|%d|%d|%d|%zu|", end->status, end->sig, end->code,

@@ -130,7 +130,6 @@ int ccr_child_setup(struct runner *r, size_t page)
 		probe_bytes = page;
 	/* the result file's head, shared with the worker (without it, the
 	 * worker writes through the file as a forked check does) */
-	r->out_len = -1;
 	r->out_map = NULL;
 	if (ftruncate(r->res_fd, (off_t)CCR_OUT_MAP) == 0) {
 		void *m = mmap(NULL, CCR_OUT_MAP, PROT_READ | PROT_WRITE, MAP_SHARED, r->res_fd, 0);
@@ -404,7 +403,6 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	}
 	/* Rewind the capture files; the child's writes move the shared offsets,
 	 * which then tell how much it wrote (stale bytes beyond are ignored). */
-	r->out_len = -1;
 	if (lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0) {
 		snprintf(why, whylen, "cannot rewind the capture files: %s", strerror(errno));
 		return -1;
@@ -436,5 +434,7 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 	ccr_child_end(r, status, timed_out, cpu, end);
+	end->out_from = end->err_from = 0;
+	end->out_to = end->err_to = -1;   /* as far as the files' offsets */
 	return 0;
 }
