@@ -201,6 +201,7 @@ struct w_ctl {
 	int ntrk, pagemap_fd;
 	int scan;                      /* PAGEMAP_SCAN works: restore_scan, not restore_track */
 	struct span span[W_MAX_REGIONS + 2];   /* the tracks as spans, by address */
+	uint8_t join[W_MAX_REGIONS + 2];       /* nothing is mapped between span i - 1 and span i */
 	int nspan, pool_span;
 	size_t nhot;
 	uint64_t gen;
@@ -603,6 +604,43 @@ static int env_changed(struct w_ctl *c)
 }
 
 /*
+ * mark_joins -- note which spans have nothing mapped between them and the
+ * span before: one PAGEMAP_SCAN call restores a run of them, as cheaply
+ * as adjacent ones (an unmapped gap costs the walk next to nothing; a
+ * mapping in it, such as the snapshot's views, costs a look at each of its
+ * pages).  Made after the last mapping the worker adds; one a check leaves
+ * behind retires the worker (the address-space size changes).  Returns -1
+ * if the maps cannot be read (internal)
+ */
+static int mark_joins(struct w_ctl *c)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	ssize_t k;
+	while ((k = read(fd, c->maps + len, sizeof(c->maps) - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fd);
+	if (k < 0 || len >= sizeof(c->maps) - 1)
+		return -1;
+	c->maps[len] = '\0';
+	for (int j = 1; j < c->nspan; j++)
+		c->join[j] = 1;
+	for (char *line = c->maps; *line;) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx", &a, &b) != 2)
+			return -1;
+		for (int j = 1; j < c->nspan; j++)
+			if (a < c->span[j].start && b > c->span[j - 1].end)
+				c->join[j] = 0;
+		char *nl = strchr(line, '\n');
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	return 0;
+}
+
+/*
  * restore -- after a clean check: drop what it wrote and put the process
  * back; -1 when something could not be put back and the worker must retire
  * (internal)
@@ -621,14 +659,16 @@ static int restore(struct w_ctl *c)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	if (c->scan) {
 		size_t kept = 0;
-		/* One scan per run of adjacent spans (a call costs about a
-		 * microsecond; walking other mappings between spans, such as the
-		 * snapshot's views, cost more than the calls it saved); a small
-		 * run is compared with its source page by page instead. */
+		/* One scan per run of spans with nothing mapped between them (a
+		 * call costs about a microsecond; walking other mappings between
+		 * spans, such as the snapshot's views, cost more than the calls it
+		 * saved); a small run is compared with its source page by page
+		 * instead. */
 		for (int i = 0, j; i < c->nspan; i = j) {
-			for (j = i + 1; j < c->nspan && c->span[j].start == c->span[j - 1].end; j++)
-				;
-			if (c->span[j - 1].end - c->span[i].start <= W_SCAN_SMALL * page)
+			size_t pages = (c->span[i].end - c->span[i].start) / page;
+			for (j = i + 1; j < c->nspan && c->join[j]; j++)
+				pages += (c->span[j].end - c->span[j].start) / page;
+			if (pages <= W_SCAN_SMALL)
 				restore_small(&c->span[i], j - i, page);
 			else
 				bad |= restore_scan(c, &c->span[i], j - i, page, &kept);
@@ -812,7 +852,7 @@ static void worker_loop(void)
 	restore(c);
 	(void)cpu_now();
 	(void)lseek(c->err_fd, 0, SEEK_CUR);
-	if (snapshot(c, page) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
+	if (snapshot(c, page) < 0 || mark_joins(c) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
 		_exit(125);
 	if (c->rc.lim.mem_bytes) {
 		struct rlimit as = { c->vsize0 + c->rc.lim.mem_bytes, c->vsize0 + c->rc.lim.mem_bytes };
@@ -872,8 +912,13 @@ static void worker_main(struct runner *r, struct w_shared *sh, int cmd, int done
 	size_t cs = (size_t)8 << 20;
 	if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur >= ((rlim_t)1 << 20))
 		cs = st.rlim_cur < ((rlim_t)64 << 20) ? (size_t)st.rlim_cur : (size_t)64 << 20;
-	/* the check's stack, with a guard page below: overflow is a SIGSEGV */
-	uint8_t *guard = mmap(NULL, cs + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* the check's stack, with a guard page below: overflow is a SIGSEGV.
+	 * Right below the pool if that is free: with nothing mapped between
+	 * them, one PAGEMAP_SCAN call restores both (see mark_joins). */
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	uint8_t *guard = mmap(r->pool - (cs + page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	if (guard == MAP_FAILED)
+		guard = mmap(NULL, cs + page, PROT_NONE, flags, -1, 0);
 	if (c == MAP_FAILED || wstack == MAP_FAILED || guard == MAP_FAILED ||
 	    mprotect(guard + page, cs, PROT_READ | PROT_WRITE) < 0)
 		_exit(125);
