@@ -327,16 +327,38 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
+/* mum -- the 128-bit product of A and B, folded to 64 bits (internal) */
+static uint64_t mum(uint64_t a, uint64_t b)
+{
+	unsigned __int128 r = (unsigned __int128)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 /*
  * hash128 -- two independent 64-bit lanes over DATA; identical answers
- * are deduplicated on both, so a false match needs a 128-bit collision
- * (internal)
+ * are deduplicated on both, so a false match needs a 128-bit collision.
+ * Every answer's output is hashed (a few KiB for a tree's dump), so the
+ * bulk goes 32 bytes a step through four independent chains, two per lane,
+ * each a folded 128-bit multiply of two words (about 0.2 cycles a byte; a
+ * mixer per word and lane cost 1.5); the keys' bytes are all 0x80 or more,
+ * so a word of text never cancels its key.  The tail and the end are mixed
+ * word by word (internal)
  */
 static void hash128(const void *data, size_t n, uint64_t *a, uint64_t *b)
 {
 	const unsigned char *s = data;
-	uint64_t ha = 0x9e3779b97f4a7c15ULL ^ n, hb = 0xc2b2ae3d27d4eb4fULL + n;
+	uint64_t a0 = 0x9e3779b97f4a7c15ULL ^ n, a1 = 0xa0761d6478bd642fULL;
+	uint64_t b0 = 0xc2b2ae3d27d4eb4fULL + n, b1 = 0xe7037ed1a0b428dbULL;
 	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		uint64_t w[4];
+		memcpy(w, s + i, 32);
+		a0 = mum(w[0] ^ 0xa0f6b5d3c8e9f7b1ULL, w[1] ^ a0);
+		a1 = mum(w[2] ^ 0xe1c3a5b7d9f28b9dULL, w[3] ^ a1);
+		b0 = mum(w[0] ^ 0xd7b9f1e3c5a78fa3ULL, w[2] ^ b0);
+		b1 = mum(w[1] ^ 0xb3d5f7e9c1a38dc5ULL, w[3] ^ b1);
+	}
+	uint64_t ha = mix64(a0 ^ mix64(a1)), hb = mix64(b0 + mix64(b1));
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 		memcpy(&w, s + i, 8);
