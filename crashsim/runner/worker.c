@@ -69,6 +69,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -214,6 +215,7 @@ struct w_ctl {
 	size_t cstack_size;
 	ucontext_t wctx, cctx;
 	timer_t cpu_timer;             /* SIGXCPU after the check's own CPU limit */
+	double cpu_last;               /* the worker's CPU seconds when the last state ended */
 	FILE *out;
 	char stat[1024];
 	char maps[W_MAPS_BYTES];
@@ -774,7 +776,9 @@ static int check_one(struct w_ctl *c, int i)
 	sh->retire = 0;
 	ccr_child_reset();
 	sh->started_ms = now_ms();
-	sh->cpu_start = cpu_now();
+	/* the previous state's end, as good as a clock read now: the worker
+	 * used next to no CPU since (a system call less per state) */
+	sh->cpu_start = c->cpu_last;
 	sh->phase = PH_RUNNING;
 	/* last: a worker that dies before this did not start state I (and the
 	 * runner's deadline for it must read its started_ms) */
@@ -803,7 +807,7 @@ static int check_one(struct w_ctl *c, int i)
 	/* where this state's output ends: the next one's starts there */
 	off_t err_end = lseek(c->err_fd, 0, SEEK_CUR);
 	sh->slot[i] = (struct w_slot){ sh->out_len, err_end < 0 ? 0 : (uint64_t)err_end, sh->stray };
-	double now = cpu_now();
+	double now = c->cpu_last = cpu_now();
 	sh->retire = bad < 0 || err_end < 0 || now > W_CPU_SLACK;
 	/* The CPU timer stays armed (a system call less per state): the
 	 * next check arms it anew, and in between the worker uses next to
@@ -820,6 +824,48 @@ static int check_one(struct w_ctl *c, int i)
 	sh->phase = PH_RESTORED;
 	__atomic_store_n(&sh->ndone, i + 1, __ATOMIC_RELEASE);
 	return sh->retire;
+}
+
+/*
+ * warm_locks -- use every kind of pthread lock once, before the snapshot.
+ * A program may interpose these calls and look the real ones up on first
+ * use (crashcheck's runtime does, with dlsym, into globals): after the
+ * snapshot, every check would find those globals empty again and look
+ * them up again, a few microseconds of dlsym per check (internal)
+ */
+static void warm_locks(void)
+{
+	pthread_mutex_t m;
+	pthread_rwlock_t rw;
+	pthread_spinlock_t sp;
+	pthread_barrier_t b;
+	if (pthread_mutex_init(&m, NULL) == 0) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+		if (pthread_mutex_trylock(&m) == 0)
+			pthread_mutex_unlock(&m);
+		pthread_mutex_destroy(&m);
+	}
+	if (pthread_rwlock_init(&rw, NULL) == 0) {
+		pthread_rwlock_rdlock(&rw);
+		pthread_rwlock_unlock(&rw);
+		pthread_rwlock_wrlock(&rw);
+		pthread_rwlock_unlock(&rw);
+		if (pthread_rwlock_tryrdlock(&rw) == 0)
+			pthread_rwlock_unlock(&rw);
+		if (pthread_rwlock_trywrlock(&rw) == 0)
+			pthread_rwlock_unlock(&rw);
+		pthread_rwlock_destroy(&rw);
+	}
+	if (pthread_spin_init(&sp, PTHREAD_PROCESS_PRIVATE) == 0) {
+		pthread_spin_lock(&sp);
+		pthread_spin_unlock(&sp);
+		pthread_spin_destroy(&sp);
+	}
+	if (pthread_barrier_init(&b, NULL, 1) == 0) {
+		pthread_barrier_wait(&b);   /* one party: returns at once */
+		pthread_barrier_destroy(&b);
+	}
 }
 
 /* worker_loop -- on the worker's own stack: snapshot, then check state after state (internal) */
@@ -849,8 +895,9 @@ static void worker_loop(void)
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
 	c->ntrk = 0;
 	c->scan = scan_works(c, page);
+	warm_locks();
 	restore(c);
-	(void)cpu_now();
+	c->cpu_last = cpu_now();
 	(void)lseek(c->err_fd, 0, SEEK_CUR);
 	if (snapshot(c, page) < 0 || mark_joins(c) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
 		_exit(125);
@@ -861,6 +908,7 @@ static void worker_loop(void)
 	}
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
 	save_env(c);
+	c->cpu_last = cpu_now();   /* the first check's start: after the snapshot's work */
 	if (write(c->done, "r", 1) != 1)
 		_exit(125);
 	for (;;) {
