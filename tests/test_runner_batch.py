@@ -134,3 +134,31 @@ def test_an_invalid_state_inside_a_batch_is_answered_in_its_place(misbehave, mod
         assert "outside the pool" in answers[2]["error"]
         assert [answers[i]["result"]["sum"] for i in (0, 1, 3)] == [1, 2, 3]
         assert answers[4]["status"] == "signal" and answers[5]["result"]["sum"] == 4
+
+
+def dirty_free(res) -> tuple:
+    """answer() without the number of the fd DIRTY leaves open (a forked check inherits the
+    runner's fds, the reused process's checks do not)."""
+    a = answer(res)
+    result = {k: v for k, v in a[3].items() if k != "fd"} if a[3] else a[3]
+    return a[:3] + (result,) + a[4:]
+
+
+@pytest.mark.parametrize("mode", ["scan", "pagemap"])
+def test_a_change_to_the_process_is_found_and_the_states_after_it_checked_again(misbehave, mode):
+    """The worker settles its process (signal mask, handlers, timers put back; limits, umask and
+    directory compared) every 32 states and at a batch's end, not after every state. DIRTY changes
+    all of them; a DIRTY, a crash and a 1.5 s check that DIRTY's alarm(1) would kill, in the same
+    stretch as the first DIRTY, must still be answered as a fork per state answers them: the
+    states after the change are checked again."""
+    kinds = [OK] * 35 + [DIRTY, OK, NAP, SEGV, DIRTY] + [OK] * 30 + [DIRTY]
+    states = [(i, cmd(k, i), "") for i, k in enumerate(kinds)]
+    got = {}
+    for m in (mode, "fork"):
+        with start(misbehave, m, timeout_ms=5000) as r:
+            got[m] = [dirty_free(res) for _, res in r.check(states)]
+    assert got[mode] == got["fork"]
+    # every DIRTY finds the process as the first one did (its own word1 aside)
+    dirty = [{k: v for k, v in got[mode][i][3].items() if k != "word1"} for i, k in enumerate(kinds) if k == DIRTY]
+    assert all(d == dirty[0] for d in dirty) and dirty[0]["count"] == 1, dirty
+    assert got[mode][37][0] == "ok" and got[mode][38][:2] == ("signal", 11)

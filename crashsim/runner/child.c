@@ -253,22 +253,49 @@ void ccr_child_reset(void)
 	shared->oom = 0;
 }
 
-/* ccr_child_rearm -- put back the fatal-signal handlers and alternate stack a
- * check may have replaced (a reused worker does this after every check) */
-void ccr_child_rearm(struct runner *r)
+/* The bytes of a sigset_t the kernel uses (the C library's type is larger,
+ * and what it returns past them is not defined), and the flag the C
+ * library adds to every action it installs (x86-64's SA_RESTORER, which
+ * <signal.h> does not define). */
+#define KERNEL_SIGSET_BYTES ((_NSIG - 1) / 8)
+#define LIBC_SA_FLAGS 0x04000000
+
+/* ccr_same_sigset -- A and B hold the same signals (internal to the runner) */
+int ccr_same_sigset(const sigset_t *a, const sigset_t *b)
 {
-	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 };
-	sigaltstack(&ss, NULL);
-	struct sigaction sa;
+	return memcmp(a, b, KERNEL_SIGSET_BYTES) == 0;
+}
+
+/* same_action -- OLD is the disposition SA stands for (internal) */
+static int same_action(const struct sigaction *old, const struct sigaction *sa)
+{
+	return old->sa_handler == sa->sa_handler && (old->sa_flags & ~LIBC_SA_FLAGS) == sa->sa_flags &&
+	       ccr_same_sigset(&old->sa_mask, &sa->sa_mask);
+}
+
+/* ccr_child_rearm -- put back the fatal-signal handlers and alternate stack a
+ * check may have replaced (a reused worker does this after checks); non-zero
+ * if any of them, or SIGPIPE's disposition, had been changed */
+int ccr_child_rearm(struct runner *r)
+{
+	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 }, old_ss;
+	memset(&old_ss, 0, sizeof(old_ss));
+	int changed = sigaltstack(&ss, &old_ss) != 0 || old_ss.ss_sp != ss.ss_sp ||
+		      old_ss.ss_size != ss.ss_size || old_ss.ss_flags != 0;
+	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = child_fatal;
 	sa.sa_flags = SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFATAL; i++)
-		sigaction(fatal_signals[i], &sa, NULL);
+	for (size_t i = 0; i < NFATAL; i++) {
+		memset(&old, 0, sizeof(old));
+		changed |= sigaction(fatal_signals[i], &sa, &old) != 0 || !same_action(&old, &sa);
+	}
 	sa.sa_handler = SIG_DFL;
 	sa.sa_flags = 0;
-	sigaction(SIGPIPE, &sa, NULL);
+	memset(&old, 0, sizeof(old));
+	changed |= sigaction(SIGPIPE, &sa, &old) != 0 || !same_action(&old, &sa);
+	return changed;
 }
 
 /*

@@ -19,6 +19,7 @@
 #ifndef CC_RUNNER_INTERNAL_H
 #define CC_RUNNER_INTERNAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +58,7 @@ struct runner {
 	struct ccr_worker *worker;  /* worker.c: the reused check process, or NULL */
 	int worker_off;             /* reuse is off (or failed to start): fork per state */
 	char *out_map;              /* the result capture file's first CCR_OUT_MAP bytes, shared, or NULL */
+	int settle_left;            /* states to post with settle_each (worker.c) */
 };
 
 /* Bytes of the result capture file mapped shared: a reused check process
@@ -114,7 +116,8 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 void ccr_child_limits(struct runner *r, size_t vm_bytes, unsigned cpu_extra);
 void ccr_child_probe_oom(void);
 void ccr_child_reset(void);
-void ccr_child_rearm(struct runner *r);
+int ccr_child_rearm(struct runner *r);
+int ccr_same_sigset(const sigset_t *a, const sigset_t *b);
 void ccr_child_end(struct runner *r, int status, int timed_out, double cpu, struct ccr_end *end);
 
 /* worker.c: one reused process checks state after state, restored in between */

@@ -25,8 +25,8 @@
  *   globals, the heap or the pool cannot reach the next state.
  *   The rest of the process is put back or checked after every check: fds 0-2
  *   are pointed at the captures again and any fd the check left open is
- *   closed; the signal mask, the fatal-signal handlers, the alternate stack
- *   and SIGPIPE are reset, interval timers disarmed; the break is moved back.
+ *   closed; the break is moved back.  The rest is settled (below) every
+ *   W_SETTLE_EVERY states and at a batch's end.
  *   What cannot be put back cheaply retires the worker (it exits after
  *   answering, and the next state gets a fresh one): a child or thread still
  *   running (the child is "stray", as with a fork per state), a changed
@@ -56,9 +56,21 @@
  *   stderr follow the previous one's in the capture files; the worker
  *   notes where each ends (struct w_slot).
  *
- * Compared after each check, retiring the worker when changed: the
- * resource limits, umask and the working directory (a check that lowered a
- * limit or moved elsewhere would otherwise fail later checks).
+ * Settled (settle) every W_SETTLE_EVERY states, at a batch's end and before
+ * the worker retires, not after every check (two dozen system calls, a
+ * tenth of a small check's cost): the signal mask, the fatal-signal
+ * handlers, the alternate stack and SIGPIPE are put back and interval
+ * timers disarmed, each call reporting what it replaced, and the resource
+ * limits, umask and working directory are compared (changed: the worker
+ * retires; a check that lowered a limit or moved elsewhere would otherwise
+ * fail later checks).  Checks never change them in practice, but one
+ * could, and the checks after it would run in a changed process: when a
+ * settle finds a change, only the states up to the first one since the
+ * previous settle are kept (that one started in a settled process), the
+ * runner checks the rest again in a worker that settles after every state
+ * for a while (struct w_shared: settled, unsure, settle_each).  So does a
+ * worker that dies in a state after unsettled ones, but for a timeout
+ * (checking it again would take as long): a hang is answered as it is.
  *
  * Not restored (documented in docs/runner-protocol.md): POSIX timers, the
  * dispositions of signals other than the fatal ones and SIGPIPE, and memory
@@ -91,6 +103,7 @@
 
 #define W_REQ_BYTES ((size_t)1 << 20)        /* followups + writes of a batch handed over */
 #define W_OUT_SOFT (CCR_OUT_MAP / 2)          /* no new state of a batch starts past this much result */
+#define W_SETTLE_EVERY 32                    /* states between two settles of the process (settle) */
 #define W_MAX_REGIONS 512
 #define W_MAPS_BYTES ((size_t)256 << 10)     /* /proc/self/maps text */
 #define W_STACK_BYTES ((size_t)256 << 10)    /* the worker loop's own stack */
@@ -147,7 +160,10 @@ struct w_shared {
 	volatile int retire;    /* the worker exits after state CUR */
 	volatile int stray;     /* state CUR's check left a process running */
 	volatile int cur;       /* the state in progress (-1: none yet) */
-	volatile int ndone;     /* states checked and restored after */
+	volatile int ndone;     /* states checked and restored after (and kept: see settled) */
+	volatile int settled;   /* the last state after which the process was settled (-1: before the first) */
+	volatile int unsure;    /* a settle found a change after unsettled states: NDONE stops before them */
+	int settle_each;        /* settle after every state of this batch */
 	volatile int64_t started_ms;   /* CLOCK_MONOTONIC ms when state CUR (or the batch) started */
 	double cpu_start;       /* the worker's CPU seconds when state CUR's check started */
 	uint64_t base_gen;      /* the runner's base generation (image.c) */
@@ -689,15 +705,6 @@ static int restore(struct w_ctl *c)
 	dup2(c->err_fd, 2);
 	syscall(SYS_close_range, 3, c->fd_lo - 1, 0);
 	syscall(SYS_close_range, c->fd_hi + 1, ~0U, 0);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	ccr_child_rearm(&c->rc);
-	struct itimerval off;
-	memset(&off, 0, sizeof(off));
-	setitimer(ITIMER_REAL, &off, NULL);
-	setitimer(ITIMER_VIRTUAL, &off, NULL);
-	setitimer(ITIMER_PROF, &off, NULL);
 
 	/* reap the check's children that ended; one still running is stray */
 	for (;;) {
@@ -715,8 +722,33 @@ static int restore(struct w_ctl *c)
 	unsigned long vsize = 0;
 	if (read_stat(c, &threads, &vsize) < 0 || threads != 1 || vsize != c->vsize0)
 		bad = 1;
-	bad |= env_changed(c);
 	return bad ? -1 : 0;
+}
+
+/*
+ * settle -- the rest of the process after checks, less often than restore
+ * (see "Settled" in the header): the signal mask, the fatal-signal
+ * handlers, the alternate stack and SIGPIPE put back, interval timers
+ * disarmed, each reporting whether it had been changed, and the limits,
+ * umask and directory compared.  Returns 0 when nothing had changed, 1
+ * when something had (and is put back), -1 when a limit, the umask or the
+ * directory had (the worker must retire) (internal)
+ */
+static int settle(struct w_ctl *c)
+{
+	sigset_t none, old;
+	sigemptyset(&none);
+	sigemptyset(&old);
+	int changed = sigprocmask(SIG_SETMASK, &none, &old) != 0 || !ccr_same_sigset(&old, &none);
+	changed |= ccr_child_rearm(&c->rc);
+	static const int timers[] = { ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF };
+	for (int i = 0; i < 3; i++) {
+		struct itimerval off, was;
+		memset(&off, 0, sizeof(off));
+		memset(&was, 0, sizeof(was));
+		changed |= setitimer(timers[i], &off, &was) != 0 || memcmp(&was, &off, sizeof(was)) != 0;
+	}
+	return env_changed(c) ? -1 : changed;
 }
 
 /*
@@ -809,6 +841,19 @@ static int check_one(struct w_ctl *c, int i)
 	sh->slot[i] = (struct w_slot){ sh->out_len, err_end < 0 ? 0 : (uint64_t)err_end, sh->stray };
 	double now = c->cpu_last = cpu_now();
 	sh->retire = bad < 0 || err_end < 0 || now > W_CPU_SLACK;
+	int keep = i + 1, last = i == sh->n - 1 || sh->out_len >= W_OUT_SOFT;
+	if (sh->retire || last || sh->settle_each || i - sh->settled >= W_SETTLE_EVERY) {
+		int changed = settle(c);
+		sh->retire |= changed < 0;
+		if (changed && i > sh->settled + 1) {
+			/* a state after the first since the last settle may have run
+			 * in a changed process: keep the states up to that first one,
+			 * the runner checks the rest again */
+			keep = sh->settled + 2;
+			sh->unsure = 1;
+		}
+		sh->settled = i;
+	}
 	/* The CPU timer stays armed (a system call less per state): the
 	 * next check arms it anew, and in between the worker uses next to
 	 * no CPU.  Unless this check used half its allowance: what is left
@@ -822,8 +867,8 @@ static int check_one(struct w_ctl *c, int i)
 		timer_settime(c->cpu_timer, 0, &disarm, NULL);
 	}
 	sh->phase = PH_RESTORED;
-	__atomic_store_n(&sh->ndone, i + 1, __ATOMIC_RELEASE);
-	return sh->retire;
+	__atomic_store_n(&sh->ndone, keep, __ATOMIC_RELEASE);
+	return sh->retire || sh->unsure;
 }
 
 /*
@@ -897,6 +942,7 @@ static void worker_loop(void)
 	c->scan = scan_works(c, page);
 	warm_locks();
 	restore(c);
+	settle(c);   /* also clears the signal mask the runner serves with (SIGCHLD blocked) */
 	c->cpu_last = cpu_now();
 	(void)lseek(c->err_fd, 0, SEEK_CUR);
 	if (snapshot(c, page) < 0 || mark_joins(c) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
@@ -924,12 +970,13 @@ static void worker_loop(void)
 		struct w_shared *sh = c->sh;
 		if (sh->base_gen != c->gen)
 			pool_rebase(c, page);
-		int retire = 0;
+		int stop = 0;
 		/* A batch stops early (the runner posts the rest again) once its
-		 * results fill half the shared head of the result file. */
-		for (int i = 0; i < sh->n && !retire && (i == 0 || sh->out_len < W_OUT_SOFT); i++)
-			retire = check_one(c, i);
-		if (write(c->done, "d", 1) != 1 || retire)
+		 * results fill half the shared head of the result file, or when
+		 * states have to be checked again (unsure). */
+		for (int i = 0; i < sh->n && !stop && (i == 0 || sh->out_len < W_OUT_SOFT); i++)
+			stop = check_one(c, i);
+		if (write(c->done, "d", 1) != 1 || sh->retire)
 			_exit(0);
 	}
 }
@@ -1130,6 +1177,9 @@ static int post(struct runner *r, const struct ccr_job *jobs, int n)
 	sh->pool_hi = r->pool_hi;
 	sh->n = k;
 	sh->ndone = 0;
+	sh->settled = -1;   /* the worker is settled between batches */
+	sh->unsure = 0;
+	sh->settle_each = r->settle_left > 0;
 	sh->cur = -1;
 	sh->started_ms = now_ms();
 	sh->phase = PH_POSTED;
@@ -1240,14 +1290,24 @@ int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct c
 	int done = __atomic_load_n(&sh->ndone, __ATOMIC_ACQUIRE);
 	for (int i = 0; i < done; i++)
 		slot_end(r, sh, i, &ends[i]);
+	r->settle_left -= r->settle_left < done ? r->settle_left : done;
 	if (finished == 1) {
+		if (sh->unsure)   /* something changes the process: settle after each state a while */
+			r->settle_left = CCR_WORKER_BATCH;
 		if (sh->retire || done < 1)
 			ccr_worker_stop(r);
 		return done;   /* 0 (it did nothing: cannot happen): fork the first */
 	}
-	if (sh->cur != done && done > 0) {   /* it ended between two states: go on in a new one */
+	/* It died (or hangs) in state DONE.  If states before it ran since the
+	 * last settle, one of them may have changed the process so that DONE
+	 * died of it: keep the states up to the first since the settle, check
+	 * the rest again, settling after each.  A state that ran out of time or
+	 * stopped itself is answered as it is (a second run would take as long). */
+	int keep = sh->settled + 2 < done ? sh->settled + 2 : done;
+	if ((!timed_out && done > sh->settled + 1) || (sh->cur != done && done > 0)) {
 		ccr_worker_stop(r);
-		return done;
+		r->settle_left = CCR_WORKER_BATCH;
+		return keep;
 	}
 	/* It ended in state DONE (or before it started the batch's first,
 	 * answered the same way, as when a state was posted on its own). */
