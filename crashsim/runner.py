@@ -26,6 +26,7 @@ from typing import Any, Callable, Sequence
 from .errors import CrashcheckError
 
 REQ = struct.Struct("<IIQ")
+_STATE_HEAD = struct.Struct("<IIQI")    # a STATE request's head and its followup length
 REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY = 1, 2, 3, 4, 5, 6
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
@@ -182,7 +183,10 @@ class Runner:
             raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
         self.next_state = state + 1
         fu = followup.encode()
-        self._push(REQ_STATE, struct.pack("<I", len(fu)) + fu + writes, state)
+        # one pack for the request head and the body's followup length: this runs per state
+        self._queue.append(_STATE_HEAD.pack(REQ_STATE, 4 + len(fu) + len(writes), state, len(fu)) + fu + writes)
+        self._kinds.append(REQ_STATE)
+        self._queued_states += 1
 
     def queue_lazy(self, state: int, spec: bytes, followup: str = "", writes: bytes = b"") -> None:
         """One lazy execution (crashsim/lazy.py builds SPEC: groups of undetermined lines with
@@ -337,12 +341,15 @@ class Runner:
         last = time.monotonic()
         t0 = last
         while True:
-            while len(lines) < n:
-                cut = buf.find(b"\n")
-                if cut < 0:
-                    break
-                lines.append(buf[:cut])
-                buf = buf[cut + 1:]
+            if len(lines) < n and b"\n" in buf:
+                # one split per chunk read (cutting a line at a time copies the rest each time)
+                parts = buf.split(b"\n")
+                buf = parts.pop()
+                need = n - len(lines)
+                if len(parts) > need:         # more lines than asked for: keep them for later
+                    buf = b"\n".join(parts[need:] + [buf])
+                    del parts[need:]
+                lines += parts
             if len(lines) >= n:
                 break
             if stop is not None and stop():

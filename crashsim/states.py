@@ -84,6 +84,8 @@ def select(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAULT_LIMIT
     if strategy == "bounded":
         if limit < 1:
             raise ValueError(f"the state limit must be at least 1, not {limit}")
+        if legal_count(radices) <= limit:     # what bounded() returns, without seeding a Random
+            return list(exhaustive(radices))  # (most crash points; a string seed costs microseconds)
         return bounded(radices, limit, random.Random(f"{seed}:{cp.index}"))
     if strategy == "lazy":
         raise ValueError("the lazy strategy chooses states by running recovery: use "

@@ -327,16 +327,38 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
+/* mum -- the 128-bit product of A and B, folded to 64 bits (internal) */
+static uint64_t mum(uint64_t a, uint64_t b)
+{
+	unsigned __int128 r = (unsigned __int128)a * b;
+	return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
 /*
  * hash128 -- two independent 64-bit lanes over DATA; identical answers
- * are deduplicated on both, so a false match needs a 128-bit collision
- * (internal)
+ * are deduplicated on both, so a false match needs a 128-bit collision.
+ * Every answer's output is hashed (a few KiB for a tree's dump), so the
+ * bulk goes 32 bytes a step through four independent chains, two per lane,
+ * each a folded 128-bit multiply of two words (about 0.2 cycles a byte; a
+ * mixer per word and lane cost 1.5); the keys' bytes are all 0x80 or more,
+ * so a word of text never cancels its key.  The tail and the end are mixed
+ * word by word (internal)
  */
 static void hash128(const void *data, size_t n, uint64_t *a, uint64_t *b)
 {
 	const unsigned char *s = data;
-	uint64_t ha = 0x9e3779b97f4a7c15ULL ^ n, hb = 0xc2b2ae3d27d4eb4fULL + n;
+	uint64_t a0 = 0x9e3779b97f4a7c15ULL ^ n, a1 = 0xa0761d6478bd642fULL;
+	uint64_t b0 = 0xc2b2ae3d27d4eb4fULL + n, b1 = 0xe7037ed1a0b428dbULL;
 	size_t i = 0;
+	for (; i + 32 <= n; i += 32) {
+		uint64_t w[4];
+		memcpy(w, s + i, 32);
+		a0 = mum(w[0] ^ 0xa0f6b5d3c8e9f7b1ULL, w[1] ^ a0);
+		a1 = mum(w[2] ^ 0xe1c3a5b7d9f28b9dULL, w[3] ^ a1);
+		b0 = mum(w[0] ^ 0xd7b9f1e3c5a78fa3ULL, w[2] ^ b0);
+		b1 = mum(w[1] ^ 0xb3d5f7e9c1a38dc5ULL, w[3] ^ b1);
+	}
+	uint64_t ha = mix64(a0 ^ mix64(a1)), hb = mix64(b0 + mix64(b1));
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 		memcpy(&w, s + i, 8);
@@ -498,37 +520,38 @@ static void pread_into(int fd, struct buf *b, size_t len, size_t from)
 }
 
 /*
- * read_capture -- what the child wrote to capture file FD (as far as its
- * offset), or its last TAIL bytes if TAIL is non-zero, into B (internal)
+ * read_capture -- bytes [FROM, TO) of capture file FD (TO -1: as far as
+ * its offset, where a forked check left it), or their last TAIL bytes if
+ * TAIL is non-zero, into B (internal)
  */
-static int read_capture(struct runner *r, int fd, struct buf *b, size_t tail)
+static int read_capture(struct runner *r, int fd, struct buf *b, int64_t from, int64_t to, size_t tail)
 {
 	b->len = 0;
-	off_t end = lseek(fd, 0, SEEK_CUR);
-	if (end < 0)
+	if (to < 0 && (to = lseek(fd, 0, SEEK_CUR)) < 0)
 		return -1;
-	size_t size = (size_t)end;
-	size_t from = tail && size > tail ? size - tail : 0;
-	if (ccr_buf_reserve(b, size - from + 1, &r->vm_stale) < 0)
+	size_t size = to > from ? (size_t)(to - from) : 0;
+	size_t skip = tail && size > tail ? size - tail : 0;
+	if (ccr_buf_reserve(b, size - skip + 1, &r->vm_stale) < 0)
 		return -1;
-	pread_into(fd, b, size - from, from);
+	pread_into(fd, b, size - skip, (size_t)from + skip);
 	return 0;
 }
 
 /*
- * read_output -- the result the worker wrote: R->out_len bytes, the first
- * CCR_OUT_MAP of them in the shared mapping, the rest in the file; into B
- * (internal)
+ * read_output -- the result the worker wrote: bytes [FROM, TO) of the
+ * result file, those below CCR_OUT_MAP in the shared mapping, the rest in
+ * the file; into B (internal)
  */
-static int read_output(struct runner *r, struct buf *b)
+static int read_output(struct runner *r, struct buf *b, size_t from, size_t to)
 {
-	size_t size = (size_t)r->out_len, head = size < CCR_OUT_MAP ? size : CCR_OUT_MAP;
+	size_t size = to > from ? to - from : 0;
+	size_t head = from >= CCR_OUT_MAP ? 0 : (to < CCR_OUT_MAP ? to : CCR_OUT_MAP) - from;
 	b->len = 0;
 	if (ccr_buf_reserve(b, size + 1, &r->vm_stale) < 0)
 		return -1;
-	memcpy(b->p, r->out_map, head);
+	memcpy(b->p, r->out_map + from, head);
 	b->len = head;
-	pread_into(r->res_fd, b, size, 0);
+	pread_into(r->res_fd, b, size, from);
 	return 0;
 }
 
@@ -570,8 +593,10 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	 * also carry their exploration log: they take the long way. */
 	uint64_t ra = 0, rb = 0, first;
 	int raw = !ccr_lazy_active();
-	int rc = r->out_len >= 0 ? read_output(r, &r->out) : read_capture(r, r->res_fd, &r->out, 0);
-	rc |= read_capture(r, r->err_fd, &r->err, STDERR_TAIL_BYTES);
+	int rc = end->out_to >= 0 && r->out_map ?
+		 read_output(r, &r->out, (size_t)end->out_from, (size_t)end->out_to) :
+		 read_capture(r, r->res_fd, &r->out, end->out_from, end->out_to, 0);
+	rc |= read_capture(r, r->err_fd, &r->err, end->err_from, end->err_to, STDERR_TAIL_BYTES);
 	if (rc == 0 && raw) {
 		char head[96];
 		int hl = snprintf(head, sizeof(head), "raw|%s|%d|%d|%d|%zu|", end->status, end->sig, end->code,

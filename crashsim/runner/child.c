@@ -130,7 +130,6 @@ int ccr_child_setup(struct runner *r, size_t page)
 		probe_bytes = page;
 	/* the result file's head, shared with the worker (without it, the
 	 * worker writes through the file as a forked check does) */
-	r->out_len = -1;
 	r->out_map = NULL;
 	if (ftruncate(r->res_fd, (off_t)CCR_OUT_MAP) == 0) {
 		void *m = mmap(NULL, CCR_OUT_MAP, PROT_READ | PROT_WRITE, MAP_SHARED, r->res_fd, 0);
@@ -254,22 +253,49 @@ void ccr_child_reset(void)
 	shared->oom = 0;
 }
 
-/* ccr_child_rearm -- put back the fatal-signal handlers and alternate stack a
- * check may have replaced (a reused worker does this after every check) */
-void ccr_child_rearm(struct runner *r)
+/* The bytes of a sigset_t the kernel uses (the C library's type is larger,
+ * and what it returns past them is not defined), and the flag the C
+ * library adds to every action it installs (x86-64's SA_RESTORER, which
+ * <signal.h> does not define). */
+#define KERNEL_SIGSET_BYTES ((_NSIG - 1) / 8)
+#define LIBC_SA_FLAGS 0x04000000
+
+/* ccr_same_sigset -- A and B hold the same signals (internal to the runner) */
+int ccr_same_sigset(const sigset_t *a, const sigset_t *b)
 {
-	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 };
-	sigaltstack(&ss, NULL);
-	struct sigaction sa;
+	return memcmp(a, b, KERNEL_SIGSET_BYTES) == 0;
+}
+
+/* same_action -- OLD is the disposition SA stands for (internal) */
+static int same_action(const struct sigaction *old, const struct sigaction *sa)
+{
+	return old->sa_handler == sa->sa_handler && (old->sa_flags & ~LIBC_SA_FLAGS) == sa->sa_flags &&
+	       ccr_same_sigset(&old->sa_mask, &sa->sa_mask);
+}
+
+/* ccr_child_rearm -- put back the fatal-signal handlers and alternate stack a
+ * check may have replaced (a reused worker does this after checks); non-zero
+ * if any of them, or SIGPIPE's disposition, had been changed */
+int ccr_child_rearm(struct runner *r)
+{
+	stack_t ss = { .ss_sp = r->altstack, .ss_size = ALTSTACK_SIZE, .ss_flags = 0 }, old_ss;
+	memset(&old_ss, 0, sizeof(old_ss));
+	int changed = sigaltstack(&ss, &old_ss) != 0 || old_ss.ss_sp != ss.ss_sp ||
+		      old_ss.ss_size != ss.ss_size || old_ss.ss_flags != 0;
+	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = child_fatal;
 	sa.sa_flags = SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < NFATAL; i++)
-		sigaction(fatal_signals[i], &sa, NULL);
+	for (size_t i = 0; i < NFATAL; i++) {
+		memset(&old, 0, sizeof(old));
+		changed |= sigaction(fatal_signals[i], &sa, &old) != 0 || !same_action(&old, &sa);
+	}
 	sa.sa_handler = SIG_DFL;
 	sa.sa_flags = 0;
-	sigaction(SIGPIPE, &sa, NULL);
+	memset(&old, 0, sizeof(old));
+	changed |= sigaction(SIGPIPE, &sa, &old) != 0 || !same_action(&old, &sa);
+	return changed;
 }
 
 /*
@@ -404,7 +430,6 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	}
 	/* Rewind the capture files; the child's writes move the shared offsets,
 	 * which then tell how much it wrote (stale bytes beyond are ignored). */
-	r->out_len = -1;
 	if (lseek(r->res_fd, 0, SEEK_SET) < 0 || lseek(r->err_fd, 0, SEEK_SET) < 0) {
 		snprintf(why, whylen, "cannot rewind the capture files: %s", strerror(errno));
 		return -1;
@@ -436,5 +461,7 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
 	ccr_child_end(r, status, timed_out, cpu, end);
+	end->out_from = end->err_from = 0;
+	end->out_to = end->err_to = -1;   /* as far as the files' offsets */
 	return 0;
 }

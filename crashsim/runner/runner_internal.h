@@ -19,6 +19,7 @@
 #ifndef CC_RUNNER_INTERNAL_H
 #define CC_RUNNER_INTERNAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,9 +58,7 @@ struct runner {
 	struct ccr_worker *worker;  /* worker.c: the reused check process, or NULL */
 	int worker_off;             /* reuse is off (or failed to start): fork per state */
 	char *out_map;              /* the result capture file's first CCR_OUT_MAP bytes, shared, or NULL */
-	int64_t out_len;            /* >= 0: the last check wrote its result through out_map (the
-				     * worker): this many bytes, past CCR_OUT_MAP in the file; -1:
-				     * through the file (a forked check): its offset says how much */
+	int settle_left;            /* states to post with settle_each (worker.c) */
 };
 
 /* Bytes of the result capture file mapped shared: a reused check process
@@ -67,11 +66,28 @@ struct runner {
  * of a bigger one (tests: the fixture's BIG, about 4 MB) into the file. */
 #define CCR_OUT_MAP ((size_t)1 << 20)
 
-/* How one check ended: found by ccr_child_run, reported by ccr_answer_state. */
+/*
+ * How one check ended: found by ccr_child_run or ccr_worker_run, reported
+ * by ccr_answer_state.  Where its output is: the worker checks a batch of
+ * states into the same capture files one after another, so each state's
+ * result and stderr are byte ranges of them; a forked check's start at 0
+ * and end at the file's offset (OUT_TO, ERR_TO -1).
+ */
 struct ccr_end {
 	const char *status;    /* "ok", "exit", "signal", "timeout" or "oom" */
 	int sig, code;         /* the signal, the exit code; -1 when there is none */
 	int stray;             /* something the check forked was still running */
+	int64_t out_from, out_to;   /* its result: [out_from, out_to) of the result file (its
+				     * first CCR_OUT_MAP bytes read through out_map) */
+	int64_t err_from, err_to;   /* its stdout and stderr: [err_from, err_to) of the stderr file */
+};
+
+/* One eager state for the worker: its followup (FLEN bytes, no NUL) and writes (validated). */
+struct ccr_job {
+	const char *followup;
+	size_t flen;
+	const uint8_t *writes;
+	size_t wlen;
 };
 
 /* buf.c.  Each returns 0, or -1 when out of memory; growing a buffer marks
@@ -100,12 +116,13 @@ int ccr_child_run(struct runner *r, const uint8_t *writes, size_t wlen, const ch
 void ccr_child_limits(struct runner *r, size_t vm_bytes, unsigned cpu_extra);
 void ccr_child_probe_oom(void);
 void ccr_child_reset(void);
-void ccr_child_rearm(struct runner *r);
+int ccr_child_rearm(struct runner *r);
+int ccr_same_sigset(const sigset_t *a, const sigset_t *b);
 void ccr_child_end(struct runner *r, int status, int timed_out, double cpu, struct ccr_end *end);
 
 /* worker.c: one reused process checks state after state, restored in between */
-int ccr_worker_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
-		   struct ccr_end *end);
+#define CCR_WORKER_BATCH 128   /* states handed to the worker at once, at most */
+int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct ccr_end *ends);
 void ccr_worker_stop(struct runner *r);
 
 /* lazy.c: lazy exploration (LAZY requests) */

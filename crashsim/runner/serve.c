@@ -79,8 +79,97 @@ static int fill_input(struct runner *r, size_t n)
 	return 0;
 }
 
-/* run_state -- check one state (a STATE or LAZY request's body) and answer (internal) */
-static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t n, int lazy)
+/*
+ * state_body -- a STATE body's followup and writes into *JOB; NULL, or why
+ * it is not a valid state (internal)
+ */
+static const char *state_body(struct runner *r, const uint8_t *body, size_t n, struct ccr_job *job)
+{
+	if (n < 4)
+		return "body shorter than its followup length";
+	uint32_t flen;
+	memcpy(&flen, body, 4);
+	if (flen > n - 4)
+		return "followup runs past the body";
+	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen };
+	return ccr_check_writes(r, job->writes, job->wlen);
+}
+
+/* followup_str -- JOB's followup as a C string (in R->body); NULL when out of memory (internal) */
+static const char *followup_str(struct runner *r, const struct ccr_job *job)
+{
+	r->body.len = 0;
+	if (ccr_buf_add(r, &r->body, job->followup, job->flen) < 0 || ccr_buf_add(r, &r->body, "", 1) < 0)
+		return NULL;
+	return r->body.p;
+}
+
+/* fork_state -- check JOB (state ID) in a child of its own and answer (internal) */
+static int fork_state(struct runner *r, uint64_t id, const struct ccr_job *job)
+{
+	struct ccr_end end;
+	char why[600];
+	const char *fu = followup_str(r, job);
+	if (fu == NULL)
+		return ccr_send_error(r, id, "out of memory");
+	if (ccr_child_run(r, job->writes, job->wlen, fu, &end, why, sizeof(why)) < 0)
+		return ccr_send_error(r, id, "%s", why);
+	return ccr_answer_state(r, id, &end);
+}
+
+/*
+ * next_state -- the next buffered request, if it is a whole, valid STATE:
+ * its id and body into *ID and *JOB, consumed; 0 if there is none (the
+ * serve loop takes what is there, and answers an invalid one) (internal)
+ */
+static int next_state(struct runner *r, uint64_t *id, struct ccr_job *job)
+{
+	size_t have = r->inb.len - r->inpos;
+	const uint8_t *head = (const uint8_t *)r->inb.p + r->inpos;
+	uint32_t kind, len;
+	if (have < REQ_HEAD)
+		return 0;
+	memcpy(&kind, head, 4);
+	memcpy(&len, head + 4, 4);
+	if (kind != REQ_STATE || have - REQ_HEAD < len || state_body(r, head + REQ_HEAD, len, job) != NULL)
+		return 0;
+	memcpy(id, head + 8, 8);
+	r->inpos += REQ_HEAD + (size_t)len;
+	return 1;
+}
+
+/*
+ * run_eager -- check the STATE request ID (BODY of N bytes) and the valid
+ * STATE requests buffered right after it, as one batch for the reused
+ * check process (a wake-up of it per batch, not per state), and answer
+ * each in order; a state it cannot take forks (internal)
+ */
+static int run_eager(struct runner *r, uint64_t id, const uint8_t *body, size_t n)
+{
+	struct ccr_job jobs[CCR_WORKER_BATCH];
+	struct ccr_end ends[CCR_WORKER_BATCH];
+	uint64_t ids[CCR_WORKER_BATCH];
+	const char *bad = state_body(r, body, n, &jobs[0]);
+	if (bad)
+		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
+	ids[0] = id;
+	int count = 1;
+	while (count < CCR_WORKER_BATCH && !r->worker_off && next_state(r, &ids[count], &jobs[count]))
+		count++;
+	for (int i = 0; i < count;) {
+		int got = ccr_worker_run(r, jobs + i, count - i, ends + i);
+		if (got == 0 && fork_state(r, ids[i], &jobs[i]) < 0)
+			return -1;
+		for (int k = i; k < i + got; k++)
+			if (ccr_answer_state(r, ids[k], &ends[k]) < 0)
+				return -1;
+		i += got ? got : 1;
+	}
+	return 0;
+}
+
+/* run_lazy -- check one LAZY request's class of states in a child of its own and answer (internal) */
+static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n)
 {
 	if (n < 4)
 		return ccr_send_error(r, id, "state %llu: body shorter than its followup length",
@@ -91,44 +180,29 @@ static int run_state(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 		return ccr_send_error(r, id, "state %llu: followup runs past the body", (unsigned long long)id);
 	const uint8_t *writes = body + 4 + flen;
 	size_t wlen = n - 4 - flen;
-	if (lazy) {
-		if (!ccr_lazy_supported())
-			return ccr_send_error(r, id, "state %llu: lazy exploration needs code compiled with "
-					      "check loads (the crashcheck pass without CRASHCHECK_PASS_CHECK_LOADS=0)",
-					      (unsigned long long)id);
-		uint32_t slen;
-		if (wlen < 4)
-			return ccr_send_error(r, id, "state %llu: body shorter than its spec length",
-					      (unsigned long long)id);
-		memcpy(&slen, writes, 4);
-		if (slen > wlen - 4)
-			return ccr_send_error(r, id, "state %llu: lazy spec runs past the body",
-					      (unsigned long long)id);
-		const char *why = ccr_lazy_parse(r, writes + 4, slen);
-		if (why)
-			return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, why);
-		writes += 4 + slen;
-		wlen -= 4 + slen;
-	}
+	if (!ccr_lazy_supported())
+		return ccr_send_error(r, id, "state %llu: lazy exploration needs code compiled with "
+				      "check loads (the crashcheck pass without CRASHCHECK_PASS_CHECK_LOADS=0)",
+				      (unsigned long long)id);
+	uint32_t slen;
+	if (wlen < 4)
+		return ccr_send_error(r, id, "state %llu: body shorter than its spec length",
+				      (unsigned long long)id);
+	memcpy(&slen, writes, 4);
+	if (slen > wlen - 4)
+		return ccr_send_error(r, id, "state %llu: lazy spec runs past the body",
+				      (unsigned long long)id);
+	const char *why = ccr_lazy_parse(r, writes + 4, slen);
+	if (why)
+		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, why);
+	writes += 4 + slen;
+	wlen -= 4 + slen;
 	const char *bad = ccr_check_writes(r, writes, wlen);
-	if (bad) {
-		ccr_lazy_end();
-		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
-	}
-	r->body.len = 0;
-	if (ccr_buf_add(r, &r->body, body + 4, flen) < 0 || ccr_buf_add(r, &r->body, "", 1) < 0)
-		return ccr_send_error(r, id, "out of memory");
-
-	struct ccr_end end;
-	char why[600];
 	int rc;
-	/* Eager states go to the reused worker; lazy ones (their tables are set
-	 * up in this process just now) and ones it cannot take fork. */
-	if ((!lazy && ccr_worker_run(r, writes, wlen, r->body.p, &end)) ||
-	    ccr_child_run(r, writes, wlen, r->body.p, &end, why, sizeof(why)) == 0)
-		rc = ccr_answer_state(r, id, &end);
+	if (bad)
+		rc = ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
 	else
-		rc = ccr_send_error(r, id, "%s", why);
+		rc = fork_state(r, id, &(struct ccr_job){ (const char *)body + 4, flen, writes, wlen });
 	ccr_lazy_end();
 	return rc;
 }
@@ -180,8 +254,10 @@ static int serve_loop(struct runner *r)
 			}
 			break;
 		case REQ_STATE:
+			rc = run_eager(r, id, body, len);
+			break;
 		case REQ_LAZY:
-			rc = run_state(r, id, body, len, kind == REQ_LAZY);
+			rc = run_lazy(r, id, body, len);
 			break;
 		case REQ_RESET:
 			ccr_answers_forget(r);

@@ -25,8 +25,8 @@
  *   globals, the heap or the pool cannot reach the next state.
  *   The rest of the process is put back or checked after every check: fds 0-2
  *   are pointed at the captures again and any fd the check left open is
- *   closed; the signal mask, the fatal-signal handlers, the alternate stack
- *   and SIGPIPE are reset, interval timers disarmed; the break is moved back.
+ *   closed; the break is moved back.  The rest is settled (below) every
+ *   W_SETTLE_EVERY states and at a batch's end.
  *   What cannot be put back cheaply retires the worker (it exits after
  *   answering, and the next state gets a fresh one): a child or thread still
  *   running (the child is "stray", as with a fork per state), a changed
@@ -46,9 +46,31 @@
  *   timer armed for each check (SIGXCPU, as RLIMIT_CPU gives a forked
  *   check); RLIMIT_CPU, which counts the whole worker, is only a backstop.
  *
- * Compared after each check, retiring the worker when changed: the
- * resource limits, umask and the working directory (a check that lowered a
- * limit or moved elsewhere would otherwise fail later checks).
+ * Batches
+ *   A wake-up costs more than most restores (two context switches and a
+ *   few pipe system calls on each side), so the runner posts every STATE it
+ *   has read (up to CCR_WORKER_BATCH) at once (struct w_shared) and the
+ *   worker wakes it once, after the last, or when it retires or dies in
+ *   the middle (the runner then answers the states done, the one it died
+ *   in, and posts the rest to a new worker).  Each state's result and
+ *   stderr follow the previous one's in the capture files; the worker
+ *   notes where each ends (struct w_slot).
+ *
+ * Settled (settle) every W_SETTLE_EVERY states, at a batch's end and before
+ * the worker retires, not after every check (two dozen system calls, a
+ * tenth of a small check's cost): the signal mask, the fatal-signal
+ * handlers, the alternate stack and SIGPIPE are put back and interval
+ * timers disarmed, each call reporting what it replaced, and the resource
+ * limits, umask and working directory are compared (changed: the worker
+ * retires; a check that lowered a limit or moved elsewhere would otherwise
+ * fail later checks).  Checks never change them in practice, but one
+ * could, and the checks after it would run in a changed process: when a
+ * settle finds a change, only the states up to the first one since the
+ * previous settle are kept (that one started in a settled process), the
+ * runner checks the rest again in a worker that settles after every state
+ * for a while (struct w_shared: settled, unsure, settle_each).  So does a
+ * worker that dies in a state after unsettled ones, but for a timeout
+ * (checking it again would take as long): a hang is answered as it is.
  *
  * Not restored (documented in docs/runner-protocol.md): POSIX timers, the
  * dispositions of signals other than the fatal ones and SIGPIPE, and memory
@@ -59,6 +81,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,7 +101,9 @@
 
 #include "runner_internal.h"
 
-#define W_REQ_BYTES ((size_t)1 << 20)        /* followup + writes handed over */
+#define W_REQ_BYTES ((size_t)1 << 20)        /* followups + writes of a batch handed over */
+#define W_OUT_SOFT (CCR_OUT_MAP / 2)          /* no new state of a batch starts past this much result */
+#define W_SETTLE_EVERY 32                    /* states between two settles of the process (settle) */
 #define W_MAX_REGIONS 512
 #define W_MAPS_BYTES ((size_t)256 << 10)     /* /proc/self/maps text */
 #define W_STACK_BYTES ((size_t)256 << 10)    /* the worker loop's own stack */
@@ -109,17 +134,44 @@ struct pm_scan_arg {
 
 enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
 
-/* Shared between the runner and its worker (MAP_SHARED: outside the snapshot). */
+/* One state of a batch: its followup (NUL included) at data + off, its writes after it. */
+struct w_item {
+	uint64_t off, wlen;
+	uint32_t flen;
+};
+
+/* What the worker leaves of a state it checked and restored itself after. */
+struct w_slot {
+	uint64_t out_end, err_end;   /* where its result and stderr end in the capture files */
+	int stray;
+};
+
+/*
+ * Shared between the runner and its worker (MAP_SHARED: outside the
+ * snapshot).  The runner posts a batch of N states and wakes the worker
+ * once; the worker checks them in order, each state's result and stderr
+ * following the previous one's in the capture files, and wakes the runner
+ * once, when all are done or when it retires (after NDONE of them).  The
+ * fields of the state in progress (CUR) say how far it got if the worker
+ * dies or hangs in it.
+ */
 struct w_shared {
-	volatile int phase;     /* PH_*: how far the current state got */
-	volatile int retire;    /* the worker exits after this state */
-	volatile int stray;     /* the check left a process running */
-	double cpu_start;       /* the worker's CPU seconds when the check started */
+	volatile int phase;     /* PH_*: how far state CUR got */
+	volatile int retire;    /* the worker exits after state CUR */
+	volatile int stray;     /* state CUR's check left a process running */
+	volatile int cur;       /* the state in progress (-1: none yet) */
+	volatile int ndone;     /* states checked and restored after (and kept: see settled) */
+	volatile int settled;   /* the last state after which the process was settled (-1: before the first) */
+	volatile int unsure;    /* a settle found a change after unsettled states: NDONE stops before them */
+	int settle_each;        /* settle after every state of this batch */
+	volatile int64_t started_ms;   /* CLOCK_MONOTONIC ms when state CUR (or the batch) started */
+	double cpu_start;       /* the worker's CPU seconds when state CUR's check started */
 	uint64_t base_gen;      /* the runner's base generation (image.c) */
 	uint64_t pool_hi;       /* end of the base's data: the pool's tracked part */
-	uint32_t flen;          /* followup bytes, NUL included */
-	uint64_t wlen;          /* write-list bytes after it */
-	volatile uint64_t out_len;   /* result bytes the check has written (out_write) */
+	int n;                  /* states posted */
+	volatile uint64_t out_len;   /* result bytes the batch's checks have written (out_write) */
+	struct w_item item[CCR_WORKER_BATCH];
+	struct w_slot slot[CCR_WORKER_BATCH];
 	uint8_t data[];
 };
 
@@ -166,6 +218,7 @@ struct w_ctl {
 	int ntrk, pagemap_fd;
 	int scan;                      /* PAGEMAP_SCAN works: restore_scan, not restore_track */
 	struct span span[W_MAX_REGIONS + 2];   /* the tracks as spans, by address */
+	uint8_t join[W_MAX_REGIONS + 2];       /* nothing is mapped between span i - 1 and span i */
 	int nspan, pool_span;
 	size_t nhot;
 	uint64_t gen;
@@ -178,6 +231,7 @@ struct w_ctl {
 	size_t cstack_size;
 	ucontext_t wctx, cctx;
 	timer_t cpu_timer;             /* SIGXCPU after the check's own CPU limit */
+	double cpu_last;               /* the worker's CPU seconds when the last state ended */
 	FILE *out;
 	char stat[1024];
 	char maps[W_MAPS_BYTES];
@@ -568,6 +622,43 @@ static int env_changed(struct w_ctl *c)
 }
 
 /*
+ * mark_joins -- note which spans have nothing mapped between them and the
+ * span before: one PAGEMAP_SCAN call restores a run of them, as cheaply
+ * as adjacent ones (an unmapped gap costs the walk next to nothing; a
+ * mapping in it, such as the snapshot's views, costs a look at each of its
+ * pages).  Made after the last mapping the worker adds; one a check leaves
+ * behind retires the worker (the address-space size changes).  Returns -1
+ * if the maps cannot be read (internal)
+ */
+static int mark_joins(struct w_ctl *c)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t len = 0;
+	ssize_t k;
+	while ((k = read(fd, c->maps + len, sizeof(c->maps) - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fd);
+	if (k < 0 || len >= sizeof(c->maps) - 1)
+		return -1;
+	c->maps[len] = '\0';
+	for (int j = 1; j < c->nspan; j++)
+		c->join[j] = 1;
+	for (char *line = c->maps; *line;) {
+		unsigned long a, b;
+		if (sscanf(line, "%lx-%lx", &a, &b) != 2)
+			return -1;
+		for (int j = 1; j < c->nspan; j++)
+			if (a < c->span[j].start && b > c->span[j - 1].end)
+				c->join[j] = 0;
+		char *nl = strchr(line, '\n');
+		line = nl ? nl + 1 : line + strlen(line);
+	}
+	return 0;
+}
+
+/*
  * restore -- after a clean check: drop what it wrote and put the process
  * back; -1 when something could not be put back and the worker must retire
  * (internal)
@@ -586,14 +677,16 @@ static int restore(struct w_ctl *c)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	if (c->scan) {
 		size_t kept = 0;
-		/* One scan per run of adjacent spans (a call costs about a
-		 * microsecond; walking other mappings between spans, such as the
-		 * snapshot's views, cost more than the calls it saved); a small
-		 * run is compared with its source page by page instead. */
+		/* One scan per run of spans with nothing mapped between them (a
+		 * call costs about a microsecond; walking other mappings between
+		 * spans, such as the snapshot's views, cost more than the calls it
+		 * saved); a small run is compared with its source page by page
+		 * instead. */
 		for (int i = 0, j; i < c->nspan; i = j) {
-			for (j = i + 1; j < c->nspan && c->span[j].start == c->span[j - 1].end; j++)
-				;
-			if (c->span[j - 1].end - c->span[i].start <= W_SCAN_SMALL * page)
+			size_t pages = (c->span[i].end - c->span[i].start) / page;
+			for (j = i + 1; j < c->nspan && c->join[j]; j++)
+				pages += (c->span[j].end - c->span[j].start) / page;
+			if (pages <= W_SCAN_SMALL)
 				restore_small(&c->span[i], j - i, page);
 			else
 				bad |= restore_scan(c, &c->span[i], j - i, page, &kept);
@@ -612,15 +705,6 @@ static int restore(struct w_ctl *c)
 	dup2(c->err_fd, 2);
 	syscall(SYS_close_range, 3, c->fd_lo - 1, 0);
 	syscall(SYS_close_range, c->fd_hi + 1, ~0U, 0);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	ccr_child_rearm(&c->rc);
-	struct itimerval off;
-	memset(&off, 0, sizeof(off));
-	setitimer(ITIMER_REAL, &off, NULL);
-	setitimer(ITIMER_VIRTUAL, &off, NULL);
-	setitimer(ITIMER_PROF, &off, NULL);
 
 	/* reap the check's children that ended; one still running is stray */
 	for (;;) {
@@ -638,8 +722,33 @@ static int restore(struct w_ctl *c)
 	unsigned long vsize = 0;
 	if (read_stat(c, &threads, &vsize) < 0 || threads != 1 || vsize != c->vsize0)
 		bad = 1;
-	bad |= env_changed(c);
 	return bad ? -1 : 0;
+}
+
+/*
+ * settle -- the rest of the process after checks, less often than restore
+ * (see "Settled" in the header): the signal mask, the fatal-signal
+ * handlers, the alternate stack and SIGPIPE put back, interval timers
+ * disarmed, each reporting whether it had been changed, and the limits,
+ * umask and directory compared.  Returns 0 when nothing had changed, 1
+ * when something had (and is put back), -1 when a limit, the umask or the
+ * directory had (the worker must retire) (internal)
+ */
+static int settle(struct w_ctl *c)
+{
+	sigset_t none, old;
+	sigemptyset(&none);
+	sigemptyset(&old);
+	int changed = sigprocmask(SIG_SETMASK, &none, &old) != 0 || !ccr_same_sigset(&old, &none);
+	changed |= ccr_child_rearm(&c->rc);
+	static const int timers[] = { ITIMER_REAL, ITIMER_VIRTUAL, ITIMER_PROF };
+	for (int i = 0; i < 3; i++) {
+		struct itimerval off, was;
+		memset(&off, 0, sizeof(off));
+		memset(&was, 0, sizeof(was));
+		changed |= setitimer(timers[i], &off, &was) != 0 || memcmp(&was, &off, sizeof(was)) != 0;
+	}
+	return env_changed(c) ? -1 : changed;
 }
 
 /*
@@ -675,7 +784,7 @@ static void check_entry(void)
 {
 	struct w_ctl *c = ctl;   /* read before the check can scribble on globals */
 	struct w_shared *sh = c->sh;
-	int rc = c->rc.check(c->rc.ctx, (const char *)sh->data, c->out);
+	int rc = c->rc.check(c->rc.ctx, (const char *)sh->data + sh->item[sh->cur].off, c->out);
 	if (fflush(c->out) != 0)
 		rc = rc ? rc : 124;
 	fflush(stdout);
@@ -685,6 +794,123 @@ static void check_entry(void)
 		_exit((rc & 0xff) ? (rc & 0xff) : 1);
 	}
 	sh->phase = PH_CHECKED;
+}
+
+/*
+ * check_one -- check state I of the posted batch and put the worker back
+ * after it; non-zero when the worker must retire (internal)
+ */
+static int check_one(struct w_ctl *c, int i)
+{
+	struct w_shared *sh = c->sh;
+	const struct w_item *it = &sh->item[i];
+	sh->stray = 0;
+	sh->retire = 0;
+	ccr_child_reset();
+	sh->started_ms = now_ms();
+	/* the previous state's end, as good as a clock read now: the worker
+	 * used next to no CPU since (a system call less per state) */
+	sh->cpu_start = c->cpu_last;
+	sh->phase = PH_RUNNING;
+	/* last: a worker that dies before this did not start state I (and the
+	 * runner's deadline for it must read its started_ms) */
+	__atomic_store_n(&sh->cur, i, __ATOMIC_RELEASE);
+	ccr_apply_writes(c->rc.pool, sh->data + it->off + it->flen, it->wlen);
+	if (c->rc.out_map) {
+		cookie_io_functions_t io = { .write = out_write };
+		c->out = fopencookie(c, "w", io);
+	} else {
+		c->out = fdopen(c->res_fd, "w");
+	}
+	if (c->out == NULL)
+		_exit(125);
+	struct itimerspec limit;
+	memset(&limit, 0, sizeof(limit));
+	limit.it_value.tv_sec = c->rc.lim.cpu_seconds;
+	if (c->rc.lim.cpu_seconds && timer_settime(c->cpu_timer, 0, &limit, NULL) < 0)
+		_exit(125);
+	getcontext(&c->cctx);
+	c->cctx.uc_stack.ss_sp = c->cstack;
+	c->cctx.uc_stack.ss_size = c->cstack_size;
+	c->cctx.uc_link = &c->wctx;
+	makecontext(&c->cctx, check_entry, 0);
+	swapcontext(&c->wctx, &c->cctx);
+	int bad = restore(c);
+	/* where this state's output ends: the next one's starts there */
+	off_t err_end = lseek(c->err_fd, 0, SEEK_CUR);
+	sh->slot[i] = (struct w_slot){ sh->out_len, err_end < 0 ? 0 : (uint64_t)err_end, sh->stray };
+	double now = c->cpu_last = cpu_now();
+	sh->retire = bad < 0 || err_end < 0 || now > W_CPU_SLACK;
+	int keep = i + 1, last = i == sh->n - 1 || sh->out_len >= W_OUT_SOFT;
+	if (sh->retire || last || sh->settle_each || i - sh->settled >= W_SETTLE_EVERY) {
+		int changed = settle(c);
+		sh->retire |= changed < 0;
+		if (changed && i > sh->settled + 1) {
+			/* a state after the first since the last settle may have run
+			 * in a changed process: keep the states up to that first one,
+			 * the runner checks the rest again */
+			keep = sh->settled + 2;
+			sh->unsure = 1;
+		}
+		sh->settled = i;
+	}
+	/* The CPU timer stays armed (a system call less per state): the
+	 * next check arms it anew, and in between the worker uses next to
+	 * no CPU.  Unless this check used half its allowance: what is left
+	 * could then run out before the next check arms it, and that check
+	 * would be killed for it.  (If it runs out while the worker restores
+	 * itself, the worker dies after a clean check, which answers as
+	 * clean: see PH_CHECKED.) */
+	if (!sh->retire && c->rc.lim.cpu_seconds && now - sh->cpu_start > c->rc.lim.cpu_seconds / 2.0) {
+		struct itimerspec disarm;
+		memset(&disarm, 0, sizeof(disarm));
+		timer_settime(c->cpu_timer, 0, &disarm, NULL);
+	}
+	sh->phase = PH_RESTORED;
+	__atomic_store_n(&sh->ndone, keep, __ATOMIC_RELEASE);
+	return sh->retire || sh->unsure;
+}
+
+/*
+ * warm_locks -- use every kind of pthread lock once, before the snapshot.
+ * A program may interpose these calls and look the real ones up on first
+ * use (crashcheck's runtime does, with dlsym, into globals): after the
+ * snapshot, every check would find those globals empty again and look
+ * them up again, a few microseconds of dlsym per check (internal)
+ */
+static void warm_locks(void)
+{
+	pthread_mutex_t m;
+	pthread_rwlock_t rw;
+	pthread_spinlock_t sp;
+	pthread_barrier_t b;
+	if (pthread_mutex_init(&m, NULL) == 0) {
+		pthread_mutex_lock(&m);
+		pthread_mutex_unlock(&m);
+		if (pthread_mutex_trylock(&m) == 0)
+			pthread_mutex_unlock(&m);
+		pthread_mutex_destroy(&m);
+	}
+	if (pthread_rwlock_init(&rw, NULL) == 0) {
+		pthread_rwlock_rdlock(&rw);
+		pthread_rwlock_unlock(&rw);
+		pthread_rwlock_wrlock(&rw);
+		pthread_rwlock_unlock(&rw);
+		if (pthread_rwlock_tryrdlock(&rw) == 0)
+			pthread_rwlock_unlock(&rw);
+		if (pthread_rwlock_trywrlock(&rw) == 0)
+			pthread_rwlock_unlock(&rw);
+		pthread_rwlock_destroy(&rw);
+	}
+	if (pthread_spin_init(&sp, PTHREAD_PROCESS_PRIVATE) == 0) {
+		pthread_spin_lock(&sp);
+		pthread_spin_unlock(&sp);
+		pthread_spin_destroy(&sp);
+	}
+	if (pthread_barrier_init(&b, NULL, 1) == 0) {
+		pthread_barrier_wait(&b);   /* one party: returns at once */
+		pthread_barrier_destroy(&b);
+	}
 }
 
 /* worker_loop -- on the worker's own stack: snapshot, then check state after state (internal) */
@@ -714,9 +940,12 @@ static void worker_loop(void)
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
 	c->ntrk = 0;
 	c->scan = scan_works(c, page);
+	warm_locks();
 	restore(c);
-	(void)cpu_now();
-	if (snapshot(c, page) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
+	settle(c);   /* also clears the signal mask the runner serves with (SIGCHLD blocked) */
+	c->cpu_last = cpu_now();
+	(void)lseek(c->err_fd, 0, SEEK_CUR);
+	if (snapshot(c, page) < 0 || mark_joins(c) < 0 || read_stat(c, &threads, &c->vsize0) < 0 || threads != 1)
 		_exit(125);
 	if (c->rc.lim.mem_bytes) {
 		struct rlimit as = { c->vsize0 + c->rc.lim.mem_bytes, c->vsize0 + c->rc.lim.mem_bytes };
@@ -725,6 +954,7 @@ static void worker_loop(void)
 	}
 	c->brk0 = (uintptr_t)syscall(SYS_brk, 0);
 	save_env(c);
+	c->cpu_last = cpu_now();   /* the first check's start: after the snapshot's work */
 	if (write(c->done, "r", 1) != 1)
 		_exit(125);
 	for (;;) {
@@ -740,46 +970,12 @@ static void worker_loop(void)
 		struct w_shared *sh = c->sh;
 		if (sh->base_gen != c->gen)
 			pool_rebase(c, page);
-		sh->stray = 0;
-		sh->retire = 0;
-		sh->cpu_start = cpu_now();
-		sh->phase = PH_RUNNING;
-		ccr_apply_writes(c->rc.pool, sh->data + sh->flen, sh->wlen);
-		if (c->rc.out_map) {
-			cookie_io_functions_t io = { .write = out_write };
-			c->out = fopencookie(c, "w", io);
-		} else {
-			c->out = fdopen(c->res_fd, "w");
-		}
-		if (c->out == NULL)
-			_exit(125);
-		struct itimerspec limit;
-		memset(&limit, 0, sizeof(limit));
-		limit.it_value.tv_sec = c->rc.lim.cpu_seconds;
-		if (c->rc.lim.cpu_seconds && timer_settime(c->cpu_timer, 0, &limit, NULL) < 0)
-			_exit(125);
-		getcontext(&c->cctx);
-		c->cctx.uc_stack.ss_sp = c->cstack;
-		c->cctx.uc_stack.ss_size = c->cstack_size;
-		c->cctx.uc_link = &c->wctx;
-		makecontext(&c->cctx, check_entry, 0);
-		swapcontext(&c->wctx, &c->cctx);
-		int bad = restore(c);
-		double now = cpu_now();
-		sh->retire = bad < 0 || now > W_CPU_SLACK;
-		/* The CPU timer stays armed (a system call less per state): the
-		 * next check arms it anew, and in between the worker uses next to
-		 * no CPU.  Unless this check used half its allowance: what is left
-		 * could then run out before the next check arms it, and that check
-		 * would be killed for it.  (If it runs out while the worker restores
-		 * itself, the worker dies after a clean check, which answers as
-		 * clean: see PH_CHECKED.) */
-		if (!sh->retire && c->rc.lim.cpu_seconds && now - sh->cpu_start > c->rc.lim.cpu_seconds / 2.0) {
-			struct itimerspec disarm;
-			memset(&disarm, 0, sizeof(disarm));
-			timer_settime(c->cpu_timer, 0, &disarm, NULL);
-		}
-		sh->phase = PH_RESTORED;
+		int stop = 0;
+		/* A batch stops early (the runner posts the rest again) once its
+		 * results fill half the shared head of the result file, or when
+		 * states have to be checked again (unsure). */
+		for (int i = 0; i < sh->n && !stop && (i == 0 || sh->out_len < W_OUT_SOFT); i++)
+			stop = check_one(c, i);
 		if (write(c->done, "d", 1) != 1 || sh->retire)
 			_exit(0);
 	}
@@ -811,8 +1007,13 @@ static void worker_main(struct runner *r, struct w_shared *sh, int cmd, int done
 	size_t cs = (size_t)8 << 20;
 	if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur >= ((rlim_t)1 << 20))
 		cs = st.rlim_cur < ((rlim_t)64 << 20) ? (size_t)st.rlim_cur : (size_t)64 << 20;
-	/* the check's stack, with a guard page below: overflow is a SIGSEGV */
-	uint8_t *guard = mmap(NULL, cs + page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	/* the check's stack, with a guard page below: overflow is a SIGSEGV.
+	 * Right below the pool if that is free: with nothing mapped between
+	 * them, one PAGEMAP_SCAN call restores both (see mark_joins). */
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	uint8_t *guard = mmap(r->pool - (cs + page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	if (guard == MAP_FAILED)
+		guard = mmap(NULL, cs + page, PROT_NONE, flags, -1, 0);
 	if (c == MAP_FAILED || wstack == MAP_FAILED || guard == MAP_FAILED ||
 	    mprotect(guard + page, cs, PROT_READ | PROT_WRITE) < 0)
 		_exit(125);
@@ -949,79 +1150,100 @@ fail:
 }
 
 /*
- * ccr_worker_run -- check the state WRITES (validated) with FOLLOWUP in the
- * worker; 1 with how it ended in *END, or 0 when the worker cannot take it
- * (reuse off, or a state too big for the hand-over area): fork instead
+ * post -- copy as many of the N JOBS as fit (at least the first, which
+ * must fit) into the shared area as a batch, rewind the capture files and
+ * wake the worker; the number posted, or 0 if the worker is gone (internal)
  */
-int ccr_worker_run(struct runner *r, const uint8_t *writes, size_t wlen, const char *followup,
-		   struct ccr_end *end)
+static int post(struct runner *r, const struct ccr_job *jobs, int n)
 {
-	size_t flen = strlen(followup) + 1;
-	if (r->worker_off || r->pool_fd < 0 || flen + wlen > W_REQ_BYTES)
-		return 0;
-	if (r->worker == NULL && worker_start(r) == NULL) {
-		fprintf(stderr, "crashcheck runner: cannot start a reused check process; forking per state\n");
-		r->worker_off = 1;
-		return 0;
-	}
 	struct ccr_worker *w = r->worker;
 	struct w_shared *sh = w->sh;
+	/* without the shared result head, a check writes through the file's
+	 * offset, which only tells where one state's result ends */
+	int most = r->out_map ? CCR_WORKER_BATCH : 1;
+	size_t off = 0;
+	int k = 0;
+	for (; k < n && k < most && off + jobs[k].flen + 1 + jobs[k].wlen <= W_REQ_BYTES; k++) {
+		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1) };
+		memcpy(sh->data + off, jobs[k].followup, jobs[k].flen);
+		sh->data[off + jobs[k].flen] = '\0';
+		memcpy(sh->data + off + jobs[k].flen + 1, jobs[k].writes, jobs[k].wlen);
+		off += jobs[k].flen + 1 + jobs[k].wlen;
+	}
 	if ((!r->out_map && lseek(r->res_fd, 0, SEEK_SET) < 0) || lseek(r->err_fd, 0, SEEK_SET) < 0)
 		return 0;
 	sh->out_len = 0;
-	ccr_child_reset();
 	sh->base_gen = r->base_gen;
 	sh->pool_hi = r->pool_hi;
-	memcpy(sh->data, followup, flen);
-	memcpy(sh->data + flen, writes, wlen);
-	sh->flen = (uint32_t)flen;
-	sh->wlen = wlen;
+	sh->n = k;
+	sh->ndone = 0;
+	sh->settled = -1;   /* the worker is settled between batches */
+	sh->unsure = 0;
+	sh->settle_each = r->settle_left > 0;
+	sh->cur = -1;
+	sh->started_ms = now_ms();
 	sh->phase = PH_POSTED;
-	if (write(w->cmd, "c", 1) != 1) {   /* it died while idle: start another */
-		ccr_worker_stop(r);
-		return ccr_worker_run(r, writes, wlen, followup, end);
-	}
+	return write(w->cmd, "c", 1) == 1 ? k : 0;
+}
 
-	int timed_out = 0, finished = 0;
-	int64_t deadline = r->lim.timeout_ms ? now_ms() + r->lim.timeout_ms : 0;
+/*
+ * await -- wait until the worker has done the posted batch (1), or has
+ * ended (0), or the state in progress has run out of time or stopped
+ * itself (the signal, in *TIMED_OUT); -1 if poll fails (internal)
+ */
+static int await(struct runner *r, int *timed_out)
+{
+	struct ccr_worker *w = r->worker;
+	struct w_shared *sh = w->sh;
 	for (;;) {
+		/* each state's deadline runs from its own start */
+		int64_t deadline = r->lim.timeout_ms ? sh->started_ms + r->lim.timeout_ms : 0, now = now_ms();
 		int ms = W_STOP_POLL_MS;
-		if (deadline && deadline - now_ms() < ms)
-			ms = deadline - now_ms() > 0 ? (int)(deadline - now_ms()) : 0;
+		if (deadline && deadline - now < ms)
+			ms = deadline - now > 0 ? (int)(deadline - now) : 0;
 		struct pollfd p[2] = { { w->done, POLLIN, 0 }, { w->pidfd, POLLIN, 0 } };
 		int k = poll(p, 2, ms);
 		if (k < 0 && errno != EINTR)
-			break;
+			return -1;
 		char b;
-		if (k > 0 && (p[0].revents & POLLIN) && read(w->done, &b, 1) == 1) {
-			finished = sh->phase == PH_RESTORED;
-			break;
-		}
+		if (k > 0 && (p[0].revents & POLLIN) && read(w->done, &b, 1) == 1)
+			return 1;
 		if (k > 0)
-			break;   /* it ended (pidfd readable, or its end of the pipe closed) */
+			return 0;   /* it ended (pidfd readable, or its end of the pipe closed) */
 		/* Nobody will continue a stopped check: it is hung now (as in child.c). */
 		siginfo_t si;
 		si.si_pid = 0;
 		if (waitid(P_PID, (id_t)w->pid, &si, WSTOPPED | WNOHANG | WNOWAIT) == 0 && si.si_pid == w->pid &&
 		    si.si_code == CLD_STOPPED) {
-			timed_out = si.si_status;
-			break;
+			*timed_out = si.si_status;
+			return 0;
 		}
-		if (deadline && now_ms() >= deadline) {
-			timed_out = SIGKILL;
-			break;
+		if (deadline && now_ms() >= sh->started_ms + r->lim.timeout_ms) {
+			*timed_out = SIGKILL;
+			return 0;
 		}
 	}
-	end->stray = 0;
-	r->out_len = r->out_map ? (int64_t)sh->out_len : -1;
-	if (finished) {
-		ccr_child_end(r, 0, 0, 0.0, end);   /* exit status 0: "ok" */
-		end->stray = sh->stray;
-		if (sh->retire)
-			ccr_worker_stop(r);
-		return 1;
-	}
-	/* The worker ended (or is killed now): how the check ended, as for a fork. */
+}
+
+/* slot_end -- END of state I of the batch, which the worker checked cleanly (internal) */
+static void slot_end(struct runner *r, const struct w_shared *sh, int i, struct ccr_end *end)
+{
+	ccr_child_end(r, 0, 0, 0.0, end);   /* exit status 0: "ok" */
+	end->stray = sh->slot[i].stray;
+	end->out_from = i ? (int64_t)sh->slot[i - 1].out_end : 0;
+	end->err_from = i ? (int64_t)sh->slot[i - 1].err_end : 0;
+	end->out_to = r->out_map ? (int64_t)sh->slot[i].out_end : -1;
+	end->err_to = (int64_t)sh->slot[i].err_end;
+}
+
+/*
+ * worker_ended -- the worker ended (or is killed now, TIMED_OUT) in state
+ * I: how that state's check ended, as for a fork, into END (internal)
+ */
+static void worker_ended(struct runner *r, int i, int timed_out, struct ccr_end *end)
+{
+	struct ccr_worker *w = r->worker;
+	struct w_shared *sh = w->sh;
 	int status = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof(ru));
@@ -1032,10 +1254,64 @@ int ccr_worker_run(struct runner *r, const uint8_t *writes, size_t wlen, const c
 	end->stray = !timed_out && kill(-w->pid, SIGKILL) == 0;
 	double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
 		     ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6 - sh->cpu_start;
-	if (sh->phase >= PH_CHECKED)
+	if (sh->cur == i && sh->phase >= PH_CHECKED)
 		ccr_child_end(r, 0, 0, 0.0, end);   /* the check had finished cleanly */
 	else
 		ccr_child_end(r, status, timed_out, cpu, end);
+	end->out_from = i ? (int64_t)sh->slot[i - 1].out_end : 0;
+	end->err_from = i ? (int64_t)sh->slot[i - 1].err_end : 0;
+	end->out_to = r->out_map ? (int64_t)sh->out_len : -1;
+	end->err_to = -1;   /* as far as the stderr file's offset */
+}
+
+/*
+ * ccr_worker_run -- check the N states JOBS (validated) in the worker, as
+ * one batch where it can: returns how many of them (from the first) have
+ * how they ended in ENDS, or 0 when the worker cannot take the first
+ * (reuse off, or a state too big for the hand-over area): fork it instead.
+ * The ENDS' ranges of the capture files hold until the next call
+ */
+int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct ccr_end *ends)
+{
+	if (r->worker_off || r->pool_fd < 0 || n < 1 || jobs[0].flen + 1 + jobs[0].wlen > W_REQ_BYTES)
+		return 0;
+	if (r->worker == NULL && worker_start(r) == NULL) {
+		fprintf(stderr, "crashcheck runner: cannot start a reused check process; forking per state\n");
+		r->worker_off = 1;
+		return 0;
+	}
+	int posted = post(r, jobs, n);
+	if (posted == 0) {   /* it died while idle: start another */
+		ccr_worker_stop(r);
+		return ccr_worker_run(r, jobs, n, ends);
+	}
+	struct w_shared *sh = r->worker->sh;
+	int timed_out = 0, finished = await(r, &timed_out);
+	int done = __atomic_load_n(&sh->ndone, __ATOMIC_ACQUIRE);
+	for (int i = 0; i < done; i++)
+		slot_end(r, sh, i, &ends[i]);
+	r->settle_left -= r->settle_left < done ? r->settle_left : done;
+	if (finished == 1) {
+		if (sh->unsure)   /* something changes the process: settle after each state a while */
+			r->settle_left = CCR_WORKER_BATCH;
+		if (sh->retire || done < 1)
+			ccr_worker_stop(r);
+		return done;   /* 0 (it did nothing: cannot happen): fork the first */
+	}
+	/* It died (or hangs) in state DONE.  If states before it ran since the
+	 * last settle, one of them may have changed the process so that DONE
+	 * died of it: keep the states up to the first since the settle, check
+	 * the rest again, settling after each.  A state that ran out of time or
+	 * stopped itself is answered as it is (a second run would take as long). */
+	int keep = sh->settled + 2 < done ? sh->settled + 2 : done;
+	if ((!timed_out && done > sh->settled + 1) || (sh->cur != done && done > 0)) {
+		ccr_worker_stop(r);
+		r->settle_left = CCR_WORKER_BATCH;
+		return keep;
+	}
+	/* It ended in state DONE (or before it started the batch's first,
+	 * answered the same way, as when a state was posted on its own). */
+	worker_ended(r, done, timed_out, &ends[done]);
 	worker_free(r);
-	return 1;
+	return done + 1;
 }
