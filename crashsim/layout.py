@@ -35,22 +35,10 @@ class Layout:
         end = self.offsets[-1] + self.sizes[-1]
         return -(-end // PAGE) * PAGE
 
-    @property
-    def extra(self) -> tuple[int, ...]:
-        """Sizes of the regions past region 0."""
-        return self.sizes[1:]
-
     def serve_args(self) -> list[str]:
         """A driver's `serve` options that tell it where the regions past region 0 lie."""
         return [arg for off, size in zip(self.offsets[1:], self.sizes[1:])
                 for arg in ("--region", f"{off}:{size}")]
-
-    def region_of(self, off: int) -> tuple[int, int] | None:
-        """(region, offset in it) of image offset OFF, None in the padding between regions."""
-        for index, (start, size) in enumerate(zip(self.offsets, self.sizes)):
-            if start <= off < start + size:
-                return index, off - start
-        return None
 
 
 def layout(regions: Sequence[tuple[int, int]]) -> Layout:

@@ -84,7 +84,7 @@ def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "r
     for k, (off, size) in enumerate(zip(lay.offsets[1:], lay.sizes[1:]), 1):
         part = session.workdir / f"{tag}.region{k}"
         part.write_bytes(image[off:off + size])
-        regions += ["--region", str(part)]
+        regions.append(part)
     trace, _ = run_traced(session, pool, os.devnull, f"{tag}.trace", create=False,
                           what="recovery of a post-crash image failed in the traced run",
                           regions=regions)
@@ -95,7 +95,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
                ops: list | None = None, deadline: float | None = None,
                extra_env: dict[str, str] | None = None, dump: bool = False,
-               regions: list[str] | None = None) -> tuple[Trace, list[str]]:
+               regions: list[Path] | None = None) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -112,7 +112,8 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         env.pop(k, None)
     env.update(extra_env or {})
     argv = ([str(session.driver), "run", "--pool", str(pool)] + (["--create"] if create else [])
-            + (["--check"] if check else []) + (["--dump"] if dump else []) + (regions or [])
+            + (["--check"] if check else []) + (["--dump"] if dump else [])
+            + [arg for r in regions or [] for arg in ("--region", str(r))]
             + ["--results", str(results)])
     s = session.settings
     session.check_driver()
@@ -146,7 +147,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         if not log.exists():
             raise SetupError(f"pmemcheck left no store log ({end.how()}): {end.output.strip()[-300:]}")
         try:
-            tracers.import_trace(log, trace_path, before, [Path(r) for r in (regions or [])[1::2]])
+            tracers.import_trace(log, trace_path, before, regions)
         except SetupError as exc:
             import_error = exc      # a run that died early left no log: its finding comes first
     try:

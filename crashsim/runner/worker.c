@@ -307,12 +307,9 @@ static int is_zero_page(const uint8_t *p, size_t page)
 	return 1;
 }
 
-/*
- * snapshot -- replace every private writable mapping outside the worker's
- * own by a private mapping of a memfd holding its current contents, so that
- * MADV_DONTNEED brings those contents back; -1 on failure (internal)
- */
-static int snapshot(struct w_ctl *c, size_t page)
+/* read_maps -- /proc/self/maps into c->maps, NUL-terminated; -1 if it cannot be read or does
+ * not fit (internal) */
+static int read_maps(struct w_ctl *c)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -325,6 +322,18 @@ static int snapshot(struct w_ctl *c, size_t page)
 	if (k < 0 || len >= sizeof(c->maps) - 1)
 		return -1;
 	c->maps[len] = '\0';
+	return 0;
+}
+
+/*
+ * snapshot -- replace every private writable mapping outside the worker's
+ * own by a private mapping of a memfd holding its current contents, so that
+ * MADV_DONTNEED brings those contents back; -1 on failure (internal)
+ */
+static int snapshot(struct w_ctl *c, size_t page)
+{
+	if (read_maps(c))
+		return -1;
 	c->nreg = 0;
 	for (char *line = c->maps; *line;) {
 		char *nl = strchr(line, '\n');
@@ -632,17 +641,8 @@ static int env_changed(struct w_ctl *c)
  */
 static int mark_joins(struct w_ctl *c)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_maps(c))
 		return -1;
-	size_t len = 0;
-	ssize_t k;
-	while ((k = read(fd, c->maps + len, sizeof(c->maps) - 1 - len)) > 0)
-		len += (size_t)k;
-	close(fd);
-	if (k < 0 || len >= sizeof(c->maps) - 1)
-		return -1;
-	c->maps[len] = '\0';
 	for (int j = 1; j < c->nspan; j++)
 		c->join[j] = 1;
 	for (char *line = c->maps; *line;) {

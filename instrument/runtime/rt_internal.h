@@ -101,6 +101,7 @@ extern uintptr_t cc_r0_span;
 int cc_in_pm_slow(uintptr_t addr);
 /* register [addr, addr+len) whose bytes the trace starts from are INITIAL (NULL: as they are now) */
 int cc_register_region(void *addr, size_t len, const void *initial);
+int cc_write_sparse(int fd, const char *name, const unsigned char *base, size_t size);
 
 /* rt_supply.c: post-crash images of the regions past the pool, handed to recovery */
 unsigned cc_supply_next(void);

@@ -61,6 +61,26 @@ static int page_is_zero(const unsigned char *p, size_t n)
 	return 1;
 }
 
+/* cc_write_sparse -- write [base, base+size) into the open file FD (NAME in errors) as a sparse
+ * file: sized first, only its non-zero pages written; -1 with the reason set (internal) */
+int cc_write_sparse(int fd, const char *name, const unsigned char *base, size_t size)
+{
+	if (ftruncate(fd, (off_t)size) != 0) {
+		cc_set_error("cannot size %s: %s", name, strerror(errno));
+		return -1;
+	}
+	for (size_t off = 0; off < size; off += CC_PAGE) {
+		size_t n = size - off < CC_PAGE ? size - off : CC_PAGE;
+		if (page_is_zero(base + off, n))
+			continue;
+		if (pwrite(fd, base + off, n, (off_t)off) != (ssize_t)n) {
+			cc_set_error("cannot write %s: %s", name, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* write_image -- snapshot [base, base+size) into PATH as a sparse file (internal) */
 static int write_image(const char *path, const unsigned char *base, size_t size)
 {
@@ -69,23 +89,11 @@ static int write_image(const char *path, const unsigned char *base, size_t size)
 		cc_set_error("cannot create region image %s: %s", path, strerror(errno));
 		return -1;
 	}
-	if (ftruncate(fd, (off_t)size) != 0) {
-		cc_set_error("cannot size region image %s: %s", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	for (size_t off = 0; off < size; off += CC_PAGE) {
-		size_t n = size - off < CC_PAGE ? size - off : CC_PAGE;
-		if (page_is_zero(base + off, n))
-			continue;
-		if (pwrite(fd, base + off, n, (off_t)off) != (ssize_t)n) {
-			cc_set_error("cannot write region image %s: %s", path, strerror(errno));
-			close(fd);
-			return -1;
-		}
-	}
+	char name[4200];
+	snprintf(name, sizeof(name), "region image %s", path);
+	int r = cc_write_sparse(fd, name, base, size);
 	close(fd);
-	return 0;
+	return r;
 }
 
 /* update_hull -- recompute the fast filter from the regions (internal) */

@@ -88,15 +88,6 @@ const void *cc_supply_take(unsigned k, size_t *size)
 	return images[k];
 }
 
-/* zero_page -- the N bytes at P are all zero (internal) */
-static int zero_page(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return 0;
-	return 1;
-}
-
 /* cc_supply_file -- if the next registration has an image, write it to a fresh temporary file
  * (sparse) named in PATH (LEN bytes) and return 1; 0 when there is none; -1 on failure (the
  * reason in crashcheck_last_error).  The caller maps PATH, then unlinks it. */
@@ -112,16 +103,11 @@ int cc_supply_file(char *path, size_t len)
 		cc_set_error("cannot make a file for region %u's image: %s", next_region, strerror(errno));
 		return -1;
 	}
-	const unsigned char *p = img;
-	int bad = ftruncate(fd, (off_t)size) != 0;
-	for (size_t off = 0; off < size && !bad; off += 4096) {
-		size_t n = size - off < 4096 ? size - off : 4096;
-		if (!zero_page(p + off, n))
-			bad = pwrite(fd, p + off, n, (off_t)off) != (ssize_t)n;
-	}
+	char name[96];
+	snprintf(name, sizeof(name), "region %u's image", next_region);
+	int bad = cc_write_sparse(fd, name, img, size) != 0;
 	close(fd);
 	if (bad) {
-		cc_set_error("cannot write region %u's image: %s", next_region, strerror(errno));
 		unlink(path);
 		return -1;
 	}
