@@ -145,6 +145,10 @@ def test_check_gives_recovery_the_image_of_the_region_it_registers(instrument_bu
     (tmp_path / "one").write_bytes((1).to_bytes(8, "little") + side[8:])
     assert len(check(tmp_path / "one")["dump"]) == 1
     assert check()["dump"] == []                 # no image: the region starts as recovery makes it
+    missing = subprocess.run([str(driver), "check", "--pool", str(tmp_path / "pool"), "--region",
+                              str(tmp_path / "nope")], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 2
+    assert missing.stderr == f"sideregion: cannot open region image {tmp_path / 'nope'}: No such file or directory\n"
     (tmp_path / "short").write_bytes(side[:2048])
     out = check(tmp_path / "short")
     assert out["recovered"] is False and out["dump"] == []

@@ -118,15 +118,21 @@ static void parse_history(const char *path, struct cc_history *h)
 	free(text);
 }
 
-/* file_size -- size of an existing file, or exit 2 (internal) */
-static size_t file_size(const char *path)
+/* file_size_of -- size of the existing WHAT file PATH, or exit 2 saying which file (internal) */
+static size_t file_size_of(const char *what, const char *path)
 {
 	struct stat st;
 	if (stat(path, &st))
-		usage_error("cannot open pool %s: %s", path, strerror(errno));
+		usage_error("cannot open %s %s: %s", what, path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		usage_error("pool %s is not a regular file", path);
+		usage_error("%s %s is not a regular file", what, path);
 	return (size_t)st.st_size;
+}
+
+/* file_size -- size of an existing pool file, or exit 2 (internal) */
+static size_t file_size(const char *path)
+{
+	return file_size_of("pool", path);
 }
 
 /* pool_address -- where pools are mapped: $CRASHCHECK_POOL_ADDR or the default (internal) */
@@ -171,7 +177,7 @@ static void add_region_file(const char *path)
 {
 	if (nextra == MAX_EXTRA)
 		usage_error("--region: at most %d regions past the pool", MAX_EXTRA);
-	size_t size = file_size(path);
+	size_t size = file_size_of("region image", path);
 	if (size == 0)
 		usage_error("--region: image %s is empty", path);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
