@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import decode_writes, encode_writes
-from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch, ReadMemo
+from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch, ReadMemo, bare_spec
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -205,6 +205,11 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     # lazy: earlier executions' answers, by the lines their checks read (off: CRASHCHECK_LAZY_MEMO=0)
     memo = ReadMemo(sim.line_size) if (strategy == "lazy" and cache and runner is not None and
                                        os.environ.get("CRASHCHECK_LAZY_MEMO", "1") != "0") else None
+    # With the memo, states checked on their own go as LAZY requests without undetermined lines,
+    # whose answers carry the read log: (state id, followup, writes) until answered. They are
+    # answered before the image moves on to the next crash point (the memo hashes this one).
+    logged: list[tuple[int, str, bytes]] = []
+    bare = bare_spec(sim.line_size)
     stats = Progress(0, total, 0, 0, 0, 0, 0.0)
 
     # The runner answers a batch only when it has checked all of it, and a check that hangs takes
@@ -226,6 +231,11 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                 size[0] = max(1, size[0] // 2)
             for out in waiting:
                 out.result = results[out.id if out.cached_from is None else out.cached_from]
+            for sid, fu_, writes in logged:
+                res = results.get(sid)
+                if res is not None:
+                    memo.add(fu_, res.lazy, sim.image.base, decode_writes(writes) if writes else (), sid, res)
+            logged.clear()
         yield from waiting
         waiting.clear()
 
@@ -243,7 +253,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         covers, whole = 1, None
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
-            hit = memo.find(fu, sim.image.base, plan.pending_lines()) if memo is not None else None
+            hit = memo.find(fu, sim.image.base, plan.pending_lines(), contents=plan.contents) \
+                if memo is not None else None
             leaves: list[Leaf] = []
             if hit is not None:
                 # the check of an earlier execution read none of this point's pending lines and
@@ -305,7 +316,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             if first is None:
                 stats.executions += 1
                 seen[(fp, fu)] = sid
-                if runner is not None:
+                if runner is not None and memo is not None:
+                    runner.queue_lazy(sid, bare, fu, writes)
+                    logged.append((sid, fu, writes))
+                elif runner is not None:
                     runner.queue_state(sid, writes, fu)
             else:
                 stats.cached += 1
@@ -320,7 +334,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             if runner is None or runner.queued_states >= size[0] or len(waiting) >= 16 * batch:
                 if len(waiting) >= size[0]:
                     yield from drain()
-        if runner is None and waiting:
+        if (runner is None and waiting) or logged:
             yield from drain()
         stats.points_done += 1
         if progress:

@@ -23,6 +23,7 @@ unchanged. The price is re-running the shared prefix of recovery once per leaf.
 """
 from __future__ import annotations
 
+import bisect
 import hashlib
 import os
 import itertools
@@ -122,14 +123,32 @@ class LazyPlan:
                 size += 8 + 8 * len(g.lines) + len(g.variants) * len(g.lines) * ls
         if size > MAX_SPEC_BYTES:
             self.feasible = False
-        self._body = self._encode(image) if self.feasible else b""
-        # what an execution's answer depends on besides the guaranteed image and the followup
-        self.key = (hashlib.blake2b(self._body, digest_size=16).digest(), len(cp.units),
-                    tuple((g.units, g.radices) for g in self.groups))
+        self._image = image
+        self._encoded: tuple[bytes, dict[int, list[bytes]]] | None = None
 
-    def _encode(self, image: ImageState) -> bytes:
+    # The variants' contents are encoded on first use, not for every crash point: most points are
+    # checked state by state (EAGER_BELOW) or answered by ReadMemo, and never need them.
+    @property
+    def _body(self) -> bytes:
+        if self._encoded is None:
+            self._encoded = self._encode(self._image) if self.feasible else (b"", {})
+        return self._encoded[0]
+
+    @property
+    def contents(self) -> dict[int, list[bytes]]:
+        """Pending line index -> its distinct legal contents (variant 0's first)."""
+        self._body
+        return self._encoded[1]
+
+    @property
+    def key(self) -> tuple:
+        """What an execution's answer depends on besides the guaranteed image and the followup."""
+        return (hashlib.blake2b(self._body, digest_size=16).digest(), len(self.cp.units),
+                tuple((g.units, g.radices) for g in self.groups))
+
+    def _encode(self, image: ImageState) -> tuple[bytes, dict[int, list[bytes]]]:
         cp, ls = self.cp, self.cp.line_size
-        parts = []
+        parts, distinct = [], {}
         for gi in self.sent:
             g = self.groups[gi]
             base = {off: bytes(image.base[off:off + ls]) for off in g.lines}
@@ -147,9 +166,11 @@ class LazyPlan:
                         lines[line][at - line:at - line + n] = data[pos:pos + n]
                         pos += n
                 contents.append(b"".join(bytes(lines[off]) for off in g.lines))
+            for i, off in enumerate(g.lines):   # variant 0's content first
+                distinct[off // ls] = list(dict.fromkeys(c[i * ls:(i + 1) * ls] for c in contents))
             parts.append(struct.pack("<II", len(g.lines), len(g.variants))
                          + b"".join(struct.pack("<Q", off) for off in g.lines) + b"".join(contents))
-        return b"".join(parts)
+        return b"".join(parts), distinct
 
     def pending_lines(self) -> set[int]:
         """The pool lines (indices) whose contents the crash state decides."""
@@ -250,28 +271,39 @@ def decode(spec: bytes) -> tuple[list[int], list[tuple[list[int], list[bytes]]]]
     return decisions, groups
 
 
+def bare_spec(line_size: int) -> bytes:
+    """The spec of a LAZY request without undetermined lines: one state checked on its own, with
+    the read log of a lazy execution (so ReadMemo can reuse its answer)."""
+    return struct.pack("<III", line_size, 0, 0)
+
+
 @dataclass
 class Remembered:
-    """One finished execution: its answer holds for every image with the same bytes in RUNS."""
+    """One finished execution: its answer holds for every image with the same bytes where its
+    check read (SPANS)."""
     followup: str
-    runs: tuple[tuple[int, int], ...]      # (first line, count): the lines the check read
-    lines: frozenset[int]
-    digest: bytes                          # of those lines' bytes in the image it ran on
+    # (first byte, end, byte mask or None: every byte, the bytes read there: bytes, or with a
+    # mask the image's bytes as an int ANDed with it)
+    spans: tuple[tuple[int, int, int | None, bytes | int], ...]
+    lines: frozenset[int]                  # every line the check read any byte of
+    masks: dict[int, int]                  # line read in part -> byte mask (0xff per byte read)
     sid: int
     result: object
+    miss: int = 0                          # the span that differed last time: compared first
 
 
 class ReadMemo:
-    """Answers of earlier executions, by the lines each one's check read (the runner's "read"
-    log): a later crash point whose every legal image has the same bytes in those lines as an
+    """Answers of earlier executions, by the bytes each one's check read (the runner's "read" and
+    "partial" logs): a later crash point whose every legal image has the same bytes there as an
     earlier execution's image is answered by that execution, without running (the check reads the
     same bytes, so it does the same thing). Jaaru's lazy exploration runs once per crash point at
-    least; most crash points of a tree operation change lines recovery never reads (a new node
-    before it is linked), so this is where lazy saves most runs.
+    least; most crash points of a tree operation change bytes recovery never reads (a new node
+    before it is linked, a slot beside the header it reads), so this is where lazy saves most
+    runs. A pending line may be read where all its legal contents agree.
 
     Sound as far as the check's reads are seen: everything the instrumented code reads is (the
     same assumption lazy branching makes); only answers of finished checks (status ok) are kept,
-    the most recent KEEP of them, and none whose reads span more than MAX_LINES lines (hashing
+    the most recent KEEP of them, and none whose reads span more than MAX_LINES lines (comparing
     them per crash point would cost more than it saves)."""
 
     KEEP = 32
@@ -282,20 +314,44 @@ class ReadMemo:
         self.entries: deque[Remembered] = deque(maxlen=self.KEEP)
         self.hits = 0
 
-    def _digest(self, base, runs, writes=()) -> bytes:
-        ls = self.ls
-        h = hashlib.blake2b(digest_size=16)
-        for first, count in runs:
-            lo, hi = first * ls, (first + count) * ls
-            chunk = base[lo:hi]
-            if writes:
-                chunk = bytearray(chunk)
-                for off, data in writes:
-                    if off < hi and off + len(data) > lo:
-                        a, b = max(off, lo), min(off + len(data), hi)
-                        chunk[a - lo:b - lo] = data[a - off:b - off]
-            h.update(chunk)
-        return h.digest()
+    @staticmethod
+    def _read(base, lo: int, hi: int, mask: int | None, writes) -> bytes | int:
+        """What a check that read MASK of bytes [LO, HI) saw in BASE with WRITES over it."""
+        chunk = base[lo:hi]
+        if writes:
+            chunk = bytearray(chunk)
+            for off, data in writes:
+                if off < hi and off + len(data) > lo:
+                    a, b = max(off, lo), min(off + len(data), hi)
+                    chunk[a - lo:b - lo] = data[a - off:b - off]
+        return chunk if mask is None else int.from_bytes(chunk, "little") & mask
+
+    def _same(self, e: Remembered, base, writes) -> bool:
+        """Whether BASE with WRITES has E's bytes wherever E's check read."""
+        spans, read = e.spans, self._read
+        lo, hi, mask, value = spans[e.miss]
+        if read(base, lo, hi, mask, writes) != value:
+            return False
+        for i, (lo, hi, mask, value) in enumerate(spans):
+            if i != e.miss and read(base, lo, hi, mask, writes) != value:
+                e.miss = i
+                return False
+        return True
+
+    # bits -> bytes: _SPREAD[b] has byte k 0xff where bit k of b is set
+    _SPREAD = [int.from_bytes(bytes(0xff if b >> k & 1 else 0 for k in range(8)), "little") for b in range(256)]
+
+    def _masks(self, partial) -> dict[int, int]:
+        """Byte masks (0xff per byte read, as an int) of the lines the log says were read in part."""
+        out, spread = {}, self._SPREAD
+        for line, bits in partial or ():
+            bits, mask, shift = int(bits, 16), 0, 0
+            while bits:
+                mask |= spread[bits & 0xff] << shift
+                bits >>= 8
+                shift += 64
+            out[int(line)] = mask
+        return out
 
     def add(self, followup: str, log: dict | None, base, writes, sid: int, result) -> None:
         """Remember execution SID (RESULT, its answer's lazy LOG) that ran on BASE with WRITES
@@ -306,16 +362,54 @@ class ReadMemo:
         runs = tuple((int(f), int(c)) for f, c in runs)
         if sum(c for _, c in runs) > self.MAX_LINES:
             return
+        ls = self.ls
+        masks = self._masks(log.get("partial"))    # null (too many): every read line whole
+        in_run: dict[int, list[int]] = {}          # run index -> its lines read in part
+        firsts = [f for f, _ in runs]
+        for line in masks:
+            in_run.setdefault(bisect.bisect_right(firsts, line) - 1, []).append(line)
+        whole = (1 << 8 * ls) - 1
+        spans = []
+        for k, (first, count) in enumerate(runs):
+            mask = None
+            if k in in_run:               # every byte of the run, less the unread ones of those lines
+                mask = (1 << 8 * ls * count) - 1
+                for line in in_run[k]:
+                    mask ^= (whole ^ masks[line]) << 8 * ls * (line - first)
+            lo, hi = first * ls, (first + count) * ls
+            spans.append((lo, hi, mask, bytes(self._read(base, lo, hi, None, writes)) if mask is None
+                          else self._read(base, lo, hi, mask, writes)))
+        if not spans:
+            return
         lines = frozenset(i for f, c in runs for i in range(f, f + c))
-        self.entries.append(Remembered(followup, runs, lines, self._digest(base, runs, writes), sid, result))
+        self.entries.append(Remembered(followup, tuple(spans), lines, masks, sid, result))
 
-    def find(self, followup: str, base, pending: set[int], writes=()) -> Remembered | None:
+    def find(self, followup: str, base, pending: set[int], writes=(),
+             contents: dict[int, list[bytes]] | None = None) -> Remembered | None:
         """An earlier execution whose answer holds for the image BASE (plus WRITES) whatever the
-        lines PENDING (line indices still undetermined) hold, or None."""
+        lines PENDING (line indices still undetermined) hold, or None. A pending line the
+        execution read is allowed where every one of its legal CONTENTS (LazyPlan.contents) has
+        the same bytes in what was read."""
+        ls = self.ls
         for e in reversed(self.entries):
-            if e.followup != followup or (pending and not pending.isdisjoint(e.lines)):
+            if e.followup != followup:
                 continue
-            if self._digest(base, e.runs, writes) == e.digest:
+            w = writes
+            if pending and not pending.isdisjoint(e.lines):
+                w = list(writes)
+                for line in pending & e.lines:
+                    options = contents.get(line) if contents is not None else None
+                    mask = e.masks.get(line)
+                    if not options or (mask is None and len(options) > 1) or (mask is not None and len(
+                            {int.from_bytes(c, "little") & mask for c in options}) > 1):
+                        break
+                    w.append((line * ls, options[0]))
+                else:
+                    if self._same(e, base, w):
+                        self.hits += 1
+                        return e
+                continue
+            if self._same(e, base, w):
                 self.hits += 1
                 return e
         return None

@@ -23,11 +23,13 @@
  * allowed sets live in a shared mapping, so they survive the child's death
  * and the parent adds them to the answer ("lazy": ...).
  *
- * The child also logs which lines of the pool the check read at all (a
- * bitmap in a second shared mapping, "read" in the answer): the answer holds
- * for any image that has the same bytes in those lines, which the client
- * uses to answer later crash points without running them (crashsim/lazy.py
- * ReadMemo).
+ * The child also logs which bytes of the pool the check read at all (a bit
+ * per line and a bit per byte, in shared mappings; "read" and "partial" in
+ * the answer): the answer holds for any image that has the same bytes
+ * there, which the client uses to answer later crash points without running
+ * them (crashsim/lazy.py ReadMemo).  Bytes, not only lines: a check that
+ * reads a node's header and not the slot beside it that a crash point
+ * leaves pending is still the same check.
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -48,6 +50,7 @@ extern const int __cc_module_check_loads __attribute__((weak));
 #define LZ_SHARED_BYTES ((size_t)4 << 20)
 #define LZ_MAX_LINE 256
 #define LZ_MAX_READ_RUNS 4096     /* more runs of read lines: "read": null (not reused) */
+#define LZ_MAX_PARTIAL 4096       /* more lines read in part: "partial": null (taken as whole) */
 
 /* The shared mapping: what the parent reads back after the child ended. */
 struct lz_shared {
@@ -83,8 +86,11 @@ static struct lz_state {
 	struct lz_shared *shared;
 	uint8_t *pool;
 	uintptr_t lo, hi;                 /* hull of the lines (addresses) */
-	uint64_t *read;                   /* shared: a bit per pool line the check read */
-	size_t read_lines, read_cap;      /* lines of the pool; bits the mapping holds */
+	/* The read log (ccr_lazy_setup): shared, so a child that dies still
+	 * reports it; cleared as an answer reports it, so stale bits (of a
+	 * check whose answer was never made) can only make a read set larger. */
+	uint64_t *read_bytes;             /* a bit per pool byte the check read */
+	uint64_t *read_blocks;            /* a bit per 64-byte block with such a byte */
 	size_t pool_size;
 } lz;
 
@@ -143,8 +149,6 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 	}
 	lz.active = 0;
 	lz.shared = shared;
-	lz.pool = r->pool;
-	lz.pool_size = r->size;
 	if (n < 12)
 		return "lazy spec shorter than its header";
 	lz.line_size = rd32(p);
@@ -152,19 +156,6 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 	lz.ndec = rd32(p + 8);
 	if (lz.line_size == 0 || lz.line_size > LZ_MAX_LINE || (lz.line_size & (lz.line_size - 1)))
 		return "lazy spec: line size must be a power of two up to 256";
-	lz.read_lines = (r->size + lz.line_size - 1) / lz.line_size;
-	if (lz.read_lines > lz.read_cap) {
-		/* shared, so the log survives the child; kept across requests */
-		size_t bytes = (lz.read_lines + 63) / 64 * 8;
-		void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (m == MAP_FAILED)
-			return "cannot map the lazy read log";
-		if (lz.read)
-			munmap(lz.read, (lz.read_cap + 63) / 64 * 8);
-		lz.read = m;
-		lz.read_cap = lz.read_lines;
-		r->vm_stale = 1;
-	}
 	size_t pos = 12;
 	if (lz.ndec > (n - pos) / 2)
 		return "lazy spec: decisions run past the body";
@@ -377,9 +368,14 @@ static void mark_read(uintptr_t a, uint64_t size)
 	} else if (size > end - a) {
 		size = end - a;
 	}
-	uint64_t first = (a - pool) / lz.line_size, last = (a - pool + size - 1) / lz.line_size;
-	for (uint64_t l = first; l <= last; l++)
-		lz.read[l / 64] |= 1ull << (l % 64);
+	if (lz.read_bytes == NULL)
+		return;
+	uint64_t lo = a - pool, hi = lo + size;
+	for (uint64_t b = lo / 64; b <= (hi - 1) / 64; b++) {
+		uint64_t from = b * 64 > lo ? 0 : lo % 64, to = (b + 1) * 64 < hi ? 64 : hi - b * 64;
+		lz.read_bytes[b] |= (to - from == 64 ? ~0ull : ((1ull << (to - from)) - 1)) << from;
+		lz.read_blocks[b / 64] |= 1ull << (b % 64);
+	}
 }
 
 /* on_load -- the check is about to read SIZE bytes at A (internal) */
@@ -449,9 +445,68 @@ void ccr_lazy_child_begin(void)
 		memset(lz.lines[i].owned, 0, sizeof(lz.lines[i].owned));
 	for (uint32_t g = 0; g < lz.ngroups; g++)
 		materialize(&lz.groups[g]);
-	memset(lz.read, 0, (lz.read_lines + 63) / 64 * 8);
 	/* on even without lazy lines: the read log is wanted all the same */
 	cc_lazy_install(on_load, on_store);
+}
+
+/* ccr_lazy_reads_on -- in the reused check process, before the check of a
+ * LAZY request without groups (a state checked on its own): log its reads.
+ * Its own copy of the tables may be stale (it is restored after every
+ * check), so it is told there are no lazy lines. */
+void ccr_lazy_reads_on(void)
+{
+	lz.nlines = 0;
+	lz.lo = lz.hi = 0;
+	cc_lazy_install(on_load, on_store);
+}
+
+/* ccr_lazy_reset_log -- in the runner, before such a check: no branches yet */
+void ccr_lazy_reset_log(void)
+{
+	lz.shared->nbranches = 0;
+	lz.shared->diverged = 0;
+}
+
+/*
+ * ccr_lazy_setup -- map the read log for the runner's pool, before any
+ * child or the reused check process exists (they share it); without it
+ * answers say "read": null (nothing is reused)
+ */
+void ccr_lazy_setup(struct runner *r)
+{
+	/* whole lines of the largest size (LZ_MAX_LINE), so a last line cut by the pool's end is not */
+	size_t blocks = (r->size + LZ_MAX_LINE - 1) / LZ_MAX_LINE * (LZ_MAX_LINE / 64), words = (blocks + 63) / 64;
+	void *b = mmap(NULL, blocks * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *w = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	lz.pool = r->pool;
+	lz.pool_size = r->size;
+	if (b == MAP_FAILED || w == MAP_FAILED) {
+		if (b != MAP_FAILED)
+			munmap(b, blocks * 8);
+		if (w != MAP_FAILED)
+			munmap(w, words * 8);
+		return;
+	}
+	lz.read_bytes = b;
+	lz.read_blocks = w;
+	r->vm_stale = 1;
+}
+
+/* ccr_lazy_teardown -- unmap the read log */
+void ccr_lazy_teardown(struct runner *r)
+{
+	size_t blocks = (r->size + LZ_MAX_LINE - 1) / LZ_MAX_LINE * (LZ_MAX_LINE / 64), words = (blocks + 63) / 64;
+	if (lz.read_bytes) {
+		munmap(lz.read_bytes, blocks * 8);
+		munmap(lz.read_blocks, words * 8);
+	}
+	lz.read_bytes = lz.read_blocks = NULL;
+}
+
+/* ccr_lazy_groups -- the number of groups of the LAZY request being served */
+int ccr_lazy_groups(void)
+{
+	return (int)lz.ngroups;
 }
 
 /* ccr_lazy_active -- whether the request being served is a LAZY one */
@@ -466,40 +521,116 @@ void ccr_lazy_end(void)
 	lz.active = 0;
 }
 
-/* read_runs -- the lines the check read, as [[first line, count], ...], or
- * null when there are more than LZ_MAX_READ_RUNS runs (internal) */
-static int read_runs(struct runner *r, struct buf *a)
+/* line_read -- how much of line L (of LS bytes) the check read: 0 none, 1
+ * some, 2 all (internal) */
+static int line_read(size_t l, size_t ls)
 {
-	size_t runs = 0;
-	for (size_t l = 0; l < lz.read_lines; l++)
-		if ((lz.read[l / 64] >> (l % 64) & 1) && (l == 0 || !(lz.read[(l - 1) / 64] >> ((l - 1) % 64) & 1)))
-			runs++;
-	if (runs > LZ_MAX_READ_RUNS)
-		return ccr_buf_str(r, a, "null");
-	int rc = ccr_buf_str(r, a, "[");
-	int first = 1;
-	for (size_t l = 0; l < lz.read_lines;) {
-		if (!lz.read[l / 64]) {          /* a whole empty word */
-			l = (l / 64 + 1) * 64;
-			continue;
+	size_t at = l * ls;
+	if (ls >= 64) {
+		uint64_t any = 0, all = ~0ull;
+		for (size_t b = at / 64; b < (at + ls) / 64; b++) {
+			any |= lz.read_bytes[b];
+			all &= lz.read_bytes[b];
 		}
-		if (!(lz.read[l / 64] >> (l % 64) & 1)) {
-			l++;
-			continue;
-		}
-		size_t from = l;
-		while (l < lz.read_lines && (lz.read[l / 64] >> (l % 64) & 1))
-			l++;
-		rc |= ccr_buf_fmt(r, a, first ? "[%zu,%zu]" : ",[%zu,%zu]", from, l - from);
-		first = 0;
+		return any ? 1 + (all == ~0ull) : 0;
 	}
-	return rc | ccr_buf_str(r, a, "]");
+	uint64_t full = (1ull << ls) - 1, m = lz.read_bytes[at / 64] >> (at % 64) & full;
+	return m ? 1 + (m == full) : 0;
+}
+
+/* next_read -- the first line at or after *L (of LS bytes) the check read
+ * any of, into *L, with line_read's answer; 0 if there is none (internal) */
+static int next_read(size_t *l, size_t ls)
+{
+	size_t nblocks = (lz.pool_size + 63) / 64;
+	for (size_t line = *l;;) {
+		size_t b = line * ls / 64;
+		while (b < nblocks) {   /* the next block with a byte read */
+			uint64_t w = lz.read_blocks[b / 64] >> (b % 64);
+			if (w) {
+				b += (size_t)__builtin_ctzll(w);
+				break;
+			}
+			b = (b / 64 + 1) * 64;
+		}
+		if (b >= nblocks)
+			return 0;
+		if (b * 64 / ls > line)
+			line = b * 64 / ls;
+		for (size_t end = ((b + 1) * 64 + ls - 1) / ls; line < end; line++) {
+			int k = line_read(line, ls);
+			if (k) {
+				*l = line;
+				return k;
+			}
+		}
+	}
+}
+
+/* read_log -- the lines (of the spec's size) the check read, as
+ * ,"read":[[first line, count], ...],"partial":[[line, "hex mask"], ...]
+ * (partial: the lines read only in part; bit k of the mask is byte k), each
+ * null past its limit; then clears the log (internal) */
+static int read_log(struct runner *r, struct buf *a)
+{
+	size_t ls = lz.line_size, runs = 0, partial = 0, l = 0, prev = SIZE_MAX;
+	if (lz.read_bytes == NULL)
+		return ccr_buf_str(r, a, ",\"read\":null,\"partial\":null");
+	for (int k; (k = next_read(&l, ls)) != 0; prev = l++) {
+		runs += prev == SIZE_MAX || l != prev + 1;
+		partial += k == 1;
+	}
+	int rc = ccr_buf_str(r, a, runs > LZ_MAX_READ_RUNS ? ",\"read\":null" : ",\"read\":[");
+	size_t from = 0, n = 0;
+	const char *sep = "";
+	l = 0;
+	prev = SIZE_MAX;
+	for (int k; runs <= LZ_MAX_READ_RUNS && (k = next_read(&l, ls)) != 0; prev = l++) {
+		if (n && l != prev + 1) {
+			rc |= ccr_buf_fmt(r, a, "%s[%zu,%zu]", sep, from, n);
+			sep = ",";
+			n = 0;
+		}
+		if (n++ == 0)
+			from = l;
+	}
+	if (n)
+		rc |= ccr_buf_fmt(r, a, "%s[%zu,%zu]", sep, from, n);
+	if (runs <= LZ_MAX_READ_RUNS)
+		rc |= ccr_buf_str(r, a, "]");
+	rc |= ccr_buf_str(r, a, partial > LZ_MAX_PARTIAL ? ",\"partial\":null" : ",\"partial\":[");
+	int first = 1;
+	l = 0;
+	for (int k; partial <= LZ_MAX_PARTIAL && (k = next_read(&l, ls)) != 0; l++) {
+		if (k != 1)
+			continue;
+		size_t at = l * ls;
+		rc |= ccr_buf_fmt(r, a, first ? "[%zu,\"" : ",[%zu,\"", l);
+		first = 0;
+		if (ls >= 64)
+			for (size_t b = (at + ls) / 64; b-- > at / 64;)
+				rc |= ccr_buf_fmt(r, a, "%016llx", (unsigned long long)lz.read_bytes[b]);
+		else
+			rc |= ccr_buf_fmt(r, a, "%llx", (unsigned long long)(lz.read_bytes[at / 64] >> (at % 64) &
+									  ((1ull << ls) - 1)));
+		rc |= ccr_buf_str(r, a, "\"]");
+	}
+	if (partial <= LZ_MAX_PARTIAL)
+		rc |= ccr_buf_str(r, a, "]");
+	/* clear what was read, block by block */
+	size_t nblocks = (lz.pool_size + 63) / 64;
+	for (size_t w = 0; w < (nblocks + 63) / 64; w++)
+		for (uint64_t bits = lz.read_blocks[w]; bits; bits &= bits - 1)
+			lz.read_bytes[w * 64 + (size_t)__builtin_ctzll(bits)] = 0;
+	memset(lz.read_blocks, 0, (nblocks + 63) / 64 * 8);
+	return rc;
 }
 
 /*
  * ccr_lazy_answer -- append the exploration log to answer body A:
  *   ,"lazy":{"branches":[n, ...],"allowed":[[group,[v, ...]], ...],
- *            "diverged":0|1,"truncated":0|1,"read":[[line, count], ...]|null}
+ *            "diverged":0|1,"truncated":0|1,"read":[[line, count], ...]|null,
+ *            "partial":[[line, "hex mask"], ...]|null}
  * "allowed" lists only the groups the execution narrowed.
  */
 int ccr_lazy_answer(struct runner *r, struct buf *a)
@@ -529,8 +660,8 @@ int ccr_lazy_answer(struct runner *r, struct buf *a)
 			}
 		rc |= ccr_buf_str(r, a, "]]");
 	}
-	rc |= ccr_buf_fmt(r, a, "],\"diverged\":%u,\"truncated\":%u,\"read\":", S->diverged ? 1u : 0u,
+	rc |= ccr_buf_fmt(r, a, "],\"diverged\":%u,\"truncated\":%u", S->diverged ? 1u : 0u,
 			  S->nbranches > LZ_MAX_BRANCHES ? 1u : 0u);
-	rc |= read_runs(r, a);
+	rc |= read_log(r, a);
 	return rc | ccr_buf_str(r, a, "}");
 }

@@ -88,6 +88,7 @@ struct ccr_job {
 	size_t flen;
 	const uint8_t *writes;
 	size_t wlen;
+	int reads;          /* log the check's reads (a LAZY request without groups) */
 };
 
 /* buf.c.  Each returns 0, or -1 when out of memory; growing a buffer marks
@@ -129,6 +130,11 @@ void ccr_worker_stop(struct runner *r);
 int ccr_lazy_supported(void);
 const char *ccr_lazy_parse(struct runner *r, const uint8_t *spec, size_t n);
 void ccr_lazy_child_begin(void);
+void ccr_lazy_reads_on(void);
+void ccr_lazy_reset_log(void);
+void ccr_lazy_setup(struct runner *r);
+void ccr_lazy_teardown(struct runner *r);
+int ccr_lazy_groups(void);
 int ccr_lazy_active(void);
 void ccr_lazy_end(void);
 int ccr_lazy_answer(struct runner *r, struct buf *a);

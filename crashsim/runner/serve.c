@@ -91,7 +91,7 @@ static const char *state_body(struct runner *r, const uint8_t *body, size_t n, s
 	memcpy(&flen, body, 4);
 	if (flen > n - 4)
 		return "followup runs past the body";
-	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen };
+	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen, 0 };
 	return ccr_check_writes(r, job->writes, job->wlen);
 }
 
@@ -198,11 +198,22 @@ static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n
 	writes += 4 + slen;
 	wlen -= 4 + slen;
 	const char *bad = ccr_check_writes(r, writes, wlen);
+	struct ccr_job job = { (const char *)body + 4, flen, writes, wlen, 1 };
+	struct ccr_end end;
 	int rc;
-	if (bad)
+	if (bad) {
 		rc = ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
-	else
-		rc = fork_state(r, id, &(struct ccr_job){ (const char *)body + 4, flen, writes, wlen });
+	} else if (ccr_lazy_groups() == 0 && !r->worker_off) {
+		/* no undetermined lines: one state, whose reads are logged, in
+		 * the reused check process (a batch of its own: the log is one) */
+		ccr_lazy_reset_log();
+		if (ccr_worker_run(r, &job, 1, &end) == 1)
+			rc = ccr_answer_state(r, id, &end);
+		else
+			rc = fork_state(r, id, &job);
+	} else {
+		rc = fork_state(r, id, &job);
+	}
 	ccr_lazy_end();
 	return rc;
 }
@@ -341,6 +352,7 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 		ccr_send_error(&r, 0, "cannot set up the runner: %s", strerror(errno));
 		goto out;
 	}
+	ccr_lazy_setup(&r);
 
 	ccr_child_handlers_install(&r);
 	if (hello(&r) == 0)
@@ -349,6 +361,7 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	ccr_child_handlers_restore();
 out:
 	ccr_flush_answers(&r);
+	ccr_lazy_teardown(&r);
 	ccr_pool_unmap(&r);
 	ccr_child_teardown(&r, page);
 	free(r.inb.p);

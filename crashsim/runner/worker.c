@@ -6,8 +6,9 @@
  *   exit and reap of even a tiny static process takes about 170 us of CPU,
  *   ten times a small tree's recovery and dump.  So eager states are checked
  *   one after another by one long-lived child, the worker, which puts itself
- *   back exactly as it was before every check.  LAZY requests, and states too
- *   big for the hand-over area, still fork (child.c).
+ *   back exactly as it was before every check.  LAZY requests with lazy
+ *   lines, and states too big for the hand-over area, still fork (child.c);
+ *   a LAZY request without them is one state whose reads are logged.
  *
  * How the worker is restored
  *   Once, when it starts, the worker copies every private writable mapping it
@@ -137,7 +138,7 @@ enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
 /* One state of a batch: its followup (NUL included) at data + off, its writes after it. */
 struct w_item {
 	uint64_t off, wlen;
-	uint32_t flen;
+	uint32_t flen, reads;   /* reads: log the check's reads (lazy.c) */
 };
 
 /* What the worker leaves of a state it checked and restored itself after. */
@@ -816,6 +817,8 @@ static int check_one(struct w_ctl *c, int i)
 	 * runner's deadline for it must read its started_ms) */
 	__atomic_store_n(&sh->cur, i, __ATOMIC_RELEASE);
 	ccr_apply_writes(c->rc.pool, sh->data + it->off + it->flen, it->wlen);
+	if (it->reads)   /* undone by the restore, as the runtime's globals are */
+		ccr_lazy_reads_on();
 	if (c->rc.out_map) {
 		cookie_io_functions_t io = { .write = out_write };
 		c->out = fopencookie(c, "w", io);
@@ -1164,7 +1167,7 @@ static int post(struct runner *r, const struct ccr_job *jobs, int n)
 	size_t off = 0;
 	int k = 0;
 	for (; k < n && k < most && off + jobs[k].flen + 1 + jobs[k].wlen <= W_REQ_BYTES; k++) {
-		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1) };
+		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1), (uint32_t)jobs[k].reads };
 		memcpy(sh->data + off, jobs[k].followup, jobs[k].flen);
 		sh->data[off + jobs[k].flen] = '\0';
 		memcpy(sh->data + off + jobs[k].flen + 1, jobs[k].writes, jobs[k].wlen);
