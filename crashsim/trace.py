@@ -324,7 +324,7 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
         if end > total:
             cut = f"chunk {chunk_no} cut after {total - pos} of {plen} bytes"
             end = total
-        for _ in range(nevents):
+        for nth in range(nevents):
             if end - pos < EVENT.size:
                 if not cut:
                     raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} holds fewer events than it says")
@@ -360,6 +360,14 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
             payload = buf[pos + EVENT.size: pos + EVENT.size + elen]
             pos += EVENT.size + elen
             if name == "end":
+                if nth != nevents - 1 and not cut:
+                    # The end marker is the last event of its chunk; a count past it is corrupt
+                    # (a count of 2^32-1 would otherwise pass: reading stops at the marker).
+                    raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} says {nevents} events, "
+                                     f"its end marker is event {nth + 1}")
+                if pos != end and not cut:
+                    raise TraceError(f"{path}: corrupt trace: chunk {chunk_no} says {plen} bytes, its "
+                                     f"end marker ends at byte {pos}, not {end}")
                 ended = True
                 break
             if name == "region":

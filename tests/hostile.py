@@ -159,6 +159,21 @@ def _chunk_fewer_events(raw: bytes) -> bytes:
     return patched(raw, pos + 4, struct.pack("<I", 3))
 
 
+def _last_chunk_count(count: int) -> Callable[[bytes], bytes]:
+    """The chunk holding the end marker says COUNT events (reading stops at the marker)."""
+    def edit(raw: bytes) -> bytes:
+        pos = [p for p, k, _ in events(raw) if k == -1][-1]
+        return patched(raw, pos + 4, struct.pack("<I", count))
+    return edit
+
+
+def _end_chunk_longer(raw: bytes) -> bytes:
+    """The end marker's chunk says 8 more payload bytes than it has, and has them."""
+    pos = [p for p, k, _ in events(raw) if k == -1][-1]
+    _, nev, plen = CHUNK.unpack_from(raw, pos)
+    return patched(raw, pos + 8, struct.pack("<Q", plen + 8)) + bytes(8)
+
+
 def _store8_offset(raw: bytes) -> bytes:
     pos = first(raw, 13)
     (word,) = struct.unpack_from("<Q", raw, pos)
@@ -188,6 +203,11 @@ TRACE_CASES = [
     trace_case("unknown kind", "no event kind", lambda raw: patched(raw, first(raw, 5), b"\x63")),
     trace_case("event past its chunk", "runs past its chunk", _size_field(11, 0xFFF0)),
     trace_case("chunk says fewer events", "events end at byte", _chunk_fewer_events),
+    *(trace_case(f"end chunk says 2^32-1 events ({' '.join(cmd)})", "its end marker is event",
+                 _last_chunk_count(0xFFFFFFFF), cmd=cmd)
+      for cmd in (("trace", "show"), ("trace", "stats"), ("states",))),
+    trace_case("end chunk says 2 events", "its end marker is event", _last_chunk_count(2)),
+    trace_case("bytes after the end marker", "end marker ends at byte", _end_chunk_longer),
     trace_case("bad chunk magic", "bad chunk magic", lambda raw: patched(raw, first(raw, -1), b"XXXX")),
     trace_case("region name length 2^40", "names an image of", _event_field(11, 24, struct.pack("<Q", 1 << 40))),
     trace_case("region payload too short", "less than its 16-byte head", _size_field(11, 8)),
