@@ -9,6 +9,7 @@ on it. Flow control (a stop, the budget running out) is not an error and is not 
       TraceError          crashsim/trace.py       a trace that cannot be read
       RunnerError         crashsim/runner.py      the checker runner broke or would not start
       ModelError          crashsim/model.py       persistency-model options that make no sense
+      OutputError         harness/stdout_guard.py standard output cannot be written (full, closed)
       UsageError          harness/errors.py       the user's mistake or the set-up's
         SetupError                                the machine's fault, never a bug
       DriverFailure       harness/errors.py       the traced driver could not run a history

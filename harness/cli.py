@@ -14,6 +14,7 @@ import sys
 
 from harness import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
 from crashsim.errors import CrashcheckError
+from harness import stdout_guard
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
 COMMAND_MODULES = ["harness.cmd_list", "harness.cmd_fuzz", "harness.cmd_campaign", "harness.cmd_replay", "harness.cmd_report",
@@ -67,10 +68,29 @@ def join_dash_values(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
+    real_stdout = sys.stdout
+    stdout_guard.install()
     try:
-        return int(args.func(args) or 0)
+        return _run(argv)
+    finally:
+        sys.stdout = real_stdout
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
+        except SystemExit:
+            sys.stdout.flush()   # --help's text, written before argparse exits
+            raise
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()       # a full stdout may only fail here: it must not pass as exit 0
+        return status
+    except stdout_guard.OutputError as exc:
+        stdout_guard.silence()
+        print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
     except CrashcheckError as exc:
         print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
         return 2
@@ -80,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     except BrokenPipeError:
+        stdout_guard.silence()
         return 0
     except KeyboardInterrupt:
         print("crashcheck: interrupted", file=sys.stderr)

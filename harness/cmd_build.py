@@ -27,7 +27,7 @@ ROOT = structures.ROOT
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile your own structure with the pass so every command accepts it")
-    p.add_argument("name", help="the name to give it (letters, digits, - and _)")
+    p.add_argument("name", help="the name to give it (ASCII letters, digits, - and _; at most 64 characters)")
     p.add_argument("sources", nargs="*", help="the structure's C/C++ sources (none if all is in the adapter)")
     p.add_argument("--adapter", required=True,
                    help="the adapter file (C or C++) defining `cc_adapter` (see trees/common/cc_tree.h)")
@@ -68,8 +68,10 @@ def _compile_all(plan: build_compile.Plan, out: Path, bugs: list) -> None:
 
 def run(args: argparse.Namespace) -> int:
     name = args.name
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise UsageError(f"structure name {name!r}: use letters, digits, - and _")
+    if not structures.STRUCTURE_NAME.match(name):
+        raise UsageError(f"structure name {name[:40]!r}{'...' if len(name) > 40 else ''}: use ASCII "
+                         f"letters, digits, - and _ (starting with a letter or digit), at most "
+                         f"{structures.NAME_MAX} characters")
     if name in structures.builtin_names():
         raise UsageError(f"{name!r} is a built-in structure; choose another name")
     sources = [Path(s).resolve() for s in args.sources]

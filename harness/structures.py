@@ -159,7 +159,11 @@ def _load_json(path: Path, default):
     return read_json(path, "catalog file")
 
 
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
+# Names become file names (build/user/NAME, driver-bug-NAME): ASCII only (str.isalnum would let
+# any script's letters through) and short enough for every file system's name limit.
+NAME_MAX = 64
+STRUCTURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,%d}\Z" % (NAME_MAX - 1))
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}\Z" % (NAME_MAX - 1))
 _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A catalog entry of class "none" is a control variant that must pass (e.g. a structure that only
 # prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
@@ -189,7 +193,7 @@ def read_bugs(path: Path) -> list[SeededBug]:
     for i, b in enumerate(_checked(BUGS, path, [])):
         # the name becomes a file name (driver-bug-NAME), the define a -D flag
         if not _NAME.match(b["name"]):
-            raise UsageError(f"{path}: [{i}].name {b['name'][:40]!r} is not a name (letters, digits, - _ .)")
+            raise UsageError(f"{path}: [{i}].name {b['name'][:40]!r} is not a name (letters, digits, - _ ., at most {NAME_MAX})")
         if not _DEFINE.match(b["define"]):
             raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
         if any(b["name"] == other.name for other in bugs):

@@ -432,6 +432,8 @@ CATALOG_CASES = [
     catalog_case("unknown class", "[0].class must be one of", bugs='[{"name": "b", "define": "B", "class": "oops"}]'),
     catalog_case("duplicate names", "two seeded bugs are named 'b'",
                  bugs='[{"name": "b", "define": "B", "class": "leak"}, {"name": "b", "define": "C", "class": "leak"}]'),
+    catalog_case("bug name of 300 characters", "is not a name",
+                 bugs='[{"name": "%s", "define": "B", "class": "leak"}]' % ("b" * 300)),
     catalog_case("bug name with a slash", "is not a name",
                  bugs='[{"name": "../x", "define": "B", "class": "leak"}]'),
     catalog_case("define with a space", "is not a C macro name",

@@ -24,13 +24,17 @@ CASES = [
     (["report", "{emptyobj}", "-o", "{tmp}/x.html"], "not a crashcheck results file"),
     (["trace", "show", "{notjson}"], "not a crashcheck trace"),
     (["states", "{tmp}/missing.trace"], "no such trace file"),
-    (["build", "Bad Name!", "x.c", "--adapter", "a.c"], "use letters, digits"),
+    (["build", "Bad Name!", "x.c", "--adapter", "a.c"], "use ASCII letters, digits"),
+    # a name becomes a folder name: 300 characters was an OSError (File name too long) traceback
+    (["build", "a" * 300, "x.c", "--adapter", "a.c"], "at most 64 characters"),
+    (["build", "tr\u00e9e", "x.c", "--adapter", "a.c"], "use ASCII letters"),
+    (["build", "_x", "x.c", "--adapter", "a.c"], "starting with a letter or digit"),
     (["build", "mine", "{tmp}/nope.c", "--adapter", "{tmp}/nope.c"], "no such source file"),
     (["build", "wort", "{tmp}/nope.c", "--adapter", "{tmp}/nope.c"], "is a built-in structure"),
 ]
 
 
-@pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(c[0][:2]) + f"-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize("argv, message", CASES, ids=[" ".join(c[0][:2])[:30] + f"-{i}" for i, c in enumerate(CASES)])
 def test_user_error_is_one_line(tmp_path, argv, message):
     subs = {"tmp": str(tmp_path), "notjson": write(tmp_path, "bad.json", "not json {"),
             "emptyobj": write(tmp_path, "empty.json", "{}")}
