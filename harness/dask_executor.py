@@ -28,6 +28,7 @@ How the pieces travel:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
@@ -51,7 +52,21 @@ WORKERS_TIMEOUT_S = 60        # a fresh cluster may take this long to have a wor
 HEARTBEAT_S = 5.0             # a running unit says it is alive this often
 # The client gives up on a run none of whose units has said anything for this long (seconds;
 # $CRASHCHECK_DASK_SILENCE_S changes it). Units queued behind other work say nothing either.
-SILENCE_S = float(os.environ.get("CRASHCHECK_DASK_SILENCE_S") or 120)
+SILENCE_S = 120.0
+
+
+def silence_s() -> float:
+    """SILENCE_S, or $CRASHCHECK_DASK_SILENCE_S (a positive number of seconds)."""
+    text = os.environ.get("CRASHCHECK_DASK_SILENCE_S")
+    if not text:
+        return SILENCE_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"CRASHCHECK_DASK_SILENCE_S={text}: give a positive number of seconds")
+    return value
 
 
 class _StopFlag:
@@ -160,6 +175,7 @@ def heard(msg) -> tuple[int, str, object] | None:
 
 class DaskExecutor:
     def __init__(self, local: int | None = None, address: str | None = None) -> None:
+        self.silence_s = silence_s()              # (a bad value: one line before any start-up)
         self.cluster = None
         self.client_journal: Journal | None = None
         self.interrupted: str | None = None      # a signal came while the cluster was starting
@@ -215,6 +231,17 @@ class DaskExecutor:
                 except Exception:      # noqa: BLE001 - closing: nothing left to save
                     pass
 
+    def _abandon(self, futures: dict) -> list[Unit]:
+        """Cancel the units still out (FUTURES, emptied); the units they were."""
+        units = [u for _, u in futures.values()]
+        pending = list(futures)
+        futures.clear()
+        try:
+            self.client.cancel(pending)
+        except Exception:      # noqa: BLE001 - the scheduler gone: nothing left to cancel
+            pass
+        return units
+
     def run(self, units: list[Unit], on_progress=None):
         if self.interrupted is not None:
             return [], [], self.interrupted, None
@@ -251,7 +278,7 @@ class DaskExecutor:
                         else:
                             usage = usage or got
                         lost.append(unit)
-                        stop.set()
+                        _set(stop)
                         give_up = give_up or time.monotonic() + GIVE_UP_S
                     else:
                         results.append((unit, got))
@@ -266,23 +293,27 @@ class DaskExecutor:
                     if kind == "progress" and on_progress is not None:
                         on_progress(index, payload)
                     elif kind == "journal" and self.client_journal is not None:
-                        self.client_journal.append(payload)
+                        try:
+                            self.client_journal.append(payload)
+                        except OSError:
+                            pass          # (the journal must never take the run down)
                 if interrupted is None and swallowed_signal():
                     raise RunInterrupted(pending_signal())
                 now = time.monotonic()
-                if give_up is None and now - last_word > SILENCE_S:
-                    error = (f"no word from any Dask worker for {SILENCE_S:.0f} s ({len(futures)} of "
+                if give_up is None and now - last_word > self.silence_s:
+                    error = (f"no word from any Dask worker for {self.silence_s:g} s ({len(futures)} of "
                              f"{len(units)} units unfinished): their messages no longer arrive, or no "
                              "worker is left to run them; see the workers' logs")
                     give_up = now
                 if give_up is not None and now >= give_up:
-                    self.client.cancel(list(futures))
-                    lost += [u for _, u in futures.values()]
-                    futures.clear()
+                    lost += self._abandon(futures)
             except KeyboardInterrupt as exc:
                 interrupted = interrupted or swallowed_signal() or signal_name(exc)
-                stop.set()
+                _set(stop)
                 give_up = min(give_up or float("inf"), time.monotonic() + GIVE_UP_S)
+            except Exception as exc:      # noqa: BLE001 - the cluster failed under us (scheduler gone)
+                error = error or f"the Dask cluster failed: {type(exc).__name__}: {_first_line(exc)}"
+                lost += self._abandon(futures)
         try:
             self.client.unsubscribe_topic(self.topic)
         except Exception:      # noqa: BLE001
@@ -290,6 +321,14 @@ class DaskExecutor:
         if usage is not None:
             raise usage
         return results, lost, interrupted, error
+
+
+def _set(stop) -> None:
+    """Tell every unit to stop (through the run's Event), if the scheduler still listens."""
+    try:
+        stop.set()
+    except Exception:      # noqa: BLE001 - no scheduler: no unit is left to tell
+        pass
 
 
 def _outcome(fut, unit: Unit):

@@ -8,12 +8,13 @@ from __future__ import annotations
 import gc
 import json
 import signal
+import subprocess
+import sys
 
 import pytest
-from cli_run import run_cli
+from cli_run import ROOT, run_cli
 
-from harness import budget, cmd_fuzz
-from harness.cli import main
+from harness import budget
 from harness.fuzz import Stats, TargetResult
 
 
@@ -52,17 +53,21 @@ def _interrupted_in_gc(plan, progress, bugdir, journal, executor):
     return [TargetResult(s, b, Stats(), interrupted=budget.swallowed_signal())]
 
 
-def test_sigterm_in_a_gc_callback_says_so_in_one_line(tmp_path, capfd, monkeypatch):
-    monkeypatch.setattr(cmd_fuzz, "run_plan", _interrupted_in_gc)
+def test_sigterm_in_a_gc_callback_says_so_in_one_line(tmp_path):
+    # In a process of its own: pytest replaces Python's unraisable hook (it would hide the
+    # traceback a user saw).
     out = tmp_path / "r.json"
-    code = main(["fuzz", "wort", "--examples", "4", "--quiet", "--json", str(out)])
-    std = capfd.readouterr()
-    assert code == 143, std.err
-    assert "Traceback" not in std.err and "Exception ignored" not in std.err, std.err
-    assert [line for line in std.err.splitlines() if line.strip()] == [
-        "crashcheck: interrupted (SIGTERM); partial results written"], std.err
+    code = ("import sys; sys.path.insert(0, 'tests'); import test_run_endings as t; "
+            "from harness import cmd_fuzz; cmd_fuzz.run_plan = t._interrupted_in_gc; "
+            "from harness.cli import main; "
+            f"sys.exit(main(['fuzz', 'wort', '--examples', '4', '--quiet', '--json', {str(out)!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 143, res.stderr
+    assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr, res.stderr
+    assert [line for line in res.stderr.splitlines() if line.strip()] == [
+        "crashcheck: interrupted (SIGTERM); partial results written"], res.stderr
     data = json.loads(out.read_text())
     assert data["complete"] is False and data["interrupted"] == "SIGTERM"
     # an --examples run has no budget: the summary names what stopped it
-    assert "SIGTERM stopped the run before its first history was checked" in std.out, std.out
-    assert "budget" not in std.out, std.out
+    assert "SIGTERM stopped the run before its first history was checked" in res.stdout, res.stdout
+    assert "budget" not in res.stdout, res.stdout
