@@ -139,3 +139,30 @@ def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     data = json.loads(out.read_text())
     assert data["complete"] is False and data["interrupted"] == "SIGTERM"
     assert data["stats"]["histories"] == 0
+
+
+def test_bugs_reach_the_journal_as_units_find_them(tmp_path):
+    # A client killed outright (SIGKILL) leaves its journal; under --dask it held nothing the
+    # units had found, since only results at a unit's end came back. Units now send each bug the
+    # moment they find it, and the client journals it.
+    from harness.journal import read_journal
+    out = tmp_path / "r.json"
+    journal = tmp_path / "r.json.journal"
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "fuzz", "wort", "--bug", "no-flush-link",
+                             "--examples", "2000", "--seed", "3", "--dask", "local:2", "--quiet", "--json",
+                             str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if journal.exists() and '"expected": false' in journal.read_text():
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, "the run ended before the test could kill it"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    found = read_journal(journal)
+    assert any(not b["expected"] for b in found["bugs"]), found["bugs"]
