@@ -67,6 +67,18 @@ def clear_pending_signal() -> None:
     _pending_signal = None
 
 
+def quiet_interrupts(hook):
+    """A sys.unraisablehook that passes everything on to HOOK but the RunInterrupted that
+    interrupt() raised where Python could only swallow it (a gc callback, such as Hypothesis's,
+    or a __del__): the signal is kept (pending_signal) and stops the run at its next check, so
+    the traceback Python would print is noise, not news."""
+    def unraisable(info) -> None:
+        if isinstance(info.exc_value, RunInterrupted) and _pending_signal is not None:
+            return
+        hook(info)
+    return unraisable
+
+
 def signal_name(exc: BaseException) -> str:
     """The name of the signal EXC (a RunInterrupted, else a plain KeyboardInterrupt) stands for."""
     return signal.Signals(exc.signum).name if isinstance(exc, RunInterrupted) else "SIGINT"

@@ -26,7 +26,7 @@ from rich.text import Text
 from crashsim.model import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness import defaults, executors, structures, workdir
-from harness.budget import PROCESS_START, clear_pending_signal, interrupt
+from harness.budget import PROCESS_START, clear_pending_signal, interrupt, quiet_interrupts
 from harness.counts import big
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, run_plan
@@ -182,7 +182,7 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
                      "unexpected": sum(1 for b in r.records if not b["expected"]),
                      "expected": sum(1 for b in r.records if b["expected"]),
                      "first_unexpected_s": r.first_unexpected_s,
-                     "complete": not (r.interrupted or r.error), "unshrunk": r.unshrunk,
+                     "complete": _complete(r), "unshrunk": r.unshrunk,
                      "warnings": list(r.warnings)})
         bugs.extend(r.records)
     if total["states_legal"] >= 2 ** 53:
@@ -191,8 +191,16 @@ def results_json(results: list[TargetResult], settings: Settings, command: str) 
     total["states_per_s"] = round(total["states_explored"] / total["elapsed_s"], 1) if total["elapsed_s"] else 0.0
     return {"crashcheck": 1, "structures": [r.structure for r in results], "model": settings.model,
             "strategy": settings.strategy, "limit": settings.limit, "seed": settings.seed,
-            "tracer": settings.tracer, "assumptions": settings.assumptions(), "command": command, "complete": not any(r.interrupted or r.error for r in results),
+            "tracer": settings.tracer, "assumptions": settings.assumptions(), "command": command,
+            "complete": bool(results) and all(_complete(r) for r in results),
             "interrupted": interrupted, "stats": total, "per_structure": rows, "bugs": bugs}
+
+
+def _complete(r: TargetResult) -> bool:
+    """R may be called complete: nothing stopped it, and it checked a history. Whoever ran it (in
+    this process, --jobs, --dask), a target that checked no history is no pass: nothing is known
+    about it (results_json; execute never exits 0 for it either)."""
+    return not (r.interrupted or r.error) and r.stats.histories > 0
 
 
 def _states_text(p: dict, elapsed: float) -> str:
@@ -201,6 +209,18 @@ def _states_text(p: dict, elapsed: float) -> str:
         return (f"{p['executions']} executions ({p['executions'] / elapsed:.0f}/s) covering {big(p['states'])} "
                 f"crash states, {p['complete']} of {p['points']} crash points complete")
     return f"{big(p['states'])} crash states checked ({p['states'] / elapsed:.0f}/s)"
+
+
+def _why_none(res: dict, row: dict) -> str:
+    """Why ROW (of results RES) checked no history, as far as the results tell."""
+    stopped = res.get("interrupted")
+    if stopped in signal.Signals.__members__:
+        return f"{stopped} stopped the run before its first history was checked"
+    if stopped:
+        return f"the run ended early: {stopped}"
+    if row.get("budget_s"):
+        return "the budget ran out first: give a larger --budget"
+    return "the run ended before its first history was checked"
 
 
 def _summary(console: Console, res: dict) -> None:
@@ -213,7 +233,7 @@ def _summary(console: Console, res: dict) -> None:
         st = row["stats"]
         name = row["structure"] + (f" --bug {row['bug']}" if row["bug"] else "")
         expected = f", {row['expected']} expected" if row["expected"] else ""
-        partial = (f" ({st['partial_histories']} cut short by the budget)"
+        partial = (f" ({st['partial_histories']} cut short by {res.get('interrupted') or 'the budget'})"
                    if st.get("partial_histories") else "")
         console.print(f"{name}: {st['histories']} histories{partial}, {st['crash_points']} crash points, "
                       f"{big(st['states_explored'])} states explored of {big(st['states_legal'])} legal "
@@ -251,8 +271,8 @@ def _summary(console: Console, res: dict) -> None:
             console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
                           "shrink their crash states", highlight=False)
         if st["histories"] == 0 and not row["unexpected"]:
-            console.print(f"  warning: no history of {name} was checked (the budget ran out first); "
-                          "nothing is known about it: give a larger --budget", highlight=False)
+            console.print(f"  warning: no history of {name} was checked ({_why_none(res, row)}); "
+                          "nothing is known about it", highlight=False)
     for b in res["bugs"]:
         tag = "expected " if b["expected"] else ""
         where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
@@ -331,6 +351,7 @@ def execute(args: argparse.Namespace, plan: list, command: str, t0: float, shape
     clear_pending_signal()
     old_term = signal.signal(signal.SIGTERM, interrupt)
     old_int_run = signal.signal(signal.SIGINT, interrupt)
+    old_hook, sys.unraisablehook = sys.unraisablehook, quiet_interrupts(sys.unraisablehook)
     try:
         executor = executors.from_args(args.jobs, args.dask)
         results = run_plan(plan, progress, bugdir, journal, executor)
@@ -342,9 +363,13 @@ def execute(args: argparse.Namespace, plan: list, command: str, t0: float, shape
             executor.close()
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int_run)
+        sys.unraisablehook = old_hook
         if live is not None:
             live.stop()
     res = results_json(results, settings, command)
+    for row, r in zip(res["per_structure"], results):
+        cfg = plan[r.target][3]
+        row["budget_s"] = None if cfg.examples else cfg.budget     # (the summary says what ran out)
     if shape is not None:
         shape(res, results)
     res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
@@ -362,19 +387,24 @@ def execute(args: argparse.Namespace, plan: list, command: str, t0: float, shape
     if args.report:
         out.print(f"report:  {args.report}", highlight=False)
     error = next((r.error for r in results if r.error), None)
-    if error:
+    if error and "\n" in error.strip():
         print(error, file=sys.stderr, end="")
         print("crashcheck: internal error (above); the bugs found before it are in the results",
               file=sys.stderr)
         return 2
+    if error:         # (a unit that failed or was lost on its executor says it in one line)
+        print(f"crashcheck: internal error: {error.strip()}; the bugs found before it are in the results",
+              file=sys.stderr)
+        return 2
     name = res["interrupted"]
     empty = [row["structure"] for row in res["per_structure"] if row["stats"]["histories"] == 0]
-    if empty and not name and not any(not b["expected"] for b in res["bugs"]):
+    if (empty or not results) and not name and not any(not b["expected"] for b in res["bugs"]):
         # Nothing was checked: that is no pass (a structure whose first history hangs for longer
         # than the budget would otherwise get exit 0).
-        print(f"crashcheck: error: no history of {', '.join(empty)} was checked within the budget "
-              "(a history that runs longer than the budget cannot be told from a hang); give a "
-              "larger --budget", file=sys.stderr)
+        print(f"crashcheck: error: no history of {', '.join(empty) or 'any structure'} was checked"
+              + (" within the budget (a history that runs longer than the budget cannot be told "
+                 "from a hang); give a larger --budget" if res["per_structure"] and
+                 res["per_structure"][0]["budget_s"] else ""), file=sys.stderr)
         return 2
     if name in signal.Signals.__members__:
         print(f"crashcheck: interrupted ({name}); partial results written", file=sys.stderr)

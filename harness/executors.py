@@ -10,11 +10,15 @@ The interface:
   shares(config)         into how many units one target is cut
   journal(journal)       the journal the units write to (None: the client journals their results)
   build(build_id, s, b)  the build id units of target (s, b) must match ("": no check)
-  run(units, on_progress) -> (results, lost units, signal name or None)
-                         (unit, TargetResult) of every unit run; units that could not be run (their worker
-                         died and was not replaced); the signal that stopped the run. A unit that
-                         raised re-raises here (a UsageError stays one line). On SIGINT/SIGTERM
-                         every unit is told to stop and what they found so far still comes back.
+  run(units, on_progress) -> (results, lost units, signal name or None, error or None)
+                         (unit, TargetResult) of every unit run; units that gave none (they failed,
+                         their worker died, or they were cancelled after a stop); the signal that
+                         stopped the run; what went wrong when a unit raised, its worker died for
+                         good or the executor heard nothing for too long (one line, or a traceback):
+                         the other units are told to stop, and what they found still comes back.
+                         A unit that raised a CrashcheckError (a set-up fault: UsageError, a build
+                         mismatch) re-raises it here instead. On SIGINT/SIGTERM every unit is told
+                         to stop and what they found so far still comes back.
   close()
 
 Local workers are processes of our own (not multiprocessing.Pool): they ignore SIGINT and stop
@@ -99,12 +103,14 @@ class LocalProcesses:
         running: dict = {}       # connection -> (process, index, unit)
         results, lost = [], []
         interrupted: str | None = None
-        failure: BaseException | None = None
+        failure: BaseException | None = None     # a unit's UsageError: raised again at the end
+        error: str | None = None
         parent = os.getpid()
         give_up = None           # after a stop: when to stop waiting for workers
         while pending or running:
             try:
-                while pending and len(running) < self.slots and interrupted is None and failure is None:
+                while pending and len(running) < self.slots and interrupted is None and failure is None \
+                        and error is None:
                     index, unit = pending.pop(0)
                     recv, send = ctx.Pipe(duplex=False)
                     proc = ctx.Process(target=_worker_main, daemon=True,
@@ -123,11 +129,18 @@ class LocalProcesses:
                         got = None
                     conn.close()
                     proc.join(5)
-                    if got is None:
+                    if got is None or isinstance(got, BaseException):
                         lost.append(unit)
-                    elif isinstance(got, BaseException):
-                        failure = failure or got
+                        if isinstance(got, UsageError):
+                            failure = failure or got
+                        elif interrupted is None or got is not None:
+                            error = error or (str(got) if got is not None else
+                                              f"the worker process of unit {unit.share} of {unit.structure} "
+                                              f"died (exit status {proc.exitcode}) without handing back "
+                                              "what it found")
                         stop.set()
+                        pending.clear()
+                        give_up = give_up or time.monotonic() + GIVE_UP_S
                     else:
                         results.append((unit, got))
                 _drain(progress_q, on_progress)
@@ -147,7 +160,7 @@ class LocalProcesses:
         progress_q.close()
         if failure is not None:
             raise failure
-        return results, lost, interrupted
+        return results, lost, interrupted, error
 
 
 def _drain(q, on_progress) -> None:

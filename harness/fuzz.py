@@ -664,12 +664,13 @@ def run_plan(plan: list[tuple[str, str | None, Settings, Config]], progress=None
             start = cfg.start if len(units) < executor.slots else None
             units.append(Unit(s, b, st, replace(cfg, jobs=shares, start=start), w, bugdir,
                               executor.journal(journal), executor.build(build_id, s, b), target=t))
-    parts, lost, interrupted = executor.run(units, _progress_sum(units, progress))
+    parts, _lost, interrupted, error = executor.run(units, _progress_sum(units, progress))
     merged: list[TargetResult] = []
+    ran = {t for t in range(len(plan)) if any(u.target == t for u, _ in parts)} or {0}
     for t, (s, b, st, cfg) in enumerate(plan):
         mine = [r for u, r in parts if u.target == t]
-        if not mine and interrupted:
-            continue
+        if t not in ran and interrupted:
+            continue         # (as in one process: targets not started stay out of the results)
         out = TargetResult(s, b, Stats(), target=t)
         for p in mine:
             out.stats.add(p.stats)
@@ -680,14 +681,21 @@ def run_plan(plan: list[tuple[str, str | None, Settings, Config]], progress=None
                 out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
         if interrupted:
             out.interrupted = out.interrupted or interrupted
-        if any(u.target == t for u in lost):
-            out.interrupted = out.interrupted or "worker lost"
+        if len(mine) < sum(u.target == t for u in units):
+            # some of its units gave nothing: an error (a unit failed, its worker died for good,
+            # silence), or, after a stop, the units cancelled when they did not come back in time
+            if error:
+                out.error = out.error or error
+            else:
+                out.interrupted = out.interrupted or "worker lost"
         out.warnings.sort(key=lambda w: int(w.split()[1].rstrip(":")) if w.startswith("batch ") else -1)
         out.entries = _merge_entries(mine)
         _finish(out, st, bugdir)
         if journal is not None and executor.journal(journal) is None:
             journal.target_done(s, b, out.stats.as_json())
         merged.append(out)
+    if error and not any(r.error for r in merged):
+        merged[0].error = error
     return merged
 
 
