@@ -8,7 +8,8 @@ lists only the steps where the choice differs from the default rule (the running
 until it blocks, exits, spins or has run FAIR steps), and any list of such entries is a valid
 schedule to replay. So entries are removed, a chunk at a time and then one by one, and a
 candidate is kept when its replay still ends in a finding of the same class (a linearizability
-violation may become a wrong value once no operations overlap: then it was never a race). The bug
+violation may become a wrong value once no operations overlap: then it was never a race; a crash
+or hang of an operation keeps its group, the same kind of operation ending the same way). The bug
 then reads with as few forced switches as the search found (not always the fewest possible: the
 search is greedy and bounded), and the record's schedule is the shrunk one, which replay runs
 exactly.
@@ -98,8 +99,11 @@ def shrink_schedule(check: Callable[[Threaded], HistoryOutcome], outcome: Histor
 def shown(f: Finding, out: HistoryOutcome) -> Finding | None:
     """The finding of OUT that still shows F: one of F's class, or, for a linearizability
     violation, a wrong value its replay gave with no two operations overlapping (the same results,
-    now without any interleaving to blame: harness/threads.py sequential_wrong_value)."""
-    same = [g for g in out.findings if g.cls == f.cls]
+    now without any interleaving to blame: harness/threads.py sequential_wrong_value). A crash or
+    hang of an operation must keep its group too (the kind of operation and how it ended): a
+    schedule under which another kind of operation dies shows another bug."""
+    same = [g for g in out.findings if g.cls == f.cls
+            and (g.group == f.group or f.cls not in ("operation-crash", "operation-hang"))]
     if not same and f.cls == "linearizability-violation":
         same = [g for g in out.findings if g.cls == "wrong-value" and g.group[0] == "no-crash"]
     return same[0] if same else None

@@ -164,7 +164,8 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         raise RunFailure(threads.sched_finding(end.code, end.output, ops, lines, session.model), end, lines)
     failure = run_failure(end, lines, ops, session.model)
     if failure is not None:
-        raise RunFailure(failure, end)
+        # the lines go with it: a threaded record's lanes show what the returned operations gave
+        raise RunFailure(failure, end, lines)
     if end.code not in ok:
         raise DriverFailure(f"{what} ({end.how()}): {end.output.strip()[-300:]}")
     if import_error is not None:
@@ -198,10 +199,12 @@ def setup_fault(session: Session, trace_path: Path, status: int | None, stderr: 
 
 
 def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | None:
-    """The finding of a traced run that misbehaved, or None. Which operation was running: the
-    one after the last result line (the driver flushes its results after every operation), or
-    the one its `!orphan` line names; before the driver's `!ready` line it is the set-up (pool
-    format, the structure's create, or recovery of an image). One cause is one bug: the group is
+    """The finding of a traced run that misbehaved, or None. Which operation was running: the one
+    its `!fault` line names (the operation and thread a fatal signal hit, docs/trees.md); else the
+    one after the last result line (the driver flushes its results after every operation), or,
+    past the load phase of a threaded run, the one called and not returned (all of them when
+    several were); or the one its `!orphan` line names; before the driver's `!ready` line it is
+    the set-up (pool format, the structure's create, or recovery of an image). One cause is one bug: the group is
     the class, the kind of operation and how it ended (specs.oracle.end_key's words, shared with
     follow-up operations after recovery), never the operation's index or the history."""
     ready = "!ready" in lines
@@ -229,8 +232,17 @@ def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | No
         done = stray if stray is not None else done
     else:
         return None
-    if done < len(ops) and ready:
-        where, kind = f"`{model.op_text(ops[done])}` (operation {done})", op_kind(model, ops[done])
+    fault = fault_line(lines, len(ops))
+    if fault is not None and ready and key != "parent-killed":
+        # the driver's fault handler named the operation on the thread the signal hit (fault.h)
+        thread, done = fault
+        where, kind = op_where(model, ops, done, thread), op_kind(model, ops[done])
+    elif getattr(ops, "nthreads", 0) and ready and done >= ops.load and key != "parent-killed":
+        # several threads and no `!fault` line (a hang, a kill, a handler of the structure's own):
+        # the operations called and not returned; which of them stopped the run is not known
+        where, kind, done = threads_where(model, ops, lines)
+    elif done < len(ops) and ready:
+        where, kind = op_where(model, ops, done, 0), op_kind(model, ops[done])
     elif done >= len(ops) and ops:
         where, kind = "after the last operation", "end"
     else:
@@ -246,8 +258,41 @@ def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | No
         shown = " | ".join(lines_)
         detail += f"; its output ended: {shown[-400:]}"
     return Finding(cls, detail, (cls, f"{kind}: {key}" if kind else key),
-                   op_index=done if done < len(ops) else None)
+                   op_index=done if done is not None and done < len(ops) else None)
 
+
+def op_where(model, ops: list, i: int, thread: int) -> str:
+    """Operation I of OPS for a finding's detail, with its thread when it ran on one (THREAD > 0)."""
+    return f"`{model.op_text(ops[i])}` (operation {i}{f', thread {thread}' if thread else ''})"
+
+
+def threads_where(model, ops, lines: list[str]) -> tuple[str, str, int | None]:
+    """(where, kind, index) of a threaded run that stopped with no `!fault` line: the one
+    operation in flight; or, with several, all of them (kind: theirs when they share it, else
+    `in flight`; no index); none in flight: after the last operation, or between two."""
+    called = {int(x.split()[2]): int(x.split()[1]) for x in lines if x.startswith("!call ")}
+    returned = {int(x.split()[2]) for x in lines if x.startswith("!ret ")}
+    flight = [(i, t) for i, t in called.items() if i not in returned]
+    if len(flight) == 1:
+        i, t = flight[0]
+        return op_where(model, ops, i, t), op_kind(model, ops[i]), i
+    if flight:
+        kinds = {op_kind(model, ops[i]) for i, _ in flight}
+        return (f"one of the operations in flight ({', '.join(op_where(model, ops, i, t) for i, t in flight)})",
+                kinds.pop() if len(kinds) == 1 else "in flight", None)
+    if len(returned) >= len(ops) - ops.load:
+        return "after the last operation", "end", len(ops)
+    return (f"between operations of the threads ({len(returned)} of {len(ops) - ops.load} returned)",
+            "between", None)
+
+
+def fault_line(lines: list[str], n: int) -> tuple[int, int] | None:
+    """(thread, operation) of the first `!fault T I SIG` line naming one of N operations, or None."""
+    for x in lines:
+        parts = x.split()
+        if len(parts) == 4 and parts[0] == "!fault" and all(p.isdigit() for p in parts[1:]) and int(parts[2]) < n:
+            return int(parts[1]), int(parts[2])
+    return None
 
 
 def began_any_operation(trace_path: Path) -> bool:
@@ -258,5 +303,5 @@ def began_any_operation(trace_path: Path) -> bool:
         return False
 
 
-__all__ = ["RunFailure", "began_any_operation", "run_failure", "run_traced", "schedule_taken", "setup_fault", "trace_history", "trace_left",
+__all__ = ["RunFailure", "began_any_operation", "op_where", "run_failure", "run_traced", "schedule_taken", "setup_fault", "trace_history", "trace_left",
            "trace_recovery"]

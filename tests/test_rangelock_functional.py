@@ -31,9 +31,10 @@ DRIVER = ROOT / "build" / "trees" / "rangelock" / "driver-native"
 BUGS = json.loads((TREE / "bugs.json").read_text())
 U64 = (1 << 64) - 1
 
-# How each seeded bug is shown natively: "seq" (single thread, deterministic), "stress" (the
-# noisy stress finds it within a few short runs), or "scheduler" (a window too narrow for native
-# threads to hit reliably: left to the deterministic scheduler, with the reason).
+# How each seeded bug is shown natively: "seq" (single thread, deterministic), "crash" (the single
+# thread dies of SIGSEGV), "stress" (the noisy stress finds it within a few short runs), or
+# "scheduler" (a window too narrow for native threads to hit reliably: left to the deterministic
+# scheduler, with the reason).
 SHOWN_BY = {
     "overlap-one-side": "seq",
     "paper-find": "seq",
@@ -42,6 +43,7 @@ SHOWN_BY = {
     "release-no-retry": "stress",
     "unlink-before-mark": "stress",
     "mark-bottom-first": "stress",
+    "release-unheld-null": "crash",
 }
 
 
@@ -74,8 +76,9 @@ def test_catalog_is_complete():
     for b in BUGS:
         # a bug shown single-threaded ("seq") is a wrong result, whatever the thread count
         # (harness/threads.py sequential_wrong_value); the others need an interleaving
-        assert b["class"] == "wrong-value" if SHOWN_BY[b["name"]] == "seq" else \
-            b["class"] in ("linearizability-violation", "deadlock", "livelock"), b["name"]
+        how = SHOWN_BY[b["name"]]
+        assert b["class"] == {"seq": "wrong-value", "crash": "operation-crash"}[how] if how in ("seq", "crash") \
+            else b["class"] in ("linearizability-violation", "deadlock", "livelock"), b["name"]
         assert f"#ifdef {b['define']}" in (TREE / "rangelock.c").read_text() or \
                f"#ifndef {b['define']}" in (TREE / "rangelock.c").read_text()
 
@@ -103,6 +106,10 @@ def test_seeded_bug_is_shown(tmp_path, bug):
     if how == "seq":
         res = run_prog(prog, "seq", 1, 5000)
         assert res.returncode == 1, f"{bug['name']} not shown single-threaded:\n{res.stdout}"
+        return
+    if how == "crash":
+        res = run_prog(prog, "seq", 1, 5000)
+        assert res.returncode == -11, f"{bug['name']} did not die of SIGSEGV single-threaded:\n{res.stdout}"
         return
     outs = []
     for seed in range(1, 9):   # a few short noisy runs; stops at the first violation

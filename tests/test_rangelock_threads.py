@@ -40,6 +40,8 @@ FOUND = {
     #   A links V at level 1; T's release of Z descends through V at level 1 and lands on V's
     #   frozen successor: "fail". Three threads each stopped at one point.
     "mark-bottom-first": (2, 200),     # (96)
+    # a release of a range nobody holds dies of SIGSEGV (tests/test_thread_crash.py names it)
+    "release-unheld-null": (1, 40),
 }
 
 # `--sched stale` alone: bug -> (seed, examples)

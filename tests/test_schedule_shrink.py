@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from harness import structures, threads
 from harness.pipeline import Checker
-from harness.schedule_shrink import entries, switches, with_schedule
+from harness.findings import Finding, HistoryOutcome
+from harness.schedule_shrink import entries, shown, switches, with_schedule
 from harness.settings import Settings
 
 LOST_INSERT = ("mt-check-unlocked", "random:0", "insert 1 1|thread 1|insert 3 30|thread 2|insert 3 31|thread 3|lookup 3")
@@ -27,6 +28,20 @@ def test_entries_are_the_decision_lines_and_the_header_before_them():
     assert head == ["# crashcheck-schedule 1", "# strategy random:7", "# fair 1000"]
     assert body == ["3 1", "9 2", "14 0"]
     assert switches(SCHEDULE) == 3 and switches(None) == 0
+
+
+def test_a_crash_keeps_its_operation_kind_while_shrinking():
+    release = Finding("operation-crash", "`release 2 3` (operation 4, thread 3) died",
+                      ("operation-crash", "release: SIGSEGV (signal 11)"))
+    trylock = Finding("operation-crash", "`trylock 1 2` (operation 0, thread 1) died",
+                      ("operation-crash", "trylock: SIGSEGV (signal 11)"))
+    out = HistoryOutcome([], [], None, [trylock], None)
+    assert shown(release, out) is None
+    out.findings.append(release)
+    assert shown(release, out) is release
+    # other classes keep only their class (a deadlock's cycle may change while it shrinks)
+    dead = Finding("deadlock", "d", ("deadlock", "mutex"))
+    assert shown(dead, HistoryOutcome([], [], None, [Finding("deadlock", "e", ("deadlock", "rwlock"))], None))
 
 
 def shrunk_run(bug: str, sched: str, text: str, cls: str):

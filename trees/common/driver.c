@@ -26,6 +26,8 @@
  * closed), never to stdout.  The structure under test
  * may print anything on stdout and stderr; a supervisor keeps that apart
  * and never parses it as a result.
+ * A fault (SIGSEGV, SIGABRT ...) inside an operation adds a line
+ * `!fault T I SIG` there first (fault.h): which operation on which thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,6 +41,7 @@
 #include "cc_tree.h"
 #include "check.h"
 #include "crashcheck.h"
+#include "fault.h"
 #include "history.h"
 #include "ops.h"
 #include "pm_alloc.h"
@@ -296,6 +299,10 @@ static int cmd_run(int argc, char **argv)
 	FILE *out = stdout;
 	if (results && !(out = fopen(results, "w")))
 		usage_error("cannot create %s: %s", results, strerror(errno));
+	if (results)
+		/* a fault inside an operation names it and its thread (`!fault`, fault.h); set before
+		 * the structure is created, so a handler of its own replaces this one */
+		cc_fault_watch(fileno(out));
 	if (cc_adapter.no_pm)
 		return run_no_pm(&h, dump, check, out, results);
 	if (!size)

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "crashcheck.h"
+#include "fault.h"
 #include "format.h"
 #include "ops.h"
 
@@ -113,9 +114,11 @@ void cc_run_history(const struct cc_adapter *a, void *t, const struct cc_history
 	int strays = 0;
 	pid_t parent = getppid();
 	for (size_t i = 0; i < h->n; i++) {
+		cc_fault_op(0, (long)i);
 		crashcheck_op_begin(i);
 		cc_run_op(a, t, &h->ops[i], out);
 		crashcheck_op_end(i);
+		cc_fault_op(0, -1);
 		/* Each result reaches the file before the next operation starts, so
 		 * whoever supervises the run can count how far it got when the
 		 * structure hangs, stops or dies in a later operation. */
@@ -176,9 +179,13 @@ static void *run_section(void *arg)
 			perror("open_memstream");
 			exit(2);
 		}
+		/* a fault in the operation names it and this thread (fault.h): the
+		 * lines alone cannot say which of the calls in flight died */
+		cc_fault_op(s->thread, (long)i);
 		crashcheck_op_begin(i);
 		cc_run_op(s->a, s->t, &s->h->ops[i], m);
 		crashcheck_op_end(i);
+		cc_fault_op(s->thread, -1);
 		fclose(m);
 		if (len && res[len - 1] == '\n')
 			res[--len] = '\0';

@@ -435,9 +435,15 @@ static void mark_level(struct rl_node *victim, int l)
 int rl_release(struct rangelock *rl, uint64_t start, uint64_t end)
 {
 	struct rl_node *preds[RL_MAX_LEVEL + 1], *succs[RL_MAX_LEVEL + 1];
+#ifdef BUG_RL_RELEASE_UNHELD_NULL
+	/* BUG: the caller is trusted to hold [START, END]: a range nobody holds
+	 * has no victim, and the NULL is dereferenced below */
+	struct rl_node *victim = find_exact(rl, start, end, preds, succs) ? succs[0] : NULL;
+#else
 	if (!find_exact(rl, start, end, preds, succs))
 		return 0;
 	struct rl_node *victim = succs[0];
+#endif
 #ifndef BUG_RL_MARK_BOTTOM_FIRST
 	for (int l = victim->top; l >= 1; l--)
 		mark_level(victim, l);
