@@ -46,8 +46,6 @@ def test_cflags_hook_reaches_the_structure_not_crashcheck(poolhook, tmp_path):
     """hook.h sends malloc, posix_memalign and free to the pool (asm labels: no #undef undoes
     them). In minikv it does; had it reached trees/common, pm_malloc.c's own malloc (before a pool
     exists) would come back into it until the stack ran out, in every run's set-up."""
-    meta = json.loads((poolhook / "meta.json").read_text())
-    assert "-include" in meta["cflags"] and meta["common_cflags"] == ""
     out = tmp_path / "r.json"
     res = run_cli("fuzz", "flags-poolhook", "--bug", "update-no-flush", "--examples", "30", "--quiet",
                   "--stop-on", "lost-durable-write", "--json", out, "--bugdir", tmp_path / "bugs")
@@ -55,6 +53,8 @@ def test_cflags_hook_reaches_the_structure_not_crashcheck(poolhook, tmp_path):
     classes = {b["class"] for b in json.loads(out.read_text())["bugs"]}
     assert "lost-durable-write" in classes, classes
     assert not classes & {"operation-crash", "operation-hang"}, classes
+    meta = json.loads((poolhook / "meta.json").read_text())
+    assert "-include" in meta["cflags"] and meta["common_cflags"] == ""
 
 
 def test_common_cflags_reach_crashcheck_code_and_its_crash_is_a_setup_error(instrument_built, tmp_path):
