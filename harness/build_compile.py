@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import link_errors
 from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,6 +159,12 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
     try:
         _run([cc, *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)], f"linking {out.name}")
         os.replace(tmp, out)
+    except BuildFailure as exc:
+        # the linker's last line says only that it failed: say what is missing
+        why = link_errors.reason(exc.diagnostics, plan.sources + [plan.adapter], plan.adapter)
+        if why is None:
+            raise
+        raise BuildFailure(f"linking {out.name} failed: {why}", exc.diagnostics) from None
     finally:
         tmp.unlink(missing_ok=True)
 
