@@ -14,6 +14,7 @@ from pathlib import Path
 
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
 MULTIPLE = re.compile(r"multiple definition of `([^']+)'")
+CANNOT_FIND = re.compile(r"cannot find (\S+?):? (?:No such file|$)", re.M)
 # "/path/file.o: in function `f':" names the caller of the undefined references after it
 IN_FUNCTION = re.compile(r"in function `([^']+)'")
 AT_LINE = re.compile(r"(?:^|\s)(/[^:\s]+\.\w+):(\d+): undefined reference")
@@ -58,6 +59,13 @@ def _callers(out: str, name: str) -> list[str]:
 def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
     """One line saying what the link of OUT (the linker's messages) lacks, or None if it is no
     unresolved or doubly defined symbol. USER_FILES: the structure's sources and adapter."""
+    missing = CANNOT_FIND.search(out)
+    if missing:
+        lib = missing.group(1)
+        if lib.startswith("-l"):
+            return (f"the linker cannot find the library {lib[2:]} (`{lib}` in --ldflags): install its "
+                    "development package, or say where it is with --ldflags -L<folder>")
+        return f"the linker cannot find {lib} (given in --ldflags?)"
     undefined = list(dict.fromkeys(UNDEFINED.findall(out)))
     if "cc_adapter" in undefined:
         return (f"the adapter {adapter.name} defines no `cc_adapter`: every adapter defines the table "
@@ -68,6 +76,10 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         callers = _callers(out, name)
         called = f" (called from {', '.join(callers[:2])})" if callers else ""
         more = f"; {len(undefined) - 1} more undefined: {', '.join(undefined[1:4])}" if len(undefined) > 1 else ""
+        if name.startswith("__wrap_"):
+            return (f"undefined reference to `{name}`{called}: --ldflags -Wl,--wrap={name[7:]} sends every "
+                    f"call of {name[7:]} in the driver, crashcheck's own code included, to {name}, and no "
+                    f"source given defines it{more}")
         inline = _inline_in(user_files, name)
         if inline is not None:
             return (f"undefined reference to `{name}`{called}: {inline.name} defines it `inline` only, and C "

@@ -65,3 +65,11 @@ def test_inline_only_function_of_another_file_is_named(instrument_built):
     last = _link_failure(res, "buildcheck-inline")
     assert "undefined reference to `twice` (called from ct_insert (calls_twice.c:" in last
     assert "twice.c defines it `inline` only" in last and "extern" in last
+
+
+def test_missing_library_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "calls_twice.c", FIXTURE / "twice.c",
+                  "--ldflags", "-lnosuchlib_cc")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last
