@@ -68,8 +68,7 @@ def test_inline_only_function_of_another_file_is_named(instrument_built):
 
 
 def test_missing_library_is_named(instrument_built):
-    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "calls_twice.c", FIXTURE / "twice.c",
-                  "--ldflags", "-lnosuchlib_cc")
+    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "no_table.c", "--ldflags", "-lnosuchlib_cc")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     last = res.stderr.strip().splitlines()[-1]
     assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last
