@@ -76,6 +76,9 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         callers = _callers(out, name)
         called = f" (called from {', '.join(callers[:2])})" if callers else ""
         more = f"; {len(undefined) - 1} more undefined: {', '.join(undefined[1:4])}" if len(undefined) > 1 else ""
+        if name.startswith(("__asan_", "__ubsan_", "__tsan_", "__msan_", "__sanitizer_")):
+            return (f"undefined reference to `{name}`{called}: the sources were compiled with a sanitizer "
+                    "(--cflags -fsanitize=...) and the link was not: give the same flag in --ldflags too")
         if name.startswith("__wrap_"):
             return (f"undefined reference to `{name}`{called}: --ldflags -Wl,--wrap={name[7:]} sends every "
                     f"call of {name[7:]} in the driver, crashcheck's own code included, to {name}, and no "
