@@ -13,7 +13,7 @@ RUNNER_HDRS   := $(wildcard crashsim/runner/*.h)
 RUNNER_OBJS   := $(patsubst crashsim/runner/%.c,$(BUILD)/crashsim/runner/%.o,$(RUNNER_SRCS))
 RUNNER_CFLAGS := $(patsubst -Iinstrument/runtime,-Icrashsim/runner,$(RT_CFLAGS))
 
-$(BUILD)/crashsim/runner/%.o: crashsim/runner/%.c $(RUNNER_HDRS)
+$(BUILD)/crashsim/runner/%.o: crashsim/runner/%.c $(RUNNER_HDRS) instrument/include/crashcheck_own.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(RUNNER_CFLAGS) -c $< -o $@
 

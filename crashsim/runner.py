@@ -101,12 +101,15 @@ class Runner:
 
     def __init__(self, argv: Sequence[str], *, pool_base: int | None = None, pool_size: int | None = None,
                  env: dict[str, str] | None = None, cwd: str | None = None,
-                 stall_timeout: float = 120.0, restart: bool = False) -> None:
+                 stall_timeout: float = 120.0, restart: bool = False,
+                 vet: Callable[[CheckResult], None] | None = None) -> None:
         """RESTART: when the runner dies while it checks a state (a check that kills its parent
         cannot be prevented), answer that state "runner-died", start a new runner, bring its base
         to where the old one's was, and go on with the remaining requests, instead of raising
-        RunnerError."""
+        RunnerError. VET: called with every new answer before it is handed on; what it raises
+        ends the exchange (harness/own_fault.py: a check that died in crashcheck's own code)."""
         self.argv = list(argv)
+        self.vet = vet
         self.stall_timeout = stall_timeout
         self.restart = restart
         self._env, self._cwd = env, cwd
@@ -271,6 +274,8 @@ class Runner:
                                   ans["stderr"], ans.get("output"), sid, bool(ans.get("stray")),
                                   ans.get("lazy"))
                 self._unique[sid] = res
+                if self.vet is not None:
+                    self.vet(res)
             out.append((sid, res))
         return out
 

@@ -6,7 +6,11 @@ what it registers). Each source is compiled by its language: `.c` as C (-std=gnu
 traced drivers and clang-16 / clang++-16 for the native one; a driver with any C++ source is
 linked by the C++ compiler. trees/common (driver, pool, allocator) is compiled once per flavour
 (traced, native) and linked into every variant; the structure's sources and the adapter are
-compiled per variant, with the seeded bug's -D define. With `pm_malloc`, the structure's sources
+compiled per variant, with the seeded bug's -D define. The user's --cflags reach the structure's
+sources and the adapter only, never trees/common: a hook forced in for the structure (`-include
+hook.h` sending malloc to the pool) would otherwise rewrite crashcheck's own allocator and driver,
+and a -D or -O meant for the structure would change them. trees/common gets crashcheck's flags
+and --common-cflags only. (--ldflags cannot be split so: the link is one.) With `pm_malloc`, the structure's sources
 (not the adapter, not trees/common) get `-include pm_malloc.h`, which sends malloc and its
 relatives to the pool (trees/common/pm_malloc.h).
 
@@ -23,6 +27,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import link_errors
 from harness.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,28 +56,35 @@ def language(path: Path) -> str:
 
 @dataclass
 class Plan:
-    """What to compile and how: the structure's SOURCES, its ADAPTER, the user's CFLAGS."""
+    """What to compile and how: the structure's SOURCES, its ADAPTER, the user's CFLAGS (for
+    those two), COMMON_CFLAGS (for trees/common only)."""
     sources: list[Path]
     adapter: Path
     cflags: list[str]
     pm_malloc: bool = False
     ldflags: list[str] = field(default_factory=list)     # the user's libraries, at the link
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
+    common_cflags: list[str] = field(default_factory=list)
 
     @property
     def cxx(self) -> bool:
         return any(language(p) == "c++" for p in self.sources + [self.adapter])
 
-    def flags(self, lang: str) -> list[str]:
+    def flags(self, lang: str, common: bool = False) -> list[str]:
         """The flags of one LANG compile: ours, then the user's (a user's -std= for the other
-        language is left out, so `--cflags -std=c++17` does not reach the C files)."""
-        own = [f for f in self.cflags if f.startswith("-std=")]
-        mine = [f for f in own if ("++" in f) == (lang == "c++")]
-        rest = [f for f in self.cflags if not f.startswith("-std=")]
+        language is left out, so `--cflags -std=c++17` does not reach the C files). COMMON: a
+        file of trees/common, which gets --common-cflags instead of --cflags and no user folder
+        on its include path."""
+        given = self.common_cflags if common else self.cflags
+        stds = [f for f in given if f.startswith("-std=")]
+        mine = [f for f in stds if ("++" in f) == (lang == "c++")]
+        rest = [f for f in given if not f.startswith("-std=")]
         std = mine or [CXX_STD if lang == "c++" else C_STD]
-        return (["-O2", "-g", "-mclflushopt", "-mclwb", *std, f"-I{ROOT}/trees/common",
-                 f"-I{ROOT}/instrument/include", f"-I{ROOT}/crashsim/runner", f"-I{self.adapter.parent}"]
-                + [f"-I{p.parent}" for p in self.sources] + rest)
+        ours = ["-O2", "-g", "-mclflushopt", "-mclwb", *std, f"-I{ROOT}/trees/common",
+                f"-I{ROOT}/instrument/include", f"-I{ROOT}/crashsim/runner"]
+        if common:
+            return ours + rest
+        return ours + [f"-I{self.adapter.parent}"] + [f"-I{p.parent}" for p in self.sources] + rest
 
 
 def compilers(traced: bool) -> dict[str, str]:
@@ -105,7 +117,7 @@ def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
     """The compiler and flags for SRC (its language's; pm_malloc.h forced into the structure's
     own sources with pm_malloc)."""
     lang = language(src)
-    cmd = [compilers(traced)[lang], *plan.flags(lang)]
+    cmd = [compilers(traced)[lang], *plan.flags(lang, common=src in plan.common)]
     if plan.pm_malloc and src in plan.sources:
         cmd += ["-include", str(ROOT / "trees" / "common" / "pm_malloc.h")]
     return cmd
@@ -147,6 +159,12 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
     try:
         _run([cc, *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)], f"linking {out.name}")
         os.replace(tmp, out)
+    except BuildFailure as exc:
+        # the linker's last line says only that it failed: say what is missing
+        why = link_errors.reason(exc.diagnostics, plan.sources + [plan.adapter], plan.adapter)
+        if why is None:
+            raise
+        raise BuildFailure(f"linking {out.name} failed: {why}", exc.diagnostics) from None
     finally:
         tmp.unlink(missing_ok=True)
 

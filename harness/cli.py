@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Options whose value may itself start with "-" (`--cflags -DFOO`): argparse would take the value
 # for an option of its own, so `--cflags X` is read as `--cflags=X`.
-DASH_VALUE_OPTIONS = ("--cflags", "--ldflags")
+DASH_VALUE_OPTIONS = ("--cflags", "--ldflags", "--common-cflags")
 
 
 def join_dash_values(argv: list[str]) -> list[str]:

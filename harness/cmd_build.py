@@ -33,8 +33,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the adapter file (C or C++) defining `cc_adapter` (see trees/common/cc_tree.h)")
     p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
     p.add_argument("--cflags", action="append", default=[],
-                   help="extra compiler flags: one flag (--cflags -DMY_OPTION) or several in quotes "
-                        "(--cflags \"-DMY_OPTION -Iinclude\"); may be repeated")
+                   help="extra compiler flags for the structure's sources and the adapter (never "
+                        "crashcheck's own code: see --common-cflags): one flag (--cflags -DMY_OPTION) "
+                        "or several in quotes (--cflags \"-DMY_OPTION -Iinclude\"); may be repeated")
+    p.add_argument("--common-cflags", action="append", default=[],
+                   help="extra compiler flags for crashcheck's own code compiled into the driver "
+                        "(trees/common: driver, pool allocator), as --cflags; e.g. "
+                        "-DCC_FLUSH=CC_FLUSH_CLWB (trees/common/persist.h)")
     p.add_argument("--ldflags", action="append", default=[],
                    help="extra link flags, as --cflags: the libraries the structure needs (--ldflags -lpmemobj)")
     p.add_argument("--pm-malloc", action="store_true",
@@ -88,13 +93,15 @@ def run(args: argparse.Namespace) -> int:
     if model_file is not None and not model_file.is_file():
         raise UsageError(f"{model_file}: no such model file")
     flags = {}
-    for name_, texts in (("cflags", args.cflags), ("ldflags", args.ldflags)):
+    for name_, texts in (("cflags", args.cflags), ("ldflags", args.ldflags),
+                         ("common-cflags", args.common_cflags)):
         try:
             flags[name_] = [f for text in texts for f in shlex.split(text)]
         except ValueError as exc:
             raise UsageError(f"--{name_}: {exc}") from None
     cflags = flags["cflags"]
-    plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc, ldflags=flags["ldflags"])
+    plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc, ldflags=flags["ldflags"],
+                              common_cflags=flags["common-cflags"])
     missing = build_compile.missing_tools(plan)
     if missing is None and not build_compile.runtime().exists():
         missing = "the runtime is not built; run scripts/setup first"
@@ -122,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         raise
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
             "adapter": str(adapter), "cflags": shlex.join(cflags), "ldflags": shlex.join(flags["ldflags"]),
+            "common_cflags": shlex.join(flags["common-cflags"]),
             "pm_malloc": args.pm_malloc, "bugs": str(bugs_path) if bugs else None,
             "model_file": str(model_file) if model_file else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")

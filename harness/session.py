@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from crashsim.layout import trace_layout
 from crashsim.runner import Runner, RunnerError
 from crashsim.trace import Trace
+from harness import own_fault
 from harness import workdir as workdirs
 from harness.budget import Budget
 from harness.errors import SetupError
@@ -72,12 +73,17 @@ class Session:
             try:
                 self._runner = Runner([str(self.driver), "serve", "--size", str(s.pool_size), *regions,
                                        "--timeout-ms", str(s.timeout_ms), "--mem-mb", str(s.mem_mb)],
-                                      env=clean_env(), restart=True)
+                                      env=clean_env(), restart=True, vet=self._vet_answer)
                 self._runner_regions = regions
             except RunnerError as exc:
                 raise SetupError(f"{self.structure.name}: cannot start the checker runner: {exc}") from None
             self.next_state = 0
         return self._runner
+
+    def _vet_answer(self, res) -> None:
+        """A check that died in crashcheck's own code ends the run as a set-up error (own_fault)."""
+        if res.status in ("signal", "oom"):
+            own_fault.check(res.stderr, f"a crash-state check of {self.structure.name}")
 
     def free_state_id(self) -> int:
         """The first state id a new exploration may use with the runner: past every id handed out,

@@ -146,6 +146,15 @@ def _driver_info(driver: str) -> dict:
     try:
         out = subprocess.run([driver, "info"], capture_output=True, text=True, timeout=30, check=True).stdout
         info = json.loads(out)
+    except subprocess.CalledProcessError as exc:
+        # the driver's own last words (a runtime that cannot start, a crash in crashcheck's code)
+        from harness import own_fault
+        from specs.oracle import signal_name
+        how = (f"died of {signal_name(-exc.returncode)}" if exc.returncode < 0 else f"exit {exc.returncode}")
+        fault = own_fault.find(exc.stderr)
+        said = [x for x in (exc.stderr or "").strip().splitlines() if x.strip()]
+        why = own_fault.describe(fault) if fault else (said[-1].strip()[:300] if said else "no message")
+        raise UsageError(f"{driver} info failed ({how}): {why}") from None
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
         raise UsageError(f"{driver} info failed: {exc}") from None
     if not isinstance(info, dict):

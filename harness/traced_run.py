@@ -16,7 +16,7 @@ from pathlib import Path
 
 from crashsim.layout import trace_layout
 from crashsim.trace import Trace, TraceError, read_trace
-from harness import defaults, threads, tracers
+from harness import defaults, own_fault, threads, tracers
 from harness import workdir as workdirs
 from harness.budget import OutOfTime
 from harness.errors import DriverFailure, SetupError
@@ -142,6 +142,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
                          timeout_s=run_timeout_s(len(ops), *limits_ms, deadline))
     if end.status in ("timeout", "stopped") and session.budget.expired():
         raise OutOfTime()        # the budget ended the run, not a hang of the structure
+    if end.status == "signal":
+        # died in crashcheck's own code (a flag or hook reached it): a set-up error, no finding
+        own_fault.check(end.output, f"the driver of {session.structure.name}")
     import_error = None
     if pmemcheck:
         if not log.exists():

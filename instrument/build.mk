@@ -11,7 +11,9 @@ RT_OBJS   := $(patsubst instrument/runtime/%.c,$(BUILD)/runtime/%.o,$(RT_SRCS))
 
 # The plugin links no LLVM libraries: clang-16 already holds them (see shared/TOOLCHAIN.md).
 PASS_CXXFLAGS := $(shell $(LLVM_CONFIG) --cxxflags) -fPIC -O2 -g -Wall -Wno-unused-parameter
-RT_CFLAGS     := -O2 -g -Wall -Wextra -fPIC -Iinstrument/include -Iinstrument/runtime -mclflushopt -mclwb
+# crashcheck_own.h: the runtime (and the checker runner, crashsim/build.mk) is crashcheck's own code
+RT_CFLAGS     := -O2 -g -Wall -Wextra -fPIC -Iinstrument/include -Iinstrument/runtime -mclflushopt -mclwb \
+                 -include instrument/include/crashcheck_own.h
 
 .PHONY: instrument
 all: instrument
@@ -24,7 +26,8 @@ $(BUILD)/pass/%.o: instrument/pass/%.cpp $(wildcard instrument/pass/*.h)
 $(PASS_SO): $(PASS_OBJS)
 	$(CLANGXX) -shared -o $@ $^
 
-$(BUILD)/runtime/%.o: instrument/runtime/%.c $(wildcard instrument/runtime/*.h) instrument/include/crashcheck.h
+$(BUILD)/runtime/%.o: instrument/runtime/%.c $(wildcard instrument/runtime/*.h) instrument/include/crashcheck.h \
+                      instrument/include/crashcheck_own.h
 	@mkdir -p $(dir $@)
 	$(CLANG) $(RT_CFLAGS) -c $< -o $@
 

@@ -1,5 +1,6 @@
 """`crashcheck build` errors that help: the compiler's whole output on a failed build, `--cflags`
-with a single flag (as its help says), a source of unknown language refused with one line."""
+with a single flag (as its help says), a source of unknown language refused with one line, a failed
+link's one line naming what is missing (no `cc_adapter`, an `inline`-only function)."""
 from pathlib import Path
 
 from cli_run import run_cli
@@ -42,3 +43,32 @@ def test_source_of_unknown_language_is_one_line(instrument_built, tmp_path):
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
         f"crashcheck: error: {src}: not a C or C++ source (suffixes .c .cc .cpp .cxx .c++ .C)"]
+
+
+def _link_failure(res, name: str) -> str:
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "undefined reference" in res.stderr       # the linker's own words stay above
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("crashcheck: error: linking driver failed: ") and "clang" not in last, last
+    assert not (ROOT / "build" / "user" / name / "meta.json").exists()
+    return last
+
+
+def test_adapter_without_its_table_is_named(instrument_built):
+    last = _link_failure(run_cli("build", "buildcheck-notable", "--adapter", FIXTURE / "no_table.c"),
+                         "buildcheck-notable")
+    assert "the adapter no_table.c defines no `cc_adapter`" in last and "cc_tree.h" in last
+
+
+def test_inline_only_function_of_another_file_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-inline", FIXTURE / "twice.c", "--adapter", FIXTURE / "calls_twice.c")
+    last = _link_failure(res, "buildcheck-inline")
+    assert "undefined reference to `twice` (called from ct_insert (calls_twice.c:" in last
+    assert "twice.c defines it `inline` only" in last and "extern" in last
+
+
+def test_missing_library_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "no_table.c", "--ldflags", "-lnosuchlib_cc")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last

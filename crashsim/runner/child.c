@@ -169,10 +169,21 @@ static void probe_oom(void)
 		munmap(p, probe_bytes);
 }
 
-/* child_fatal -- a check died of a fatal signal: probe, then die of it (internal) */
-static void child_fatal(int sig)
+/* child_fatal -- a check died of a fatal signal: probe, hand it to the handler this one
+ * replaced (the driver's, which tells crashcheck's own faults apart: instrument/runtime/
+ * rt_fault.c), then die of it (internal) */
+static void child_fatal(int sig, siginfo_t *si, void *uc)
 {
 	probe_oom();
+	for (size_t i = 0; i < NFATAL; i++) {
+		const struct sigaction *old = &saved.fatal[i];
+		if (fatal_signals[i] != sig || old->sa_sigaction == child_fatal)
+			continue;
+		if (old->sa_flags & SA_SIGINFO)
+			old->sa_sigaction(sig, si, uc);
+		else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN)
+			old->sa_handler(sig);
+	}
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -198,8 +209,8 @@ void ccr_child_handlers_install(struct runner *r)
 	for (size_t i = 0; i < NFATAL; i++) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = child_fatal;
-		sa.sa_flags = SA_ONSTACK;
+		sa.sa_sigaction = child_fatal;
+		sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 		sigemptyset(&sa.sa_mask);
 		sigaction(fatal_signals[i], &sa, &old->fatal[i]);
 	}
@@ -284,8 +295,8 @@ int ccr_child_rearm(struct runner *r)
 		      old_ss.ss_size != ss.ss_size || old_ss.ss_flags != 0;
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = child_fatal;
-	sa.sa_flags = SA_ONSTACK;
+	sa.sa_sigaction = child_fatal;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < NFATAL; i++) {
 		memset(&old, 0, sizeof(old));

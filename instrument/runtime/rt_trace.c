@@ -410,6 +410,8 @@ static void trace_start(void)
 	const char *path = getenv("CRASHCHECK_TRACE");
 	if (path == NULL || *path == '\0')
 		return;
+	/* before anything here can fault: a crash in crashcheck's own code is told apart (rt_fault.c) */
+	crashcheck_fault_guard();
 	if (strlen(path) >= sizeof(trace_path) - 32) {
 		fprintf(stderr, "crashcheck: CRASHCHECK_TRACE path too long\n");
 		exit(2);
@@ -434,6 +436,7 @@ static void trace_start(void)
 		struct sigaction sa;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_fatal;
+		sa.sa_flags = SA_ONSTACK;   /* on rt_fault.c's stack: a stack overflow still flushes */
 		sigemptyset(&sa.sa_mask);
 		sigaction(fatal_signals[i], &sa, &old_actions[i]);
 	}

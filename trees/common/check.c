@@ -8,6 +8,7 @@
  * once.  The adapter's check runs first, before any lookup, because a
  * lookup may repair lazily.
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,6 +29,7 @@
  * A fault (SIGSEGV, SIGABRT ...) inside an operation adds a line
  * `!fault T I SIG` there first (fault.h): which operation on which thread.
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -532,6 +533,8 @@ int main(int argc, char **argv)
 	static const struct { const char *name; int (*fn)(int, char **); } cmds[] = {
 		{"run", cmd_run}, {"check", cmd_check}, {"serve", cmd_serve}, {"info", cmd_info},
 	};
+	/* a fault in crashcheck's own code is told apart from the structure's (rt_fault.c) */
+	crashcheck_fault_guard();
 	prog = cc_adapter.name;
 	if (argc < 2)
 		usage_error("usage: %s run|check|serve|info ... (see docs/trees.md)", argv[0]);

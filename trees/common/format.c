@@ -1,6 +1,7 @@
 /*
  * format.c -- keys, values and JSON strings as the driver prints them (see format.h)
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <inttypes.h>
 #include "format.h"
 

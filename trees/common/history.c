@@ -4,6 +4,7 @@
  * Every mistake is a user error: the reason names the line and what was
  * expected, so the driver can print it and exit 2.
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>

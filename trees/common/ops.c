@@ -1,6 +1,7 @@
 /*
  * ops.c -- run operations through the adapter table and print result lines (see ops.h)
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>

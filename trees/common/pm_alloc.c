@@ -40,6 +40,7 @@
  * the image, so a history replays to the same addresses, and objects are
  * zeroed so no stale bytes survive into the caller's writes.
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

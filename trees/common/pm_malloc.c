@@ -6,6 +6,7 @@
  * file itself never sees those macros, so malloc and free here are the C
  * library's.
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
