@@ -6,8 +6,10 @@
  * the signal on.  Everything in the handler is async-signal-safe (write,
  * sigaction, raise).
  */
+#include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,8 +26,11 @@ static __thread long cur_op = -1;        /* the operation this thread is inside,
 static __thread unsigned cur_thread;     /* its thread section */
 static __thread int stack_set;           /* this thread has its signal stack */
 
-/* a stack of its own for the handler, so an operation that overflowed its stack is still named */
-#define FAULT_STACK (64 << 10)
+/* a stack of its own for the handler, so an operation that overflowed its stack is still named.
+ * The handlers the signal goes on to run on it too: the runtime's trace flush (rt_trace.c) takes
+ * some 330 KiB, so this is as large as the one rt_fault.c gives the main thread, and a thread
+ * that already has one at least this large keeps it. Reserved, not committed (MAP_NORESERVE). */
+#define FAULT_STACK ((size_t)1 << 20)
 
 /* put_u -- V in decimal at P; returns the end (internal, async-signal-safe) */
 static char *put_u(char *p, unsigned long v)
@@ -86,10 +91,15 @@ void cc_fault_op(unsigned thread, long op)
 {
 	if (!stack_set && results_fd >= 0) {
 		stack_set = 1;
-		/* never freed: one per thread of a run, and the thread may die with it in use */
-		stack_t ss = {.ss_sp = malloc(FAULT_STACK), .ss_size = FAULT_STACK, .ss_flags = 0};
-		if (ss.ss_sp)
-			sigaltstack(&ss, NULL);
+		stack_t cur;
+		if (sigaltstack(NULL, &cur) != 0 || (cur.ss_flags & SS_DISABLE) || cur.ss_size < FAULT_STACK) {
+			/* never unmapped: one per thread of a run, and the thread may die with it in use */
+			void *sp = mmap(NULL, FAULT_STACK, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+			stack_t ss = {.ss_sp = sp, .ss_size = FAULT_STACK, .ss_flags = 0};
+			if (sp != MAP_FAILED)
+				sigaltstack(&ss, NULL);
+		}
 	}
 	cur_thread = thread;
 	cur_op = op;
