@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 import os
 import signal
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 # Share of the budget reserved for shrinking crash states after the search, and for writing the
@@ -65,6 +67,28 @@ def pending_signal() -> int | None:
 def clear_pending_signal() -> None:
     global _pending_signal
     _pending_signal = None
+
+
+def note(signum: int, frame=None) -> None:
+    """Signal handler that only remembers SIGNUM (pending_signal): for steps that must not be cut
+    in the middle (starting or closing a Dask cluster), after which the run stops as interrupted."""
+    global _pending_signal
+    _pending_signal = signum
+
+
+@contextmanager
+def deferred_signals():
+    """SIGINT and SIGTERM only noted (note) inside; the handlers before restored after. In the
+    main thread only (elsewhere signals are not ours to handle)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def quiet_interrupts(hook):

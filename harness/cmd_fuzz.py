@@ -26,7 +26,7 @@ from rich.text import Text
 from crashsim.model import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness import defaults, executors, structures, workdir
-from harness.budget import PROCESS_START, clear_pending_signal, interrupt, quiet_interrupts
+from harness.budget import PROCESS_START, clear_pending_signal, deferred_signals, interrupt, quiet_interrupts
 from harness.counts import big
 from harness.errors import UsageError
 from harness.fuzz import Config, TargetResult, run_plan
@@ -360,7 +360,8 @@ def execute(args: argparse.Namespace, plan: list, command: str, t0: float, shape
         raise
     finally:
         if executor is not None:
-            executor.close()
+            with deferred_signals():       # (a second Ctrl-C while workers close loses nothing)
+                executor.close()
         signal.signal(signal.SIGTERM, old_term)
         signal.signal(signal.SIGINT, old_int_run)
         sys.unraisablehook = old_hook

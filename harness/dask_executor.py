@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import signal
 import threading
 import time
 import uuid
@@ -42,7 +43,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 from crashsim.errors import CrashcheckError
 from harness.batch import Unit, fuzz_batch, ignore_sigint, stamp
-from harness.budget import RunInterrupted, pending_signal, signal_name, swallowed_signal
+from harness.budget import RunInterrupted, deferred_signals, pending_signal, signal_name, swallowed_signal
 from harness.errors import UsageError
 from harness.executors import GIVE_UP_S, throttled
 from harness.journal import Journal
@@ -76,6 +77,8 @@ class _StopFlag:
         self.name, self.last, self.set_ = name, 0.0, False
 
     def is_set(self) -> bool:
+        if _TERMINATED.is_set():
+            return True
         now = time.monotonic()
         if not self.set_ and now - self.last >= 1.0:
             self.last = now
@@ -124,12 +127,23 @@ class TopicJournal(Journal):
         distributed.get_worker().log_event(self.topic, pack((-1, "journal", entry)))
 
 
+# SIGTERM reached this worker process (local:N): its unit stops as at the client's stop, and
+# says it was interrupted (a unit that stopped early must never pass for a whole one).
+_TERMINATED = threading.Event()
+
+
 class LeaveSigintToTheClient(WorkerPlugin):
     """On the workers of local:N: Ctrl-C in the terminal reaches every process of its group, and a
-    worker that took it would die with its unit's findings; the client stops the units instead."""
+    worker that took it would die with its unit's findings; the client stops the units instead.
+    SIGTERM (to the group, or to a worker alone) stops the worker's unit, keeping what it found,
+    as it does a --jobs worker; the nanny ends the process when the cluster closes."""
 
     def setup(self, worker) -> None:
         ignore_sigint()
+        try:
+            signal.signal(signal.SIGTERM, lambda *_: _TERMINATED.set())
+        except ValueError:      # not the main thread: leave SIGTERM as Dask has it
+            return
 
 
 # One unit at a time in a worker process, whatever its --nthreads: a unit holds Hypothesis's
@@ -154,7 +168,10 @@ def run_unit(unit: bytes, index: int, stop_name: str, topic: str) -> bytes:
     progress = throttled(lambda p: say("progress", p))
     with _Heartbeat(lambda: say("alive", None), HEARTBEAT_S), _ONE_UNIT:
         try:
-            return pack(("result", fuzz_batch(unpack(unit), _StopFlag(stop_name), progress)))
+            out = fuzz_batch(unpack(unit), _StopFlag(stop_name), progress)
+            if _TERMINATED.is_set():
+                out.interrupted = out.interrupted or "SIGTERM"
+            return pack(("result", out))
         except CrashcheckError as exc:
             try:
                 return pack(("setup", unpack(pack(exc))))      # (it must also unpickle)
@@ -184,10 +201,17 @@ class DaskExecutor:
         try:
             self._connect(local, address)
         except KeyboardInterrupt as exc:
+            self.interrupted = swallowed_signal() or signal_name(exc)
+        except Exception:
+            if swallowed_signal() is None:
+                raise
+            self.interrupted = swallowed_signal()   # (a start the signal cut short)
+        self.interrupted = self.interrupted or swallowed_signal()
+        if self.interrupted is not None:
             # Ctrl-C or SIGTERM while starting: no unit runs, and the run ends as interrupted
             # (its results say so), as a local run interrupted before its first history does.
-            self.interrupted = swallowed_signal() or signal_name(exc)
-            self.close()
+            with deferred_signals():
+                self.close()
         self.slots = max(1, len(self.client.nthreads())) if self.interrupted is None else 1
 
     def _connect(self, local: int | None, address: str | None) -> None:

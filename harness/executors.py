@@ -62,10 +62,17 @@ def _worker_main(conn, unit: Unit, index: int, stop_event, progress_q, parent: i
     SIGTERM sent to the worker alone also ends it cleanly."""
     import signal
     ignore_sigint()
-    signal.signal(signal.SIGTERM, lambda *_: stop_event.set())
+    termed = []
+
+    def term(*_) -> None:
+        termed.append(1)
+        stop_event.set()
+    signal.signal(signal.SIGTERM, term)
     progress_q.cancel_join_thread()          # never block this process's exit on the queue
     try:
         out = fuzz_batch(unit, stop_event, throttled(lambda p: progress_q.put((index, p))), parent)
+        if termed:          # every unit stopped early: the run must not pass for a whole one
+            out.interrupted = out.interrupted or "SIGTERM"
     except UsageError as exc:
         out = exc
     except BaseException:      # noqa: BLE001 - reported to the parent
