@@ -81,7 +81,7 @@ def _symbolize(module: str, addr: int) -> tuple[str, str] | None:
 def describe(fault: Fault) -> str:
     """One line: the signal, the frame named, what happened and its likely cause."""
     from harness.supervise import signal_name
-    named = _symbolize(fault.module, fault.frame if fault.frame != fault.fn else fault.fn)
+    named = _symbolize(fault.module, fault.frame)
     frame = f"{named[0]} ({named[1]})" if named else f"{Path(fault.module).name}+{fault.frame:#x}"
     what, likely = CAUSES.get(fault.cause, CAUSES["alone"])
     return (f"died of {signal_name(fault.signal)} in crashcheck's own code, not in the structure: {frame} "

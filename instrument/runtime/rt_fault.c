@@ -165,7 +165,11 @@ static uintptr_t call_target(uintptr_t ra)
 			continue;
 		const unsigned char *p = (const unsigned char *)ra;
 		int32_t rel;
-		if (p[-5] == 0xe8) {
+		/* an indirect call through a register (ff /2, with or without REX.B, or with a
+		 * one-byte displacement) whose bytes happen to hold an e8 further back is no direct call */
+		int indirect = (p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0) ||
+			       (p[-3] == 0xff && (p[-2] & 0xf8) == 0x50);
+		if (p[-5] == 0xe8 && !indirect) {
 			memcpy(&rel, p - 4, 4);
 			return ra + (intptr_t)rel;
 		}
