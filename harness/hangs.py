@@ -16,7 +16,8 @@ answers of one history, in order:
   the shorter limit alone. (A lazy execution checked again stands for its own state only: its
   class was cut where the shorter limit stopped it reading.)
 
-The runner counts the checks out of time, so a batch of states sent before any answer came back
+A state answered by an earlier check's result (the same image, or what an earlier lazy execution
+read) is judged as that check was. The runner counts the checks out of time, so a batch of states sent before any answer came back
 still costs at most `hang_after` full timeouts per point. A finding of a hang carries how many
 states of its crash point hung its way (`Hung`, the record's `hung`).
 """
