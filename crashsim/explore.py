@@ -122,9 +122,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     relocatable the structure keeps no absolute addresses in its pool (it maps the pool itself,
                 as libpmemobj does), so the trace's pool may lie at another address than the
                 runner's; by default the addresses must match
-    hang_limit  (timeout_ms, after, short_ms): the runner's limit (Runner.queue_limit) set anew
-                before every explored crash point's states, so once AFTER checks of a point ran
-                out of time, its other states get SHORT_MS (harness/hangs.py reads the answers)
+    hang_limit  (timeout_ms, after, short_ms): the runner's limit (Runner.queue_limit), set once
+                before the trace's first crash point, so once AFTER checks of the trace ran out
+                of time, its other states get SHORT_MS (harness/hangs.py reads the answers)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -245,13 +245,15 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         waiting.clear()
 
     fixed = followup if isinstance(followup, str) else None
+    if runner is not None and hang_limit is not None:
+        # once, for the whole trace: the runner counts the checks out of time over every crash
+        # point (nothing below sends a base, which would put back the runner's own limit)
+        runner.queue_limit(*hang_limit)
     for cp in sim.crash_points(skip_before=start_event if points is None else 0):
         if runner is not None and cp.patch:
             runner.queue_patch(encode_writes(cp.patch))
         if cp.event < start_event or (points is not None and not points(cp)):
             continue
-        if runner is not None and hang_limit is not None:
-            runner.queue_limit(*hang_limit)       # count this point's checks out of time anew
         fu = fixed if fixed is not None else followup(cp)
         codec = StateCodec(cp, sim.image)
         encode = codec.encode

@@ -1,25 +1,29 @@
-"""Crash states whose check hung: a few full timeouts per crash point, not one per state.
+"""Crash states whose check hung: a few full timeouts per history, not one per state.
 
 Owns the rule that keeps a structure whose recovery, or the operations after it, hangs from
 costing the whole check timeout in every crash state (before: 9 histories in 118 s), and the count
-a hang finding reports. Before each crash point's states, crashsim.explore sets the runner's limit
-(`Runner.queue_limit`, docs/runner-protocol.md "Limits"): the full timeout until `hang_after`
-checks of the point have run out of it, then `hang_short_ms(timeout)`. HangTally reads the
-answers of one history, in order:
+a hang finding reports. Before a history's first crash point, crashsim.explore sets the runner's
+limit once (`Runner.queue_limit`, docs/runner-protocol.md "Limits"): the full timeout until
+`hang_after` checks of the history (at any of its crash points) have run out of it, then
+`hang_short_ms(timeout)`. The scope is the history, not the crash point: under lazy exploration a
+hanging point has only one or two executions, so a rule per point saved nothing. HangTally reads
+the answers of one history, in order:
 
 - a check that ran out of the full limit hung, as ever;
 - a check that ran out of the shorter limit hung *the same way* when its finding's group (its
   class and how it ended: `recovery: timeout`, `follow-up: lookup: timeout`) is that of a check
-  of the same crash point that ran out of the full limit: it is judged and counted as hung;
+  of the same history that ran out of the full limit: it is judged and counted as hung;
 - any other check that ran out of the shorter limit is not judged: `recheck` checks it again at
   its crash point, with the full limit first, so a state is never called hung for running out of
   the shorter limit alone. (A lazy execution checked again stands for its own state only: its
   class was cut where the shorter limit stopped it reading.)
 
 A state answered by an earlier check's result (the same image, or what an earlier lazy execution
-read) is judged as that check was. The runner counts the checks out of time, so a batch of states sent before any answer came back
-still costs at most `hang_after` full timeouts per point. A finding of a hang carries how many
-states of its crash point hung its way (`Hung`, the record's `hung`).
+read) is judged by the same rule, as that check is. The runner counts the checks out of time, so a batch of states
+sent before any answer came back still costs at most `hang_after` full timeouts per history
+(plus those of the rechecks, each a way of hanging the history had not shown with the full
+limit). A finding of a hang carries how many states of its crash point and of its history hung its
+way (`Hung`, the record's `hung`).
 """
 from __future__ import annotations
 
@@ -42,7 +46,8 @@ class Hung:
     """The states of one crash point that hung one way (one finding group)."""
     states: int = 0            # crash states (a lazy execution counts the states of its class)
     full: int = 0              # checks that ran out of the full time limit
-    short: int = 0             # checks that ran out of the shorter limit, after `full` ones had
+    short: int = 0             # checks that ran out of the shorter limit, after checks of the
+                               # history (here or at other points) had run out of the full one
     short_ms: int | None = None
     # over the whole history (HangTally.of): the states that hung this way and at how many points
     history_states: int = 0
@@ -61,33 +66,29 @@ class HangTally:
 
     def __init__(self) -> None:
         self._points: dict[Any, dict[Any, Hung]] = {}
-        self._same_way: set[int] = set()     # results out of the shorter limit taken as hung (first ids)
+        self._full: dict[Any, int] = {}      # finding group -> checks of the history out of the full limit
 
     def take(self, out: StateOutcome, found: list[Finding]) -> bool:
         """Count OUT (judged: FOUND) if its check hung; False when it ran out of the shorter limit
-        in a way no check of its crash point hung with the full limit (check it again)."""
+        in a way no check of this history hung with the full limit (check it again)."""
         res = out.result
         if res is None or res.status != "timeout":
             return True
         way = found[0].group if found else None
         ways = self._points.setdefault(out.point.index, {})
         hung = ways.get(way)
-        if res.limit_ms is not None:
-            # judged where it was checked; a state answered by that check's result (the same image,
-            # or what an earlier lazy execution read) hangs as that state did
-            if out.cached_from is not None:
-                if res.first not in self._same_way:
-                    return False
-            elif hung is None or hung.full == 0:
-                return False
-            else:
-                self._same_way.add(res.first)
+        # the rule is the history's, so a state answered by an earlier check's result (the same
+        # image, or what an earlier lazy execution read) is judged by it as that check is
+        if res.limit_ms is not None and not self._full.get(way):
+            return False
         if hung is None:
             hung = ways[way] = Hung()
         hung.states += getattr(out, "covers", 1)
         if out.cached_from is None:          # a state answered from the cache took no time
             if res.limit_ms is None:
-                hung.full += res.signal not in STOP_SIGNALS     # a stop is answered at once
+                if res.signal not in STOP_SIGNALS:       # a stop is answered at once
+                    hung.full += 1
+                    self._full[way] = self._full.get(way, 0) + 1
             else:
                 hung.short += 1
                 hung.short_ms = res.limit_ms
@@ -112,14 +113,26 @@ def recheck(session: Session, trace: Trace, judge: HistoryJudge, tally: HangTall
             deferred: list[StateOutcome], follow_text: str, limit: tuple[int, int, int] | None
             ) -> Iterator[tuple[StateOutcome, list[Finding]]]:
     """Check the DEFERRED outcomes (HangTally.take said so) again at their crash points, under
-    LIMIT counted anew; yield each with its findings once the tally takes it. Ends: at every point
-    the first check runs with the full limit, so each round settles at least one state there."""
+    LIMIT counted anew; yield each with its findings once the tally takes it. Before each point,
+    an outcome that a recheck of an earlier point has since shown to hang a way the history hung
+    with the full limit is taken as it is. Ends: at every point the first check runs with the
+    full limit, so each round settles at least one state there."""
     while deferred:
         by_point: dict[int, list[StateOutcome]] = {}
         for out in deferred:
             by_point.setdefault(out.point.index, []).append(out)
         deferred = []
         for index, outs in by_point.items():
+            still = []
+            for out in outs:
+                found = fold_state(judge.judge(out))
+                if tally.take(out, found):
+                    yield out, found
+                else:
+                    still.append(out)
+            outs = still
+            if not outs:
+                continue
             check = crash_states.state_checker(session, trace, index, follow_text, limit=limit)
             for out, res in zip(outs, check([tuple(o.choice) for o in outs])):
                 out.result, out.cached_from, out.covers = res, None, 1
@@ -137,8 +150,8 @@ def hang_words(hung: Hung | None, explored: int | None, timeout_ms: int) -> str:
     of = f"{hung.states} of {explored}" if explored else str(hung.states)
     text = f"; hung in {of} state{'s' if (explored or hung.states) != 1 else ''} of this crash point"
     if hung.short:
-        text += (f" ({hung.short} of them given a shorter time limit of {hung.short_ms} ms after "
-                 f"{hung.full} had run out of the full {timeout_ms} ms, and hung the same way)")
+        text += (f" ({hung.short} of them given a shorter time limit of {hung.short_ms} ms once checks "
+                 f"of this history had run out of the full {timeout_ms} ms this way, and hung the same way)")
     if hung.history_points > 1:
         text += f" and in {hung.history_states} states of {hung.history_points} crash points of this history"
     return text

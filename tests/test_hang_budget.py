@@ -33,6 +33,7 @@ AFTER = 2            # checks of a point that may take the whole timeout
 TIMEOUT_MS = 200     # per check: small, so that the run that gives every state all of it is quick
 LIMIT = 12           # bounded: states per crash point
 EXPLORE = harness.pipeline.explore
+TALLY = harness.pipeline.HangTally
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +42,10 @@ def seqlock(instrument_built):
     return structures.get("seqlock")
 
 
-def _run(seqlock, monkeypatch, hang_after: int):
-    """Check HISTORY; (its outcome, every explored outcome as (point, way, limit_ms, checked))."""
-    seen = []
+def _run(seqlock, monkeypatch, hang_after: int, strategy: str = "bounded"):
+    """Check HISTORY; (its outcome, every explored outcome as (point, hung, limit_ms, checked),
+    the history's HangTally)."""
+    seen, tallies = [], []
 
     def spy(*args, **kw):
         for out in EXPLORE(*args, **kw):
@@ -51,28 +53,33 @@ def _run(seqlock, monkeypatch, hang_after: int):
             hung = res.status == "timeout" and res.signal not in STOP_SIGNALS
             seen.append((out.point.index, hung, res.limit_ms, out.cached_from is None))
             yield out
+    def tally():
+        tallies.append(TALLY())
+        return tallies[-1]
     monkeypatch.setattr(harness.pipeline, "explore", spy)
-    settings = Settings(strategy="bounded", limit=LIMIT, seed=1, recovery_crashes=0, timeout_ms=TIMEOUT_MS,
+    monkeypatch.setattr(harness.pipeline, "HangTally", tally)
+    settings = Settings(strategy=strategy, limit=LIMIT, seed=1, recovery_crashes=0, timeout_ms=TIMEOUT_MS,
                         hang_after=hang_after)
     with Checker(seqlock, "odd-version", settings) as checker:
-        return checker.check(HISTORY), seen
+        outcome = checker.check(HISTORY)
+    assert len(tallies) == 1
+    return outcome, seen, tallies[0]
 
 
-def test_a_hanging_point_costs_two_full_timeouts_and_its_finding_counts_the_states(seqlock, monkeypatch):
-    outcome, seen = _run(seqlock, monkeypatch, AFTER)
+def test_a_hanging_history_costs_two_full_timeouts_and_its_finding_counts_the_states(seqlock, monkeypatch):
+    outcome, seen, _ = _run(seqlock, monkeypatch, AFTER)
     assert not outcome.partial
-    full = Counter(p for p, hung, limit, checked in seen if hung and limit is None and checked)
+    # over the whole history (all its crash points), the first two checks that hang get the whole
+    # timeout, the others the shorter limit (whether sent in one batch or not)
+    hung = [limit for p, hung, limit, checked in seen if hung and checked]
+    assert len(hung) > AFTER and hung[:AFTER] == [None] * AFTER, hung
+    assert all(limit is not None for limit in hung[AFTER:]), hung
     short = Counter(p for p, hung, limit, checked in seen if hung and limit is not None and checked)
-    # at every point, the first two checks that hang get the whole timeout, the others the
-    # shorter limit (whether sent in one batch or not)
-    checked = Counter(p for p, hung, _, checked in seen if hung and checked)
-    for p, n in checked.items():
-        assert full[p] == min(n, AFTER) and short[p] == n - full[p], (p, n, full, short)
     # the point where every state hangs (its first state's image was checked at the point before)
-    assert max(short.values()) == LIMIT - 1 - AFTER, short
+    assert max(short.values()) >= LIMIT - 1 - AFTER, short
 
     # The same history with every state given the whole timeout: the same states hang.
-    plain, every = _run(seqlock, monkeypatch, 0)
+    plain, every, _ = _run(seqlock, monkeypatch, 0)
     assert all(limit is None for _, _, limit, _ in every)
     assert [(p, hung) for p, hung, _, _ in seen] == [(p, hung) for p, hung, _, _ in every]
     hung_at = Counter(p for p, hung, _, _ in every if hung)
@@ -93,6 +100,36 @@ def test_a_hanging_point_costs_two_full_timeouts_and_its_finding_counts_the_stat
     assert sum(f.hung.history_states for f in hangs.values()) == sum(hung_at.values())
     # at the points answered with the shorter limit, every sampled state hung
     assert all(hung_at[p] == outcome.coverage.per_point[p][1] for p in short)
+
+
+def test_under_lazy_exploration_a_history_costs_two_full_timeouts_per_way_of_hanging(seqlock, monkeypatch):
+    """The default strategy: a hanging crash point has one or two executions (a class of states
+    hangs as one), so only a budget over the whole history saves anything. Every check that ran
+    out of the whole timeout, in exploration or checked again, is in the tally: at most AFTER per
+    way of hanging. The findings are those of the run that gives every state the whole timeout."""
+    outcome, seen, tally = _run(seqlock, monkeypatch, AFTER, "lazy")
+    assert not outcome.partial
+    hangs = {f.group: f for f in outcome.findings if f.hung is not None}
+    assert ("post-recovery-divergence", "follow-up: lookup: timeout") in hangs
+    full = {}
+    for ways in tally._points.values():
+        for way, h in ways.items():
+            full[way] = full.get(way, 0) + h.full
+    assert sum(full.values()) > 0 and all(n <= AFTER for n in full.values()), full
+    explored_full = [p for p, hung, limit, checked in seen if hung and limit is None and checked]
+    assert len(explored_full) <= AFTER, explored_full
+    # the rest were answered under the shorter limit and counted (stats hung_short)
+    assert outcome.hung_short == tally.short_checks > 0
+
+    plain, every, _ = _run(seqlock, monkeypatch, 0, "lazy")
+    truth = {f.group: f for f in plain.findings if f.hung is not None}
+    assert hangs.keys() == truth.keys()
+    for group, f in hangs.items():
+        t = truth[group]
+        assert f.point.index == t.point.index, group
+        assert (f.hung.states, f.hung.history_states, f.hung.history_points) == \
+            (t.hung.states, t.hung.history_states, t.hung.history_points), group
+    assert outcome.coverage.per_point == plain.coverage.per_point
 
 
 @pytest.mark.slow            # about 40 s: the fuzz loop shrinks the history, each try hanging again

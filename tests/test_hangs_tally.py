@@ -31,12 +31,12 @@ def found(way) -> list[Finding]:
     return [Finding(way[0], "", way)]
 
 
-def test_a_check_out_of_the_shorter_limit_counts_only_the_way_the_point_hung_with_the_full_one():
+def test_a_check_out_of_the_shorter_limit_counts_only_the_way_the_history_hung_with_the_full_one():
     tally, p, q = HangTally(), point(1), point(2)
     assert tally.take(outcome(p, 1, result(1)), found(A))
     assert tally.take(outcome(p, 2, result(2)), found(A))
     assert tally.take(outcome(p, 3, result(3, 50)), found(A))          # hung the same way
-    assert not tally.take(outcome(p, 4, result(4, 50)), found(B))      # no full-limit hang of B here
+    assert not tally.take(outcome(p, 4, result(4, 50)), found(B))      # no full-limit hang of B yet
     assert tally.take(outcome(p, 5, result(5, status="ok", signal=None)), [])
     assert tally.take(outcome(p, 6, result(6, signal=19)), found(("recovery-hang", "recovery: stopped")))
     assert tally.of(1, A) == Hung(3, 2, 1, 50, 3, 1)
@@ -46,8 +46,13 @@ def test_a_check_out_of_the_shorter_limit_counts_only_the_way_the_point_hung_wit
     assert tally.take(outcome(q, 7, short3, cached_from=3, covers=4), found(A))
     assert not tally.take(outcome(q, 8, result(4, 50), cached_from=4), found(B))
     assert tally.of(2, A) == Hung(4, 0, 0, None, 7, 2)
-    # a short answer of a check at a point where its way hung only from the cache: checked again
-    assert not tally.take(outcome(q, 9, result(9, 50)), found(A))
+    # the scope is the history: a check at another point out of the shorter limit hung the way
+    # checks at point 1 hung with the full one (under lazy exploration a hanging point has one or
+    # two executions, so a rule per point would give each of them the whole timeout)
+    assert tally.take(outcome(q, 9, result(9, 50)), found(A))
+    assert tally.of(2, A) == Hung(5, 0, 1, 50, 8, 2)
+    # and a way no check of the history hung with the full limit is still checked again
+    assert not tally.take(outcome(q, 10, result(10, 50)), found(C))
 
 
 def test_checked_again_until_the_point_hung_its_way_with_the_full_limit(monkeypatch):
@@ -75,10 +80,33 @@ def test_checked_again_until_the_point_hung_its_way_with_the_full_limit(monkeypa
     assert tally.of(3, B) == Hung(2, 2, 0, None, 2, 1)
 
 
+def test_a_recheck_that_hung_a_new_way_with_the_full_limit_settles_that_way_at_later_points(monkeypatch):
+    """Deferred states of B at two points: the first point's recheck hangs B with the full limit,
+    so the second point's short answers of B are taken as they are, not checked again."""
+    tally, p, q = HangTally(), point(4), point(5)
+    tally.take(outcome(p, 1, result(1)), found(A))
+    deferred = [outcome(p, 2, result(2, 50)), outcome(q, 3, result(3, 50)), outcome(q, 4, result(4, 50))]
+    assert not any(tally.take(o, found(B)) for o in deferred)
+    checked = []
+
+    def checker(session, trace, index, follow_text, limit=None):
+        def check(choices):
+            checked.append((index, choices))
+            return [result(20)]
+        return check
+    monkeypatch.setattr(hangs.crash_states, "state_checker", checker)
+    judge = SimpleNamespace(judge=lambda out: found(B))
+    done = list(recheck(None, None, judge, tally, deferred, "lookup 1", (200, 1, 50)))
+    assert checked == [(4, [(2,)])]
+    assert sorted(o.id for o, _ in done) == [2, 3, 4]
+    assert tally.of(5, B) == Hung(2, 0, 2, 50, 3, 2)
+
+
 def test_the_words_a_finding_ends_with():
     assert hang_words(None, 4, 2000) == ""
     assert hang_words(Hung(1, 1, 0, None, 1, 1), 2, 2000) == "; hung in 1 of 2 states of this crash point"
     assert hang_words(Hung(40, 2, 38, 250, 130, 5), 40, 2000) == (
         "; hung in 40 of 40 states of this crash point (38 of them given a shorter time limit of 250 ms "
-        "after 2 had run out of the full 2000 ms, and hung the same way) and in 130 states of 5 crash "
+        "once checks of this history had run out of the full 2000 ms this way, and hung the same way) and "
+        "in 130 states of 5 crash "
         "points of this history")
