@@ -244,7 +244,7 @@ def _summary(console: Console, res: dict) -> None:
                               highlight=False)
         if st.get("hung_short"):
             console.print(f"  hangs: {st['hung_short']} checks counted as hung after a shorter time limit: "
-                          "checks of their crash point had hung the same way with the whole check timeout "
+                          "checks of their history had hung the same way with the whole check timeout "
                           "(CRASHCHECK_HANG_AFTER=0 gives every state all of it)", highlight=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "

@@ -125,7 +125,7 @@ class Stats:
     points_sampled: int = 0          # crash points explored only in part (bounded sample, lazy cut)
     executions: int = 0              # checker executions (lazy: one per class of states)
     not_checked: int = 0             # threaded histories whose linearizability search ran out of budget
-    hung_short: int = 0              # checks judged hung under a crash point's shorter limit (harness/hangs.py)
+    hung_short: int = 0              # checks judged hung under a history's shorter limit (harness/hangs.py)
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
 

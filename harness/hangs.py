@@ -55,7 +55,8 @@ class Hung:
 
 
 def hang_limit(settings: Settings) -> tuple[int, int, int] | None:
-    """The runner limit crashsim.explore sets before every crash point (None: the runner's own)."""
+    """The runner limit crashsim.explore sets before a history's first crash point (None: the
+    runner's own)."""
     if settings.hang_after <= 0 or settings.timeout_ms <= 0:
         return None
     return (settings.timeout_ms, settings.hang_after, defaults.hang_short_ms(settings.timeout_ms))

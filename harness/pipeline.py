@@ -7,7 +7,7 @@ each:
   harness/crash_free.py        what the crash-free run already shows
   harness/crash_oracle.py      what a recovered state is judged against (one thread or several)
   harness/judging.py           verdicts and leaks of explored crash states (with their caches)
-  harness/hangs.py             crash states that hung: a few full timeouts per crash point
+  harness/hangs.py             crash states that hung: a few full timeouts per history
   harness/recovery_crashes.py  crashes inside recovery
   harness/crash_states.py      going back to given crash states (shrinking, replay)
   harness/state_shrink.py      the fewest lost stores that still fail
