@@ -90,7 +90,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             start_event: int = 0, stop: Callable[[], bool] | None = None,
             allow_cut: bool = False, executions: int | None = None,
             points: Callable[[CrashPoint], bool] | None = None,
-            relocatable: bool = False) -> Iterator[StateOutcome]:
+            relocatable: bool = False,
+            hang_limit: tuple[int, int, int] | None = None) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
@@ -121,6 +122,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     relocatable the structure keeps no absolute addresses in its pool (it maps the pool itself,
                 as libpmemobj does), so the trace's pool may lie at another address than the
                 runner's; by default the addresses must match
+    hang_limit  (timeout_ms, after, short_ms): the runner's limit (Runner.queue_limit), set once
+                before the trace's first crash point, so once AFTER checks of the trace ran out
+                of time, its other states get SHORT_MS (harness/hangs.py reads the answers)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -161,7 +165,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     if first_state is None:
         first_state = runner.next_state if runner is not None else 0
     return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
-                    start_event, stop, executions, points)
+                    start_event, stop, executions, points, hang_limit)
 
 
 def queue_initial_image(runner: Runner, trace: Trace, sim: Simulator) -> None:
@@ -190,7 +194,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
              cache: bool, next_id: int, start_event: int = 0,
              stop: Callable[[], bool] | None = None,
              executions: int | None = None,
-             points: Callable[[CrashPoint], bool] | None = None) -> Iterator[StateOutcome]:
+             points: Callable[[CrashPoint], bool] | None = None,
+             hang_limit: tuple[int, int, int] | None = None) -> Iterator[StateOutcome]:
     t0 = time.monotonic()
     cap = limit if executions is None else executions
     if strategy == "lazy" and (cap < 1 or limit < 1):
@@ -240,6 +245,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         waiting.clear()
 
     fixed = followup if isinstance(followup, str) else None
+    if runner is not None and hang_limit is not None:
+        # once, for the whole trace: the runner counts the checks out of time over every crash
+        # point (nothing below sends a base, which would put back the runner's own limit)
+        runner.queue_limit(*hang_limit)
     for cp in sim.crash_points(skip_before=start_event if points is None else 0):
         if runner is not None and cp.patch:
             runner.queue_patch(encode_writes(cp.patch))

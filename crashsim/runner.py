@@ -27,7 +27,7 @@ from .errors import CrashcheckError
 
 REQ = struct.Struct("<IIQ")
 _STATE_HEAD = struct.Struct("<IIQI")    # a STATE request's head and its followup length
-REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY = 1, 2, 3, 4, 5, 6
+REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT = 1, 2, 3, 4, 5, 6, 7
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder.
@@ -70,6 +70,8 @@ class CheckResult:
     lazy     for a lazy execution (Runner.queue_lazy): {"branches": [classes at each branch
              point], "allowed": [[group, [variants]], ...] for the groups it narrowed,
              "diverged": 0/1, "truncated": 0/1}; else None
+    limit_ms a check that ran out of time under the shorter limit of Runner.queue_limit: that
+             limit (it was not given the full one); else None
     """
     status: str
     signal: int | None
@@ -80,6 +82,7 @@ class CheckResult:
     first: int
     stray: bool = False
     lazy: dict[str, Any] | None = None
+    limit_ms: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -209,6 +212,13 @@ class Runner:
     def lazy_supported(self) -> bool:
         return bool(self.hello.get("lazy"))
 
+    def queue_limit(self, timeout_ms: int, after: int = 0, short_ms: int = 0) -> None:
+        """The wall-clock limit of the states queued after this: TIMEOUT_MS, until AFTER of them
+        (0: any number) have run out of it; the states after those get SHORT_MS, and an answer
+        that runs out of that says so (CheckResult.limit_ms). Until the next limit or base (a base
+        puts back the limit the runner started with)."""
+        self._push(REQ_LIMIT, struct.pack("<III", timeout_ms, after, short_ms))
+
     def queue_reset(self) -> None:
         self._push(REQ_RESET, b"")
 
@@ -272,7 +282,7 @@ class Runner:
             else:
                 res = CheckResult(ans["status"], ans["signal"], ans["exit"], ans["result"],
                                   ans["stderr"], ans.get("output"), sid, bool(ans.get("stray")),
-                                  ans.get("lazy"))
+                                  ans.get("lazy"), ans.get("limit_ms"))
                 self._unique[sid] = res
                 if self.vet is not None:
                     self.vet(res)
@@ -280,13 +290,16 @@ class Runner:
         return out
 
     def _base_after(self, reqs: list[bytes], kinds: list[int]) -> list[bytes]:
-        """The requests that make the base after REQS (which follow the current base)."""
+        """The requests that make the base after REQS (which follow the current base), and the
+        last limit since that base (a restarted runner counts the states out of time anew)."""
         log = self._base_log
         for req, kind in zip(reqs, kinds):
             if kind == REQ_BASE:
                 log = [req]
             elif kind == REQ_PATCH:
                 log = log + [req]
+            elif kind == REQ_LIMIT:
+                log = [x for x in log if REQ.unpack_from(x)[0] != REQ_LIMIT] + [req]
         return log
 
     def _respawn(self, base_log: list[bytes]) -> None:

@@ -164,13 +164,13 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 def results_json(results: list[TargetResult], settings: Settings, command: str) -> dict:
     total = {"histories": 0, "partial_histories": 0, "crash_points": 0, "states_legal": 0,
              "states_explored": 0, "states_checked": 0, "points_sampled": 0, "points_complete": 0,
-             "executions": 0, "elapsed_s": 0.0}
+             "executions": 0, "hung_short": 0, "elapsed_s": 0.0}
     rows, bugs = [], []
     interrupted = next((r.interrupted for r in results if r.interrupted), None)
     for r in results:
         st = r.stats.as_json()
         for k in ("histories", "partial_histories", "crash_points", "states_explored", "states_checked",
-                  "points_sampled", "points_complete", "executions"):
+                  "points_sampled", "points_complete", "executions", "hung_short"):
             total[k] += st[k]
         total["states_legal"] += r.stats.states_legal
         total["elapsed_s"] += st["elapsed_s"]
@@ -262,6 +262,10 @@ def _summary(console: Console, res: dict) -> None:
                 console.print(f"  coverage: every legal state of every crash point reached was covered "
                               f"({st['crash_points']} of {st['crash_points']} crash points complete, {how})",
                               highlight=False)
+        if st.get("hung_short"):
+            console.print(f"  hangs: {st['hung_short']} checks counted as hung after a shorter time limit: "
+                          "checks of their history had hung the same way with the whole check timeout "
+                          "(CRASHCHECK_HANG_AFTER=0 gives every state all of it)", highlight=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)

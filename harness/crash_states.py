@@ -54,14 +54,16 @@ def image_at(session: Session, trace: Trace, cp_index: int, choice: tuple[int, .
     return images_at(session, trace, [(cp_index, choice)])[0]
 
 
-def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: str
+def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: str,
+                  limit: tuple[int, int, int] | None = None
                   ) -> Callable[[list[tuple[int, ...]]], list[CheckResult]]:
     """Simulate TRACE up to crash point CP_INDEX once, with the runner's image following, and
-    return a function that checks choice vectors there. Valid until the runner is used for
+    return a function that checks choice vectors there (with the runner's own time limit, or
+    LIMIT: Runner.queue_limit's, counted from the first check). Valid until the runner is used for
     anything else."""
     runner = session.runner(trace)
     sim = Simulator.from_trace(trace, session.settings.options())
-    queue_initial_image(runner, trace, sim)
+    queue_initial_image(runner, trace, sim)      # a base: the runner's own limit again
     for cp in sim.crash_points(wanted=lambda k: k == cp_index):
         if cp.patch:
             runner.queue_patch(encode_writes(cp.patch))
@@ -70,6 +72,8 @@ def state_checker(session: Session, trace: Trace, cp_index: int, follow_text: st
             break
     else:
         raise ValueError(f"no crash point {cp_index} in {trace.path}")
+    if limit is not None:
+        runner.queue_limit(*limit)
 
     def check(choices: list[tuple[int, ...]]) -> list[CheckResult]:
         ids = []

@@ -33,6 +33,9 @@ CPU_S = 10                      # one crash state's check, CPU seconds (the runn
 RUN_TIMEOUT_MS = 10_000         # a traced crash-free run, before per-operation time
 OP_TIMEOUT_MS = 100             # a traced crash-free run, per operation
 RUN_TIMEOUT_CAP_MS = 120_000    # a traced crash-free run at most
+HANG_AFTER = 2                  # checks of one history that may run out of TIMEOUT_MS before the
+                                # history's other states get hang_short_ms (0: every state gets it
+                                # all; harness/hangs.py)
 
 # The environment may change the limits of checks and runs (tests make them small):
 ENVIRONMENT = {
@@ -40,7 +43,16 @@ ENVIRONMENT = {
     "mem_mb": ("CRASHCHECK_MEM_MB", MEM_MB),
     "run_timeout_ms": ("CRASHCHECK_RUN_TIMEOUT_MS", RUN_TIMEOUT_MS),
     "op_timeout_ms": ("CRASHCHECK_OP_TIMEOUT_MS", OP_TIMEOUT_MS),
+    "hang_after": ("CRASHCHECK_HANG_AFTER", HANG_AFTER),
 }
+
+
+def hang_short_ms(timeout_ms: int) -> int:
+    """The shorter limit of a history's checks once HANG_AFTER of them ran out of TIMEOUT_MS:
+    an eighth of it (250 ms of the default 2 s, hundreds of times a normal check's time), at least
+    50 ms (a loaded machine's scheduling delays). Only a check that then hangs the way a check of
+    the same history hung with the full limit is called hung (harness/hangs.py)."""
+    return min(timeout_ms, max(50, timeout_ms // 8))
 
 
 def from_env(name: str) -> int:

@@ -38,6 +38,8 @@ class Finding:
     leaks: list[dict] = field(default_factory=list)
     occurrences: int = 1
     coverage: tuple[int, int] | None = None       # (legal, explored) at its crash point
+    # A hang: the states of its crash point that hung its way (harness/hangs.py Hung), or None
+    hung: Any = None
     # For a crash inside recovery: the original crash (its point index and choice) whose image
     # recovery was working on, and the trace of that recovery run (where `point` lives).
     recovery_of: tuple[int, tuple[int, ...]] | None = None
@@ -116,6 +118,7 @@ class HistoryOutcome:
     elapsed: float = 0.0
     partial: bool = False        # the budget ran out (or a stop came) before every state was checked
     not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
+    hung_short: int = 0          # checks judged hung under the shorter limit (harness/hangs.py)
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it

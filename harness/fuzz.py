@@ -125,12 +125,13 @@ class Stats:
     points_sampled: int = 0          # crash points explored only in part (bounded sample, lazy cut)
     executions: int = 0              # checker executions (lazy: one per class of states)
     not_checked: int = 0             # threaded histories whose linearizability search ran out of budget
+    hung_short: int = 0              # checks judged hung under a history's shorter limit (harness/hangs.py)
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
 
     def add(self, other: "Stats") -> None:
         for name in ("histories", "partial_histories", "crash_points", "states_legal", "states_explored",
-                     "states_checked", "points_sampled", "not_checked", "executions"):
+                     "states_checked", "points_sampled", "not_checked", "executions", "hung_short"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
         self.threads = max(self.threads, other.threads)
@@ -142,7 +143,7 @@ class Stats:
                 "states_explored": self.states_explored, "states_checked": self.states_checked,
                 "points_sampled": self.points_sampled,
                 "points_complete": self.crash_points - self.points_sampled,
-                "executions": self.executions,
+                "executions": self.executions, "hung_short": self.hung_short,
                 "not_checked": self.not_checked, "threads": self.threads,
                 "elapsed_s": round(self.elapsed_s, 2),
                 "states_per_s": round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0}
@@ -271,6 +272,7 @@ def _search(structure: str, bug: str | None, settings: Settings, config: Config,
             stats.states_checked += outcome.states_checked
             stats.points_sampled += outcome.points_sampled
             stats.executions += outcome.executions
+            stats.hung_short += outcome.hung_short
 
         def note(outcome: HistoryOutcome, f: Finding) -> bool:
             """Keep F (of OUTCOME) in the registry and the journal; True if it is new to this

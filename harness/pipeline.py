@@ -7,6 +7,7 @@ each:
   harness/crash_free.py        what the crash-free run already shows
   harness/crash_oracle.py      what a recovered state is judged against (one thread or several)
   harness/judging.py           verdicts and leaks of explored crash states (with their caches)
+  harness/hangs.py             crash states that hung: a few full timeouts per history
   harness/recovery_crashes.py  crashes inside recovery
   harness/crash_states.py      going back to given crash states (shrinking, replay)
   harness/state_shrink.py      the fewest lost stores that still fail
@@ -33,6 +34,7 @@ from harness.bugs import fold_state
 from harness.crash_oracle import SequentialOracle, oracle_for
 from harness.crash_free import crash_free_findings
 from harness.errors import DriverFailure
+from harness.hangs import HangTally, hang_limit, recheck
 from harness.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.judging import HistoryJudge
@@ -185,20 +187,32 @@ class Checker:
         first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
                         len(trace.events))
         s = self.settings
+        follow_text = history_text(self.model, outcome.followup)
+        limit = hang_limit(s)
+        hangs = HangTally()
+        deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
+
+        def take(out, found) -> None:
+            outcome.coverage.count(out)
+            if out.fp not in seen_images and worth_crashing(out, found):
+                seen_images.add(out.fp)
+                candidates.append((out.point.index, tuple(out.choice)))
+            for f in found:
+                add_finding(by_group, f)
         try:
             for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
-                               runner=runner, followup=history_text(self.model, outcome.followup),
+                               runner=runner, followup=follow_text,
                                first_state=self.session.free_state_id(), progress=progress,
                                start_event=first_op, stop=self.budget.expired,
-                               relocatable=self.session.structure.own_pool):
+                               relocatable=self.session.structure.own_pool, hang_limit=limit):
                 self.session.next_state = out.id + 1
-                outcome.coverage.count(out)
                 found = fold_state(judge.judge(out))
-                if out.fp not in seen_images and worth_crashing(out, found):
-                    seen_images.add(out.fp)
-                    candidates.append((out.point.index, tuple(out.choice)))
-                for f in found:
-                    add_finding(by_group, f)
+                if hangs.take(out, found):
+                    take(out, found)
+                else:
+                    deferred.append(out)
+            for out, found in recheck(self.session, trace, judge, hangs, deferred, follow_text, limit):
+                take(out, found)
             outcome.states_checked = runner.stats.states - checked_before
             if s.recovery_crashes and candidates:
                 for f in crash_recoveries(self.session, trace, oracle, candidates, outcome):
@@ -210,9 +224,12 @@ class Checker:
         # a verdict search that ran out of budget (durable linearizability) is never a pass
         outcome.not_checked = outcome.not_checked or judge.unchecked > 0
         outcome.coverage.close()
+        outcome.hung_short = hangs.short_checks
         outcome.findings = list(by_group.values())
         for f in outcome.findings:
             f.coverage = outcome.coverage.of_point(coverage_key(f))
+            if f.point is not None and f.recovery_of is None:
+                f.hung = hangs.of(f.point.index, f.group)
 
     # -- making a finding ready to report ----------------------------------------------------
 

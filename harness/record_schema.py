@@ -195,6 +195,11 @@ TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Te
                 "off": (Opt(Nat()), None), "size": (Nat(), 0), "line": (Nat(), 0),
                 "state": (Opt(Text(("durable", "persisted", "lost"))), None)})
 COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Nat(), REQUIRED), "exhaustive": (Bool(), False)})
+# a hang: the states of its crash point that hung its way, and the checks that took the full or the
+# shorter time limit (harness/hangs.py)
+HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Nat()), None), "full": (Nat(), 0),
+            "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Nat(), 0),
+            "history_points": (Nat(), 0)})
 # a threaded run's picture (harness/lanes.py): positions are trace event indices
 LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(), REQUIRED),
             "result": (Opt(Text()), None), "call": (Nat(), REQUIRED), "ret": (Opt(Nat()), None)})
@@ -248,6 +253,7 @@ RECORD = Obj({
     "actual": (Opt(DUMP), None),
     "leaks": (List(LEAK), list),
     "coverage": (Opt(COVERAGE), None),
+    "hung": (Opt(HUNG), None),
     "timeline": (List(TIMELINE), list),
     "sources": (Map(SOURCE), dict),
     "replay": (Text(), ""),
@@ -265,7 +271,7 @@ RECORD = Obj({
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
-             "executions": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),

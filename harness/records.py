@@ -15,6 +15,7 @@ from crashsim.model import Piece
 from crashsim.trace import Trace
 from harness import lanes
 from harness.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from harness.hangs import hang_words
 from harness.paths import relative_record
 from harness.settings import Settings
 from specs import models
@@ -116,6 +117,16 @@ def _coverage(f: Finding) -> dict | None:
     return {"legal": legal, "explored": explored, "exhaustive": explored >= legal}
 
 
+def _hung(f: Finding) -> dict | None:
+    """How many states of the finding's crash point hung its way (harness/hangs.py), or None."""
+    h = f.hung
+    if h is None:
+        return None
+    return {"states": h.states, "explored": f.coverage[1] if f.coverage else None, "full": h.full,
+            "short": h.short, "short_ms": h.short_ms, "history_states": h.history_states,
+            "history_points": h.history_points}
+
+
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path) -> dict:
     f = finding
@@ -144,7 +155,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "load": getattr(outcome.ops, "load", 0),
         "followup": [model.op_text(op) for op in outcome.followup],
         "followup_outputs": list(verdict.followup_outputs) if verdict else [],
-        "detail": f.detail,
+        "detail": f.detail + hang_words(f.hung, f.coverage[1] if f.coverage else None, settings.timeout_ms),
         "group": f.group[1],
         "occurrences": f.occurrences,
         "crash": None,
@@ -154,6 +165,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "expected_states": [state_json(model, s) for s in verdict.expected] if verdict else [],
         "actual": state_json(model, verdict.actual) if verdict else None,
         "coverage": _coverage(f),
+        "hung": _hung(f),
         "leaks": f.leaks,
         "recovery_of": ({"index": f.recovery_of[0], "choice": list(f.recovery_of[1])}
                         if f.recovery_of is not None else None),

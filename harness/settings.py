@@ -25,6 +25,9 @@ class Settings:
     mem_mb: int = field(default_factory=lambda: defaults.from_env("mem_mb"))
     run_timeout_ms: int = field(default_factory=lambda: defaults.from_env("run_timeout_ms"))
     op_timeout_ms: int = field(default_factory=lambda: defaults.from_env("op_timeout_ms"))
+    # Checks of one history that may run out of timeout_ms before the history's other states get
+    # a shorter limit (harness/hangs.py; 0: every state gets the whole timeout)
+    hang_after: int = field(default_factory=lambda: defaults.from_env("hang_after"))
     followup: bool = True
     clflush_guarantees: bool = False
     # Post-crash images per history whose own recovery is traced and crashed (0: off). Recovery

@@ -593,14 +593,24 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	 * also carry their exploration log: they take the long way. */
 	uint64_t ra = 0, rb = 0, first;
 	int raw = !ccr_lazy_active();
+	/* A check that ran out of time under the shorter limit of a LIMIT
+	 * request says so (the client tells such a hang from one that took the
+	 * whole limit); one that ran out of the full limit counts towards it. */
+	unsigned limit_ms = 0;
+	if (!strcmp(end->status, "timeout") && (end->sig == SIGKILL || end->sig == SIGXCPU)) {
+		if (r->limit_after && r->limit_hung >= r->limit_after)
+			limit_ms = r->lim.timeout_ms;
+		else if (r->limit_after && ++r->limit_hung == r->limit_after)
+			r->lim.timeout_ms = r->limit_short;
+	}
 	int rc = end->out_to >= 0 && r->out_map ?
 		 read_output(r, &r->out, (size_t)end->out_from, (size_t)end->out_to) :
 		 read_capture(r, r->res_fd, &r->out, end->out_from, end->out_to, 0);
 	rc |= read_capture(r, r->err_fd, &r->err, end->err_from, end->err_to, STDERR_TAIL_BYTES);
 	if (rc == 0 && raw) {
 		char head[96];
-		int hl = snprintf(head, sizeof(head), "raw|%s|%d|%d|%d|%zu|", end->status, end->sig, end->code,
-				  end->stray, r->out.len);
+		int hl = snprintf(head, sizeof(head), "raw|%s|%d|%d|%d|%zu|%u|", end->status, end->sig, end->code,
+				  end->stray, r->out.len, limit_ms);
 		struct buf *h = &r->ans;
 		h->len = 0;
 		if (ccr_buf_add(r, h, head, (size_t)hl) < 0 || ccr_buf_add(r, h, r->out.p, r->out.len) < 0 ||
@@ -630,6 +640,8 @@ int ccr_answer_state(struct runner *r, uint64_t id, const struct ccr_end *end)
 	rc |= buf_json_str(r, a, r->err.p + from, r->err.len - from);
 	if (end->stray)
 		rc |= ccr_buf_str(r, a, ",\"stray\":true");
+	if (limit_ms)
+		rc |= ccr_buf_fmt(r, a, ",\"limit_ms\":%u", limit_ms);
 	if (rc == 0 && ccr_lazy_active())
 		rc |= ccr_lazy_answer(r, a);
 	if (rc != 0)

@@ -59,6 +59,12 @@ struct runner {
 	int worker_off;             /* reuse is off (or failed to start): fork per state */
 	char *out_map;              /* the result capture file's first CCR_OUT_MAP bytes, shared, or NULL */
 	int settle_left;            /* states to post with settle_each (worker.c) */
+	/* The wall-clock limit of a state is lim.timeout_ms.  A LIMIT request
+	 * (serve.c) sets it to limit_full and lets limit_after states run out of
+	 * it before the states after them get limit_short (answer.c counts them
+	 * in limit_hung); a BASE puts back limit_start, the limit the runner
+	 * started with. */
+	unsigned limit_start, limit_full, limit_short, limit_after, limit_hung;
 };
 
 /* Bytes of the result capture file mapped shared: a reused check process

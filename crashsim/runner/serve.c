@@ -32,6 +32,7 @@ enum req_kind {
 	REQ_RESET = 4,  /* forget earlier results (no more dup_of to them) */
 	REQ_QUIT = 5,
 	REQ_LAZY = 6,   /* body: u32 followup length, followup, u32 spec length, spec, writes */
+	REQ_LIMIT = 7,  /* body: u32 timeout_ms, u32 after, u32 short_ms */
 };
 
 #define REQ_HEAD 16
@@ -218,6 +219,21 @@ static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n
 	return rc;
 }
 
+/*
+ * set_limit -- the wall-clock limit of the states after this request: FULL
+ * ms, until AFTER of them (0: no matter how many) have run out of it; then
+ * SHORT ms for the rest, until the next LIMIT or BASE.  Once the check of a
+ * crash point has hung a few times, the client expects its other states to
+ * hang alike: they need not each take the whole limit to show it (internal)
+ */
+static void set_limit(struct runner *r, unsigned full, unsigned after, unsigned shorter)
+{
+	r->lim.timeout_ms = r->limit_full = full;
+	r->limit_after = after;
+	r->limit_short = shorter;
+	r->limit_hung = 0;
+}
+
 /* serve_loop -- read and answer requests until quit or EOF (internal) */
 static int serve_loop(struct runner *r)
 {
@@ -253,6 +269,7 @@ static int serve_loop(struct runner *r)
 				rc = ccr_send_error(r, id, "%s", why);
 			else
 				rc = ccr_send_ack(r, "base", id);
+			set_limit(r, r->limit_start, 0, 0);
 			break;
 		case REQ_PATCH:
 			if ((bad = ccr_check_writes(r, body, len)) != NULL) {
@@ -269,6 +286,17 @@ static int serve_loop(struct runner *r)
 			break;
 		case REQ_LAZY:
 			rc = run_lazy(r, id, body, len);
+			break;
+		case REQ_LIMIT:
+			if (len != 12) {
+				rc = ccr_send_error(r, id, "limit %llu: body of %u bytes, not 12",
+						    (unsigned long long)id, len);
+			} else {
+				uint32_t v[3];
+				memcpy(v, body, sizeof(v));
+				set_limit(r, v[0], v[1], v[2]);
+				rc = ccr_send_ack(r, "limit", id);
+			}
 			break;
 		case REQ_RESET:
 			ccr_answers_forget(r);
@@ -316,6 +344,7 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	r.check = check;
 	r.ctx = ctx;
 	r.lim = lim ? *lim : defaults;
+	r.limit_start = r.limit_full = r.lim.timeout_ms;
 	r.size = pool_size;
 	r.res_fd = r.err_fd = r.null_fd = r.pool_fd = -1;
 	/* CRASHCHECK_RUNNER_REUSE=0: a fork per state (worker.c says why not) */

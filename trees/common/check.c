@@ -282,6 +282,7 @@ static void print_violations(FILE *out, struct violations *v)
 static void run_followup(const struct cc_adapter *a, void *t, const struct cc_history *h, FILE *out)
 {
 	fputc('[', out);
+	fflush(out); /* one that hangs or dies in the first op: a follow-up's doing, not recovery's */
 	for (size_t i = 0; i < h->n; i++) {
 		char *buf = NULL;
 		size_t len = 0;
