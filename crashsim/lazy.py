@@ -24,6 +24,7 @@ unchanged. The price is re-running the shared prefix of recovery once per leaf.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import os
 import itertools
@@ -52,6 +53,12 @@ MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than
 # that ends partial cost the whole cap and the sample; code that leaves lines unflushed made
 # lazy several times slower than bounded for no more coverage it could state).
 PROBE = int(os.environ.get("CRASHCHECK_LAZY_PROBE", "2"))
+
+
+@functools.lru_cache(maxsize=256)
+def _variants(radices: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every joint choice of units with RADICES, in mixed-radix order (shared: read only)."""
+    return list(exhaustive(radices))
 
 
 @dataclass
@@ -122,7 +129,7 @@ class LazyPlan:
                 self.feasible = False
                 self.groups.append(g)
                 continue
-            g.variants = list(exhaustive(g.radices))
+            g.variants = _variants(g.radices)
             g.lines = sorted({p.img - p.img % ls for j in idxs for p in cp.units[j].pieces
                               if p.region in image.regions})
             self.groups.append(g)
