@@ -9,7 +9,9 @@ order, with bounded memory for the states in flight.
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
 its result. With strategy "lazy" (crashsim.lazy) each outcome is one execution standing for a
 class of `covers` states; its choice is the member with the fewest lost pieces. A crash point's
-search runs at most `limit` executions; one that stops short (partial) then gets the bounded
+search runs at most `limit` executions, and stops as soon as its open branches outnumber the
+executions left (crashsim.lazy.PROBE executions at a point whose pending lines include those of an
+earlier partial point); one that stops short (partial) then gets the bounded
 sample's states outside its classes, one outcome each, so it is never checked less than
 "bounded" would check it, and its covered count (classes plus those states) stays exact. States
 whose image (and followup) equals one already checked, at this or an earlier crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
