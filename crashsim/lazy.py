@@ -166,15 +166,16 @@ class LazyPlan:
         parts, distinct = [], {}
         for gi in self.sent:
             g = self.groups[gi]
-            contents = self._contents(g, image)
-            for i, off in enumerate(g.lines):   # variant 0's content first
-                distinct[off // ls] = list(dict.fromkeys(c[i * ls:(i + 1) * ls] for c in contents))
+            contents, per_line = self._contents(g, image)
+            for off, options in zip(g.lines, per_line):
+                distinct[off // ls] = options
             parts.append(struct.pack("<II", len(g.lines), len(g.variants))
                          + b"".join(struct.pack("<Q", off) for off in g.lines) + b"".join(contents))
         return b"".join(parts), distinct
 
-    def _contents(self, g: Group, image: ImageState) -> list[bytes]:
-        """Every variant's contents of G's lines (concatenated), each the guaranteed lines with the
+    def _contents(self, g: Group, image: ImageState) -> tuple[list[bytes], list[list[bytes]]]:
+        """Every variant's contents of G's lines (concatenated), and each line's distinct contents
+        (variant 0's first); a variant's contents are the guaranteed lines with the
         variant's kept pieces written over them in trace order (the bytes a later guaranteed
         piece overwrote masked off, as ImageState.overlay does). A group with 4096 variants is
         common where code leaves lines unflushed, so this is done without overlay's fingerprints,
@@ -219,11 +220,12 @@ class LazyPlan:
                     for pos, data in writes[p.id]:
                         buf[pos:pos + len(data)] = data
                 contents.append(bytes(buf))
+        per_line = [list(dict.fromkeys(c[i * ls:(i + 1) * ls] for c in contents)) for i in range(len(g.lines))]
         if key is not None:
             if len(self._cache) >= 256:      # memory: up to 256 KiB per group
                 self._cache.clear()
-            self._cache[key] = contents
-        return contents
+            self._cache[key] = contents, per_line
+        return contents, per_line
 
     def pending_lines(self) -> set[int]:
         """The pool lines (indices) whose contents the crash state decides."""
