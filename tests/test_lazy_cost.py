@@ -101,7 +101,7 @@ HISTORIES = [["insert 4096 1", "insert 4097 2", "insert 4352 3", "update 4097 20
              ["insert 17 5", "insert 9000 6", "insert 18 7", "delete 17", "insert 70000 8"]]
 
 
-def test_lazy_runs_no_more_than_bounded_where_nothing_is_flushed(tmp_path):
+def test_lazy_executions_stay_near_bounded_where_nothing_is_flushed(tmp_path):
     # Heart never flushes: under x86-ADR every line it wrote stays pending, most points are too
     # big to cover, and lazy ran its whole cap at each before the bounded sample (5x bounded's
     # executions on these histories). Counted exactly: the runner's executions, not time.
