@@ -9,7 +9,9 @@ order, with bounded memory for the states in flight.
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
 its result. With strategy "lazy" (crashsim.lazy) each outcome is one execution standing for a
 class of `covers` states; its choice is the member with the fewest lost pieces. A crash point's
-search runs at most `limit` executions; one that stops short (partial) then gets the bounded
+search runs at most `limit` executions, and stops as soon as its open branches outnumber the
+executions left (crashsim.lazy.PROBE executions at a point whose pending lines include those of an
+earlier partial point); one that stops short (partial) then gets the bounded
 sample's states outside its classes, one outcome each, so it is never checked less than
 "bounded" would check it, and its covered count (classes plus those states) stays exact. States
 whose image (and followup) equals one already checked, at this or an earlier crash point, are not sent to the runner: they reuse that result (`cached_from`), and still count
@@ -24,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import decode_writes, encode_writes
-from .lazy import EAGER_BELOW, LazyPlan, Leaf, PointSearch, ReadMemo, bare_spec
+from .lazy import EAGER_BELOW, PROBE, LazyPlan, Leaf, PartialShapes, PointSearch, ReadMemo, bare_spec
 from .model import ModelOptions, Piece
 from .runner import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -205,6 +207,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     seen: dict[tuple[int, str], int] = {}          # (fp, followup) -> first state id
     # lazy: (guaranteed image, plan, followup) -> the point's executions (decisions, first id)
     lazy_seen: dict[tuple, list[tuple[tuple[int, ...], int]]] = {}
+    shapes = PartialShapes()       # lazy: pending lines of the points that came out partial
+    contents: dict = {}            # lazy: line groups' variant contents (LazyPlan._contents)
     results: dict[int, CheckResult] = {}           # first state id -> its result
     waiting: list[StateOutcome] = []
     # lazy: earlier executions' answers, by the lines their checks read (off: CRASHCHECK_LAZY_MEMO=0)
@@ -258,7 +262,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         codec = StateCodec(cp, sim.image)
         encode = codec.encode
         stats.legal += cp.legal
-        plan = LazyPlan(cp, sim.image) if strategy == "lazy" else None
+        plan = LazyPlan(cp, sim.image, contents) if strategy == "lazy" else None
         covers, whole = 1, None
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
@@ -272,8 +276,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                 yield _reused(cp, leaves[0], next_id, encode, fu, hit.sid, hit.result, stats, runner, remembered=True)
                 next_id += 1
             key = (cp.fp, plan.key, fu) if cache and hit is None else None
+            lines = frozenset(plan.pending_lines())
             for out in () if hit is not None else \
-                    _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop, cap, lazy_seen, key):
+                    _lazy_point(plan, runner, encode, fu, next_id, size, stats, stop,
+                                min(cap, PROBE) if shapes.predicts(lines) else cap, lazy_seen, key):
                 next_id = out.id + 1
                 leaves.append(out.leaf)
                 if memo is not None and out.cached_from is None and out.result is not None:
@@ -290,6 +296,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             # Partial (the cap, or an execution whose class is not known): the bounded sample of
             # the point too, less the states its classes covered, each checked on its own.
             stats.partial += 1
+            shapes.add(lines)
             choices = [c for c in select(cp, "bounded", limit, seed)
                        if not any(leaf.contains(c) for leaf in leaves)]
         elif plan is not None and plan.feasible and plan.sent:
@@ -373,9 +380,11 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
                 stats: Progress, stop: Callable[[], bool] | None, limit: int,
                 seen: dict, key: tuple | None) -> Iterator[StateOutcome]:
     """Search one crash point lazily: executions in batches (each answer opens its siblings),
-    until the decision tree is done or LIMIT executions ran. A point whose guaranteed image, plan
-    and followup equal an earlier point's (complete) search gets that search's results (SEEN,
-    KEY). The caller counts the point complete or partial from the classes yielded."""
+    until the decision tree is done or cannot be done within LIMIT executions (then the point is
+    partial whatever runs next, and the executions left are better spent on the bounded sample).
+    A point whose guaranteed image, plan and followup equal an earlier point's search gets that
+    search's results (SEEN, KEY), complete or not. The caller counts the point complete or partial
+    from the classes yielded."""
     cp = plan.cp
     search = PointSearch(plan)
     earlier = seen.get(key) if key is not None else None
@@ -387,7 +396,7 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             next_id += 1
         return
     done: list[tuple[tuple[int, ...], int, CheckResult]] = []
-    while search.frontier and search.executions < limit:
+    while search.frontier and not search.hopeless(limit):
         if stop is not None and stop():
             runner.close(kill=True)
             raise Stopped(f"stopped at crash point {cp.index} after {search.executions} executions")
@@ -412,5 +421,5 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             stats.explored += 1
             stats.covered += leaf.covers
             yield StateOutcome(cp, leaf.choice, sid, fp, None, res, fu, leaf.covers, decisions, leaf)
-    if search.complete and key is not None:
+    if key is not None:
         seen[key] = done

@@ -24,6 +24,7 @@ unchanged. The price is re-running the shared prefix of recovery once per leaf.
 from __future__ import annotations
 
 import bisect
+import functools
 import hashlib
 import os
 import itertools
@@ -45,6 +46,19 @@ MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than
 # Executions per crash point: the caller's state limit (crashsim.states.DEFAULT_LIMIT unless told;
 # crashsim.explore). A point whose search reaches it is partial and gets the bounded sample's
 # states its classes did not cover, so it is never checked less than bounded would check it.
+# A search also stops as soon as it cannot finish within its cap (PointSearch.hopeless), and a
+# point whose pending lines include those of an earlier point that came out partial
+# (PartialShapes) gets only PROBE executions: enough to finish a tree that small, else it is
+# partial at once and its executions go to the bounded sample instead (issue 31, item 6: a point
+# that ends partial cost the whole cap and the sample; code that leaves lines unflushed made
+# lazy several times slower than bounded for no more coverage it could state).
+PROBE = int(os.environ.get("CRASHCHECK_LAZY_PROBE", "2"))
+
+
+@functools.lru_cache(maxsize=256)
+def _variants(radices: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """Every joint choice of units with RADICES, in mixed-radix order (shared: read only)."""
+    return list(exhaustive(radices))
 
 
 @dataclass
@@ -101,8 +115,9 @@ class Leaf:
 class LazyPlan:
     """The lazy plan of one crash point (valid while the image is at CP's guaranteed state)."""
 
-    def __init__(self, cp: CrashPoint, image: ImageState) -> None:
+    def __init__(self, cp: CrashPoint, image: ImageState, cache: dict | None = None) -> None:
         self.cp = cp
+        self._cache = cache                    # group contents of earlier points (_contents)
         ls = cp.line_size
         self.groups: list[Group] = []
         self.sent: list[int] = []              # groups that go to the runner (they touch the pool)
@@ -114,7 +129,7 @@ class LazyPlan:
                 self.feasible = False
                 self.groups.append(g)
                 continue
-            g.variants = list(exhaustive(g.radices))
+            g.variants = _variants(g.radices)
             g.lines = sorted({p.img - p.img % ls for j in idxs for p in cp.units[j].pieces
                               if p.region in image.regions})
             self.groups.append(g)
@@ -147,30 +162,70 @@ class LazyPlan:
                 tuple((g.units, g.radices) for g in self.groups))
 
     def _encode(self, image: ImageState) -> tuple[bytes, dict[int, list[bytes]]]:
-        cp, ls = self.cp, self.cp.line_size
+        ls = self.cp.line_size
         parts, distinct = [], {}
         for gi in self.sent:
             g = self.groups[gi]
-            base = {off: bytes(image.base[off:off + ls]) for off in g.lines}
-            contents = []
-            for ks in g.variants:
-                kept = [p for j, k in zip(g.units, ks) for p in cp.units[j].kept(k)]
-                kept.sort(key=lambda p: p.id)
-                lines = {off: bytearray(b) for off, b in base.items()}
-                for off, data in image.overlay(kept)[1]:
-                    pos = 0
-                    while pos < len(data):          # a coalesced write may span lines
-                        at = off + pos
-                        line = at - at % ls
-                        n = min(len(data) - pos, line + ls - at)
-                        lines[line][at - line:at - line + n] = data[pos:pos + n]
-                        pos += n
-                contents.append(b"".join(bytes(lines[off]) for off in g.lines))
-            for i, off in enumerate(g.lines):   # variant 0's content first
-                distinct[off // ls] = list(dict.fromkeys(c[i * ls:(i + 1) * ls] for c in contents))
+            contents, per_line = self._contents(g, image)
+            for off, options in zip(g.lines, per_line):
+                distinct[off // ls] = options
             parts.append(struct.pack("<II", len(g.lines), len(g.variants))
                          + b"".join(struct.pack("<Q", off) for off in g.lines) + b"".join(contents))
         return b"".join(parts), distinct
+
+    def _contents(self, g: Group, image: ImageState) -> tuple[list[bytes], list[list[bytes]]]:
+        """Every variant's contents of G's lines (concatenated), and each line's distinct contents
+        (variant 0's first); a variant's contents are the guaranteed lines with the
+        variant's kept pieces written over them in trace order (the bytes a later guaranteed
+        piece overwrote masked off, as ImageState.overlay does). A group with 4096 variants is
+        common where code leaves lines unflushed, so this is done without overlay's fingerprints,
+        incrementally along a unit's prefixes, and once for a group that an earlier crash point
+        of the same exploration had with the same pieces, masks and guaranteed bytes (CACHE)."""
+        ls, units = self.cp.line_size, self.cp.units
+        at = {off: i * ls for i, off in enumerate(g.lines)}
+        base = b"".join(bytes(image.base[off:off + ls]) for off in g.lines)
+        writes: dict[int, list[tuple[int, bytes]]] = {}     # piece id -> (position, bytes)
+        for j in g.units:
+            for p in units[j].pieces:
+                out = writes[p.id] = []
+                if p.region not in image.regions:
+                    continue
+                for a, b in image.mask(p):
+                    while a < b:                             # a range may span lines
+                        line = a - a % ls
+                        end = min(b, line + ls)
+                        out.append((at[line] + a - line, p.data[a - p.img:end - p.img]))
+                        a = end
+        key = None
+        if self._cache is not None:
+            key = (tuple((tuple(p.id for p in units[j].pieces), units[j].orders) for j in g.units),
+                   tuple((i, tuple(w)) for i, w in writes.items()), base)
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        if len(g.units) == 1 and units[g.units[0]].orders is None:
+            # one unit persisting as a prefix: variant k is variant k-1 plus piece k
+            buf, contents = bytearray(base), [base]
+            for p in units[g.units[0]].pieces:
+                for pos, data in writes[p.id]:
+                    buf[pos:pos + len(data)] = data
+                contents.append(bytes(buf))
+        else:
+            contents = []
+            for ks in g.variants:
+                kept = [p for j, k in zip(g.units, ks) for p in units[j].kept(k)]
+                kept.sort(key=lambda p: p.id)
+                buf = bytearray(base)
+                for p in kept:
+                    for pos, data in writes[p.id]:
+                        buf[pos:pos + len(data)] = data
+                contents.append(bytes(buf))
+        per_line = [list(dict.fromkeys(c[i * ls:(i + 1) * ls] for c in contents)) for i in range(len(g.lines))]
+        if key is not None:
+            if len(self._cache) >= 256:      # memory: up to 256 KiB per group
+                self._cache.clear()
+            self._cache[key] = contents, per_line
+        return contents, per_line
 
     def pending_lines(self) -> set[int]:
         """The pool lines (indices) whose contents the crash state decides."""
@@ -202,7 +257,10 @@ class LazyPlan:
         allowed: list[list[int] | None] = []
         for g in self.groups:
             ks = tuple(choice[j] for j in g.units)
-            allowed.append([g.variants.index(ks)])
+            v = 0
+            for k, m in zip(ks, g.radices):           # mixed radix, first unit slowest
+                v = v * (m + 1) + k
+            allowed.append([v])
         return Leaf((), (), allowed, 1, tuple(choice), self.groups, len(self.cp.units))
 
     def _choice(self, allowed: list[list[int] | None]) -> tuple[int, ...]:
@@ -241,6 +299,11 @@ class PointSearch:
     @property
     def complete(self) -> bool:
         return not self.frontier and self.unknown == 0 and self.covered == self.plan.cp.legal
+
+    def hopeless(self, cap: int) -> bool:
+        """Whether the search cannot finish within CAP executions: every open branch is at least
+        one more execution, so the point ends partial whatever runs next."""
+        return self.executions + len(self.frontier) > cap
 
     def done(self, decisions: tuple[int, ...], log: dict | None) -> Leaf:
         """Take in one execution's answer: its leaf, and the executions it opens."""
@@ -413,3 +476,25 @@ class ReadMemo:
                 self.hits += 1
                 return e
         return None
+
+
+class PartialShapes:
+    """The pending lines of crash points whose search came out partial, within one exploration.
+
+    A later point whose pending lines include all of one of them is predicted partial too: its
+    crash states can differ in every line the earlier point's could and more, so recovery has at
+    least as much to tell apart (the usual case: code that never flushes a line keeps it pending
+    at every later point, and the classes only multiply). The prediction only lowers the point's
+    cap to PROBE; a point that finishes within it is still complete."""
+
+    KEEP = 16
+
+    def __init__(self) -> None:
+        self.shapes: deque[frozenset[int]] = deque(maxlen=self.KEEP)
+
+    def add(self, lines: frozenset[int]) -> None:
+        if lines and not any(s <= lines for s in self.shapes):
+            self.shapes.append(lines)
+
+    def predicts(self, lines: frozenset[int]) -> bool:
+        return any(s <= lines for s in self.shapes)

@@ -111,36 +111,39 @@ def test_lazy_takes_fewer_executions_when_recovery_reads_less(runner):
 
 
 def test_a_point_past_the_execution_cap_is_partial_and_gets_the_bounded_remainder(runner):
-    # limit 2: the search stops after 2 of its 3 classes (word 0 = 0 and 8, 9 states each); the
-    # point is partial and also gets bounded's sample (limit 2, seed 5: its 8 boundary states)
-    # less the states those classes hold: the 4 with word 0 = 16, each checked on its own.
+    # limit 2: the first execution (word 0 = 0, 9 states) opens 2 siblings, so the 3 classes
+    # cannot all run within 2 executions: the search stops there (one more execution would not
+    # make the point complete), the point is partial and gets bounded's sample (limit 2, seed 5:
+    # its 8 boundary states) less the states that class holds: the 4 with word 0 = 16, each
+    # checked on its own.
     stats = []
     sim = three_lines_two_stores_each()
     outs = [o for o in explore(sim, strategy="lazy", runner=runner, followup="1", limit=2, seed=5,
                                progress=stats.append) if o.point.legal > 1]
     cp = outs[0].point
-    assert [o.covers for o in outs[:2]] == [9, 9] and [o.decisions for o in outs[:2]] == [(), (1,)]
+    assert [o.covers for o in outs[:1]] == [9] and [o.decisions for o in outs[:1]] == [()]
     sample = bounded(cp.radices, 2, random.Random(f"5:{cp.index}"))
     assert len(sample) == 8
-    rest = outs[2:]
-    assert [tuple(o.choice) for o in rest] == [c for c in sample if c[0] == 2]
+    rest = outs[1:]
+    assert [tuple(o.choice) for o in rest] == [c for c in sample if c[0] != 0]
+    assert len(rest) == 4
     assert all(o.covers == 1 and o.decisions == () and o.leaf.covers == 1 for o in rest)
-    assert [o.result.result["read"][0] for o in outs] == [0, 8, 16, 16, 16, 16]
-    # the covered count is exact: the classes and the extra states are disjoint, 18 + 4 states
+    assert [o.result.result["read"][0] for o in outs] == [0, 16, 16, 16, 16]
+    # the covered count is exact: the class and the extra states are disjoint, 9 + 4 states
     members: set[tuple[int, ...]] = set()
     for o in outs:
         ms = set(o.leaf.members())
         assert not ms & members
         members |= ms
-    assert len(members) == sum(o.covers for o in outs) == 22 < cp.legal == 27
+    assert len(members) == sum(o.covers for o in outs) == 13 < cp.legal == 27
     coverage = Coverage()
     for o in outs:
         coverage.count(o)
     coverage.close()
-    assert coverage.of_point(cp.index) == (27, 22) and coverage.points_sampled == 1
+    assert coverage.of_point(cp.index) == (27, 13) and coverage.points_sampled == 1
     # and so is the run's progress (the trace's other crash point has 1 legal state)
     p = stats[-1]
-    assert (p.legal, p.covered, p.complete, p.partial) == (28, 23, 1, 1)
+    assert (p.legal, p.covered, p.complete, p.partial) == (28, 14, 1, 1)
 
 
 def test_a_point_within_the_execution_cap_is_complete(runner):
