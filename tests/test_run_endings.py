@@ -71,3 +71,31 @@ def test_sigterm_in_a_gc_callback_says_so_in_one_line(tmp_path):
     # an --examples run has no budget: the summary names what stopped it
     assert "SIGTERM stopped the run before its first history was checked" in res.stdout, res.stdout
     assert "budget" not in res.stdout, res.stdout
+
+
+def test_sigterm_to_a_worker_alone_never_passes_for_a_whole_run(tmp_path):
+    # SIGTERM to one --jobs worker stops every unit (they share the stop); what they found comes
+    # back, and the run says it was interrupted instead of claiming complete.
+    import os
+    import time
+    work, out = tmp_path / "work", tmp_path / "r.json"
+    work.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "fuzz", "wort", "--examples", "2000", "--seed",
+                             "3", "--jobs", "2", "--quiet", "--json", str(out)], cwd=ROOT,
+                            env=dict(os.environ, CRASHCHECK_WORKDIR=str(work)), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        pids = []
+        while not pids and time.monotonic() < deadline and proc.poll() is None:
+            pids = [int(d.name.split("-")[1]) for d in work.glob("crashcheck-*-*")]
+            time.sleep(0.05)
+        time.sleep(2)
+        os.kill(pids[0], signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    data = json.loads(out.read_text())
+    assert data["complete"] is False and data["interrupted"] == "SIGTERM", err
+    assert proc.returncode == 143 and data["stats"]["histories"] > 0, err
