@@ -44,6 +44,18 @@ STOP_POLL_S = 0.25             # how often a run that is still going is checked 
 AS_HEADROOM = 128 << 20
 
 
+def _resident_kb() -> int:
+    """This process's resident size in KiB (0 if unknown). Linux keeps a forked child's resident
+    high-water mark across its exec, so a child's ru_maxrss is at least what we had resident
+    when we started it: a large pytest or Dask worker made every driver it ran look as if it had
+    used half its memory limit, and a plain crash read as running out of memory."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 @dataclass
 class RunEnd:
     """How a supervised run ended.
@@ -59,6 +71,7 @@ class RunEnd:
     timeout_s: float = 0.0
     output: str = ""             # tail of what it printed on stdout and stderr
     maxrss_kb: int = 0
+    inherited_kb: int = 0        # our own resident size when we started it (see _resident_kb)
     mem_limit: int = 0           # the RLIMIT_AS it ran under (bytes, 0: none)
     stray: bool = False          # processes of its group were still running after it ended
 
@@ -67,7 +80,8 @@ class RunEnd:
         """It died near its address-space limit (a heuristic: its peak resident size was at least
         half the limit; the limit counts address space, which is at least the resident size)."""
         return (self.status in ("signal", "exit") and self.mem_limit > 0
-                and self.maxrss_kb * 1024 >= self.mem_limit // 2)
+                and self.maxrss_kb * 1024 >= self.mem_limit // 2
+                and self.maxrss_kb > self.inherited_kb)
 
     def how(self) -> str:
         """In words: how the run ended."""
@@ -150,6 +164,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
             resource.setrlimit(res, (value, value))
 
     t0 = time.monotonic()
+    inherited_kb = _resident_kb()
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env,
@@ -197,7 +212,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
         and not timed_out and _group_alive(pgid)
     stray = _kill_group(pgid)
     end = RunEnd("ok", elapsed=time.monotonic() - t0, timeout_s=timeout_s, maxrss_kb=ru.ru_maxrss,
-                 mem_limit=mem_limit, stray=stray and not timed_out)
+                 inherited_kb=inherited_kb, mem_limit=mem_limit, stray=stray and not timed_out)
     if timed_out:
         end.status = "stopped" if stopped_sig else "timeout"
         end.elapsed = time.monotonic() - t0
