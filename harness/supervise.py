@@ -45,15 +45,19 @@ AS_HEADROOM = 128 << 20
 
 
 def _resident_kb() -> int:
-    """This process's resident size in KiB (0 if unknown). Linux keeps a forked child's resident
-    high-water mark across its exec, so a child's ru_maxrss is at least what we had resident
-    when we started it: a large pytest or Dask worker made every driver it ran look as if it had
-    used half its memory limit, and a plain crash read as running out of memory."""
+    """This process's resident high-water mark in KiB (VmHWM; 0 if unknown). Linux keeps the
+    high-water mark of the memory a child had before its exec: a forked child's starts at our
+    resident size, a vforked one's (what subprocess uses when it can) is ours, our peak. So a
+    child's ru_maxrss is at least this: a large pytest or Dask worker made every driver it ran
+    look as if it had used half its memory limit, and a plain crash read as running out of memory."""
     try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
     except (OSError, ValueError, IndexError):
-        return 0
+        pass
+    return 0
 
 
 @dataclass
@@ -71,7 +75,7 @@ class RunEnd:
     timeout_s: float = 0.0
     output: str = ""             # tail of what it printed on stdout and stderr
     maxrss_kb: int = 0
-    inherited_kb: int = 0        # our own resident size when we started it (see _resident_kb)
+    inherited_kb: int = 0        # our own resident high-water mark when we started it (_resident_kb)
     mem_limit: int = 0           # the RLIMIT_AS it ran under (bytes, 0: none)
     stray: bool = False          # processes of its group were still running after it ended
 
