@@ -1,19 +1,19 @@
 """The root of crashcheck's exception hierarchy.
 
 Owns one class: every error crashcheck raises on purpose derives from CrashcheckError, whose
-message is one line for the user; the CLI (harness/cli.py) prints that line and exits 2. crashsim
-is the lowest layer that raises such errors, so the root lives here and harness/errors.py builds
+message is one line for the user; the CLI (harness/cli/main.py) prints that line and exits 2. crashsim
+is the lowest layer that raises such errors, so the root lives here and harness/core/errors.py builds
 on it. Flow control (a stop, the budget running out) is not an error and is not in the hierarchy.
 
     CrashcheckError
       TraceError          crashsim/trace.py       a trace that cannot be read
       RunnerError         crashsim/runner.py      the checker runner broke or would not start
       ModelError          crashsim/model.py       persistency-model options that make no sense
-      OutputError         harness/stdout_guard.py standard output cannot be written (full, closed)
-      UsageError          harness/errors.py       the user's mistake or the set-up's
+      OutputError         harness/cli/stdout_guard.py standard output cannot be written (full, closed)
+      UsageError          harness/core/errors.py       the user's mistake or the set-up's
         SetupError                                the machine's fault, never a bug
-      DriverFailure       harness/errors.py       the traced driver could not run a history
-        RunFailure        harness/traced_run.py   ...because the code under test misbehaved
+      DriverFailure       harness/core/errors.py       the traced driver could not run a history
+        RunFailure        harness/check/traced_run.py   ...because the code under test misbehaved
 """
 
 

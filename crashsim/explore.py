@@ -126,7 +126,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
                 runner's; by default the addresses must match
     hang_limit  (timeout_ms, after, short_ms): the runner's limit (Runner.queue_limit), set once
                 before the trace's first crash point, so once AFTER checks of the trace ran out
-                of time, its other states get SHORT_MS (harness/hangs.py reads the answers)
+                of time, its other states get SHORT_MS (harness/check/hangs.py reads the answers)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")

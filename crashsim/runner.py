@@ -110,7 +110,7 @@ class Runner:
         cannot be prevented), answer that state "runner-died", start a new runner, bring its base
         to where the old one's was, and go on with the remaining requests, instead of raising
         RunnerError. VET: called with every new answer before it is handed on; what it raises
-        ends the exchange (harness/own_fault.py: a check that died in crashcheck's own code)."""
+        ends the exchange (harness/target/own_fault.py: a check that died in crashcheck's own code)."""
         self.argv = list(argv)
         self.vet = vet
         self.stall_timeout = stall_timeout

@@ -26,7 +26,7 @@ from .image import FP_MOD, ImageState, encode_writes
 from .simulate import CrashPoint
 
 STRATEGIES = ("exhaustive", "bounded", "lazy")   # lazy: crashsim.lazy, driven by crashsim.explore
-DEFAULT_LIMIT = 64          # bounded: states per crash point (the one default; harness/defaults.py reads it)
+DEFAULT_LIMIT = 64          # bounded: states per crash point (the one default; harness/core/defaults.py reads it)
 
 Choice = tuple[int, ...]
 

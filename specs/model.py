@@ -28,7 +28,7 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                load phase and one operation list per thread, for a model whose
                                threads must each follow a protocol (a range-lock thread releases
                                what it holds); without it the harness deals one drawn history's
-                               operations out to the threads at random (harness/threads.py)
+                               operations out to the threads at random (harness/check/threads.py)
     validate(op, limits)    -> why a structure with LIMITS (its `driver info`: key_kind,
                                value_size, value_min, ...) cannot run OP, or None (replay checks a
                                record's operations with it before running them)

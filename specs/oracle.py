@@ -49,7 +49,7 @@ CLASSES = (
     "operation-hang",
     # The same history, run twice, did not do the same (a different trace, result or finding):
     # the structure lets the clock, rand(), addresses or uninitialised memory into what it writes
-    # or returns (harness/determinism.py). Not a verdict on a crash state: found by harness/fuzz.py.
+    # or returns (harness/check/determinism.py). Not a verdict on a crash state: found by harness/run/fuzz.py.
     "nondeterminism",
 )
 
@@ -199,7 +199,7 @@ def _followup_death(model: Model, followup: Sequence[Any], got: list[str], resul
 
 def end_key(status: str | None, sig: int | None, code: int | None) -> str:
     """How a process ended, in the words that group findings (no numbers that vary from run to
-    run); harness/supervise.py's RunEnd.how_key uses the same words for the crash-free run."""
+    run); harness/core/supervise.py's RunEnd.how_key uses the same words for the crash-free run."""
     if status == "timeout":
         return "stopped" if sig in STOP_SIGNALS else "timeout"
     if status == "signal":
@@ -338,7 +338,7 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
                        + said, expected), None, False
     if body is None or not body.get("recovered", False):
         # Recovery refused the image and said why: one refusal is one bug, wherever the crash
-        # fell (harness/findings.py finding_group), as one way of dying is.
+        # fell (harness/check/findings.py finding_group), as one way of dying is.
         why = _last_line(result)
         return Verdict(False, "recovery-crash",
                        f"recovery reported failure (status {body.get('recover_status') if body else '?'})"

@@ -220,7 +220,7 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8,
     """A short deterministic workload run after every recovery: lookups of the history's keys, an
     insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything,
     leaving out the operations the structure does not have (MAP_OPS, default all).
-    (Was harness.pipeline.followup_ops; same operations for the same arguments.)"""
+    (Was harness.check.pipeline.followup_ops; same operations for the same arguments.)"""
     keys: list[bytes] = []
     for op in ops:
         if op.key not in keys:

@@ -24,7 +24,7 @@ from typing import Iterator
 
 from crashsim import CheckResult, CrashPoint, Runner, Simulator, StateCodec, Trace, read_trace, select
 from crashsim.image import encode_writes
-from harness.pipeline import oracle_point, result_dict
+from harness.check.pipeline import oracle_point, result_dict
 from specs import leaks
 from specs import model as spec_model
 from specs.oracle import judge_recovery

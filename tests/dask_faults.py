@@ -13,7 +13,7 @@ import time
 
 import distributed
 
-import harness.dask_executor as dask_executor
+import harness.run.dask_executor as dask_executor
 
 FAULT = os.environ.get("CRASHCHECK_TEST_DASK_FAULT", "")
 HUGE = 10 ** 300

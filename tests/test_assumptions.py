@@ -9,10 +9,10 @@ from corpus import corpuslib
 from crashsim.model import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
-from harness import records
-from harness.record_schema import check_results
-from harness.report import render as render_report
-from harness.settings import Settings
+from harness.triage import records
+from harness.core.record_schema import check_results
+from harness.render.report import render as render_report
+from harness.core.settings import Settings
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,13 @@
 """A signal whose exception Python swallowed (raised inside a gc callback or __del__) still stops
-the run and still names the signal (harness/budget.py interrupt / pending_signal)."""
+the run and still names the signal (harness/core/budget.py interrupt / pending_signal)."""
 
 import gc
 import signal
 
 import pytest
 
-from harness import budget
-from harness.budget import Budget, RunInterrupted
+from harness.core import budget
+from harness.core.budget import Budget, RunInterrupted
 
 
 @pytest.fixture(autouse=True)

@@ -1,13 +1,14 @@
-"""One root cause, one bug (harness/bugs.py, harness/state_shrink.py needed_pieces), on hand-made
+"""One root cause, one bug (harness/triage/bugs.py, harness/check/state_shrink.py needed_pieces), on hand-made
 findings: the findings of one crash state fold into one, a non-atomic pair of stores lost in
 either order is one bug with two orders, and what has nothing in common stays apart. The gate
 (tests/test_gate.py) checks the same on every seeded bug, end to end."""
 from dataclasses import dataclass
 
 from crashsim.trace import Site
-from harness import bugs
-from harness.findings import Finding
-from harness.state_shrink import needed_pieces
+from harness.triage import bugs
+from harness.check import ranking
+from harness.check.findings import Finding
+from harness.check.state_shrink import needed_pieces
 
 
 @dataclass
@@ -67,7 +68,7 @@ def merged(fs):
 def test_one_crash_state_is_one_finding_with_its_symptoms():
     inv, leak = finding("invariant-violation", [0]), finding("leak", [0])
     known = finding("leak", [0], group="known", expected=True)
-    out = bugs.fold_state([leak, inv, known])
+    out = ranking.fold_state([leak, inv, known])
     assert out == [inv, known]
     assert inv.symptoms == [leak]
 
@@ -200,7 +201,7 @@ def test_a_recovery_that_refuses_is_one_bug_per_refusal_text():
     is the group (one way recovery failed, wherever the crash fell); a different refusal, or one
     that printed nothing, is grouped as before (by its lost store)."""
     from crashsim.runner import CheckResult
-    from harness.findings import finding_group
+    from harness.check.findings import finding_group
     from specs.oracle import CrashPoint, judge_recovery
     from specs.ordered_map import parse_op
 
@@ -234,7 +235,7 @@ def test_only_an_image_that_passes_on_its_own_is_crashed_inside_its_recovery():
     again as a bug of its own. An expected finding (a leak known by design) does not count."""
     from types import SimpleNamespace as NS
 
-    from harness.recovery_crashes import worth_crashing
+    from harness.check.recovery_crashes import worth_crashing
     unit = NS(choices=3)
     out = NS(point=NS(op=1, units=[unit]), choice=(1,), result=NS(ok=True))
     assert worth_crashing(out, [])
@@ -331,7 +332,7 @@ def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_
     the length and needs nothing pending (the bit is durable already). Two crash points earlier
     the same failure shows with the bit still pending: it needs the bit, and that store joins it
     to the bug of the early bit. A failure of another class earlier ends the walk."""
-    from harness.state_shrink import earliest_needed
+    from harness.check.state_shrink import earliest_needed
 
     class Unit:
         def __init__(self, pieces):
@@ -389,7 +390,7 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
     """Without any crash, a delete returns the wrong answer after an insert broke two rules: one
     wrong-value finding whose symptoms are the rules; another run's wrong value of an insert that
     broke one of those rules, and a crash state breaking it, are the same bug."""
-    from harness.crash_free import crash_free_findings
+    from harness.check.crash_free import crash_free_findings
     from specs.models import get as model_get
     from specs.ordered_map import parse_op
 
@@ -415,7 +416,7 @@ def test_rules_a_follow_up_breaks_after_crashes_join_the_run_without_crash_that_
     crashes anywhere the follow-up's insert breaks the same rule (the check runs again after the
     follow-up). One bug, shown by the run that needs no crash, though its history is longer."""
     from crashsim.runner import CheckResult
-    from harness.crash_free import crash_free_findings
+    from harness.check.crash_free import crash_free_findings
     from specs.models import get as model_get
     from specs.ordered_map import parse_op
 
@@ -447,4 +448,4 @@ def test_rules_broken_only_after_the_follow_up_do_not_name_the_bug():
     later.result = CheckResult("ok", None, None, {"recovered": True, "violations": [],
                                                   "followup_violations": ["bucket 38 holds key 4097 of bucket 27"]}, "", None, 0)
     [bug] = bugs.merge([later, lost], lambda f: f, lambda f: FakeTrace(), size=lambda f: 1 if f is later else 2)
-    assert bug[0] is lost and bugs.after_followup(later) and not bugs.after_followup(lost)
+    assert bug[0] is lost and ranking.after_followup(later) and not ranking.after_followup(lost)

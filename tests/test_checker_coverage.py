@@ -11,9 +11,10 @@ import pytest
 from cli_run import run_cli
 from crashsim.explore import explore
 from crashsim.trace import TraceError, read_trace
-from harness import structures, traced_run
-from harness.pipeline import Checker
-from harness.settings import Settings
+from harness.target import structures
+from harness.check import traced_run
+from harness.check.pipeline import Checker
+from harness.core.settings import Settings
 from specs import models
 from specs.model import with_load
 
@@ -58,7 +59,7 @@ def test_exhaustive_covers_every_legal_state(wort):
 
 
 def test_record_carries_its_points_coverage(tmp_path):
-    from harness.fuzz import Config, fuzz_target
+    from harness.run.fuzz import Config, fuzz_target
     r = fuzz_target("wort", "no-flush-link", Settings(seed=1, limit=2, recovery_crashes=0),
                     Config(examples=8, budget=None, stop_on_class="lost-durable-write"), bugdir=tmp_path)
     bugs = [b for b in r.records if b["class"] == "lost-durable-write"]
@@ -88,8 +89,8 @@ def test_summary_and_report_say_when_points_were_sampled(tmp_path):
     # All points explored in full (a structure small enough for exhaustive exploration): the
     # summary and the report say so. Rendered from the results of the run above, made exhaustive.
     from rich.console import Console
-    from harness.cmd_fuzz import _summary
-    from harness.report import render
+    from harness.cli.cmd_fuzz import _summary
+    from harness.render.report import render
     for row in data["per_structure"]:
         row["stats"]["points_sampled"] = 0
     data["stats"]["points_sampled"] = 0

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings as hsettings
 
 from crashsim.trace import read_trace
-from harness.strategies import histories
+from harness.run.strategies import histories
 from treeutil import ROOT, run_driver
 from cli_run import run_cli
 
@@ -92,8 +92,8 @@ def test_strategy_uses_both_sizes():
 
 
 def fuzz(bug):
-    from harness.fuzz import Config, fuzz_target
-    from harness.pipeline import Settings
+    from harness.run.fuzz import Config, fuzz_target
+    from harness.check.pipeline import Settings
     return fuzz_target("hart", bug, Settings(seed=1), Config(examples=40, budget=None,
                                                              stop_on_class="invariant-violation"))
 

@@ -24,7 +24,7 @@ from crashsim.runner import Runner, RunnerError
 from crashsim.simulate import Simulator
 from crashsim.states import bounded, exhaustive
 from crashsim.trace_writer import TraceWriter
-from harness.findings import Coverage
+from harness.check.findings import Coverage
 
 from test_crashsim_property import action, build, options, total_pieces
 

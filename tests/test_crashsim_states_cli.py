@@ -8,7 +8,7 @@ import pytest
 
 from crashsim.trace import read_trace
 from crashsim.trace_writer import TraceWriter
-from harness.cli import main
+from harness.cli.main import main
 
 
 def u64(v: int) -> bytes:

@@ -96,7 +96,7 @@ def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
     work, out = tmp_path / "work", tmp_path / "r.json"
     work.mkdir()
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(work))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "fuzz", "wort", "--examples", "2000",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--examples", "2000",
                              "--seed", "3", "--dask", "local:2", "--quiet", "--json", str(out)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -125,7 +125,7 @@ def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     # 0 histories, exit 0. Now the units not back in time are cancelled and the run says it was
     # interrupted (exit 143), with nothing claimed.
     out = tmp_path / "r.json"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", *RUN, "--dask", "local:2", "--json", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
                             cwd=ROOT, env=dict(os.environ, **_faulty("silent")), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -145,10 +145,10 @@ def test_bugs_reach_the_journal_as_units_find_them(tmp_path):
     # A client killed outright (SIGKILL) leaves its journal; under --dask it held nothing the
     # units had found, since only results at a unit's end came back. Units now send each bug the
     # moment they find it, and the client journals it.
-    from harness.journal import read_journal
+    from harness.run.journal import read_journal
     out = tmp_path / "r.json"
     journal = tmp_path / "r.json.journal"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "fuzz", "wort", "--bug", "no-flush-link",
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--bug", "no-flush-link",
                              "--examples", "2000", "--seed", "3", "--dask", "local:2", "--quiet", "--json",
                              str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

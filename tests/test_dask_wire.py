@@ -1,7 +1,7 @@
 """What crosses a Dask cluster cannot overflow (issue 31): Dask's own messages are msgpack, whose
 integers end at 2^64, and a unit's legal-state counts pass that (WOART's bulk-loaded histories
 reach about 10^80, a point with a thousand pending pieces about 10^301). The units' progress
-reports, heartbeats and results go through harness/wire.py, and arrive exact.
+reports, heartbeats and results go through harness/run/wire.py, and arrive exact.
 
 In this process, with a stand-in worker: run_unit (the task a Dask worker runs) is given a unit
 whose progress and result carry such counts, and everything it logs or returns is put through
@@ -16,11 +16,11 @@ import pytest
 pytest.importorskip("distributed")
 from distributed.protocol import dumps, loads
 
-from harness import dask_executor
-from harness.batch import Unit
-from harness.fuzz import Config, Stats, TargetResult
-from harness.settings import Settings
-from harness.wire import pack, unpack
+from harness.run import dask_executor
+from harness.run.batch import Unit
+from harness.run.fuzz import Config, Stats, TargetResult
+from harness.core.settings import Settings
+from harness.run.wire import pack, unpack
 
 COUNTS = [2 ** 64, 2 ** 64 + 1, 10 ** 80, 10 ** 300 + 7]
 

@@ -12,10 +12,10 @@ from crashsim.errors import CrashcheckError
 from crashsim.model import ModelError
 from crashsim.runner import RunnerError
 from crashsim.trace import TraceError
-from harness import cli
-from harness.errors import DriverFailure, SetupError, UsageError
-from harness.findings import Finding
-from harness.traced_run import RunFailure
+from harness.cli import main as cli
+from harness.core.errors import DriverFailure, SetupError, UsageError
+from harness.check.findings import Finding
+from harness.check.traced_run import RunFailure
 
 
 def test_every_error_derives_from_the_root():
@@ -23,7 +23,7 @@ def test_every_error_derives_from_the_root():
         assert issubclass(cls, CrashcheckError), cls
     # flow control is not an error
     from crashsim.runner import Stopped
-    from harness.budget import OutOfTime
+    from harness.core.budget import OutOfTime
     assert not issubclass(Stopped, CrashcheckError) and not issubclass(OutOfTime, CrashcheckError)
 
 

@@ -1,5 +1,5 @@
 """A crash point whose states hang after recovery costs a few full check timeouts, not one per
-state, and the finding says how many states hung (harness/hangs.py).
+state, and the finding says how many states hung (harness/check/hangs.py).
 
 Uses tests/fixtures/seqlock_tree, built with `crashcheck build`: with its seeded bug odd-version,
 recovery leaves the odd version a crash inside an insert left in its slot, and every reader that
@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-import harness.pipeline
+import harness.check.pipeline
 from cli_run import run_cli
-from harness import structures
-from harness.pipeline import Checker
-from harness.settings import Settings
+from harness.target import structures
+from harness.check.pipeline import Checker
+from harness.core.settings import Settings
 from specs import models
 from specs.model import with_load
 from specs.oracle import STOP_SIGNALS
@@ -32,8 +32,8 @@ HISTORY = with_load([MAP.parse_op(x) for x in ("insert 1 10", "insert 2 20")], 1
 AFTER = 2            # checks of a point that may take the whole timeout
 TIMEOUT_MS = 200     # per check: small, so that the run that gives every state all of it is quick
 LIMIT = 12           # bounded: states per crash point
-EXPLORE = harness.pipeline.explore
-TALLY = harness.pipeline.HangTally
+EXPLORE = harness.check.pipeline.explore
+TALLY = harness.check.pipeline.HangTally
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def _run(seqlock, monkeypatch, hang_after: int, strategy: str = "bounded"):
     def tally():
         tallies.append(TALLY())
         return tallies[-1]
-    monkeypatch.setattr(harness.pipeline, "explore", spy)
-    monkeypatch.setattr(harness.pipeline, "HangTally", tally)
+    monkeypatch.setattr(harness.check.pipeline, "explore", spy)
+    monkeypatch.setattr(harness.check.pipeline, "HangTally", tally)
     settings = Settings(strategy=strategy, limit=LIMIT, seed=1, recovery_crashes=0, timeout_ms=TIMEOUT_MS,
                         hang_after=hang_after)
     with Checker(seqlock, "odd-version", settings) as checker:

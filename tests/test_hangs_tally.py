@@ -1,14 +1,14 @@
-"""harness/hangs.py on made-up answers: which checks out of the shorter limit count as hung, which
+"""harness/check/hangs.py on made-up answers: which checks out of the shorter limit count as hung, which
 are checked again, and what a finding's count says. (tests/test_hang_budget.py runs it all on a
 structure that hangs.)"""
 from types import SimpleNamespace
 
-import harness.hangs as hangs
+import harness.check.hangs as hangs
 from crashsim.explore import StateOutcome
 from crashsim.runner import CheckResult
 from crashsim.simulate import CrashPoint
-from harness.findings import Finding
-from harness.hangs import HangTally, Hung, hang_words, recheck
+from harness.check.findings import Finding
+from harness.check.hangs import HangTally, Hung, hang_words, recheck
 
 A = ("post-recovery-divergence", "follow-up: lookup: timeout")
 B = ("recovery-hang", "recovery: timeout")

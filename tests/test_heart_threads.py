@@ -58,7 +58,7 @@ def test_correct_heart_passes_with_three_threads(trees_built, crashcheck):
 def test_single_thread_bug_keeps_its_class_with_three_threads(trees_built, crashcheck):
     # split-prefix-length breaks lookups with no concurrency at all: with three threads the wrong
     # result first shows as a linearizability violation, and the schedule shrinks until no two
-    # operations overlap, where it reads as the catalog's wrong value (harness/threads.py
+    # operations overlap, where it reads as the catalog's wrong value (harness/check/threads.py
     # sequential_wrong_value); 11 s at seed 1
     bug = next(b for b in CATALOG if b["name"] == "split-prefix-length")
     result = crashcheck.run("heart", bug=bug["name"], model="eadr", threads=3, seed=1, examples=48, limit=8,

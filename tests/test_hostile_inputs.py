@@ -1,6 +1,6 @@
 """Every reader of the CLI on hostile input (issue 10): traces, bug records, results files,
 catalogs and numeric options. The cases are data (tests/hostile.py); each runs in-process through
-`harness.cli.main` and must end with exactly one `crashcheck: error:` line naming the cause, exit
+`harness.cli.main.main` and must end with exactly one `crashcheck: error:` line naming the cause, exit
 status 2 (or, for a trace with a cleanly cut tail, a warning and a normal read)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import pytest
 
 import hostile
-from harness import structures
-from harness.cli import main
+from harness.target import structures
+from harness.cli.main import main
 
 
 @pytest.fixture

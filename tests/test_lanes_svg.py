@@ -1,4 +1,4 @@
-"""The lanes picture (harness/lanes_svg.py) on a hand-written record: one lane per thread, one bar
+"""The lanes picture (harness/render/lanes_svg.py) on a hand-written record: one lane per thread, one bar
 per operation in call order on an ordinal axis, open-ended bars for operations that never
 returned, switch marks on the lane of the thread switched away, the crash line between the
 positions it falls between. No driver needed."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.lanes_svg import LEFT, STEP, SWITCH_STEP as SW, render_lanes
+from harness.render.lanes_svg import LEFT, STEP, SWITCH_STEP as SW, render_lanes
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 LANES = [

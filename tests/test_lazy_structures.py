@@ -119,7 +119,7 @@ def test_answers_reused_by_what_the_check_read_are_each_states_own(tree, tmp_pat
 
 
 def test_states_cli_reports_lazy_executions(tmp_path, capsys):
-    from harness.cli import main
+    from harness.cli.main import main
     _, _, trace, _ = traced("wort", tmp_path)
     assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -133,7 +133,7 @@ def test_states_cli_reports_lazy_executions(tmp_path, capsys):
 def test_states_cli_counts_cache_hits_apart_from_executions(tmp_path, capsys):
     """The executions column counts the runs the runner made, per crash point; the outcomes the
     image cache answered (a state, or a whole search, seen at an earlier point) are "cached"."""
-    from harness.cli import main
+    from harness.cli.main import main
     driver, env, trace, _ = traced("wort", tmp_path)
     assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -64,7 +64,7 @@ def test_seeded_bugs_found_in_the_models_terms(regbank, tmp_path, bug, history_h
 
 def test_a_model_crashcheck_does_not_know_is_one_line(instrument_built, tmp_path):
     """Nor is such a structure registered: no meta.json, so no command lists it."""
-    from harness import structures
+    from harness.target import structures
     for name in ("regbank-nomodel", "regbank-wrong"):
         shutil.rmtree(structures.BUILD / "user" / name, ignore_errors=True)
     res = run_cli("build", "regbank-nomodel", "--adapter", FIXTURE / "regbank.c")

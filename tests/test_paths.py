@@ -1,4 +1,4 @@
-"""Source paths for people on other machines (harness/paths.py, crashsim/trace.py, the pass's site
+"""Source paths for people on other machines (harness/core/paths.py, crashsim/trace.py, the pass's site
 table): records name files relative to the project root or the folder crashcheck ran in, and a
 file compiled as `dir/../dir/x.c` is named `dir/x.c` in the trace."""
 import os
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from corpus import corpuslib
 from crashsim.trace import read_trace
-from harness.paths import ROOT, display, relative_record
+from harness.core.paths import ROOT, display, relative_record
 
 HERE = Path(__file__).resolve().parent
 

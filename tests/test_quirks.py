@@ -89,8 +89,8 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
     # simulated: the second check of any history finds nothing). Before, Hypothesis's replay raised
     # FlakyFailure, which fuzz swallowed: no word of it. Now the property checks the replayed
     # history again, reports the difference and keeps the finding of the first check.
-    from harness.fuzz import Config, fuzz_target
-    from harness.pipeline import Checker, Settings
+    from harness.run.fuzz import Config, fuzz_target
+    from harness.check.pipeline import Checker, Settings
 
     real = Checker.check
     checks: dict[str, int] = {}
@@ -116,7 +116,7 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
 def test_hypothesis_flaky_errors_are_warnings_never_silence():
     from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 
-    from harness.fuzz import FOUND, _batch_end
+    from harness.run.fuzz import FOUND, _batch_end
     found = FOUND["lost-durable-write"]("key 1 is missing")
     assert _batch_end(found) is None
     assert _batch_end(ExceptionGroup("two bugs", [found, FOUND["leak"]("leaked")])) is None

@@ -75,7 +75,7 @@ def test_catalog_is_complete():
     assert {b["name"] for b in BUGS} == set(SHOWN_BY)
     for b in BUGS:
         # a bug shown single-threaded ("seq") is a wrong result, whatever the thread count
-        # (harness/threads.py sequential_wrong_value); the others need an interleaving
+        # (harness/check/threads.py sequential_wrong_value); the others need an interleaving
         how = SHOWN_BY[b["name"]]
         assert b["class"] == {"seq": "wrong-value", "crash": "operation-crash"}[how] if how in ("seq", "crash") \
             else b["class"] in ("linearizability-violation", "deadlock", "livelock"), b["name"]

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashsim.trace import ADDR_MASK, Trace, TraceError, read_trace
-from harness import record_schema
-from harness.cli import main
-from harness.errors import UsageError
-from harness.report import render
+from harness.core import record_schema
+from harness.cli.main import main
+from harness.core.errors import UsageError
+from harness.render.report import render
 
 FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -6,10 +6,14 @@ import time
 
 import pytest
 
-from harness import cli, cmd_fuzz, structures
-from harness.pipeline import Checker
-from harness.session import history_text
-from harness.settings import Settings
+from harness.cli import main as cli
+
+from harness.cli import cmd_fuzz
+
+from harness.target import structures
+from harness.check.pipeline import Checker
+from harness.check.session import history_text
+from harness.core.settings import Settings
 from specs import models
 from specs.model import with_load
 
@@ -100,13 +104,13 @@ def test_a_lazy_check_does_not_depend_on_the_histories_before_it(trees_built):
 
 def test_a_batch_ends_when_its_shrink_budget_is_spent(trees_built, monkeypatch):
     """Once a batch has tried Config.shrink_calls histories while shrinking, Hypothesis is not
-    asked for more (harness/fuzz.py _ShrinkSpent). With its clock held nothing else stops its
+    asked for more (harness/run/fuzz.py _ShrinkSpent). With its clock held nothing else stops its
     shrinker: a threaded HART run spent 5 minutes there before (test_threads' crash-state test,
     309 s -> 35 s). A WORT bug with one batch of 8 examples and 2 shrink calls (counted from the
     first failure on): the property is called for at most the 8 generated histories, the 2 tries,
     a replay and the call that ends the batch (before: 839 calls, all but 3 answered at once)."""
-    from harness import fuzz
-    from harness.fuzz import Config, fuzz_target
+    from harness.run import fuzz
+    from harness.run.fuzz import Config, fuzz_target
     calls = []
     real = fuzz.history_text
 

@@ -1,6 +1,6 @@
 """The report of a concurrent bug: real HART threaded bugs (trees/hart/bugs.json "threads") checked
 with a fixed history and scheduler seed that find them at once, their records' `lanes`,
-`preemptions` and `lanes_crash` (harness/lanes.py), the switch marks' sites from the runtime
+`preemptions` and `lanes_crash` (harness/triage/lanes.py), the switch marks' sites from the runtime
 (docs/scheduler.md "Trace marks"), and the HTML section that draws one lane per thread."""
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import report, structures, threads
-from harness.pipeline import Checker
-from harness.record_schema import check_record, check_results
-from harness.errors import UsageError
-from harness.records import build_record
-from harness.settings import Settings
+from harness.render import report
+
+from harness.target import structures
+
+from harness.check import threads
+from harness.check.pipeline import Checker
+from harness.core.record_schema import check_record, check_results
+from harness.core.errors import UsageError
+from harness.triage.records import build_record
+from harness.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 NS = {"s": "http://www.w3.org/2000/svg"}

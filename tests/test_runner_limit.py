@@ -1,5 +1,5 @@
 """The runner's LIMIT request: a few checks may run out of the full time limit, the rest get a
-shorter one (docs/runner-protocol.md "Limits"; harness/hangs.py uses it per crash point).
+shorter one (docs/runner-protocol.md "Limits"; harness/check/hangs.py uses it per crash point).
 
 Uses the checker-runner fixture tests/runner_fixtures/misbehave.c, whose check spins forever,
 stops itself or succeeds as the state's first pool word says. Nothing here measures time: which

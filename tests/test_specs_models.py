@@ -55,7 +55,7 @@ def test_session_runs_the_models_followup(ops, kind, on):
     """The follow-up a checker session runs after recovery is its structure's model's (with the
     structure's key kind and value size), or nothing when follow-ups are off."""
     from types import SimpleNamespace
-    from harness.session import Session
+    from harness.check.session import Session
     fake = SimpleNamespace(model=ordered_map.MODEL, settings=SimpleNamespace(followup=on),
                            structure=SimpleNamespace(key_kind=kind[0], value_size=kind[1],
                                                      map_ops=ordered_map.OP_KINDS))

@@ -1,9 +1,9 @@
-"""`--max-ops N` bounds the checked part of every history in every mix (harness/strategies.py):
+"""`--max-ops N` bounds the checked part of every history in every mix (harness/run/strategies.py):
 the load phase (bulk inserts) is set-up, the operations after it are at most N."""
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.strategies import KEY_DISTRIBUTIONS, MIXES, histories
+from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES, histories
 
 
 @pytest.mark.parametrize("max_ops", [1, 3])

@@ -3,7 +3,7 @@
 Uses the range lock's seeded `release-unheld-null` (trees/rangelock/bugs.json): a release of a
 range nobody holds dereferences NULL. With three threads the release that dies may be thread 3's,
 after operations of other threads returned and while another thread's operation is in flight; the
-driver's fault handler (trees/common/fault.c) writes `!fault T I SIG` and harness/traced_run.py
+driver's fault handler (trees/common/fault.c) writes `!fault T I SIG` and harness/check/traced_run.py
 names that operation, so one root cause is one bug and the lanes keep the results of the
 operations that returned.
 """
@@ -18,13 +18,14 @@ import pytest
 from cli_run import run_cli
 
 from crashsim.trace import read_trace
-from harness import structures, threads
-from harness.pipeline import Checker
-from harness.record_schema import check_record
-from harness.records import build_record
-from harness.settings import Settings
-from harness.supervise import RunEnd
-from harness.traced_run import run_failure
+from harness.target import structures
+from harness.check import threads
+from harness.check.pipeline import Checker
+from harness.core.record_schema import check_record
+from harness.triage.records import build_record
+from harness.core.settings import Settings
+from harness.core.supervise import RunEnd
+from harness.check.traced_run import run_failure
 from specs import models
 
 ROOT = Path(__file__).resolve().parents[1]

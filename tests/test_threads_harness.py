@@ -1,12 +1,12 @@
-"""Threaded histories on the Python side (harness/threads.py), without any driver: the history
+"""Threaded histories on the Python side (harness/check/threads.py), without any driver: the history
 text, the History rebuilt from `!call` / `!ret` lines, the crash-free verdict (linearizable,
 illegal, not checked) and the scheduler's findings."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from harness import threads
-from harness.session import history_text
+from harness.check import threads
+from harness.check.session import history_text
 from specs import models
 from specs.model import with_load
 

@@ -8,7 +8,9 @@ chain-head-first (a second chunk linked before it is durable) is found by tests/
 every seeded bug; the last test here shows that without the thresholds it is not."""
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from harness import strategies, structures
+from harness.run import strategies
+
+from harness.target import structures
 from specs.map_histories import histories
 
 HART = dict(key_kind="bytes", value_size=16, value_min=1, max_ops=10)
@@ -73,8 +75,8 @@ def test_crossing_histories_keep_the_checked_part_short(ops):
 
 def test_chain_bug_needs_the_threshold(trees_built, monkeypatch):
     """Without HART's declared threshold, 48 histories do not find chain-head-first."""
-    from harness.fuzz import Config, fuzz_target
-    from harness.settings import Settings
+    from harness.run.fuzz import Config, fuzz_target
+    from harness.core.settings import Settings
     real = structures.get
 
     def no_thresholds(name):

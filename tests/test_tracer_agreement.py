@@ -20,7 +20,7 @@ from corpus import corpuslib
 from crashsim.model import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
-from harness.tracers import wrap
+from harness.target.tracers import wrap
 
 # libpmemobj's programs are left out: under pmemcheck its pool's own stores and msync flushes are
 # logged one by one, under the pass as `library` stores at each call (docs/pmemcheck.md).

@@ -1,4 +1,4 @@
-"""`crashcheck fuzz --tracer pmemcheck` (harness/tracers.py): the driver's runs traced by Valgrind's
+"""`crashcheck fuzz --tracer pmemcheck` (harness/target/tracers.py): the driver's runs traced by Valgrind's
 pmemcheck instead of the pass. The same history traced both ways gives the same PM writes,
 flushed lines, operations and objects (the differences are docs/pmemcheck.md's: a memset comes
 as 8-byte stores, a clflush brings a fence); a seeded bug is found through the imported traces,
@@ -13,7 +13,7 @@ import pytest
 
 from cli_run import ROOT, run_cli
 from crashsim.trace import read_trace
-from harness.tracers import wrap
+from harness.target.tracers import wrap
 
 WORT = ROOT / "build" / "trees" / "wort"
 HISTORY = "insert 1 5\ninsert 2 6\nupdate 1 7\ndelete 2\ninsert 3 8\nlookup 1\n"

@@ -1,4 +1,4 @@
-"""The thesis key distributions (harness/keys.py) and `crashcheck stats` on the traced drivers."""
+"""The thesis key distributions (harness/cli/keys.py) and `crashcheck stats` on the traced drivers."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness import keys
+from harness.cli import keys
 from cli_run import run_cli
 
 

@@ -1,0 +1,70 @@
+"""What a history's crash-free run already shows, before any crash.
+
+Owns the judgement of the traced run's own output: every result the driver printed must be one
+the structure's model allows (a nondeterministic model may allow several), and the structure's
+own check after every operation must pass. Recovery may repair such damage, so no crash state
+would show it: it is a finding of its own, with no crash point.
+"""
+from __future__ import annotations
+
+from harness.check.findings import Finding, address_free
+from specs.model import Model, prefix_states, replay
+
+
+def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Finding]:
+    """Findings of the crash-free run whose result lines (results and `!` lines) are LINES."""
+    results = [line for line in lines if not line.startswith("!")]
+    broken = [line.split(" ", 2) for line in lines if line.startswith("!invariant ")]
+    texts = [b[2] for b in broken if len(b) == 3]
+    bad = replay(model, ops, results, [model.init()])
+    if bad is not None or len(results) < len(ops):
+        if bad is not None:
+            i, _, allowed = bad
+            got = results[i]
+        else:
+            i, got = len(results), "nothing"
+            before = prefix_states(model, ops[:i], [model.parse_output(r) for r in results])[-1]
+            allowed = list(dict.fromkeys(o for st in before for o, _ in model.step(st, ops[i])))
+        f = Finding("wrong-value", f"without any crash, `{model.op_text(ops[i])}` returned `{got}`, "
+                    f"the model {allowed_text(model, allowed)}", ("no-crash", op_kind(model, ops[i])))
+        f.symptoms = rule_symptoms(texts)
+        return [f]
+    if len(results) > len(ops):
+        return [Finding("wrong-value", f"without any crash, the driver printed {len(results)} results "
+                        f"for {len(ops)} operations", ("no-crash", "end"))]
+    if broken:
+        i = int(broken[0][1])
+        more = f" (and {len(texts) - 1} more)" if len(texts) > 1 else ""
+        where = f"`{model.op_text(ops[i])}` (operation {i})" if 0 <= i < len(ops) else f"operation {i}"
+        f = Finding("invariant-violation", f"without any crash, after {where}: "
+                    f"{texts[0] if texts else '?'}{more}",
+                    ("no-crash-invariant", address_free(texts[0] if texts else "")))
+        f.symptoms = rule_symptoms(texts[1:], skip=address_free(texts[0] if texts else ""))
+        return [f]
+    return []
+
+
+def rule_symptoms(texts: list[str], skip: str | None = None) -> list[Finding]:
+    """The rules the crash-free run broke, one finding per rule (its text without addresses and
+    numbers, as a broken rule's group after a crash), except SKIP: what one run shows is one bug
+    (a wrong value and the rules broken on the way to it), as what one crash state shows is."""
+    out: dict[str, Finding] = {}
+    for text in texts:
+        rule = address_free(text)
+        if rule != skip and rule not in out:
+            out[rule] = Finding("invariant-violation", f"without any crash: {text}",
+                                ("invariant-violation", "rule: " + rule))
+    return list(out.values())
+
+
+def allowed_text(model: Model, allowed: list) -> str:
+    """The outputs the model allows, for a wrong value's detail: "`ok` or `exists`", or "nothing"."""
+    return " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+
+
+def op_kind(model: Model, op) -> str:
+    """The kind of an operation (its first word in the model's notation): part of a group."""
+    return getattr(op, "kind", None) or (model.op_text(op).split() or ["?"])[0]
+
+
+__all__ = ["allowed_text", "crash_free_findings", "op_kind", "rule_symptoms"]

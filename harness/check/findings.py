@@ -1,0 +1,246 @@
+"""What checking a history finds, and which findings are one bug.
+
+Owns the Finding and HistoryOutcome records the checker modules fill in, the grouping rule
+(`finding_group`: which findings are the same bug, whatever the history), the per-crash-point
+coverage counts (explored vs legal states), and small conversions shared by the checker, records
+and replay (a crash point in history terms, a runner answer as the oracle reads it). Never runs
+anything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from crashsim.explore import StateOutcome
+from crashsim.model import Piece
+from crashsim.runner import CheckResult
+from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.trace import Trace
+from harness.core.paths import HEADERS
+from specs.model import Model
+from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict, address_free
+
+RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
+
+
+@dataclass
+class Finding:
+    """One failing crash state (or a failure of the crash-free run, with point None)."""
+    cls: str
+    detail: str
+    group: tuple[str, str]               # (class, site key): findings alike are one bug
+    expected: bool = False
+    expected_reason: str = ""
+    point: SimPoint | None = None
+    choice: tuple[int, ...] = ()
+    verdict: Verdict | None = None
+    result: CheckResult | None = None
+    leaks: list[dict] = field(default_factory=list)
+    occurrences: int = 1
+    coverage: tuple[int, int] | None = None       # (legal, explored) at its crash point
+    # A hang: the states of its crash point that hung its way (harness/check/hangs.py Hung), or None
+    hung: Any = None
+    # For a crash inside recovery: the original crash (its point index and choice) whose image
+    # recovery was working on, and the trace of that recovery run (where `point` lives).
+    recovery_of: tuple[int, tuple[int, ...]] | None = None
+    recovery_trace: Trace | None = None
+    history_point: CrashPoint | None = None      # the original crash, in history terms
+    op_index: int | None = None                  # crash-free run: the operation that died or hung
+    # Other findings of the same crash state (an unexpected leak beside an invariant violation):
+    # symptoms of this one, never bugs of their own (harness/triage/bugs.py).
+    symptoms: list["Finding"] = field(default_factory=list)
+    # After shrinking: the persisted pending pieces without which the state passes
+    # (harness/check/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
+    needed: list[Piece] = field(default_factory=list)
+    # After shrinking, when `needed` is empty inside an operation: the pieces the same failure
+    # needs at the earliest crash point of the operation where it shows (state_shrink.py
+    # earliest_needed): a store made durable before the crash that the failure hinges on.
+    needed_early: list[Piece] = field(default_factory=list)
+    # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
+    # recovery was repairing when it crashed), in the history's trace.
+    origin_lost: list[Piece] = field(default_factory=list)
+
+    @property
+    def lost(self) -> list[Piece]:
+        return self.point.lost(self.choice) if self.point is not None else []
+
+    @property
+    def kept(self) -> list[Piece]:
+        return self.point.kept(self.choice) if self.point is not None else []
+
+
+@dataclass
+class Coverage:
+    """What exploring one history covered: crash points, and at each point the legal states and
+    the ones explored. A point is exhaustive when every legal state was explored; a bounded
+    strategy samples big points, lazy leaves a point partial when its search stops at the limit
+    (crashsim.explore), and such a point never reads as "all states consistent"."""
+    crash_points: int = 0
+    states_legal: int = 0
+    states_explored: int = 0
+    points_sampled: int = 0          # crash points with fewer states explored than legal
+    executions: int = 0              # checker runs (lazy: one per class of states, eager: per state)
+    # crash point index -> [legal, explored] (points of a recovery run keyed ("r", tag, index))
+    per_point: dict[Any, list[int]] = field(default_factory=dict)
+
+    def count(self, out: StateOutcome, scope: Any = None) -> None:
+        """Count OUT's state as explored, and its crash point (with its legal states) once."""
+        key = out.point.index if scope is None else (scope, out.point.index)
+        covers = getattr(out, "covers", 1)       # a lazy execution stands for a class of states
+        self.states_explored += covers
+        self.executions += getattr(out, "cached_from", None) is None
+        entry = self.per_point.get(key)
+        if entry is None:
+            entry = self.per_point[key] = [out.point.legal, 0]
+            self.crash_points += 1
+            self.states_legal += out.point.legal
+        entry[1] += covers
+
+    def close(self) -> None:
+        """Count the sampled points (call once exploring is over)."""
+        self.points_sampled = sum(1 for legal, seen in self.per_point.values() if seen < legal)
+
+    def of_point(self, key: Any) -> tuple[int, int] | None:
+        """(legal, explored) at one crash point, if it was explored."""
+        entry = self.per_point.get(key)
+        return (entry[0], entry[1]) if entry else None
+
+
+@dataclass
+class HistoryOutcome:
+    ops: list
+    followup: list
+    trace: Trace | None
+    findings: list[Finding]
+    model: Model | None = None
+    coverage: Coverage = field(default_factory=Coverage)
+    states_checked: int = 0
+    elapsed: float = 0.0
+    partial: bool = False        # the budget ran out (or a stop came) before every state was checked
+    not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
+    hung_short: int = 0          # checks judged hung under the shorter limit (harness/check/hangs.py)
+    schedule: str | None = None  # threaded: the schedule file the run took (its text)
+    lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
+    run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
+
+    # the coverage counts, under the names fuzz statistics use
+    @property
+    def crash_points(self) -> int:
+        return self.coverage.crash_points
+
+    @property
+    def states_legal(self) -> int:
+        return self.coverage.states_legal
+
+    @property
+    def states_explored(self) -> int:
+        return self.coverage.states_explored
+
+    @property
+    def points_sampled(self) -> int:
+        return self.coverage.points_sampled
+
+    @property
+    def executions(self) -> int:
+        return self.coverage.executions
+
+
+
+
+def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
+    """file:line of a site; with CALLER, of the line it was inlined into (a fence inside a
+    persist helper is best named by the line that called the helper). A site inside a helper in
+    a header (a tree's store8 wrapper, persist.h) is always named by the line that called it:
+    every store of the structure goes through the one line of such a helper."""
+    site = trace.site(site_id)
+    if site is None:
+        return "?"
+    if (caller or site.file.endswith(HEADERS)) and site.inlined_line:
+        return f"{site.inlined_file}:{site.inlined_line}"
+    return f"{site.file}:{site.line}"
+
+
+def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
+    """Findings with the same class and the same first lost store (or, with nothing lost, the
+    same crash site) are one bug; broken invariants are one bug per broken rule (the first
+    violation's text without its addresses and numbers), wherever the crash fell, because the
+    structure's check names the rule better than the crash names its cause (a recovery that
+    misses one case breaks the same rule after crashes all over the code). Crashes inside
+    recovery are told apart by a prefix.
+
+    A recovery whose process ended abnormally (a signal, an exit, a hang, a stop, killing the
+    checker, exit(0) without a result, a process left running) is one bug per way it ended,
+    wherever the crash fell: such a recovery usually fails the same way on every image that
+    reaches the faulty code, and grouping by lost store would make one cause dozens of bugs. (Two
+    different faults that die of the same signal are then one bug; its record shows the first.)
+    So is a recovery that refuses the image and prints why (the oracle's verdict group: its last
+    line without addresses and numbers)."""
+    pre = "in recovery: " if f.recovery_of is not None else ""
+    if f.verdict is not None and f.verdict.group:
+        return (f.cls, pre + f.verdict.group)
+    res = f.result
+    if f.cls in ("recovery-crash", "recovery-hang") and res is not None and (
+            res.status != "ok" or res.result is None or res.stray):
+        return (f.cls, pre + "recovery: " + _recovery_end(res))
+    violations = (f.result.result or {}).get("violations") if f.result is not None else None
+    if f.cls == "invariant-violation" and violations:
+        return (f.cls, pre + "rule: " + address_free(violations[0]))
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+    lost = f.lost
+    if lost:
+        return (f.cls, pre + site_key(trace, store_site(trace, lost[0])))
+    return (f.cls, pre + "crash@" + site_key(trace, crash_site(trace, f.point), caller=True))
+
+
+def _recovery_end(res: CheckResult) -> str:
+    """How a recovery's process ended, without numbers that vary (part of a group)."""
+    if res.status == "signal":
+        return f"signal {res.signal}"
+    if res.status == "exit":
+        return f"exit {res.exit}"
+    if res.status == "timeout":
+        return "stopped" if res.signal in STOP_SIGNALS else "timeout"
+    if res.status == "ok":
+        return "exit 0 early" if res.result is None else "stray process"
+    return res.status          # oom, runner-died
+
+
+def store_site(trace: Trace, piece: Piece) -> int:
+    return trace.events[piece.seq].site
+
+
+def oracle_point(cp: SimPoint, nops: int) -> CrashPoint:
+    """Crash point in history terms: completed operations and the one in flight."""
+    done = (cp.last_done + 1) if cp.last_done is not None else 0
+    if cp.op is not None:
+        done = min(done, cp.op)
+    return CrashPoint(min(done, nops), cp.op)
+
+
+def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
+    """Keep the first finding of each group; later ones only add to its occurrences (and a
+    symptom of a kind it did not show yet)."""
+    prev = groups.get(f.group)
+    if prev is None:
+        groups[f.group] = f
+    else:
+        prev.occurrences += f.occurrences
+        have = {s.group for s in prev.symptoms}
+        prev.symptoms.extend(s for s in f.symptoms if s.group not in have)
+
+
+def result_dict(res: CheckResult) -> dict:
+    """A runner answer in the form specs.oracle.judge_recovery reads."""
+    return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
+            "stderr": res.stderr, "stray": res.stray, "output": res.output}
+
+
+def crash_site(trace: Trace, cp: SimPoint) -> int:
+    if cp.event < len(trace.events):
+        return trace.events[cp.event].site
+    return 0xFFFFFFFF
+
+
+__all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",
+           "crash_site", "finding_group", "oracle_point", "result_dict", "site_key", "store_site"]

@@ -1,0 +1,287 @@
+"""Checking one history end to end: trace it, crash it everywhere, recover, judge.
+
+Owns the data flow of the design for a single history, as a thin facade over modules with one job
+each:
+  harness/check/session.py           the driver, the structure's model, the work folder, the runner
+  harness/check/traced_run.py        traced, supervised driver runs (the history; recovery of an image)
+  harness/check/crash_free.py        what the crash-free run already shows
+  harness/check/crash_oracle.py      what a recovered state is judged against (one thread or several)
+  harness/check/judging.py           verdicts and leaks of explored crash states (with their caches)
+  harness/check/hangs.py             crash states that hung: a few full timeouts per history
+  harness/check/recovery_crashes.py  crashes inside recovery
+  harness/check/crash_states.py      going back to given crash states (shrinking, replay)
+  harness/check/state_shrink.py      the fewest lost stores that still fail
+  harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
+  harness/check/findings.py          findings, grouping, coverage
+  harness/triage/bugs.py              symptoms of one crash state folded into one finding
+Checker.check streams crash points and states through crashsim.explore into the runner and hands
+every answer to the judge. Never decides what to fuzz (harness/run/fuzz.py) and never formats reports
+(harness/triage/records.py, harness/render/report.py).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+
+from crashsim.explore import explore
+from crashsim.runner import CheckResult, Stopped
+from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.trace import Trace
+from harness.check import crash_states
+from harness.check import threads
+from harness.core.budget import Budget, OutOfTime
+from harness.check.ranking import fold_state
+from harness.check.crash_oracle import SequentialOracle, oracle_for
+from harness.check.crash_free import crash_free_findings
+from harness.core.errors import DriverFailure
+from harness.check.hangs import HangTally, hang_limit, recheck
+from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
+                              result_dict)
+from harness.check.judging import HistoryJudge
+from harness.check.recovery_crashes import crash_recoveries, worth_crashing
+from harness.check.session import Session, history_text
+from harness.check.schedule_shrink import shown, shrink_schedule, switches
+from harness.core.settings import Settings
+from harness.check.state_shrink import shrink_state
+from harness.target.structures import Structure
+from harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
+from specs.model import prefix_states
+
+
+class Checker:
+    """Checks histories for one structure (or seeded-bug variant) with one runner process."""
+
+    def __init__(self, structure: Structure, bug: str | None, settings: Settings,
+                 workdir: str | os.PathLike | None = None, budget: Budget | None = None) -> None:
+        self.session = Session(structure, bug, settings, workdir, budget)
+        self.structure = structure
+        self.bug = bug
+        self.settings = settings
+        self.budget = self.session.budget
+        self.model = self.session.model
+        self.workdir = self.session.workdir
+        self.driver = self.session.driver
+        self._hung: dict[tuple[str, ...], Finding] = {}    # operations up to one that hung
+        self.key_kind = structure.key_kind
+        self.value_size = structure.value_size
+        self.value_min = structure.value_min
+        self.map_ops = structure.map_ops
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> "Checker":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the parts, for fuzz, replay and tests ----------------------------------------------
+
+    def trace(self, ops: list, deadline: float | None = None) -> tuple[Trace, list[str]]:
+        return trace_history(self.session, ops, deadline)
+
+    def trace_recovery(self, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
+        return trace_recovery(self.session, crashed, image, tag)
+
+    def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
+        if getattr(ops, "nthreads", 0):
+            return threads.judge(self.model, ops, lines)[0]
+        return crash_free_findings(self.model, ops, lines)
+
+    def followup(self, ops: list) -> list:
+        return self.session.followup(ops)
+
+    def sets(self, ops: list, lines: list[str] | None = None) -> list[list]:
+        """The states the model may be in after each prefix of OPS; with the crash-free run's
+        result LINES, only those that explain what the run returned (a nondeterministic model's
+        branch is the one the structure took)."""
+        if lines is None:
+            return prefix_states(self.model, ops)
+        return prefix_states(self.model, ops, [self.model.parse_output(x) for x in lines if not x.startswith("!")])
+
+    def point_at(self, trace: Trace, cp_index: int) -> SimPoint:
+        return crash_states.point_at(self.session, trace, cp_index)
+
+    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
+        return crash_states.image_at(self.session, trace, cp_index, choice)
+
+    def recheck(self, trace: Trace, cp_index: int, choices: list[tuple[int, ...]], follow_text: str
+                ) -> list[CheckResult]:
+        """Check specific choice vectors at one crash point of TRACE (used by replay)."""
+        return crash_states.state_checker(self.session, trace, cp_index, follow_text)(choices)
+
+    # -- checking --------------------------------------------------------------------------
+
+    def check(self, ops: list, progress=None, crashes: bool = True,
+              deadline: float | None = None) -> HistoryOutcome:
+        """Judge one history: its crash-free run, then (with CRASHES) its crash states.
+        DEADLINE (time.monotonic()) bounds the crash-free run. A threaded history
+        (harness/check/threads.py) runs under the scheduler and its outcome carries the schedule taken;
+        its crash-free verdict is linearizability, its crash states' durable linearizability."""
+        t0 = time.monotonic()
+        self.budget.check()
+        threaded = bool(getattr(ops, "nthreads", 0))
+        follow = self.followup(ops)
+        texts = [self.model.op_text(op) for op in ops]
+        hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
+                     if tuple(texts[:k]) in self._hung), None) if self._hung and not threaded else None
+        if hung is not None:
+            return HistoryOutcome(ops, follow, None, [replace(hung)], self.model, elapsed=time.monotonic() - t0)
+        try:
+            trace, lines = self.trace(ops, deadline)
+        except RunFailure as exc:
+            f = exc.finding
+            if f.cls == "operation-hang" and f.op_index is not None and not threaded:
+                # The driver is deterministic: any history with the same operations up to the one
+                # that hung hangs there too. Shrinking tries dozens of such histories, each of which
+                # would cost the whole timeout again.
+                self._hung[tuple(texts[:f.op_index + 1])] = f
+            out = HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
+            if threaded:
+                out.schedule = schedule_taken(self.session)
+                # kept for the record's lanes only (what ran before the scheduler stopped the
+                # run): outcome.trace stays None, a cut trace is never explored
+                out.lines = exc.lines
+                out.run_trace = trace_left(self.session)
+            return out
+        except DriverFailure as exc:
+            f = Finding("operation-crash", str(exc), ("run-failure", str(exc)[:60]))
+            return HistoryOutcome(ops, follow, None, [f], self.model, elapsed=time.monotonic() - t0)
+        outcome = HistoryOutcome(ops, follow, trace, [], self.model)
+        # The crash-free run must already agree with the model and keep the invariants.
+        if threaded:
+            outcome.schedule = schedule_taken(self.session)
+            outcome.lines, outcome.run_trace = lines, trace      # for the record's lanes
+            outcome.findings, checked = threads.judge(self.model, ops, lines)
+            outcome.not_checked = not checked
+            crashes = crashes and checked and self.structure.has_pm
+        else:
+            outcome.findings = self.crash_free_findings(ops, lines)
+        if not outcome.findings and crashes:
+            self._check_crash_states(outcome, lines, progress)
+        outcome.elapsed = time.monotonic() - t0
+        return outcome
+
+    def oracle(self, ops: list, trace: Trace, lines: list[str], follow: list) -> SequentialOracle:
+        """What crash states of OPS (traced as TRACE, crash-free output LINES) are judged against."""
+        return oracle_for(self.model, ops, trace, lines, self.sets, follow)
+
+    def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
+        """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
+        recoveries again; the findings, one per group, go into OUTCOME."""
+        ops, trace = outcome.ops, outcome.trace
+        oracle = self.oracle(ops, trace, lines, outcome.followup)
+        runner = self.session.runner(trace)
+        checked_before = runner.stats.states
+        judge = HistoryJudge(self.session, trace, oracle)
+        by_group: dict[tuple[str, str], Finding] = {}
+        # Post-crash images to crash again inside their recovery (worth_crashing), distinct
+        # images only.
+        candidates: list[tuple[int, tuple[int, ...]]] = []
+        seen_images: set[int] = set()
+        # Crash points before the first operation fall in pool formatting and the structure's
+        # create, which are set-up, not part of the history; so does a history's load phase
+        # (specs.model.Workload.load).
+        load = getattr(ops, "load", 0)
+        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
+                        len(trace.events))
+        s = self.settings
+        follow_text = history_text(self.model, outcome.followup)
+        limit = hang_limit(s)
+        hangs = HangTally()
+        deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
+
+        def take(out, found) -> None:
+            outcome.coverage.count(out)
+            if out.fp not in seen_images and worth_crashing(out, found):
+                seen_images.add(out.fp)
+                candidates.append((out.point.index, tuple(out.choice)))
+            for f in found:
+                add_finding(by_group, f)
+        try:
+            for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
+                               runner=runner, followup=follow_text,
+                               first_state=self.session.free_state_id(), progress=progress,
+                               start_event=first_op, stop=self.budget.expired,
+                               relocatable=self.session.structure.own_pool, hang_limit=limit):
+                self.session.next_state = out.id + 1
+                found = fold_state(judge.judge(out))
+                if hangs.take(out, found):
+                    take(out, found)
+                else:
+                    deferred.append(out)
+            for out, found in recheck(self.session, trace, judge, hangs, deferred, follow_text, limit):
+                take(out, found)
+            outcome.states_checked = runner.stats.states - checked_before
+            if s.recovery_crashes and candidates:
+                for f in crash_recoveries(self.session, trace, oracle, candidates, outcome):
+                    add_finding(by_group, f)
+        except (Stopped, OutOfTime):
+            # What was judged before the stop stands; the rest of this history is unexplored.
+            outcome.partial = True
+            outcome.states_checked = max(0, runner.stats.states - checked_before)
+        # a verdict search that ran out of budget (durable linearizability) is never a pass
+        outcome.not_checked = outcome.not_checked or judge.unchecked > 0
+        outcome.coverage.close()
+        outcome.hung_short = hangs.short_checks
+        outcome.findings = list(by_group.values())
+        for f in outcome.findings:
+            f.coverage = outcome.coverage.of_point(coverage_key(f))
+            if f.point is not None and f.recovery_of is None:
+                f.hung = hangs.of(f.point.index, f.group)
+
+    # -- making a finding ready to report ----------------------------------------------------
+
+    def finalize(self, outcome: HistoryOutcome, f: Finding) -> None:
+        """Make F, found while fuzzing, ready to report: trace its history again (traces are
+        deterministic, so its crash point has the same index), shrink its crash state, and
+        recompute its group from the shrunk state. A concurrency bug found without a crash gets
+        its schedule shrunk instead (harness/check/schedule_shrink.py)."""
+        if f.point is None and getattr(outcome.ops, "nthreads", 0) and outcome.schedule:
+            before = switches(outcome.schedule)
+            shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
+            if shrunk is not None:
+                g = shown(f, shrunk)
+                f.cls, f.group = g.cls, g.group
+                outcome.ops, outcome.schedule = shrunk.ops, shrunk.schedule
+                outcome.lines, outcome.run_trace = shrunk.lines, shrunk.run_trace
+                f.detail = (f"{g.detail} (schedule shrunk from {before} forced switches to "
+                            f"{switches(shrunk.schedule)})")
+            return
+        if f.point is None or f.cls == "leak":
+            return
+        trace, lines = self.trace(outcome.ops)
+        outcome.trace = trace
+        oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
+        if f.recovery_of is not None:
+            cp_index, choice = f.recovery_of
+            orig, image = self.image_at(trace, cp_index, choice)
+            rtrace = self.trace_recovery(trace, image, "recovery-final")
+            f.recovery_trace = rtrace
+            f.point = self.point_at(rtrace, f.point.index)
+            f.history_point = oracle.history_point(orig)
+            f.origin_lost = orig.lost(choice)
+            shrink_state(self.session, rtrace, oracle, f, orig)
+            f.group = finding_group(trace, f)
+            return
+        f.point = self.point_at(trace, f.point.index)
+        if len(f.point.units) != len(f.choice):
+            raise DriverFailure(f"{self.structure.name}: the same history traced twice gave different "
+                                "traces (the structure or its driver is not deterministic)")
+        shrink_state(self.session, trace, oracle, f)
+        f.group = finding_group(trace, f)
+
+
+def coverage_key(f: Finding):
+    """The key of F's crash point in HistoryOutcome.coverage (recovery runs have their own scope)."""
+    if f.point is None:
+        return None
+    if f.recovery_of is None:
+        return f.point.index
+    return (("recovery", f.recovery_of[0], tuple(f.recovery_of[1])), f.point.index)
+
+
+__all__ = ["Checker", "DriverFailure", "Finding", "HistoryOutcome", "RunFailure", "Settings", "coverage_key",
+           "history_text", "oracle_point", "result_dict"]

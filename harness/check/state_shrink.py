@@ -1,0 +1,168 @@
+"""Shrinking a failing crash state to the fewest lost stores that still fail the same way, and
+finding the persisted stores the failure needs.
+
+Owns the search over one crash point's choice vectors: first let whole pending units persist,
+then let each remaining unit keep as much as it can, checking candidates in batches (one pass over
+the trace per batch). Hypothesis shrinks the history; this shrinks the crash state inside it.
+Then `needed_pieces` asks, per unit that persisted some pending pieces, which of them the failure
+needs (lose it and what follows it in its line, and the state passes): a non-atomic pair of
+stores fails with either one persisted, so the lost stores plus the needed ones name the mistake
+the same way in both orders (harness/triage/bugs.py groups bugs by them).
+"""
+from __future__ import annotations
+
+from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.simulate import Simulator
+from crashsim.trace import Trace
+from harness.check.crash_oracle import SequentialOracle
+from harness.check.crash_states import state_checker
+from harness.check.findings import RECOVERY_CRASH_PREFIX, Finding
+from harness.check.session import Session
+
+
+def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,
+                 history_cp: SimPoint | None = None) -> None:
+    """Move F to the state with the fewest lost pieces that still fails with F's class, judged by
+    ORACLE at HISTORY_CP (default: F's crash point; for a crash inside recovery, the original
+    crash in the history's trace)."""
+    cp = f.point
+    radices = cp.radices
+    at = history_cp or cp
+    check = state_checker(session, trace, cp.index, session.history_text(oracle.follow))
+
+    def verdict(res):
+        return oracle.verdict(at, res)
+
+    def failing(cands: list[tuple[int, ...]]) -> list[bool]:
+        out = []
+        for res in check(cands):
+            v = verdict(res)
+            out.append(not v.ok and v.cls == f.cls)
+        return out
+
+    def release(choice: tuple[int, ...], moves: list[tuple[int, int]]) -> tuple[int, ...]:
+        c = list(choice)
+        for j, k in moves:
+            c[j] = k
+        return tuple(c)
+
+    choice = tuple(f.choice)
+    # 1. Units that can persist entirely, each alone; then all of them together.
+    units = [j for j in range(len(choice)) if choice[j] < radices[j]]
+    cands = [release(choice, [(j, radices[j])]) for j in units]
+    ok = [j for j, good in zip(units, failing(cands) if cands else []) if good]
+    if ok:
+        together = release(choice, [(j, radices[j]) for j in ok])
+        if len(ok) == 1 or failing([together])[0]:
+            choice = together
+        else:
+            for j in ok:      # greedy, one at a time
+                cand = release(choice, [(j, radices[j])])
+                if failing([cand])[0]:
+                    choice = cand
+    # 2. For each unit still holding pieces back, the longest prefix that still fails.
+    moves, cands = [], []
+    for j in range(len(choice)):
+        for k in range(radices[j] - 1, choice[j], -1):
+            moves.append((j, k))
+            cands.append(release(choice, [(j, k)]))
+    best: dict[int, int] = {}
+    for (j, k), good in zip(moves, failing(cands) if cands else []):
+        if good and k > best.get(j, -1):
+            best[j] = k
+    if best:
+        together = release(choice, list(best.items()))
+        if len(best) == 1 or failing([together])[0]:
+            choice = together
+    if choice != tuple(f.choice):
+        [res] = check([choice])
+        v = verdict(res)
+        pre = RECOVERY_CRASH_PREFIX if f.recovery_of is not None else ""
+        f.choice, f.result, f.verdict, f.detail = choice, res, v, pre + v.detail
+    if f.recovery_of is None:
+        f.needed = needed_pieces(check, verdict, cp, f.choice)
+        if not f.needed and cp.op is not None:
+            follow = session.history_text(oracle.follow)
+            f.needed_early = earliest_needed(
+                operation_points(session, trace, cp), lambda p: state_checker(session, trace, p.index, follow),
+                lambda p, res: oracle.verdict(p, res), f.cls)
+
+
+# at most this many extra states are checked to find the needed pieces of one finding
+NEEDED_BUDGET = 64
+
+
+def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list:
+    """The pending pieces persisted in CHOICE that the failure needs: for each unit that kept
+    some, the last piece of the shortest kept prefix that still fails, when keeping none of them
+    passes. CHECK and VERDICT judge candidate choices as in shrink_state."""
+    units = [j for j in range(len(choice)) if choice[j] > 0]
+    cands, moves = [], []
+    for j in units:
+        for k in range(choice[j]):
+            if len(cands) >= NEEDED_BUDGET:
+                break
+            c = list(choice)
+            c[j] = k
+            cands.append(tuple(c))
+            moves.append((j, k))
+    if not cands:
+        return []
+    fails: dict[tuple[int, int], bool] = {}
+    for (j, k), res in zip(moves, check(cands)):
+        fails[(j, k)] = not verdict(res).ok
+    out = []
+    for j in units:
+        if (j, 0) not in fails or fails[(j, 0)]:
+            continue          # keeping none of this unit's pieces still fails: none is needed
+        k = next((k for k in range(1, choice[j]) if fails.get((j, k), True)), choice[j])
+        out.append(cp.units[j].kept(k)[-1])   # the piece choice k adds (kept is in trace order)
+    return out
+
+
+# at most this many earlier crash points of the operation are tried by earliest_needed
+EARLY_POINTS = 32
+
+
+def operation_points(session: Session, trace: Trace, cp: SimPoint) -> list[SimPoint]:
+    """The crash points of CP's operation before CP, latest first."""
+    # the points before the operation began are simulated without their units (not wanted)
+    begin = next((i for i in range(min(cp.event, len(trace.events)) - 1, -1, -1)
+                  if trace.events[i].kind == "op_begin"), 0)
+    out = []
+    for p in Simulator.from_trace(trace, session.settings.options()).crash_points(skip_before=begin):
+        if p.index >= cp.index:
+            break
+        if p.op == cp.op:
+            out.append(p)
+        elif out:
+            out = []          # another operation in between: only CP's own stretch counts
+    return out[::-1]
+
+
+def earliest_needed(points: list, check_at, verdict, cls: str) -> list:
+    """For a failure that needs no pending store persisted (its cause was durable before its
+    crash point): the pieces it needs at the earliest crash point of its operation where keeping
+    every pending store still fails with class CLS. POINTS are the operation's earlier crash
+    points, latest first; CHECK_AT(point) gives a checker of choices there, VERDICT(point, result)
+    the verdict. A key length lost after a slot was committed by its bit fails as well with
+    nothing lost a few crash points earlier, where it needs the bit: that store is the cause."""
+    best = None
+    for p in points[:EARLY_POINTS]:
+        if not p.units:
+            continue
+        check = check_at(p)
+        choice = tuple(p.radices)
+        [res] = check([choice])
+        v = verdict(p, res)
+        if v.ok or v.cls != cls:
+            break
+        best = (p, choice)
+    if best is None:
+        return []
+    p, choice = best
+    check = check_at(p)           # anew: a checker is valid until the next one is made
+    return needed_pieces(check, lambda res: verdict(p, res), p, choice)
+
+
+__all__ = ["EARLY_POINTS", "earliest_needed", "needed_pieces", "operation_points", "shrink_state"]

@@ -1,0 +1,111 @@
+"""The `crashcheck` command: parses arguments and dispatches to one module per subcommand.
+
+Each subcommand module (harness/cmd_*.py) exposes `register(subparsers)`, which adds its parser
+and sets `func` to a callable taking the parsed arguments and returning an exit code. Errors the
+user can fix are raised as a CrashcheckError (crashsim/errors.py maps the hierarchy) and end here
+with one line and exit 2, as does a child process that outlived its time limit.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import subprocess
+import sys
+
+from harness.core import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
+from crashsim.errors import CrashcheckError
+from harness.cli import stdout_guard
+
+# Subcommand modules, in the order `crashcheck --help` lists them.
+COMMAND_MODULES = ["harness.cli.cmd_list", "harness.cli.cmd_fuzz", "harness.cli.cmd_campaign", "harness.cli.cmd_replay", "harness.cli.cmd_report",
+                   "harness.cli.cmd_build", "harness.cli.cmd_trace", "harness.cli.cmd_stats", "harness.cli.cmd_states"]
+
+
+def one_line(text: str) -> str:
+    """TEXT as one printable line: a file name or a value from a hostile input may hold newlines
+    or terminal escapes, and the error must stay the one line the user reads."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode("ascii")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is the one `crashcheck: error:` line of every other bad input
+    (argparse would print the whole usage first), naming the subcommand and where its help is."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("crashcheck").strip()
+        print(f"crashcheck: error: {where + ': ' if where else ''}{one_line(message)} "
+              f"(see `{self.prog} --help`)", file=sys.stderr)
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="crashcheck",
+                    description="Crash-consistency testing for persistent-memory structures.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+# Options whose value may itself start with "-" (`--cflags -DFOO`): argparse would take the value
+# for an option of its own, so `--cflags X` is read as `--cflags=X`.
+DASH_VALUE_OPTIONS = ("--cflags", "--ldflags", "--common-cflags")
+
+
+def join_dash_values(argv: list[str]) -> list[str]:
+    """ARGV with every `OPTION VALUE` of DASH_VALUE_OPTIONS written as `OPTION=VALUE`."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in DASH_VALUE_OPTIONS and i + 1 < len(argv):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    real_stdout = sys.stdout
+    stdout_guard.install()
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout = real_stdout
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
+        except SystemExit:
+            sys.stdout.flush()   # --help's text, written before argparse exits
+            raise
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()       # a full stdout may only fail here: it must not pass as exit 0
+        return status
+    except stdout_guard.OutputError as exc:
+        stdout_guard.silence()
+        print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except CrashcheckError as exc:
+        print(f"crashcheck: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except subprocess.TimeoutExpired as exc:
+        cmd = exc.cmd if isinstance(exc.cmd, str) else " ".join(map(str, exc.cmd or ["?"]))
+        print(f"crashcheck: error: `{one_line(cmd)[:200]}` did not finish within {exc.timeout:g} s",
+              file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        stdout_guard.silence()
+        return 0
+    except KeyboardInterrupt:
+        print("crashcheck: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+"""The core: defaults, settings, errors, budgets, the schema kit, counts, paths, work folders and supervised children.
+
+Everything above may import it; it imports nothing of harness outside itself. It never runs a structure's code and knows no structure.
+(The layers are checked by the import contract in pyproject.toml, docs/architecture.md.)
+"""

@@ -1,0 +1,71 @@
+"""Source paths as people on other machines can read them.
+
+Owns how a bug record names source files: relative to the project root (crashcheck's own folder,
+for the built-in structures) or to the folder crashcheck ran in (a user's source root), whichever
+holds the file; a file under neither keeps its absolute name. Debug info may name one file
+several ways (`trees/artcow/../woart/x.c`): names are normalised first (crashsim/trace.py reads
+them that way). Records read the source text while the absolute names are still at hand
+(harness/triage/records.py), and only then pass through `relative_record`. Never reads files.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Sources whose functions are helpers: a store, flush or fence inside one inlined into the
+# structure's code is named by the line that called it (grouping, the report's source boxes).
+HEADERS = (".h", ".hh", ".hpp")
+# Fields of a record that name files for the machine that ran it (the replay command takes a
+# path the user typed) and are left as they are.
+KEEP = frozenset({"replay"})
+
+
+def roots() -> list[str]:
+    """The folders names are made relative to: the project root first (a run from one of its
+    subfolders still names trees/wort/wort.c), then the folder crashcheck runs in."""
+    out = [str(ROOT)]
+    cwd = os.path.normpath(os.getcwd())
+    if cwd not in out and cwd != os.sep:
+        out.append(cwd)
+    return out
+
+
+def display(name: str, rs: list[str] | None = None) -> str:
+    """NAME normalised, relative to the first root that holds it (else as it is)."""
+    if not name:
+        return name
+    name = os.path.normpath(name)
+    for r in rs or roots():
+        if name.startswith(r + os.sep):
+            return name[len(r) + 1:]
+    return name
+
+
+def _text(s: str, prefixes: list[str]) -> str:
+    for p in prefixes:
+        if p in s:
+            s = s.replace(p, "")
+    return s
+
+
+def relative_record(record: dict, rs: list[str] | None = None) -> dict:
+    """RECORD (a bug record, docs/bug-record.md) with every absolute file name under a root made
+    relative: site `file` fields, the keys of `sources`, and names inside texts (group, sites,
+    detail). Returns a new dict; RECORD is not changed."""
+    prefixes = [r + os.sep for r in rs or roots()]
+
+    def walk(v, key=None):
+        if key in KEEP:
+            return v
+        if isinstance(v, dict):
+            return {(_text(k, prefixes) if isinstance(k, str) else k): walk(x, k) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        if isinstance(v, str):
+            return display(v, rs) if key in ("file",) else _text(v, prefixes)
+        return v
+    return walk(record)
+
+
+__all__ = ["HEADERS", "ROOT", "display", "relative_record", "roots"]

@@ -1,0 +1,110 @@
+"""The histories a fuzz run draws: the structure's model's Hypothesis strategy, made repeatable.
+
+Owns the step from a model to a strategy (`histories(model, **opts)` calls the model's own
+`histories`, e.g. specs/map_histories.py for the ordered map, specs/range_lock.py for the range
+lock) and what makes a seed's draws the same on every run. What a history of a model looks like
+belongs to the model, never to this file.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from specs import models
+from specs.model import Model, Workload, with_load
+
+
+def _without_source_constants() -> None:
+    """Hypothesis (6.13x and later) mixes into its draws constants it finds in the source of
+    every "local" module loaded (ours included), so the histories of a seed would change with
+    every edit of crashcheck's own code and with which modules happen to be imported (the CLI,
+    the pytest plugin and a worker process import different sets). A run must be repeatable
+    from its seed alone: give Hypothesis an empty set of local constants. Its built-in constants
+    (0, -1, 2^63, ...) stay. Guarded, since this is an internal of Hypothesis's."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:      # pragma: no cover - older Hypothesis: nothing to switch off
+        return
+    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
+        empty = providers.Constants()
+        providers._get_local_constants = lambda: empty
+
+
+_without_source_constants()
+
+
+class _StillClock:
+    """The `time` module as Hypothesis's engine sees it inside held_engine_clock: its two clocks
+    read the moment the hold began; everything else is the real module's."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self._monotonic = real.monotonic()
+        self._perf_counter = real.perf_counter()
+
+    def monotonic(self) -> float:
+        return self._monotonic
+
+    def perf_counter(self) -> float:
+        return self._perf_counter
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+@contextmanager
+def held_engine_clock() -> Iterator[None]:
+    """Run Hypothesis with its engine's clock standing still, so which histories a seed's batch
+    checks depends on the seed and the property's answers only, never on how fast they came.
+
+    Hypothesis's engine (ConjectureRunner) reads the wall clock for two decisions: after a batch's
+    first failure it generates further examples only while less than 10 s have passed
+    (should_generate_more, HypothesisWorks/hypothesis#1781), and it gives up shrinking after 5
+    minutes (MAX_SHRINKING_SECONDS). Histories that take a second or two to check (lazy
+    exploration does) cross the 10 s mark or not depending on the machine's load: two identical
+    runs with --examples checked 42 and 43 histories. No setting turns it off
+    (report_multiple_bugs=False stops generating at the first failure instead). Held still,
+    generation ends by max_examples and Hypothesis's call-count rules, shrinking by its own
+    limits and Config.shrink_calls; the time a run may take is harness/core/budget.py's business.
+    Guarded like _without_source_constants: an engine without a module-level `time` is left as
+    it is (tests/test_repeatable.py notices)."""
+    try:
+        from hypothesis.internal.conjecture import engine
+    except ImportError:      # pragma: no cover - another Hypothesis layout: nothing to hold
+        yield
+        return
+    real = getattr(engine, "time", None)
+    if real is None or not hasattr(real, "monotonic") or not hasattr(real, "perf_counter"):
+        yield                # pragma: no cover
+        return
+    engine.time = _StillClock(real)
+    try:
+        yield
+    finally:
+        engine.time = real
+
+
+def model_of(model: Model | str) -> Model:
+    return models.get(model) if isinstance(model, str) else model
+
+
+def histories(model: Model | str = "ordered_map", **opts: Any):
+    """MODEL's strategy of operation lists (Workloads), given the options it takes (the map's:
+    keys, mix, min_ops, max_ops, key_kind, value_size, value_min, max_keys). A model without
+    histories cannot be fuzzed: ValueError."""
+    m = model_of(model)
+    if m.histories is None:
+        raise ValueError(f"the {m.name} model has no history strategy, so it cannot be fuzzed")
+    return m.histories(**opts)
+
+
+def _map_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from specs.map_histories import KEY_DISTRIBUTIONS as keys, MIXES as mixes
+    return keys, mixes
+
+
+# The ordered map's option choices, which the CLI and the pytest gate validate their options by.
+KEY_DISTRIBUTIONS, MIXES = _map_choices()
+
+__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "held_engine_clock", "histories", "model_of",
+           "with_load"]

@@ -1,0 +1,179 @@
+"""Compiling a user's structure into drivers: languages, flags, objects, links, diagnostics.
+
+Owns the compiler commands of `crashcheck build` (harness/cli/cmd_build.py owns its command line and
+what it registers). Each source is compiled by its language: `.c` as C (-std=gnu11) and `.cc`
+`.cpp` `.cxx` `.c++` `.C` as C++ (-std=gnu++20), with crashcheck-cc / crashcheck-c++ for the
+traced drivers and clang-16 / clang++-16 for the native one; a driver with any C++ source is
+linked by the C++ compiler. trees/common (driver, pool, allocator) is compiled once per flavour
+(traced, native) and linked into every variant; the structure's sources and the adapter are
+compiled per variant, with the seeded bug's -D define. The user's --cflags reach the structure's
+sources and the adapter only, never trees/common: a hook forced in for the structure (`-include
+hook.h` sending malloc to the pool) would otherwise rewrite crashcheck's own allocator and driver,
+and a -D or -O meant for the structure would change them. trees/common gets crashcheck's flags
+and --common-cflags only. (--ldflags cannot be split so: the link is one.) With `pm_malloc`, the structure's sources
+(not the adapter, not trees/common) get `-include pm_malloc.h`, which sends malloc and its
+relatives to the pool (trees/common/pm_malloc.h).
+
+A compiler that fails raises BuildFailure with its complete output, which the command prints
+before its one-line error. Outputs are written under a private name and renamed into place, so a
+running driver never sees a half-written executable.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.target import link_errors
+from harness.core.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+C_SUFFIXES = (".c",)
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+C_STD = "-std=gnu11"
+CXX_STD = "-std=gnu++20"
+
+
+class BuildFailure(UsageError):
+    """A compile or link failed: the message is one line, `diagnostics` the compiler's whole output."""
+
+    def __init__(self, message: str, diagnostics: str) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+def language(path: Path) -> str:
+    """'c' or 'c++' by the file's suffix, or UsageError."""
+    if path.suffix in C_SUFFIXES:
+        return "c"
+    if path.suffix in CXX_SUFFIXES:
+        return "c++"
+    raise UsageError(f"{path}: not a C or C++ source (suffixes {' '.join(C_SUFFIXES + CXX_SUFFIXES)})")
+
+
+@dataclass
+class Plan:
+    """What to compile and how: the structure's SOURCES, its ADAPTER, the user's CFLAGS (for
+    those two), COMMON_CFLAGS (for trees/common only)."""
+    sources: list[Path]
+    adapter: Path
+    cflags: list[str]
+    pm_malloc: bool = False
+    ldflags: list[str] = field(default_factory=list)     # the user's libraries, at the link
+    common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
+    common_cflags: list[str] = field(default_factory=list)
+
+    @property
+    def cxx(self) -> bool:
+        return any(language(p) == "c++" for p in self.sources + [self.adapter])
+
+    def flags(self, lang: str, common: bool = False) -> list[str]:
+        """The flags of one LANG compile: ours, then the user's (a user's -std= for the other
+        language is left out, so `--cflags -std=c++17` does not reach the C files). COMMON: a
+        file of trees/common, which gets --common-cflags instead of --cflags and no user folder
+        on its include path."""
+        given = self.common_cflags if common else self.cflags
+        stds = [f for f in given if f.startswith("-std=")]
+        mine = [f for f in stds if ("++" in f) == (lang == "c++")]
+        rest = [f for f in given if not f.startswith("-std=")]
+        std = mine or [CXX_STD if lang == "c++" else C_STD]
+        ours = ["-O2", "-g", "-mclflushopt", "-mclwb", *std, f"-I{ROOT}/trees/common",
+                f"-I{ROOT}/instrument/include", f"-I{ROOT}/crashsim/runner"]
+        if common:
+            return ours + rest
+        return ours + [f"-I{self.adapter.parent}"] + [f"-I{p.parent}" for p in self.sources] + rest
+
+
+def compilers(traced: bool) -> dict[str, str]:
+    """The C and C++ compiler commands of the traced (pass) or native flavour."""
+    if traced:
+        return {"c": str(ROOT / "instrument" / "bin" / "crashcheck-cc"),
+                "c++": str(ROOT / "instrument" / "bin" / "crashcheck-c++")}
+    return {"c": "clang-16", "c++": "clang++-16"}
+
+
+def missing_tools(plan: Plan) -> str | None:
+    """What is not installed or built, or None."""
+    need = ["clang-16"] + (["clang++-16"] if plan.cxx else [])
+    for tool in need:
+        if shutil.which(tool) is None:
+            return f"{tool} is missing; run scripts/setup first"
+    return None
+
+
+def _run(cmd: list[str], what: str) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        out = (res.stderr + res.stdout).rstrip()
+        lines = out.splitlines()
+        first = next((line for line in lines if "error" in line), lines[0] if lines else "no output")
+        raise BuildFailure(f"{what} failed (exit {res.returncode}): {first.strip()}", out)
+
+
+def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
+    """The compiler and flags for SRC (its language's; pm_malloc.h forced into the structure's
+    own sources with pm_malloc)."""
+    lang = language(src)
+    cmd = [compilers(traced)[lang], *plan.flags(lang, common=src in plan.common)]
+    if plan.pm_malloc and src in plan.sources:
+        cmd += ["-include", str(ROOT / "trees" / "common" / "pm_malloc.h")]
+    return cmd
+
+
+def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[str]) -> None:
+    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}")
+
+
+def syntax_check(plan: Plan) -> None:
+    """The structure's sources and adapter through the native compiler's front end only: a
+    mistake there shows in a second, before any driver is compiled."""
+    for src in plan.sources + [plan.adapter]:
+        _run(_command(plan, src, False) + ["-fsyntax-only", str(src)], f"compiling {src.name}")
+
+
+def common_objects(plan: Plan, workdir: Path, traced: bool) -> list[Path]:
+    """trees/common compiled once for the traced (or native) flavour, into WORKDIR."""
+    objs = []
+    for src in plan.common:
+        obj = workdir / f"common-{'traced' if traced else 'native'}-{src.stem}.o"
+        compile_object(plan, src, obj, traced, [])
+        objs.append(obj)
+    return objs
+
+
+def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, traced: bool,
+                  defines: list[str] = ()) -> None:
+    """The driver OUT: the structure's sources and adapter (with DEFINES) linked with COMMON."""
+    tag = out.name
+    objs = []
+    for i, src in enumerate(plan.sources + [plan.adapter]):
+        obj = workdir / f"{tag}-{i}-{src.stem}.o"
+        compile_object(plan, src, obj, traced, [f"-D{d}" for d in defines])
+        objs.append(obj)
+    cc = compilers(traced)["c++" if plan.cxx else "c"]
+    tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        _run([cc, *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)], f"linking {out.name}")
+        os.replace(tmp, out)
+    except BuildFailure as exc:
+        # the linker's last line says only that it failed: say what is missing
+        why = link_errors.reason(exc.diagnostics, plan.sources + [plan.adapter], plan.adapter)
+        if why is None:
+            raise
+        raise BuildFailure(f"linking {out.name} failed: {why}", exc.diagnostics) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def runtime() -> Path:
+    from harness.target import structures
+    return structures.BUILD / "libcrashcheck_rt.a"
+
+
+def objects_dir(out: Path) -> tempfile.TemporaryDirectory:
+    """A private scratch folder for one build's objects, beside its drivers."""
+    return tempfile.TemporaryDirectory(prefix=".objs-", dir=out)

@@ -1,0 +1,259 @@
+"""The structures crashcheck knows: built-in trees and users' own, with their drivers and catalogs.
+
+Owns name -> driver binaries, seeded-bug catalog (bugs.json), expectation file (expect.json) and
+key kind. Built-in structures are the folders trees/<name>/ with an adapter.c, built by
+`make trees` into build/trees/<name>/ (driver, driver-native, driver-bug-<bug>). A user's
+structure is built by `crashcheck build` into build/user/<name>/ with a meta.json beside it.
+Never runs a driver except `driver info` (cached).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from harness.core.errors import UsageError
+from harness.core.record_schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text, read_json
+from specs.oracle import CLASSES, CONCURRENT_CLASSES
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = Path(os.environ.get("CRASHCHECK_BUILD", ROOT / "build"))
+MODELS = ("adr", "eadr")
+
+
+@dataclass(frozen=True)
+class SeededBug:
+    name: str
+    define: str
+    cls: str
+    description: str
+    threads: int = 1             # threads a history needs to show it (catalog "threads")
+
+
+@dataclass
+class Structure:
+    name: str
+    folder: Path                 # sources (trees/<name> or the user's)
+    build: Path                  # where its drivers are
+    builtin: bool
+    bugs: list[SeededBug] = field(default_factory=list)
+    known: list[dict] = field(default_factory=list)   # expect.json "known" entries
+    designed_for: str = "adr"    # expect.json "model": the persistency model it is built for
+    models: tuple[str, ...] = MODELS
+    model_file: Path | None = None   # a user's reference model (crashcheck build --model FILE.py)
+    thresholds: tuple[int, ...] = ()  # expect.json "thresholds": capacities histories must cross
+
+    def driver(self, bug: str | None = None) -> Path:
+        """The traced driver, or a seeded-bug variant's."""
+        if bug is None:
+            path = self.build / "driver"
+        else:
+            if bug not in {b.name for b in self.bugs}:
+                raise UsageError(f"{self.name} has no seeded bug {bug!r}; known: "
+                                 f"{', '.join(b.name for b in self.bugs) or 'none'}")
+            path = self.build / f"driver-bug-{bug}"
+        if not path.exists():
+            hint = "run `make trees` (or scripts/setup)" if self.builtin else f"run `crashcheck build {self.name} ...` again"
+            raise UsageError(f"driver for {self.name}{' bug ' + bug if bug else ''} not built ({path}); {hint}")
+        return path
+
+    def native_driver(self) -> Path:
+        return self.build / "driver-native"
+
+    def bug(self, name: str) -> SeededBug:
+        for b in self.bugs:
+            if b.name == name:
+                return b
+        raise UsageError(f"{self.name} has no seeded bug {name!r}")
+
+    @property
+    def info(self) -> dict:
+        return _driver_info(str(self.driver()))
+
+    @property
+    def key_kind(self) -> str:
+        return self.info.get("key_kind", "u64")
+
+    @property
+    def value_size(self) -> int:
+        return int(self.info.get("value_size", 8))
+
+    @property
+    def spec_model(self) -> str:
+        """The reference model the structure is judged against (specs/models.py), as its driver
+        says: `ordered_map` for every map, `range_lock` for the range lock."""
+        return str(self.info.get("model", "ordered_map"))
+
+    def model(self):
+        """The structure's reference model (a specs.model.Model): a registered one, or the one its
+        `crashcheck build --model FILE.py` gave. UsageError if neither knows its name."""
+        from specs import models
+        name = self.spec_model
+        if name in models.names():
+            return models.get(name)
+        if self.model_file is None:
+            raise UsageError(f"{self.name} is judged against the model {name!r}, which crashcheck does not "
+                             f"know (known: {', '.join(models.names())}); build it with "
+                             "`crashcheck build ... --model FILE.py` defining MODEL")
+        try:
+            return models.load_file(name, self.model_file)
+        except ValueError as exc:
+            raise UsageError(f"{self.name}: {exc}") from None
+
+    @property
+    def thread_safe(self) -> bool:
+        """Its operations may run from several threads at once (`driver info` "threads", the
+        adapter's `threads` flag); the thesis trees' may not."""
+        return bool(self.info.get("threads", False))
+
+    @property
+    def has_pm(self) -> bool:
+        """False for a structure that lives in DRAM only (no pool, no crash states)."""
+        return bool(self.info.get("pm", True))
+
+    @property
+    def own_pool(self) -> bool:
+        """It maps its pool file itself (libpmemobj; the adapter's create_file/open_file): only a
+        tracer that sees the library's stores can trace it (pmemcheck; the pass if
+        `pass_traces_pool`)."""
+        return bool(self.info.get("own_pool", False))
+
+    @property
+    def pass_traces_pool(self) -> bool:
+        """Its own pool is mapped by libpmemobj's pmemobj_create/pmemobj_open (or libpmem's
+        pmem_map_file), which the pass redirects to the runtime (instrument/runtime/rt_pmemobj.c),
+        so the pass traces it too (`driver info` "pass_traces_pool")."""
+        return bool(self.info.get("pass_traces_pool", False))
+
+    @property
+    def map_ops(self) -> tuple[str, ...]:
+        """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
+        are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""
+        return tuple(self.info.get("map_ops", ("insert", "update", "delete", "lookup", "scan")))
+
+    @property
+    def value_min(self) -> int:
+        """The shortest value the structure takes (drivers before value_min: value_size)."""
+        return int(self.info.get("value_min", self.value_size))
+
+
+@lru_cache(maxsize=None)
+def _driver_info(driver: str) -> dict:
+    try:
+        out = subprocess.run([driver, "info"], capture_output=True, text=True, timeout=30, check=True).stdout
+        info = json.loads(out)
+    except subprocess.CalledProcessError as exc:
+        # the driver's own last words (a runtime that cannot start, a crash in crashcheck's code)
+        from harness.target import own_fault
+        from specs.oracle import signal_name
+        how = (f"died of {signal_name(-exc.returncode)}" if exc.returncode < 0 else f"exit {exc.returncode}")
+        fault = own_fault.find(exc.stderr)
+        said = [x for x in (exc.stderr or "").strip().splitlines() if x.strip()]
+        why = own_fault.describe(fault) if fault else (said[-1].strip()[:300] if said else "no message")
+        raise UsageError(f"{driver} info failed ({how}): {why}") from None
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
+        raise UsageError(f"{driver} info failed: {exc}") from None
+    if not isinstance(info, dict):
+        raise UsageError(f"{driver} info printed {type(info).__name__}, not a JSON object")
+    return info
+
+
+def _load_json(path: Path, default):
+    if not path.exists():
+        return default
+    return read_json(path, "catalog file")
+
+
+# Names become file names (build/user/NAME, driver-bug-NAME): ASCII only (str.isalnum would let
+# any script's letters through) and short enough for every file system's name limit.
+NAME_MAX = 64
+STRUCTURE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,%d}\Z" % (NAME_MAX - 1))
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}\Z" % (NAME_MAX - 1))
+_DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A catalog entry of class "none" is a control variant that must pass (e.g. a structure that only
+# prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
+BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
+                 "description": (Text(), ""), "threads": (Nat(1), 1)}))
+# "model": the persistency model the structure is built for (Heart: eadr, no flushes); runs use it
+# unless told otherwise. Absent: adr.
+EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
+                                  "reason": (Text(), "")})), list),
+              # capacities the structure's histories must cross (specs/map_histories.py): a unit
+              # (chunk, node) that holds KEYS keys; up to MAX_THRESHOLD
+              "thresholds": (List(Obj({"keys": (Nat(1), REQUIRED), "what": (Text(), "")})), list)})
+META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None), "model_file": (Opt(Text()), None)})
+
+
+def _checked(spec, path: Path, default):
+    """The catalog file PATH checked against SPEC, or UsageError naming the file and the field."""
+    try:
+        return spec.check(_load_json(path, default), "")
+    except SchemaError as exc:
+        raise UsageError(f"{path}: {exc}") from None
+
+
+def read_bugs(path: Path) -> list[SeededBug]:
+    """The seeded-bug catalog PATH (none if it does not exist), checked, or UsageError."""
+    bugs: list[SeededBug] = []
+    for i, b in enumerate(_checked(BUGS, path, [])):
+        # the name becomes a file name (driver-bug-NAME), the define a -D flag
+        if not _NAME.match(b["name"]):
+            raise UsageError(f"{path}: [{i}].name {b['name'][:40]!r} is not a name (letters, digits, - _ ., at most {NAME_MAX})")
+        if not _DEFINE.match(b["define"]):
+            raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
+        if any(b["name"] == other.name for other in bugs):
+            raise UsageError(f"{path}: two seeded bugs are named {b['name']!r}")
+        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"], b["threads"]))
+    return bugs
+
+
+# The largest capacity a structure may declare: a history crossing it loads that many keys.
+MAX_THRESHOLD = 256
+
+
+def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict], str, tuple[int, ...]]:
+    bugs = read_bugs(bugs_file or folder / "bugs.json")
+    path = folder / "expect.json"
+    expect = _checked(EXPECT, path, {})
+    thresholds = tuple(sorted({t["keys"] for t in expect["thresholds"]}))
+    if thresholds and thresholds[-1] > MAX_THRESHOLD:
+        raise UsageError(f"{path}: thresholds: {thresholds[-1]} keys is more than the {MAX_THRESHOLD} a history may load")
+    return bugs, expect["known"], expect["model"] or "adr", thresholds
+
+
+def builtin_names() -> list[str]:
+    trees = ROOT / "trees"
+    return sorted(p.name for p in trees.iterdir()
+                  if p.is_dir() and p.name != "common" and (p / "adapter.c").exists())
+
+
+def user_names() -> list[str]:
+    users = BUILD / "user"
+    if not users.is_dir():
+        return []
+    return sorted(p.name for p in users.iterdir() if (p / "meta.json").exists())
+
+
+def all_names() -> list[str]:
+    return builtin_names() + [n for n in user_names() if n not in builtin_names()]
+
+
+def get(name: str) -> Structure:
+    if name in builtin_names():
+        folder = ROOT / "trees" / name
+        bugs, known, model, thresholds = _catalog(folder)
+        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model,
+                         thresholds=thresholds)
+    if name in user_names():
+        build = BUILD / "user" / name
+        meta = _checked(META, build / "meta.json", {})
+        folder = Path(meta["folder"] or build)
+        bugs, known, model, thresholds = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
+        return Structure(name, folder, build, False, bugs, known, designed_for=model,
+                         model_file=Path(meta["model_file"]) if meta["model_file"] else None,
+                         thresholds=thresholds)
+    raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -1,0 +1,265 @@
+"""One root cause, one bug: which findings are symptoms of one mistake.
+
+Owns the rule applied after findings are grouped (harness/check/findings.py finding_group) and
+folded per crash state (harness/check/ranking.py fold_state):
+  - one set of stores that matter, one bug: findings whose shrunk crash states lose and need the
+    same stores (by source line: the lost pieces plus the persisted ones the failure needs,
+    harness/check/state_shrink.py) are one bug, whatever their class and store order (a crash inside
+    recovery that loses none of recovery's stores counts with the stores the original crash
+    lost); so are findings
+    that hinge on one store (one the failure needs persisted, or for a failure inside an
+    operation that needs none, the operation's last persist before the crash: a node published
+    before its contents were written fails with its contents lost or not yet written; under
+    eADR a CAS is such a persist on its own, `anchor`; or the store the same failure needs at
+    the earliest crash point of its operation, Finding.needed_early), findings of one group (one
+    broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
+    follow-up operation) and a finding whose group is another's symptom, or one of whose rules
+    another state broke too (`merge`); a leak of an object the operation in flight allocated
+    joins a bug whose stores that matter write into an object of that allocation site
+    (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
+The bug shows its primary finding; the others become its `symptoms`, and the distinct store
+orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
+"""
+from __future__ import annotations
+
+from crashsim.trace import Trace
+from harness.check.findings import Finding, address_free, site_key, store_site
+from harness.check.ranking import finding_tier, rank
+
+def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
+    """The source lines (file:line, after PRE) of the stores PIECES belong to, sorted, once each."""
+    return sorted({pre + site_key(trace, store_site(trace, p)) for p in pieces})
+
+
+def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
+    """The source lines of the stores that matter in F's crash state (lost, and persisted but
+    needed), sorted; () when F has no crash state or loses nothing."""
+    if f.point is None or trace is None:
+        return ()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+    pieces = f.lost + f.needed
+    if not pieces:
+        return ()
+    return tuple(store_lines(trace, pieces, "in recovery: " if f.recovery_of is not None else ""))
+
+
+def anchor(trace: Trace | None, f: Finding) -> list[str]:
+    """For a failure inside an operation that needs no pending store to persist: the source lines
+    of the stores the operation's last persist before the crash made durable (the durable ones
+    stored since the fence before them). Such a failure comes from the order the
+    program made stores durable in (a node published before its contents were written, a header
+    rewritten in place before the pointer swing), and that group of stores is where the order
+    went wrong; [] otherwise.
+
+    Under eADR (no flushes: a thread's stores persist in program order) a locked instruction
+    (RMW, cmpxchg) makes its own store durable at once: a durable store with no fence after it is
+    that persist on its own (the CAS that published a node too early). And a crash at the end of
+    an operation that loses its last stores is such a failure too: under eADR those stores were
+    only not yet drained, so what fails is what the operation had already made durable."""
+    cp = f.point
+    if cp is None or trace is None or f.needed or f.recovery_of is not None:
+        return []
+    eadr_end = cp.kind == "op_end" and cp.units and all(u.kind == "thread" for u in cp.units)
+    if cp.op is None and not eadr_end:
+        return []
+    pending = {p.seq for u in cp.units for p in u.pieces}
+    group: list = []
+    seen_fence = False
+    for i in range(min(cp.event, len(trace.events)) - 1, -1, -1):
+        ev = trace.events[i]
+        if ev.kind == "op_begin":
+            break
+        if ev.kind == "fence":
+            if group:
+                break         # the fence before the last persist's stores (mfence; clflush; mfence)
+            seen_fence = True
+        elif ev.kind in ("store", "ntstore") and ev.seq not in pending:
+            if seen_fence:
+                group.append(ev)
+            elif i > 0 and trace.events[i - 1].kind == "fence" and trace.events[i - 1].sub == "locked":
+                group = [ev]  # durable with no fence after it: its locked instruction's own store
+                break
+    return sorted({site_key(trace, ev.site) for ev in group})
+
+
+def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:
+    """The allocation sites (file:line) of the objects F's operation in flight allocated that
+    F is about: for a leak, the leaked ones; else the ones its stores that matter write into.
+    A new object the operation leaves unreachable and a new object whose contents a crash loses
+    are one mistake of that operation (a value object published before it was written is lost
+    with its contents, or leaked when the crash comes before the swing); [] without an
+    operation in flight."""
+    cp = f.point
+    if cp is None or trace is None or f.recovery_of is not None or (cp.op is None and cp.kind != "op_end"):
+        return []
+    events = trace.events
+    start = next((i for i in range(min(cp.event, len(events)) - 1, -1, -1) if events[i].kind == "op_begin"), None)
+    if start is None:
+        return []
+    allocs = []                       # the operation's allocations, also those after the crash
+    for ev in events[start + 1:]:
+        if ev.kind in ("op_begin", "op_end"):
+            break
+        if ev.kind == "alloc":
+            allocs.append((ev.addr, ev.size, ev.off, ev.site))     # size: the object's
+    if f.cls == "leak":
+        offs = {obj.get("off") for obj in f.leaks}
+        return sorted({site_key(trace, site) for _, _, off, site in allocs if off in offs})
+    addrs = [events[p.seq].addr for p in f.lost + f.needed]
+    return sorted({site_key(trace, site) for addr, size, _, site in allocs
+                   if any(addr <= a < addr + size for a in addrs)})
+
+
+def order(trace: Trace | None, f: Finding) -> dict | None:
+    """F's store order: the needed persisted stores and the lost ones, by source line."""
+    if f.point is None or trace is None or not f.lost:
+        return None
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        trace = f.recovery_trace
+    return {"persisted": store_lines(trace, f.needed), "lost": store_lines(trace, f.lost), "class": f.cls}
+
+
+def broken_rules(f: Finding) -> list[str]:
+    """The texts of every rule F's recovered structure broke (its check's violations, or those of
+    the check after the follow-up), or []."""
+    if f.cls != "invariant-violation" or f.result is None or not isinstance(f.result.result, dict):
+        return []
+    body = f.result.result
+    return [v for v in body.get("violations") or body.get("followup_violations") or [] if isinstance(v, str)]
+
+
+def _plain(group: tuple[str, str]) -> tuple[str, str]:
+    """GROUP as a key of merge: a rule broken after a crash inside recovery, or without any
+    crash, is the rule broken after any crash."""
+    if group[0] == "no-crash-invariant":
+        return ("invariant-violation", "rule: " + group[1])
+    return (group[0], group[1].removeprefix("in recovery: "))
+
+
+def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
+    """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
+    primary: the first tier of classes (harness/check/ranking.py TIERS) the bug shows, in it a run without any crash, then
+    the simplest demonstration (the fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
+    lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
+    after later deletes as broken rules; a node swung to before its entries are durable shows as
+    broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
+    TRACE(item) the trace its crash point lives in."""
+    parent = list(range(len(items)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[tuple, int] = {}
+    leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
+    written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
+
+    def union(i: int, j: int) -> None:
+        a, b = find(i), find(j)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    for i, item in enumerate(items):
+        f = finding(item)
+        # (a rule broken after a crash inside recovery is the rule broken after any crash)
+        keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        # every rule one crash state breaks is that state's bug, not only the first one reported
+        keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
+        # one follow-up operation returning the same wrong output after recoveries the oracle
+        # accepted: the same hidden damage, wherever the crash fell
+        if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
+            keys.append(("divergence", f.verdict.detail))
+        t = trace(item)
+        c = cause(t, f)
+        if c:
+            keys.append(("cause", c))
+        elif f.recovery_of is not None and f.origin_lost:
+            # recovery crashed with every store of its own durable: what fails is the repair of
+            # the original crash, so its cause is the stores that crash lost (the same key as a
+            # finding of that crash state without the crash in recovery)
+            keys.append(("cause", tuple(store_lines(t, f.origin_lost))))
+        # a store the failure needs persisted, or the durable store where the order went wrong:
+        # failures that hinge on one such store are one bug
+        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
+        keys += [("store", a) for a in anchor(t, f)]
+        # a new object of the operation in flight, leaked: attached below to a bug whose stores
+        # that matter write into a new object of that allocation site
+        for site in fresh_objects(t, f):
+            if f.cls == "leak":
+                leaked.setdefault(i, []).append((f.expected, site))
+            else:
+                written.setdefault((f.expected, site), i)
+        for key in keys:
+            key = (f.expected,) + key
+            union(i, owner.setdefault(key, i))
+    # one way only: a leak joins the first such bug, and two bugs about new objects of one
+    # allocation site (every node of a tree may come from one line) stay apart
+    for i, sites in leaked.items():
+        j = next((written[k] for k in sites if k in written), None)
+        if j is not None:
+            union(i, j)
+    bugs: dict[int, list] = {}
+    for i, item in enumerate(items):
+        bugs.setdefault(find(i), []).append(item)
+    out = []
+    for members in bugs.values():
+        # the most telling class; within it a run without any crash (a mistake that needs no
+        # crash is a logic bug, whatever a crash shows of it), then the simplest, then a crash
+        # outside recovery that lost stores (the plainest picture of the mistake); then ITEMS
+        # order (the sort is stable)
+        members.sort(key=lambda it: (finding_tier(finding(it)), finding(it).point is not None, size(it),
+                                     rank(finding(it).cls),
+                                     finding(it).recovery_of is not None, not finding(it).lost))
+        out.append(members)
+    return out
+
+
+def symptoms(members: list, finding, trace) -> list[dict]:
+    """What the bug of MEMBERS (merge's list) shows besides its primary finding: the primary's
+    same-state symptoms and every other member with its own, as record entries (one per class
+    and group, occurrences added up)."""
+    out: list[dict] = []
+    seen: dict[tuple, dict] = {}
+
+    def entry(f: Finding, t, same_state: bool) -> dict:
+        o = order(t, f)
+        return {"class": f.cls, "detail": f.detail, "group": f.group[1], "occurrences": f.occurrences,
+                "same_state": same_state, "lost": o["lost"] if o else [],
+                "persisted": o["persisted"] if o else []}
+    def add(e: dict) -> None:
+        key = (e["class"], e["group"])
+        if key == (first.cls, first.group[1]):
+            return
+        if key in seen:
+            seen[key]["occurrences"] += e["occurrences"]
+        else:
+            seen[key] = e
+            out.append(e)
+    first = finding(members[0])
+    for s in first.symptoms:
+        add(entry(s, trace(members[0]), True))
+    for it in members[1:]:
+        f = finding(it)
+        add(entry(f, trace(it), False))
+        for s in f.symptoms:
+            add(entry(s, trace(it), True))
+    return out
+
+
+def orders(members: list, finding, trace) -> list[dict]:
+    """The distinct store orders of MEMBERS that failed (the primary's first)."""
+    out, seen = [], set()
+    for it in members:
+        o = order(trace(it), finding(it))
+        if o is None:
+            continue
+        key = (tuple(o["persisted"]), tuple(o["lost"]))
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
+
+
+__all__ = ["anchor", "broken_rules", "cause", "fresh_objects", "merge", "order", "orders", "symptoms"]

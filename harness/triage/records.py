@@ -1,0 +1,220 @@
+"""Bug records: a finding, its history and its trace, as the JSON of docs/bug-record.md.
+
+Owns everything a record must carry so that the report and `crashcheck replay` need nothing else:
+the crash point and its source site, the lost and persisted stores with sites, expected vs actual
+dumps in driver notation, leaked objects, the timeline of the operation in flight, a threaded
+run's lanes and scheduler switches (harness/triage/lanes.py), and a few lines of source around every site
+named. Never judges anything (specs/) and never renders HTML.
+"""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from crashsim.model import Piece
+from crashsim.trace import Trace
+from harness.triage import lanes
+from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from harness.check.hangs import hang_words
+from harness.core.paths import relative_record
+from harness.core.settings import Settings
+from specs import models
+from specs.model import Model
+
+CONTEXT_LINES = 3
+RECORD_FORMAT = 1       # the "crashcheck" field; harness/core/record_schema.py reads it (FORMAT)
+
+
+def region_prefix(region: int | None) -> str:
+    """How an offset in region REGION is written: "+0x10" in the pool, "r1+0x10" past it."""
+    return f"r{region}" if region else ""
+
+
+def site_dict(trace: Trace, site_id: int) -> dict | None:
+    site = trace.site(site_id)
+    return site.as_dict() if site is not None else None
+
+
+def state_json(model: Model, state) -> object:
+    """A model state in the JSON form of records (the model's own: [[key, value], ...] for a map)."""
+    if state is None:
+        return None
+    return model.state_json(state)
+
+
+def _store(trace: Trace, p: Piece) -> dict:
+    """One lost or persisted piece; a piece of a store wider than the failure-atomic unit also
+    says which part of which store it is (store_size, part)."""
+    ev = trace.events[p.seq]
+    out = {"seq": p.seq, "off": p.off, "size": len(p.data), "data": p.data.hex(),
+           "site": site_dict(trace, ev.site)}
+    if p.region:
+        out["region"] = p.region        # a region past the pool (off is its offset there)
+    if ev.size != len(p.data):
+        out["store_size"], out["part"] = ev.size, p.part
+    return out
+
+
+def _timeline(trace: Trace, f: Finding) -> list[dict]:
+    """Events of the operation in flight (or the last one begun) up to the crash, then the crash
+    marker and the events right after it that never happened."""
+    cp = f.point
+    end = cp.event
+    start = 0
+    for i in range(min(end, len(trace.events)) - 1, -1, -1):
+        if trace.events[i].kind == "op_begin":
+            start = i
+            break
+    lost = {p.seq for p in f.lost}
+    kept = {p.seq for p in f.kept}
+    out = []
+    for ev in trace.events[start:end]:
+        if ev.kind not in ("store", "ntstore", "flush", "fence", "op_begin", "op_end"):
+            continue
+        site = trace.site(ev.site)
+        entry = {"seq": ev.seq, "kind": ev.kind, "sub": ev.sub, "off": ev.off, "size": ev.size,
+                 "line": site.line if site else 0}
+        if ev.kind in ("store", "ntstore"):
+            entry["state"] = "lost" if ev.seq in lost else "persisted" if ev.seq in kept else "durable"
+        out.append(entry)
+    out.append({"seq": end, "kind": "crash"})
+    return out
+
+
+def _sources(sites: list[dict | None]) -> dict:
+    """A few lines around every site, read now so the record is self-contained."""
+    out: dict[str, dict] = {}
+    cache: dict[str, list[str] | None] = {}
+    for site in sites:
+        if not site or not site.get("file") or not site.get("line"):
+            continue
+        for s in (site, site.get("inlined_at")):
+            if not s or not s.get("line"):
+                continue
+            key = f"{s['file']}:{s['line']}"
+            if key in out:
+                continue
+            if s["file"] not in cache:
+                try:
+                    cache[s["file"]] = Path(s["file"]).read_text(errors="replace").splitlines()
+                except OSError:
+                    cache[s["file"]] = None
+            text = cache[s["file"]]
+            if text is None:
+                continue
+            lo = max(1, s["line"] - CONTEXT_LINES)
+            hi = min(len(text), s["line"] + CONTEXT_LINES)
+            out[key] = {"file": s["file"], "line": s["line"], "lines": [[n, text[n - 1]] for n in range(lo, hi + 1)]}
+    return out
+
+
+def _coverage(f: Finding) -> dict | None:
+    """How much of the finding's crash point was explored: every legal state (exhaustive) or a
+    sample (bounded). None for findings without a crash point."""
+    if f.coverage is None:
+        return None
+    legal, explored = f.coverage
+    return {"legal": legal, "explored": explored, "exhaustive": explored >= legal}
+
+
+def _hung(f: Finding) -> dict | None:
+    """How many states of the finding's crash point hung its way (harness/check/hangs.py), or None."""
+    h = f.hung
+    if h is None:
+        return None
+    return {"states": h.states, "explored": f.coverage[1] if f.coverage else None, "full": h.full,
+            "short": h.short, "short_ms": h.short_ms, "history_states": h.history_states,
+            "history_points": h.history_points}
+
+
+def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
+                 finding: Finding, ident: str, bugdir: Path) -> dict:
+    f = finding
+    model = outcome.model or models.get("ordered_map")
+    # A crash inside recovery lives in the trace of that recovery run.
+    trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
+    cp = f.point
+    verdict = f.verdict
+    record = {
+        "crashcheck": RECORD_FORMAT,
+        "id": ident,
+        "class": f.cls,
+        "expected": f.expected,
+        "expected_reason": f.expected_reason,
+        "structure": structure,
+        "bug": bug,
+        "model": settings.model,
+        # what every verdict assumed (persistency model, failure-atomic unit): replay uses the same
+        "assumptions": settings.assumptions(),
+        "seed": settings.seed,
+        "strategy": settings.strategy,
+        "limit": settings.limit,
+        "tracer": settings.tracer,
+        "spec_model": model.name,
+        "history": [model.op_text(op) for op in outcome.ops],
+        "load": getattr(outcome.ops, "load", 0),
+        "followup": [model.op_text(op) for op in outcome.followup],
+        "followup_outputs": list(verdict.followup_outputs) if verdict else [],
+        "detail": f.detail + hang_words(f.hung, f.coverage[1] if f.coverage else None, settings.timeout_ms),
+        "group": f.group[1],
+        "occurrences": f.occurrences,
+        "crash": None,
+        "lost": [],
+        "persisted": [],
+        "sites": [],
+        "expected_states": [state_json(model, s) for s in verdict.expected] if verdict else [],
+        "actual": state_json(model, verdict.actual) if verdict else None,
+        "coverage": _coverage(f),
+        "hung": _hung(f),
+        "leaks": f.leaks,
+        "recovery_of": ({"index": f.recovery_of[0], "choice": list(f.recovery_of[1])}
+                        if f.recovery_of is not None else None),
+        "timeline": [],
+        "sources": {},
+        "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
+        # threaded histories (harness/check/threads.py): each operation's thread (0: the load phase),
+        # the scheduler setting, and the schedule the run took, which replay runs again exactly
+        "threads": getattr(outcome.ops, "nthreads", 0) or 1,
+        "thread_of": list(getattr(outcome.ops, "thread_of", ())),
+        "sched": getattr(outcome.ops, "sched", None) if getattr(outcome.ops, "nthreads", 0) else None,
+        "schedule": outcome.schedule,
+        # the picture of a threaded run (harness/triage/lanes.py), all on the trace's event axis
+        "lanes": [],
+        "preemptions": [],
+        "lanes_crash": None,
+    }
+    if getattr(outcome.ops, "nthreads", 0) and outcome.run_trace is not None:
+        run = outcome.run_trace
+        record["lanes"] = lanes.lanes(model, outcome.ops, outcome.lines, run)
+        record["preemptions"] = lanes.preemptions(run)
+        if cp is not None and trace is run:
+            record["lanes_crash"] = cp.event
+    if trace is not None and cp is not None:
+        point = oracle_point(cp, len(outcome.ops))
+        if f.history_point is not None:
+            # a crash inside recovery: the history's position is that of the original crash
+            point = f.history_point
+        crash_at = site_dict(trace, crash_site(trace, cp))
+        kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
+        record["crash"] = {"event": cp.event, "index": cp.index, "kind": kind, "op": cp.op,
+                           "done": point.done, "inflight": point.inflight, "site": crash_at,
+                           "choice": list(f.choice)}
+        record["lost"] = [_store(trace, p) for p in f.lost]
+        record["persisted"] = [_store(trace, p) for p in f.kept]
+        sites = []
+        for p in f.lost:
+            # a store through a header helper (store8, persist.h) is named by the line that
+            # called it, as in the bug's cause: every store of the structure shares the helper's
+            key = site_key(trace, trace.events[p.seq].site)
+            if key != "?" and key not in sites:
+                sites.append(key)
+        record["sites"] = sites
+        record["timeline"] = _timeline(trace, f)
+        record["sources"] = _sources([crash_at] + [s["site"] for s in record["lost"][:6]]
+                                     + [s["site"] for s in record["persisted"][:3]]
+                                     + [leak.get("site") for leak in f.leaks[:3]])
+    else:
+        record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
+                           "inflight": None, "site": None, "choice": []}
+    # the sources are read: from here on files are named for people on other machines
+    return relative_record(record)
