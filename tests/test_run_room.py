@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
