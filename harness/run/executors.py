@@ -3,9 +3,10 @@
 Owns `InProcess` (units one after the other in this process: `--jobs 1`, the default),
 `LocalProcesses` (worker processes of our own on this machine: `--jobs N`) and what the executors
 share (GIVE_UP_S, throttled); the Dask one is harness/run/dask_executor.py, and which one a
-command line asks for is harness/run/executor_choice.py's. An executor only runs units (harness/run/batch.py fuzz_batch, in
-whatever process) and hands back what they returned; planning the units is harness/run/plan.py's
-and merging their results harness/run/merge.py's, once, whichever executor ran them.
+command line asks for is harness/run/executor_choice.py's. An executor only runs units
+(harness/run/batch.py fuzz_batch, in whatever process) and hands back what they returned;
+planning the units is harness/run/plan.py's and merging their results harness/run/merge.py's,
+once, whichever executor ran them.
 
 The interface:
   slots                  how many units run at once

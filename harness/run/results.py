@@ -37,8 +37,8 @@ class Stats:
     states_checked: int = _count("states_checked")
     points_sampled: int = _count("points_sampled")  # crash points explored only in part (bounded sample, lazy cut)
     executions: int = _count("executions")          # checker executions (lazy: one per class of states)
-    hung_short: int = _count("hung_short")          # checks judged hung under a history's shorter limit (harness/check/hangs.py)
-    not_checked: int = _count("not_checked")        # threaded histories whose linearizability search ran out of budget
+    hung_short: int = _count("hung_short")          # checks judged hung under the shorter limit (check/hangs.py)
+    not_checked: int = _count("not_checked")        # threaded: linearizability search out of budget
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
 
