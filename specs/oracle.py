@@ -49,7 +49,7 @@ CLASSES = (
     "operation-hang",
     # The same history, run twice, did not do the same (a different trace, result or finding):
     # the structure lets the clock, rand(), addresses or uninitialised memory into what it writes
-    # or returns (harness/check/determinism.py). Not a verdict on a crash state: found by harness/run/fuzz.py.
+    # or returns (harness/check/determinism.py). Not a verdict on a crash state: found by harness/run/search.py.
     "nondeterminism",
 )
 

@@ -14,6 +14,7 @@ import time
 import distributed
 
 import harness.run.dask_executor as dask_executor
+from harness.run.results import Progress
 
 FAULT = os.environ.get("CRASHCHECK_TEST_DASK_FAULT", "")
 HUGE = 10 ** 300
@@ -25,9 +26,8 @@ dask_executor.real_fuzz_batch = _real
 def _faulty(unit, stop, progress=None, parent_pid=None):
     if FAULT == "huge":
         if progress is not None:
-            progress({"structure": unit.structure, "bug": unit.bug, "histories": 1, "states": HUGE,
-                      "executions": 2 ** 64 + 1, "points": 2 ** 70, "complete": 2 ** 70, "bugs": 0,
-                      "elapsed": 1.0})
+            progress(Progress(unit.structure, unit.bug, histories=1, states=HUGE, executions=2 ** 64 + 1,
+                              points=2 ** 70, complete=2 ** 70, bugs=0, elapsed=1.0))
         out = _real(unit, stop, progress, parent_pid)
         out.stats.states_legal += HUGE
         out.stats.states_explored += 2 ** 64

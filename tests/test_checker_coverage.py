@@ -59,7 +59,8 @@ def test_exhaustive_covers_every_legal_state(wort):
 
 
 def test_record_carries_its_points_coverage(tmp_path):
-    from harness.run.fuzz import Config, fuzz_target
+    from harness.run.config import Config
+    from harness.run.plan import fuzz_target
     r = fuzz_target("wort", "no-flush-link", Settings(seed=1, limit=2, recovery_crashes=0),
                     Config(examples=8, budget=None, stop_on_class="lost-durable-write"), bugdir=tmp_path)
     bugs = [b for b in r.records if b["class"] == "lost-durable-write"]
@@ -89,13 +90,13 @@ def test_summary_and_report_say_when_points_were_sampled(tmp_path):
     # All points explored in full (a structure small enough for exhaustive exploration): the
     # summary and the report say so. Rendered from the results of the run above, made exhaustive.
     from rich.console import Console
-    from harness.cli.cmd_fuzz import _summary
+    from harness.cli.fuzz_summary import print_summary
     from harness.render.report import render
     for row in data["per_structure"]:
         row["stats"]["points_sampled"] = 0
     data["stats"]["points_sampled"] = 0
     console = Console(record=True, width=200)
-    _summary(console, data)
+    print_summary(console, data)
     assert "coverage: every legal state of every crash point reached was covered" in console.export_text()
     assert "every legal state of every crash point reached was covered" in render(data)
 

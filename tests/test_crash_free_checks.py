@@ -92,7 +92,8 @@ def test_strategy_uses_both_sizes():
 
 
 def fuzz(bug):
-    from harness.run.fuzz import Config, fuzz_target
+    from harness.run.config import Config
+    from harness.run.plan import fuzz_target
     from harness.check.pipeline import Settings
     return fuzz_target("hart", bug, Settings(seed=1), Config(examples=40, budget=None,
                                                              stop_on_class="invariant-violation"))

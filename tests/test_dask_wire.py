@@ -17,8 +17,9 @@ pytest.importorskip("distributed")
 from distributed.protocol import dumps, loads
 
 from harness.run import dask_executor
-from harness.run.batch import Unit
-from harness.run.fuzz import Config, Stats, TargetResult
+from harness.run.batch import Share
+from harness.run.config import Config
+from harness.run.results import Progress, Stats, TargetResult
 from harness.core.settings import Settings
 from harness.run.wire import pack, unpack
 
@@ -55,8 +56,8 @@ class _Worker:
 def test_run_unit_progress_and_result_cross_dask_exact(huge, monkeypatch):
     worker = _Worker()
     monkeypatch.setattr(dask_executor.distributed, "get_worker", lambda: worker)
-    progress = {"structure": "woart", "bug": "grow-no-free", "histories": 3, "states": huge,
-                "executions": huge + 1, "points": huge, "complete": huge - 1, "bugs": 1, "elapsed": 2.0}
+    progress = Progress("woart", "grow-no-free", histories=3, states=huge, executions=huge + 1, points=huge,
+                        complete=huge - 1, bugs=1, elapsed=2.0)
     stats = Stats(histories=3, crash_points=huge, states_legal=huge * 10, states_explored=huge,
                   states_checked=5, executions=huge + 2)
 
@@ -65,7 +66,7 @@ def test_run_unit_progress_and_result_cross_dask_exact(huge, monkeypatch):
         report(progress)
         return TargetResult(unit.structure, unit.bug, stats, warnings=[f"w {huge}"])
     monkeypatch.setattr(dask_executor, "fuzz_batch", fake_batch)
-    unit = Unit("woart", "grow-no-free", Settings(), Config(examples=16), 2, Path("b"), None)
+    unit = Share("woart", "grow-no-free", Settings(), Config(examples=16), 2, Path("b"), None)
 
     sent = dask_executor.run_unit(pack(unit), 5, "crashcheck-stop-x", "topic-x")
     kind, result = unpack(_over_msgpack(sent))
@@ -98,5 +99,5 @@ def test_a_unit_that_raises_returns_one_line(raised, want, monkeypatch):
     def fake_batch(unit, stop, report, parent_pid=None):
         raise raised
     monkeypatch.setattr(dask_executor, "fuzz_batch", fake_batch)
-    unit = Unit("wort", None, Settings(), Config(examples=1), 0, Path("b"), None)
+    unit = Share("wort", None, Settings(), Config(examples=1), 0, Path("b"), None)
     assert unpack(_over_msgpack(dask_executor.run_unit(pack(unit), 0, "s", "t"))) == want

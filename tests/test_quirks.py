@@ -89,7 +89,8 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
     # simulated: the second check of any history finds nothing). Before, Hypothesis's replay raised
     # FlakyFailure, which fuzz swallowed: no word of it. Now the property checks the replayed
     # history again, reports the difference and keeps the finding of the first check.
-    from harness.run.fuzz import Config, fuzz_target
+    from harness.run.config import Config
+    from harness.run.plan import fuzz_target
     from harness.check.pipeline import Checker, Settings
 
     real = Checker.check
@@ -116,16 +117,16 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
 def test_hypothesis_flaky_errors_are_warnings_never_silence():
     from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 
-    from harness.run.fuzz import FOUND, _batch_end
+    from harness.run.found import FOUND, batch_end
     found = FOUND["lost-durable-write"]("key 1 is missing")
-    assert _batch_end(found) is None
-    assert _batch_end(ExceptionGroup("two bugs", [found, FOUND["leak"]("leaked")])) is None
-    warning = _batch_end(FlakyFailure("Hypothesis test_x produces unreliable results: Failed on the "
+    assert batch_end(found) is None
+    assert batch_end(ExceptionGroup("two bugs", [found, FOUND["leak"]("leaked")])) is None
+    warning = batch_end(FlakyFailure("Hypothesis test_x produces unreliable results: Failed on the "
                                       "first call but did not on a subsequent one", [found]))
     assert warning.startswith("Hypothesis found a history that did not behave the same")
     assert "FlakyFailure: Hypothesis test_x produces unreliable results" in warning
     assert "what was found is kept" in warning
-    assert "FlakyStrategyDefinition" in _batch_end(FlakyStrategyDefinition("inconsistent data generation"))
+    assert "FlakyStrategyDefinition" in batch_end(FlakyStrategyDefinition("inconsistent data generation"))
     # a Flaky around anything but our own findings is an internal error, raised again
     with pytest.raises(FlakyFailure):
-        _batch_end(FlakyFailure("unreliable", [ValueError("an internal error, once")]))
+        batch_end(FlakyFailure("unreliable", [ValueError("an internal error, once")]))

@@ -104,20 +104,21 @@ def test_a_lazy_check_does_not_depend_on_the_histories_before_it(trees_built):
 
 def test_a_batch_ends_when_its_shrink_budget_is_spent(trees_built, monkeypatch):
     """Once a batch has tried Config.shrink_calls histories while shrinking, Hypothesis is not
-    asked for more (harness/run/fuzz.py _ShrinkSpent). With its clock held nothing else stops its
+    asked for more (harness/run/found.py ShrinkSpent). With its clock held nothing else stops its
     shrinker: a threaded HART run spent 5 minutes there before (test_threads' crash-state test,
     309 s -> 35 s). A WORT bug with one batch of 8 examples and 2 shrink calls (counted from the
     first failure on): the property is called for at most the 8 generated histories, the 2 tries,
     a replay and the call that ends the batch (before: 839 calls, all but 3 answered at once)."""
-    from harness.run import fuzz
-    from harness.run.fuzz import Config, fuzz_target
+    from harness.run import search
+    from harness.run.config import Config
+    from harness.run.plan import fuzz_target
     calls = []
-    real = fuzz.history_text
+    real = search.history_text
 
     def counting(model, ops):
         calls.append(len(ops))
         return real(model, ops)
-    monkeypatch.setattr(fuzz, "history_text", counting)
+    monkeypatch.setattr(search, "history_text", counting)
     r = fuzz_target("wort", "no-flush-link", Settings(seed=3),
                     Config(examples=8, budget=None, max_ops=6, shrink_calls=2))
     assert any(not rec["expected"] for rec in r.records)

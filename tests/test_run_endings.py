@@ -15,7 +15,7 @@ import pytest
 from cli_run import ROOT, run_cli
 
 from harness.core import budget
-from harness.run.fuzz import Stats, TargetResult
+from harness.run.results import Results, Stats, TargetResult
 
 
 @pytest.mark.parametrize("where", [("--jobs", "1"), ("--jobs", "2"), ("--dask", "local:1")],
@@ -49,8 +49,8 @@ def _interrupted_in_gc(plan, progress, bugdir, journal, executor):
     finally:
         gc.callbacks.remove(callback)
     assert fired
-    s, b, _, _ = plan[0]
-    return [TargetResult(s, b, Stats(), interrupted=budget.swallowed_signal())]
+    s, b, settings, _ = plan[0]
+    return Results([TargetResult(s, b, Stats(), interrupted=budget.swallowed_signal())], settings)
 
 
 def test_sigterm_in_a_gc_callback_says_so_in_one_line(tmp_path):

@@ -75,7 +75,8 @@ def test_crossing_histories_keep_the_checked_part_short(ops):
 
 def test_chain_bug_needs_the_threshold(trees_built, monkeypatch):
     """Without HART's declared threshold, 48 histories do not find chain-head-first."""
-    from harness.run.fuzz import Config, fuzz_target
+    from harness.run.config import Config
+    from harness.run.plan import fuzz_target
     from harness.core.settings import Settings
     real = structures.get
 

@@ -6,7 +6,7 @@ which differ from run to run by design). Two checks of one history must find the
 except hangs (whether a slow step counts as a hang depends on the machine's load). Shrinking,
 `crashcheck replay`, a record's crash point and the grouping of findings all rely on this, so a
 structure that lets the clock, rand(), addresses or uninitialised memory into what it writes or
-returns gets a finding of its own (class `nondeterminism`, made by harness/run/fuzz.py and replayed by
+returns gets a finding of its own (class `nondeterminism`, made by harness/run/search.py and replayed by
 harness/cli/cmd_replay.py), never a silently different exploration. Never runs anything itself.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ each:
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
-every answer to the judge. Never decides what to fuzz (harness/run/fuzz.py) and never formats reports
+every answer to the judge. Never decides what to fuzz (harness/run/search.py) and never formats reports
 (harness/triage/records.py, harness/render/report.py).
 """
 from __future__ import annotations

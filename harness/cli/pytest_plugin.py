@@ -148,8 +148,8 @@ class Gate:
 
     def run(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
         # Imported here so that loading the plugin costs nothing for projects that never gate.
-        from harness.cli.cmd_fuzz import results_json
-        from harness.run.fuzz import Config, fuzz_targets
+        from harness.run.config import Config
+        from harness.run.plan import fuzz_targets
         from harness.core.settings import Settings
         from harness.render.report import write_run
 
@@ -187,11 +187,12 @@ class Gate:
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
         try:
-            [result] = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
+            results = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
         except UsageError as exc:
             problem = str(exc)
         if problem:
             _refuse(problem)
+        [result] = results.targets
         if result.error:
             pytest.fail(f"crashcheck gate: internal error while fuzzing {name}:\n{result.error}", pytrace=False)
         if result.interrupted:
@@ -201,7 +202,7 @@ class Gate:
                     "about it: give a larger budget")
         for warning in result.warnings:
             _warnings.warn(f"crashcheck gate {name}: {warning}", stacklevel=2)
-        res = results_json([result], settings, f"pytest gate {name}")
+        res = results.as_json(f"pytest gate {name}")
         res["first_by_class"] = result.first_by_class
         report = self.report_dir / f"{name}.html"
         write_run(res, bugdir, self.report_dir / f"{name}.json", report)

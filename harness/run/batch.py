@@ -1,15 +1,16 @@
 """The unit of work of a fuzz campaign: one share of one target's batches, runnable anywhere.
 
-Owns `Unit` (everything a share needs, picklable: no open files, no process handles),
-`fuzz_batch(unit)` (runs it in whatever process it lands in: a local worker process or a Dask
-worker on another machine) and the build id both sides compare. What a unit returns is its
-TargetResult: stats, warnings and the examples it kept, each with its crash state already
-shrunk; the trace files, pools and images it made stay in the worker's work folder
-($CRASHCHECK_WORKDIR, harness/core/workdir.py) and are removed there. Merging the results of many
-units is harness/run/fuzz.py's one merge (_merge_entries, then _finish), whoever ran them.
+Owns `Share` (everything a unit needs, picklable: no open files, no process handles),
+`fuzz_batch(unit)` (runs it in whatever process it lands in: this one, a local worker process or a
+Dask worker on another machine: the one place a Search runs and a unit's end is journaled) and the
+build id both sides compare. What a unit returns is its TargetResult: stats, warnings and the
+examples it kept, each with its crash state already shrunk; the trace files, pools and images it
+made stay in the worker's work folder ($CRASHCHECK_WORKDIR, harness/core/workdir.py) and are
+removed there. Merging the results of many units is harness/run/merge.py's, whoever ran them.
+Never merges and never chooses where a unit runs (harness/run/executors.py).
 
 Why a share of lanes and not one batch: what a batch shrinks depends on its lane's earlier
-batches (harness/run/fuzz.py design notes), so a lane is the smallest piece that runs alone and still
+batches (harness/run/config.py), so a lane is the smallest piece that runs alone and still
 finds what --jobs 1 finds. A unit lost with its worker is run again from its start; with
 --examples it then finds exactly what it would have.
 
@@ -28,28 +29,31 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from harness.target import structures
 from harness.core.errors import SetupError
-from harness.run.journal import Journal
 from harness.core.settings import Settings
+from harness.run.config import Config, budget_for
+from harness.run.journal import Journal
+from harness.run.results import Progress, TargetResult
+from harness.run.search import Search
+from harness.target import structures
 
 # The Python sources whose behaviour a result depends on (with the drivers and the runner).
 SOURCE_PACKAGES = ("crashsim", "harness", "specs")
 
 
 @dataclass(frozen=True)
-class Unit:
+class Share:
     structure: str
     bug: str | None
     settings: Settings
-    config: object                  # harness.run.fuzz.Config, with jobs = the target's number of shares
+    config: Config                  # with jobs = the target's number of shares
     share: int                      # which share of the target's lanes (0 .. config.jobs - 1)
     bugdir: Path
-    journal: Journal | None         # None when the worker cannot reach the client's files (Dask)
+    journal: Journal | None         # None: no journal (on Dask, one that sends its lines to the client)
     build: str = ""                 # the client's build id of this target ("" skips the check)
     into_budget_s: float | None = None   # seconds of the budget spent when the unit was sent
     sent_wall: float = 0.0          # time.time() when it was sent
-    target: int = 0                 # which target of the plan (harness/run/fuzz.py run_plan)
+    target: int = 0                 # which target of the plan (harness/run/plan.py run_plan)
 
 
 def _digest(paths: list[Path], root: Path, h) -> None:
@@ -88,7 +92,7 @@ class BuildMismatch(SetupError):
     """A worker's build differs from the client's: its results would not be the client's."""
 
 
-def check_build(unit: Unit) -> None:
+def check_build(unit: Share) -> None:
     if not unit.build:
         return
     mine = build_id(unit.structure, unit.bug)
@@ -100,7 +104,7 @@ def check_build(unit: Unit) -> None:
                             "(scripts/setup) and start the worker again")
 
 
-def stamp(unit: Unit) -> Unit:
+def stamp(unit: Share) -> Share:
     """UNIT as sent now: its budget started at unit.config.start (time.monotonic() here), or, if
     that is None, starts when the unit does."""
     start = unit.config.start
@@ -108,11 +112,10 @@ def stamp(unit: Unit) -> Unit:
     return replace(unit, into_budget_s=into, sent_wall=time.time())
 
 
-def fuzz_batch(unit: Unit, stop_event=None, progress: Callable[[dict], None] | None = None,
-               parent_pid: int | None = None):
-    """Run UNIT in this process and return its TargetResult (harness/run/fuzz.py), unmerged and
-    unfinished. STOP_EVENT (anything with is_set/set) ends it early, keeping what it found."""
-    from harness.run.fuzz import _budget_for, _search      # (fuzz imports nothing of ours back)
+def fuzz_batch(unit: Share, stop_event=None, progress: Callable[[Progress], None] | None = None,
+               parent_pid: int | None = None) -> TargetResult:
+    """Run UNIT in this process and return its TargetResult, unmerged and unfinished. STOP_EVENT
+    (anything with is_set/set) ends it early, keeping what it found."""
     check_build(unit)
     config = unit.config
     if unit.into_budget_s is not None:
@@ -120,9 +123,9 @@ def fuzz_batch(unit: Unit, stop_event=None, progress: Callable[[dict], None] | N
         config = replace(config, start=time.monotonic() - unit.into_budget_s - max(0.0, time.time() - unit.sent_wall))
     else:
         config = replace(config, start=None)
-    budget = _budget_for(config, stop_event=stop_event, parent_pid=parent_pid)
-    out = _search(unit.structure, unit.bug, unit.settings, config, unit.share, progress,
-                  unit.bugdir, budget, unit.journal)
+    budget = budget_for(config, stop_event=stop_event, parent_pid=parent_pid)
+    out = Search(unit.structure, unit.bug, unit.settings, config, unit.share, budget, unit.bugdir,
+                 unit.journal, progress).run()
     if unit.journal is not None:
         unit.journal.target_done(unit.structure, unit.bug, out.stats.as_json())
     return out
@@ -136,4 +139,4 @@ def ignore_sigint() -> None:
         pass
 
 
-__all__ = ["BuildMismatch", "Unit", "build_id", "check_build", "fuzz_batch", "stamp"]
+__all__ = ["BuildMismatch", "Share", "build_id", "check_build", "fuzz_batch", "stamp"]

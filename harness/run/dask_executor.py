@@ -42,7 +42,8 @@ from distributed import Client, Event, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from crashsim.errors import CrashcheckError
-from harness.run.batch import Unit, fuzz_batch, ignore_sigint, stamp
+from harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
+from harness.run.config import LANES
 from harness.core.budget import RunInterrupted, deferred_signals, pending_signal, signal_name, swallowed_signal
 from harness.core.errors import UsageError
 from harness.run.executors import GIVE_UP_S, throttled
@@ -235,7 +236,6 @@ class DaskExecutor:
                              f"{WORKERS_TIMEOUT_S} s; start some with `dask worker SCHEDULER`") from None
 
     def shares(self, config) -> int:
-        from harness.run.fuzz import LANES
         # With --examples, one unit per lane: the most units that still find what --jobs 1 finds
         # (a lost unit costs the least). With a budget, one per slot, all running until it ends.
         return LANES if config.examples else min(LANES, self.slots)
@@ -255,7 +255,7 @@ class DaskExecutor:
                 except Exception:      # noqa: BLE001 - closing: nothing left to save
                     pass
 
-    def _abandon(self, futures: dict) -> list[Unit]:
+    def _abandon(self, futures: dict) -> list[Share]:
         """Cancel the units still out (FUTURES, emptied); the units they were."""
         units = [u for _, u in futures.values()]
         pending = list(futures)
@@ -266,7 +266,7 @@ class DaskExecutor:
             pass
         return units
 
-    def run(self, units: list[Unit], on_progress=None):
+    def run(self, units: list[Share], on_progress=None):
         if self.interrupted is not None:
             return [], [], self.interrupted, None
         lock = threading.Lock()
@@ -355,7 +355,7 @@ def _set(stop) -> None:
         pass
 
 
-def _outcome(fut, unit: Unit):
+def _outcome(fut, unit: Share):
     """A finished future's TargetResult; else why its unit gave none: the CrashcheckError it
     raised (a set-up fault, to raise again), or one line saying what happened to it."""
     what = f"unit {unit.share} of {unit.structure}{' --bug ' + unit.bug if unit.bug else ''}"

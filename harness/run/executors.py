@@ -1,9 +1,12 @@
 """Executors: where the units of a fuzz campaign run (harness/run/batch.py), behind one interface.
 
-Owns `LocalProcesses` (worker processes of our own on this machine: `--jobs N`, the default)
-and choosing an executor from the command line (`--dask ADDRESS`: harness/run/dask_executor.py, only
-imported then, so Dask stays an optional dependency). An executor only runs units and hands back
-what they returned; planning the units and merging their results is harness/run/fuzz.py's, once.
+Owns `InProcess` (units one after the other in this process: `--jobs 1`, the default),
+`LocalProcesses` (worker processes of our own on this machine: `--jobs N`) and what the executors
+share (GIVE_UP_S, throttled); the Dask one is harness/run/dask_executor.py, and which one a
+command line asks for is harness/run/executor_choice.py's. An executor only runs units
+(harness/run/batch.py fuzz_batch, in whatever process) and hands back what they returned;
+planning the units is harness/run/plan.py's and merging their results harness/run/merge.py's,
+once, whichever executor ran them.
 
 The interface:
   slots                  how many units run at once
@@ -30,12 +33,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
-import re
 import time
 import traceback
 from multiprocessing.connection import wait as wait_ready
 
-from harness.run.batch import Unit, fuzz_batch, ignore_sigint, stamp
+from harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
 from harness.core.budget import RunInterrupted, pending_signal, signal_name, swallowed_signal
 from harness.core.errors import UsageError
 
@@ -57,7 +59,7 @@ def throttled(send, every: float = PROGRESS_EVERY_S):
     return progress
 
 
-def _worker_main(conn, unit: Unit, index: int, stop_event, progress_q, parent: int) -> None:
+def _worker_main(conn, unit: Share, index: int, stop_event, progress_q, parent: int) -> None:
     """A local worker process: run UNIT and send its TargetResult (or the error that ended it).
     SIGTERM sent to the worker alone also ends it cleanly."""
     import signal
@@ -83,6 +85,36 @@ def _worker_main(conn, unit: Unit, index: int, stop_event, progress_q, parent: i
         conn.close()
 
 
+class InProcess:
+    """Units one after the other in this process, as given. The run ends with the first unit a
+    signal or an internal error ended: the units after it do not run (the merge leaves their
+    targets out of the results, having no word of them and no error of the executor's)."""
+
+    slots = 1
+
+    def shares(self, config) -> int:
+        return 1
+
+    def journal(self, journal):
+        return journal
+
+    def build(self, build_id, structure: str, bug: str | None) -> str:
+        return ""                # the same files: nothing to compare
+
+    def close(self) -> None:
+        pass
+
+    def run(self, units: list[Share], on_progress=None):
+        results = []
+        for index, unit in enumerate(units):
+            report = None if on_progress is None else (lambda p, i=index: on_progress(i, p))
+            out = fuzz_batch(stamp(unit), progress=report)
+            results.append((unit, out))
+            if out.interrupted or out.error:
+                break
+        return results, [], None, None
+
+
 class LocalProcesses:
     """Units in at most JOBS forked worker processes at a time (one per unit)."""
 
@@ -102,7 +134,7 @@ class LocalProcesses:
     def close(self) -> None:
         pass
 
-    def run(self, units: list[Unit], on_progress=None):
+    def run(self, units: list[Share], on_progress=None):
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         progress_q = ctx.Queue()
@@ -180,37 +212,4 @@ def _drain(q, on_progress) -> None:
             on_progress(index, p)
 
 
-LOCAL_DASK = re.compile(r"local:(\d+)$")
-DASK_ADDRESS = re.compile(r"(tcp|tls|ucx|inproc)://[^\s/]+:\d+$")
-
-
-def check_dask(dask: str | None) -> None:
-    """Refuse a --dask value that is neither local:N nor a scheduler address, or a machine
-    without Dask (one line each), before the run writes anything."""
-    if dask is None:
-        return
-    m = LOCAL_DASK.match(dask)
-    if dask.startswith("local") and (m is None or not 1 <= int(m.group(1)) <= 64):
-        raise UsageError(f"--dask {dask}: give local:N with N from 1 to 64 worker processes, or a "
-                         "scheduler's address such as tcp://HOST:8786")
-    if m is None and not DASK_ADDRESS.match(dask):
-        raise UsageError(f"--dask {dask}: not a scheduler address; give tcp://HOST:PORT "
-                         "(`dask scheduler` prints it) or local:N")
-    try:
-        import distributed  # noqa: F401
-    except ImportError as exc:
-        raise UsageError(f"--dask needs Dask distributed, which is not installed ({exc.name or exc}); "
-                         "pip install 'crashcheck[dask]'") from None
-
-
-def from_args(jobs: int, dask: str | None):
-    """The executor `--jobs` / `--dask` ask for (None: run in this process, --jobs 1)."""
-    if dask is None:
-        return LocalProcesses(jobs) if jobs > 1 else None
-    check_dask(dask)
-    from harness.run.dask_executor import DaskExecutor
-    m = LOCAL_DASK.match(dask)
-    return DaskExecutor(local=int(m.group(1)) if m else None, address=None if m else dask)
-
-
-__all__ = ["LocalProcesses", "check_dask", "from_args", "throttled"]
+__all__ = ["GIVE_UP_S", "InProcess", "LocalProcesses", "throttled"]

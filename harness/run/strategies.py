@@ -2,15 +2,21 @@
 
 Owns the step from a model to a strategy (`histories(model, **opts)` calls the model's own
 `histories`, e.g. specs/map_histories.py for the ordered map, specs/range_lock.py for the range
-lock) and what makes a seed's draws the same on every run. What a history of a model looks like
-belongs to the model, never to this file.
+lock), the strategy of one fuzz target (`for_target(structure, config)`: the run's options and
+the structure's own, threaded when asked) and what makes a seed's draws the same on every run.
+What a history of a model looks like belongs to the model, never to this file.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from harness.check.threads import threaded_histories
+from harness.run.config import Config
+from harness.target.structures import Structure
 from specs import models
+# The ordered map's option choices, which the CLI and the pytest gate validate their options by.
+from specs.map_histories import KEY_DISTRIBUTIONS, MIXES
 from specs.model import Model, Workload, with_load
 
 
@@ -98,13 +104,24 @@ def histories(model: Model | str = "ordered_map", **opts: Any):
     return m.histories(**opts)
 
 
-def _map_choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from specs.map_histories import KEY_DISTRIBUTIONS as keys, MIXES as mixes
-    return keys, mixes
+def for_target(structure: Structure, config: Config, model: Model | None = None):
+    """The histories a fuzz run of STRUCTURE draws under CONFIG: its model's strategy with the run's
+    options (keys, mix, max_ops) and the structure's own (key kind, value sizes, the map operations
+    its adapter has, the capacities histories must cross); with config.threads > 1, threaded
+    histories. MODEL: the structure's model, when the caller has it loaded already."""
+    model = model or structure.model()
+    strategy = histories(model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
+                         key_kind=structure.key_kind, value_size=structure.value_size,
+                         value_min=structure.value_min, map_ops=structure.map_ops,
+                         thresholds=structure.thresholds)
+    if config.threads > 1:
+        # a model whose threads follow a protocol (the range lock) draws its own sections
+        own = model.thread_histories
+        sections = own(config.threads, max_ops=config.max_ops) if own else None
+        strategy = threaded_histories(strategy, config.threads, config.sched, sections)
+    return strategy
 
 
-# The ordered map's option choices, which the CLI and the pytest gate validate their options by.
-KEY_DISTRIBUTIONS, MIXES = _map_choices()
 
-__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "held_engine_clock", "histories", "model_of",
+__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "for_target", "held_engine_clock", "histories", "model_of",
            "with_load"]

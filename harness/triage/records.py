@@ -4,7 +4,9 @@ Owns everything a record must carry so that the report and `crashcheck replay` n
 the crash point and its source site, the lost and persisted stores with sites, expected vs actual
 dumps in driver notation, leaked objects, the timeline of the operation in flight, a threaded
 run's lanes and scheduler switches (harness/triage/lanes.py), and a few lines of source around every site
-named. Never judges anything (specs/) and never renders HTML.
+named; for a bug as reported, its cause, its other symptoms and its store orders
+(harness/triage/bugs.py). Every record of a run is built here, by build_record, and nowhere else.
+Never judges anything (specs/) and never renders HTML.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from crashsim.model import Piece
 from crashsim.trace import Trace
-from harness.triage import lanes
+from harness.triage import bugs, lanes
 from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
 from harness.check.hangs import hang_words
 from harness.core.paths import relative_record
@@ -128,7 +130,13 @@ def _hung(f: Finding) -> dict | None:
 
 
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
-                 finding: Finding, ident: str, bugdir: Path) -> dict:
+                 finding: Finding, ident: str, bugdir: Path,
+                 members: list[tuple[Finding, Trace | None]] | None = None,
+                 first_seen_s: float | None = None) -> dict:
+    """The record of FINDING (of OUTCOME) under the id IDENT. MEMBERS: the findings of the bug it
+    shows, as merged (harness/triage/bugs.py merge; FINDING's first, each with its history's
+    trace): the record then says the bug's cause, its other symptoms and its store orders.
+    FIRST_SEEN_S: seconds into the run it was first seen."""
     f = finding
     model = outcome.model or models.get("ordered_map")
     # A crash inside recovery lives in the trace of that recovery run.
@@ -216,5 +224,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     else:
         record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
                            "inflight": None, "site": None, "choice": []}
+    if members:
+        view = (lambda m: m[0], lambda m: m[1])
+        record["cause"] = list(bugs.cause(members[0][1], members[0][0]))
+        record["symptoms"] = bugs.symptoms(members, *view)
+        record["orders"] = bugs.orders(members, *view)
+    if first_seen_s is not None:
+        record["first_seen_s"] = round(first_seen_s, 2)
     # the sources are read: from here on files are named for people on other machines
     return relative_record(record)

@@ -1,0 +1,96 @@
+"""The console summary of a fuzz run (`crashcheck fuzz`, `crashcheck campaign`) on stdout.
+
+Owns what a finished run prints: the assumptions, per target its counts, coverage, warnings and
+why nothing is known when no history was checked, then each bug with its history and replay
+command. Reads only the results file's dict (docs/bug-record.md), so it says what the file says;
+never decides the exit status (harness/cli/cmd_fuzz.py) and never writes a file.
+"""
+from __future__ import annotations
+
+import signal
+
+from rich.console import Console
+
+from harness.core.counts import big
+
+
+def why_none(res: dict, row: dict) -> str:
+    """Why ROW (of results RES) checked no history, as far as the results tell."""
+    stopped = res.get("interrupted")
+    if stopped in signal.Signals.__members__:
+        return f"{stopped} stopped the run before its first history was checked"
+    if stopped:
+        return f"the run ended early: {stopped}"
+    if row.get("budget_s"):
+        return "the budget ran out first: give a larger --budget"
+    return "the run ended before its first history was checked"
+
+
+def print_summary(console: Console, res: dict) -> None:
+    """What RES (a results file, harness/run/results.py Results.as_json) found, per target and per bug."""
+    assumed = res.get("assumptions")
+    if assumed:
+        console.print(f"assumed: persistency model {assumed['model']}, failure-atomic unit "
+                      f"{assumed['atomic_unit']} bytes (wider stores persist in pieces; --atomic-unit)",
+                      highlight=False)
+    for row in res["per_structure"]:
+        st = row["stats"]
+        name = row["structure"] + (f" --bug {row['bug']}" if row["bug"] else "")
+        expected = f", {row['expected']} expected" if row["expected"] else ""
+        partial = (f" ({st['partial_histories']} cut short by {res.get('interrupted') or 'the budget'})"
+                   if st.get("partial_histories") else "")
+        console.print(f"{name}: {st['histories']} histories{partial}, {st['crash_points']} crash points, "
+                      f"{big(st['states_explored'])} states explored of {big(st['states_legal'])} legal "
+                      f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
+                      f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
+                      highlight=False)
+        if st.get("threads", 1) > 1:
+            crash = ("crash states judged by durable linearizability, with the follow-up workload, the "
+                     "leak check and crashes inside recovery" if st["crash_points"] else
+                     "no crash states explored")
+            console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
+                          f"linearizability, deadlock, livelock and invariants checked; {crash}",
+                          highlight=False)
+        if st.get("not_checked"):
+            console.print(f"  not checked: {st['not_checked']} histories whose linearizability search ran "
+                          "out of budget (neither pass nor failure)", highlight=False)
+        if st["crash_points"]:
+            sampled = st.get("points_sampled", 0)
+            how = (f"lazy: {st.get('executions', 0)} executions" if res["strategy"] == "lazy"
+                   else f"{res['strategy']}, limit {res['limit']}")
+            if sampled:
+                console.print(f"  coverage: {st['crash_points'] - sampled} of {st['crash_points']} crash points "
+                              f"covered completely ({how}); {sampled} partial: no bug among the states "
+                              "checked there, which is not all legal states", highlight=False)
+            elif not st.get("partial_histories"):
+                console.print(f"  coverage: every legal state of every crash point reached was covered "
+                              f"({st['crash_points']} of {st['crash_points']} crash points complete, {how})",
+                              highlight=False)
+        if st.get("hung_short"):
+            console.print(f"  hangs: {st['hung_short']} checks counted as hung after a shorter time limit: "
+                          "checks of their history had hung the same way with the whole check timeout "
+                          "(CRASHCHECK_HANG_AFTER=0 gives every state all of it)", highlight=False)
+        if row.get("designed_for") and row["designed_for"] != res["model"]:
+            console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
+                          f"checked under {res['model']}: findings may be by design", highlight=False)
+        for warning in row.get("warnings") or []:
+            console.print(f"  warning: {warning}", highlight=False, markup=False)
+        if row.get("unshrunk"):
+            console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
+                          "shrink their crash states", highlight=False)
+        if st["histories"] == 0 and not row["unexpected"]:
+            console.print(f"  warning: no history of {name} was checked ({why_none(res, row)}); "
+                          "nothing is known about it", highlight=False)
+    for b in res["bugs"]:
+        tag = "expected " if b["expected"] else ""
+        where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
+        console.print(f"  {tag}{b['class']}: {b['detail']}{where}", highlight=False, markup=False)
+        console.print(f"      history: {'; '.join(b['history'])}", highlight=False, markup=False)
+        if b.get("symptoms"):
+            also = sorted({s["class"] for s in b["symptoms"]})
+            console.print(f"      also:    {', '.join(also)} ({len(b['symptoms'])} other symptom"
+                          f"{'s' if len(b['symptoms']) != 1 else ''} of this bug)", highlight=False, markup=False)
+        console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
+
+
+__all__ = ["print_summary", "why_none"]

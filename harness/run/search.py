@@ -1,0 +1,369 @@
+"""The search of one share of one target: Hypothesis generates histories, the checker crashes each
+everywhere, and every failure is kept in its smallest form.
+
+Owns `Search`: its batches (harness/run/config.py batches: whole lanes), the property Hypothesis
+calls for each history, the registry of what was found (one Entry per group, the lowest rank
+kept), the lane's memory of what it has seen, the determinism probes, and, after the batches,
+shrinking the crash state of every example kept. It returns a TargetResult of unmerged entries;
+it never merges shares or groups (harness/run/merge.py) and never builds the bugs' final records.
+
+Design notes
+- A batch that finds an unexpected failure raises a class-specific exception (harness/run/found.py),
+  which makes Hypothesis shrink the history while keeping the class; every history it tries goes
+  through the checker. Hypothesis's engine runs with its clock held (harness/run/strategies.py,
+  held_engine_clock): otherwise how long histories take to check would decide how many it
+  generates after a batch's first failure.
+- What a batch shrinks depends only on its own lane's earlier batches (a bug the lane has already
+  seen in a smaller form is not shrunk again), so the same bugs come out with any --jobs. Each
+  share keeps, per group, the example of the lowest rank (size, batch, call) and shrinks its crash
+  state; the merge keeps the lowest rank over shares, which is the example --jobs 1 keeps.
+- The registry sees every finding of every history checked (generated or tried while shrinking)
+  and keeps, per bug (class + first lost-store site, specs/oracle.py's grouping), the smallest
+  history that shows it. So bugs Hypothesis did not shrink on purpose still come out small, and
+  Hypothesis's own end-of-run report (or a flaky replay) is never needed.
+- Nondeterminism is a finding, never swallowed (harness/check/determinism.py). Once per batch one
+  history's crash-free run is run a second time; a history Hypothesis runs again in the same batch
+  (its final replay of a failure) is checked again; shrinking a bug's crash state traces its
+  history again. A different trace, result or finding is a `nondeterminism` finding naming the
+  history, and what either run found is kept. The property answers a history run again as it did
+  the first time, so Hypothesis's own Flaky errors are left for real surprises: they become
+  warnings of the target (results and summary), and the batch's findings are kept.
+- Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
+  stays deterministic), so one stubborn bug cannot eat the run.
+- Time (harness/core/budget.py): with --budget, the search (generation and Hypothesis's shrinking)
+  ends at the budget's soft deadline, and shrinking the crash states of the bugs found at its
+  hard one; a history being checked at that moment keeps what it found so far. SIGINT/SIGTERM
+  and internal errors end the search the same way: the bugs found so far are returned (and were
+  already in the journal, harness/run/journal.py, the moment they were found).
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
+
+from crashsim.runner import Stopped
+from crashsim.trace import Trace
+from harness.check import determinism
+from harness.check.findings import Finding, HistoryOutcome
+from harness.check.pipeline import Checker
+from harness.check.session import history_text
+from harness.check.traced_run import RunFailure
+from harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
+from harness.core.errors import DriverFailure, UsageError
+from harness.core.settings import Settings
+from harness.run import strategies
+from harness.run.config import Config, batches
+from harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
+from harness.run.journal import Journal
+from harness.run.results import Entry, Progress, Stats, TargetResult
+from harness.target import structures
+from harness.triage.records import build_record
+
+# A crash-free check costs a small part of a full one (no crash states): while a batch shrinks a
+# failure of the crash-free run, each try counts this much of a shrink call.
+CRASH_FREE_TRY = 0.1
+
+
+@dataclass
+class _Decision:
+    """The first check of a history in a batch, and what the property answered Hypothesis."""
+    crashes: bool
+    trace: Trace | None
+    findings: frozenset               # determinism.findings_key of its findings
+    groups: set                       # the groups of all its findings
+    partial: bool
+    raised: type | None = None        # the Found class raised, if any
+    detail: str = ""
+    rechecked: bool = False           # checked a second time already (once is enough)
+
+
+def _size(outcome: HistoryOutcome) -> tuple[int, int]:
+    text = outcome.model.op_text if outcome.model is not None else str
+    return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
+
+
+class Search:
+    """Share SHARE of config.jobs of fuzzing one target (structure, seeded bug): `run()` runs its
+    batches, then shrinks the crash state of every example it keeps, and returns what it found
+    even when the budget, a signal or an internal error ends it early."""
+
+    def __init__(self, structure: str, bug: str | None, settings: Settings, config: Config, share: int,
+                 budget: Budget, bugdir: Path, journal: Journal | None = None,
+                 progress: Callable[[Progress], None] | None = None) -> None:
+        self.structure, self.bug, self.settings, self.config = structure, bug, settings, config
+        self.share, self.budget, self.bugdir, self.journal, self.progress = share, budget, bugdir, journal, progress
+        self.target = structures.get(structure)
+        self.stored = not self.target.own_pool   # the bytes of a libpmemobj pool differ by its UUID (determinism.py)
+        self.t0 = time.monotonic()
+        self.stats = Stats(threads=config.threads)
+        self.registry: dict[tuple[str, str], Entry] = {}
+        self.lane_best: dict[int, dict[tuple[str, str], tuple[int, int]]] = {}   # lane -> group -> smallest size
+        self.journaled: set[tuple[str, str]] = set()
+        self.first_unexpected_s: float | None = None
+        self.warnings: list[str] = []
+        self.interrupted: str | None = None
+        self.error: str | None = None
+        self.checker: Checker | None = None
+        # The batch under way:
+        self.batch_no = 0                  # its number, and
+        self.call = 0                      # the property's calls so far: (batch, call) ranks examples
+        self.seen: dict[tuple[str, str], tuple[int, int]] = {}   # its lane's smallest size per group
+        self.shrink_left: float | None = None   # shrink calls left, once it found a failure to shrink
+        self.shrinking: set[str] = set()   # the classes it shrinks
+        # Shrinking a failure of the crash-free run needs only crash-free runs (CRASH_FREE_TRY).
+        self.crash_free = False
+        self.decided: dict[str, _Decision] = {}   # history -> its first check and decision
+        self.probed = False                # it has run one history's crash-free run twice
+
+    def run(self) -> TargetResult:
+        with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
+            self.checker = checker
+            strategy = strategies.for_target(self.target, self.config, checker.model)
+            try:
+                for batch_no, lane, n in batches(self.share, self.config):
+                    if self.budget.search_over():
+                        break
+                    self._batch(strategy, batch_no, lane, n)
+                    stop = self.config.stop_on_class
+                    if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
+                        break
+            except OutOfTime:
+                pass
+            except Abort as exc:
+                raise exc.error from None
+            except KeyboardInterrupt as exc:
+                self.interrupted = signal_name(exc)
+            except Exception:      # noqa: BLE001 - an internal error: keep what was found
+                self.error = traceback.format_exc()
+            self.interrupted = self.interrupted or swallowed_signal()
+            self.decided.clear()
+            self._shrink_states()
+        self.stats.elapsed_s = time.monotonic() - self.t0
+        return TargetResult(self.structure, self.bug, self.stats, first_unexpected_s=self.first_unexpected_s,
+                            interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
+                            warnings=self.warnings)
+
+    # -- one batch --------------------------------------------------------------------------
+
+    def _batch(self, strategy, batch_no: int, lane: int, n: int) -> None:
+        """Hypothesis's N examples of batch BATCH_NO (of LANE), seeded by the run's seed and the
+        batch number, with the shrinking its failures earn."""
+        self.shrink_left = None
+        self.shrinking.clear()
+        self.crash_free = False
+        self.decided.clear()
+        self.probed = False
+        self.batch_no, self.call = batch_no, 0
+        self.seen = self.lane_best.setdefault(lane, {})
+
+        def prop(ops) -> None:
+            self._property(ops)
+        test = hsettings(max_examples=n, database=None, deadline=None, derandomize=False,
+                         phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,
+                         suppress_health_check=list(HealthCheck), print_blob=False)(
+            hseed(self.settings.seed * 100_003 + batch_no)(given(strategy)(prop)))
+        try:
+            with strategies.held_engine_clock():
+                test()
+        except (OutOfTime, KeyboardInterrupt, Abort):
+            raise
+        except ShrinkSpent:
+            pass
+        except BaseException as exc:      # noqa: BLE001 - sorted by batch_end
+            warning = batch_end(exc)
+            if warning:
+                self.warnings.append(f"batch {batch_no}: {warning}")
+
+    def _property(self, ops) -> None:
+        """Hypothesis's property: check OPS, keep what it shows, and fail (raise a Found) for a new
+        unexpected bug or a smaller example of one, so that Hypothesis shrinks it."""
+        checker = self.checker
+        # (a threaded history is the same history only under the same schedule)
+        key = f"{getattr(ops, 'load', 0)}\n{getattr(ops, 'sched', '')}\n{history_text(checker.model, ops)}"
+        first = self.decided.get(key)
+        if first is not None:
+            # The same history again in this batch (Hypothesis replays a failure at its end):
+            # it must behave the same; and the answer is the first one, so Hypothesis never
+            # sees a failure vanish because our bookkeeping moved on.
+            self._again(ops, first)
+            if first.raised is not None:
+                raise_found(first.raised, first.detail)
+            return
+        if self.shrink_left is not None:
+            if self.shrink_left <= 0:
+                raise ShrinkSpent()
+            # (a threaded history is only ever checked crash-free: each try costs a full run)
+            self.shrink_left -= CRASH_FREE_TRY if self.crash_free and self.config.threads == 1 else 1
+        if self.budget.search_over():
+            raise OutOfTime()
+        self.call += 1
+        crashes = not (self.shrink_left is not None and self.crash_free)
+        try:
+            outcome = checker.check(ops, crashes=crashes)
+            self.stats.count(outcome)
+            if (not self.probed and crashes and len(ops) >= 2 and outcome.trace is not None
+                    and not outcome.partial):
+                self.probed = True
+                self._probe(ops, outcome)
+        except UsageError as exc:
+            raise Abort(exc) from None
+        unexpected = []
+        for f in outcome.findings:
+            # Only a new bug, or a smaller example of a known one, is worth starting to
+            # shrink (known to this lane: what other lanes found must not change what this
+            # one tries, or --jobs would change the results); once this batch shrinks a class,
+            # every failure of that class counts (Hypothesis's shrinker also moves sideways,
+            # to examples no smaller by our measure).
+            improves = self._note(outcome, f)
+            if not f.expected and (improves or f.cls in self.shrinking):
+                unexpected.append(f)
+        if self.progress:
+            self.progress(Progress.of(self.structure, self.bug, self.stats,
+                                      sum(1 for e in self.registry.values() if not e.finding.expected),
+                                      time.monotonic() - self.t0))
+        decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
+                             {f.group for f in outcome.findings}, outcome.partial)
+        self.decided[key] = decision
+        if unexpected:
+            if self.shrink_left is None:
+                self.shrink_left = self.config.shrink_calls
+            same = [f for f in unexpected if f.cls in self.shrinking]
+            worst = same[0] if same else min(unexpected, key=lambda f: CLASS_ORDER.get(f.cls, 99))
+            if not self.shrinking:
+                # (a hang is the exception: each try may cost the whole timeout)
+                self.crash_free = (worst.point is None and worst.recovery_of is None
+                                   and worst.cls != "operation-hang")
+            self.shrinking.add(worst.cls)
+            decision.raised, decision.detail = FOUND.get(worst.cls, Found), worst.detail
+            raise_found(decision.raised, decision.detail)
+
+    # -- what was found ---------------------------------------------------------------------
+
+    def _note(self, outcome: HistoryOutcome, f: Finding) -> bool:
+        """Keep F (of OUTCOME) in the registry and the journal; True if it is new to this
+        lane or smaller than this lane's example of its group."""
+        size = _size(outcome)
+        rank = (size, self.batch_no, self.call)
+        entry = self.registry.get(f.group)
+        if entry is None:
+            self.registry[f.group] = Entry(f.group, size, outcome, f, f.occurrences, time.monotonic() - self.t0,
+                                           rank, (self.batch_no, self.call))
+        else:
+            entry.occurrences += f.occurrences
+            if rank < entry.rank:
+                entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
+        if f.group not in self.journaled and self.journal is not None:
+            self.journaled.add(f.group)
+            self._journal_bug(outcome, f)
+        improves = f.group not in self.seen or size < self.seen[f.group]
+        if improves:
+            self.seen[f.group] = size
+        if not f.expected and self.first_unexpected_s is None:
+            self.first_unexpected_s = time.monotonic() - self.t0
+        return improves
+
+    def _journal_bug(self, outcome: HistoryOutcome, f: Finding) -> None:
+        """Write a bug to the journal as first seen (unshrunk): kept even if the run dies next."""
+        structure, bug = self.structure, self.bug
+        ident = f"{structure}{'-' + bug if bug else ''}-{f.cls}-found{self.share}.{len(self.journaled)}"
+        seen_s = time.monotonic() - self.t0
+        try:
+            rec = build_record(structure=structure, bug=bug, settings=self.settings, outcome=outcome,
+                               finding=f, ident=ident, bugdir=self.bugdir, first_seen_s=seen_s)
+        except Exception:      # noqa: BLE001 - the journal must never take the run down
+            return
+        try:
+            self.journal.bug(rec)
+        except OSError:
+            pass
+
+    def _nondeterministic(self, ops, outcome: HistoryOutcome, trace, diff: tuple[str, str]) -> None:
+        group, how = diff
+        f = Finding(determinism.CLASS, determinism.describe(how), (determinism.CLASS, group))
+        self._note(HistoryOutcome(ops, outcome.followup, trace, [f], self.checker.model), f)
+
+    # -- the determinism probes -------------------------------------------------------------
+
+    def _probe(self, ops, outcome: HistoryOutcome) -> None:
+        """Run OPS's crash-free run a second time: the same trace and results, or a finding."""
+        checker = self.checker
+        try:
+            again, lines = checker.trace(ops)
+        except RunFailure as exc:
+            if exc.finding.cls != "operation-hang":       # (a hang may be the load's doing)
+                self._nondeterministic(ops, outcome, outcome.trace, (
+                    "run: " + exc.finding.group[1], "the first run of it finished; in the second, "
+                    + exc.finding.detail.removeprefix("without any crash, ")))
+            return
+        except DriverFailure as exc:
+            self._nondeterministic(ops, outcome, outcome.trace, ("run", f"the first run of it finished, the "
+                                                                 f"second failed: {str(exc)[:300]}"))
+            return
+        diff = determinism.trace_difference(outcome.trace, again, self.stored)
+        if diff is None:
+            first = determinism.findings_key(f for f in outcome.findings if f.point is None)
+            diff = determinism.findings_difference(
+                first, determinism.findings_key(checker.crash_free_findings(ops, lines)))
+        if diff is not None:
+            self._nondeterministic(ops, outcome, outcome.trace, diff)
+
+    def _again(self, ops, first: _Decision) -> None:
+        """Check OPS a second time (once per batch) and compare with its first check."""
+        if first.rechecked:
+            return
+        first.rechecked = True
+        if self.budget.search_over():
+            raise OutOfTime()
+        self.call += 1
+        try:
+            outcome = self.checker.check(ops, crashes=first.crashes)
+        except UsageError as exc:
+            raise Abort(exc) from None
+        self.stats.count(outcome)
+        for f in outcome.findings:
+            if f.group not in first.groups:
+                self._note(outcome, f)          # kept, though the first check did not find it
+        diff = None
+        if first.trace is not None and outcome.trace is not None:
+            diff = determinism.trace_difference(first.trace, outcome.trace, self.stored)
+        if diff is None and not (first.partial or outcome.partial):
+            diff = determinism.findings_difference(first.findings, determinism.findings_key(outcome.findings))
+        if diff is not None:
+            self._nondeterministic(ops, outcome, first.trace or outcome.trace, diff)
+
+    # -- after the batches ------------------------------------------------------------------
+
+    def _shrink_states(self) -> None:
+        """Shrink the crash state of every example kept (the merge joins those that turn out to
+        be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
+        reported as first seen. Shrinking traces each history again: a trace that differs from the
+        first is a nondeterminism finding, and the bug stays as first seen."""
+        for entry in sorted(self.registry.values(), key=lambda e: e.rank):
+            if self.interrupted or self.error or self.budget.expired():
+                entry.unshrunk = entry.finding.point is not None and entry.finding.cls != "leak"
+                continue
+            before, kept = entry.outcome.trace, replace(entry.finding)
+            failed = None
+            try:
+                self.checker.finalize(entry.outcome, entry.finding)
+            except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
+                failed = exc
+            except KeyboardInterrupt as exc:
+                self.interrupted = signal_name(exc)
+                failed = exc
+            diff = (determinism.trace_difference(before, entry.outcome.trace, self.stored)
+                    if before is not None and entry.outcome.trace is not before else None)
+            if diff is not None:
+                self.batch_no, self.call = entry.found_at
+                self._nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
+            if failed is not None:
+                if isinstance(failed, ValueError) and diff is None:
+                    raise failed          # not the structure's doing: an internal error
+                entry.unshrunk = True
+                if diff is not None:      # report it as found, in the trace it was found in
+                    entry.outcome.trace, entry.finding = before, kept
