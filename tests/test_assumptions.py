@@ -6,7 +6,7 @@ import pytest
 from cli_run import run_cli
 
 from corpus import corpuslib
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.triage import records

@@ -18,7 +18,7 @@ import pytest
 
 from crashsim import Runner, read_trace
 from crashsim.explore import explore
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace_writer import TraceWriter
 from treeutil import ROOT

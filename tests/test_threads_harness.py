@@ -7,10 +7,10 @@ from hypothesis import given, settings, strategies as st
 
 from harness.check import threads
 from harness.check.session import history_text
-from specs import models
+from specs import registry
 from specs.model import with_load
 
-MAP = models.get("ordered_map")
+MAP = registry.get("ordered_map")
 
 
 def op(text: str):
@@ -148,7 +148,7 @@ def test_strategy_keeps_load_and_orders_sections(h):
     assert threads.parse_text(MAP, history_text(MAP, h)).thread_of == h.thread_of
 
 
-RL = models.get("range_lock")
+RL = registry.get("range_lock")
 
 
 def test_judge_final_dump_must_follow_a_linearization():

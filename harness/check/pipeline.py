@@ -25,8 +25,8 @@ import time
 from dataclasses import replace
 
 from crashsim.explore import explore
-from crashsim.runner import CheckResult, Stopped
-from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.runner_client import CheckResult, Stopped
+from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
 from harness.check import crash_states
 from harness.check import threads
@@ -101,10 +101,10 @@ class Checker:
             return prefix_states(self.model, ops)
         return prefix_states(self.model, ops, [self.model.parse_output(x) for x in lines if not x.startswith("!")])
 
-    def point_at(self, trace: Trace, cp_index: int) -> SimPoint:
+    def point_at(self, trace: Trace, cp_index: int) -> CrashPoint:
         return crash_states.point_at(self.session, trace, cp_index)
 
-    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
+    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[CrashPoint, bytes]:
         return crash_states.image_at(self.session, trace, cp_index, choice)
 
     def recheck(self, trace: Trace, cp_index: int, choices: list[tuple[int, ...]], follow_text: str

@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from crashsim.model import MODELS, ModelOptions
+from crashsim.persistency import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness.core import defaults
 from harness.run import executors

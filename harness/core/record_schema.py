@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashsim.model import MODELS
+from crashsim.persistency import MODELS
 from crashsim.states import STRATEGIES
 from harness.core.defaults import LIMIT, TRACER, TRACERS
 from harness.core.errors import UsageError

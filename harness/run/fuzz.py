@@ -51,7 +51,7 @@ from typing import Callable
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
 from hypothesis.errors import Flaky
 
-from crashsim.runner import Stopped
+from crashsim.runner_client import Stopped
 from crashsim.trace import Trace
 from harness.triage import bugs
 from harness.core import defaults

@@ -10,7 +10,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from specs import models
+from specs import registry
 from specs.model import Model, Workload, with_load
 
 
@@ -85,7 +85,7 @@ def held_engine_clock() -> Iterator[None]:
 
 
 def model_of(model: Model | str) -> Model:
-    return models.get(model) if isinstance(model, str) else model
+    return registry.get(model) if isinstance(model, str) else model
 
 
 def histories(model: Model | str = "ordered_map", **opts: Any):

@@ -11,14 +11,14 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from crashsim.model import Piece
+from crashsim.persistency import Piece
 from crashsim.trace import Trace
 from harness.triage import lanes
 from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
 from harness.check.hangs import hang_words
 from harness.core.paths import relative_record
 from harness.core.settings import Settings
-from specs import models
+from specs import registry
 from specs.model import Model
 
 CONTEXT_LINES = 3
@@ -130,7 +130,7 @@ def _hung(f: Finding) -> dict | None:
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path) -> dict:
     f = finding
-    model = outcome.model or models.get("ordered_map")
+    model = outcome.model or registry.get("ordered_map")
     # A crash inside recovery lives in the trace of that recovery run.
     trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
     cp = f.point
