@@ -36,6 +36,17 @@ def test_plain_history_text_is_unchanged():
     assert history_text(MAP, with_load([op("insert 1 2"), op("lookup 1")], 1)) == "insert 1 2\nlookup 1\n"
 
 
+def test_is_threaded_tells_the_history_kinds_apart():
+    # the one question every step asks: a history with thread sections, or one thread
+    plain = [op("insert 1 2"), op("lookup 1")]
+    assert threads.is_threaded(two_inserts())
+    assert threads.is_threaded(threads.parse_text(MAP, "thread 1\nlookup 5\n"))
+    assert not threads.is_threaded(plain)
+    assert not threads.is_threaded(with_load(plain, 1))
+    assert not threads.is_threaded(threads.parse_text(MAP, "insert 1 2\nlookup 1\n"))
+    assert not threads.is_threaded(threads.make_threaded(plain, [], "random:0"))   # no section: one thread
+
+
 def test_empty_sections_keep_their_numbers():
     h = threads.make_threaded([], [[], [op("lookup 5")]], "random:0")
     assert history_text(MAP, h) == "thread 1\nthread 2\nlookup 5\n"

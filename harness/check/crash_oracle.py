@@ -75,7 +75,7 @@ class ThreadedOracle(SequentialOracle):
 def oracle_for(model: Model, ops: list, trace: Trace, lines: list[str], sets_of, follow: list) -> SequentialOracle:
     """The oracle of history OPS (threaded or not) traced as TRACE with crash-free output LINES;
     SETS_OF(ops, lines) computes a one-thread history's states per prefix."""
-    if getattr(ops, "nthreads", 0):
+    if threads.is_threaded(ops):
         return ThreadedOracle(model, ops, trace, lines, follow)
     return SequentialOracle(model, ops, sets_of(ops, lines), follow)
 

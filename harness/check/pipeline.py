@@ -86,7 +86,7 @@ class Checker:
         return trace_recovery(self.session, crashed, image, tag)
 
     def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
-        if getattr(ops, "nthreads", 0):
+        if threads.is_threaded(ops):
             return threads.judge(self.model, ops, lines)[0]
         return crash_free_findings(self.model, ops, lines)
 
@@ -122,7 +122,7 @@ class Checker:
         its crash-free verdict is linearizability, its crash states' durable linearizability."""
         t0 = time.monotonic()
         self.budget.check()
-        threaded = bool(getattr(ops, "nthreads", 0))
+        threaded = threads.is_threaded(ops)
         follow = self.followup(ops)
         texts = [self.model.op_text(op) for op in ops]
         hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
@@ -239,7 +239,7 @@ class Checker:
         deterministic, so its crash point has the same index), shrink its crash state, and
         recompute its group from the shrunk state. A concurrency bug found without a crash gets
         its schedule shrunk instead (harness/check/schedule_shrink.py)."""
-        if f.point is None and getattr(outcome.ops, "nthreads", 0) and outcome.schedule:
+        if f.point is None and threads.is_threaded(outcome.ops) and outcome.schedule:
             before = switches(outcome.schedule)
             shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
             if shrunk is not None:

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from crashsim.layout import trace_layout
 from crashsim.runner_client import Runner, RunnerError
 from crashsim.trace import Trace
+from harness.check import threads
 from harness.target import own_fault
 from harness.core import workdir as workdirs
 from harness.core.budget import Budget
@@ -125,8 +126,7 @@ def remove_workdir(tmp, tries: int = 20) -> None:
 def history_text(model: Model, ops: Iterable[Any]) -> str:
     """OPS as the driver's history text; a threaded history (harness/check/threads.py) with its
     `thread N` sections."""
-    if getattr(ops, "nthreads", 0):
-        from harness.check import threads
+    if threads.is_threaded(ops):
         return threads.history_text(model, ops)
     return "".join(model.op_text(op) + "\n" for op in ops)
 

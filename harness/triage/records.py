@@ -15,6 +15,7 @@ from crashsim.persistency import Piece
 from crashsim.trace import Trace
 from harness.triage import lanes
 from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from harness.check import threads
 from harness.check.hangs import hang_words
 from harness.core.paths import relative_record
 from harness.core.settings import Settings
@@ -135,6 +136,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
     cp = f.point
     verdict = f.verdict
+    threaded = outcome.ops if threads.is_threaded(outcome.ops) else None
     record = {
         "crashcheck": RECORD_FORMAT,
         "id": ident,
@@ -174,16 +176,16 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
         # threaded histories (harness/check/threads.py): each operation's thread (0: the load phase),
         # the scheduler setting, and the schedule the run took, which replay runs again exactly
-        "threads": getattr(outcome.ops, "nthreads", 0) or 1,
-        "thread_of": list(getattr(outcome.ops, "thread_of", ())),
-        "sched": getattr(outcome.ops, "sched", None) if getattr(outcome.ops, "nthreads", 0) else None,
+        "threads": threaded.nthreads if threaded is not None else 1,
+        "thread_of": list(threaded.thread_of) if threaded is not None else [],
+        "sched": threaded.sched if threaded is not None else None,
         "schedule": outcome.schedule,
         # the picture of a threaded run (harness/triage/lanes.py), all on the trace's event axis
         "lanes": [],
         "preemptions": [],
         "lanes_crash": None,
     }
-    if getattr(outcome.ops, "nthreads", 0) and outcome.run_trace is not None:
+    if threaded is not None and outcome.run_trace is not None:
         run = outcome.run_trace
         record["lanes"] = lanes.lanes(model, outcome.ops, outcome.lines, run)
         record["preemptions"] = lanes.preemptions(run)
