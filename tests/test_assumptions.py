@@ -10,7 +10,7 @@ from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.triage import records
-from harness.core.record_schema import check_results
+from harness.triage.record_formats import check_results
 from harness.render.report import render as render_report
 from harness.core.settings import Settings
 

@@ -21,7 +21,7 @@ from crashsim.trace import read_trace
 from harness.target import structures
 from harness.check import threads
 from harness.check.pipeline import Checker
-from harness.core.record_schema import check_record
+from harness.triage.record_formats import check_record
 from harness.triage.records import build_record
 from harness.core.settings import Settings
 from harness.core.supervise import RunEnd

@@ -17,7 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.core.errors import UsageError
-from harness.core.record_schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text, read_json
+from harness.core.schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text
+from harness.core.user_files import read_json
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]

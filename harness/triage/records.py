@@ -23,7 +23,7 @@ from specs import registry
 from specs.model import Model
 
 CONTEXT_LINES = 3
-RECORD_FORMAT = 1       # the "crashcheck" field; harness/core/record_schema.py reads it (FORMAT)
+RECORD_FORMAT = 1       # the "crashcheck" field; harness/triage/record_formats.py reads it (FORMAT)
 
 
 def region_prefix(region: int | None) -> str:
