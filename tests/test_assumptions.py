@@ -1,4 +1,4 @@
-"""What a verdict assumed (issue 18 point 4): the failure-atomic unit and the persistency model are
+"""What a verdict assumed: the failure-atomic unit and the persistency model are
 in every record and results file and in the report; a store wider than the unit (a 16-byte store
 inside one cache line) is split, and its pieces in a record say which part of which store they
 are; `crashcheck fuzz --atomic-unit` changes the unit."""

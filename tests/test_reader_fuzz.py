@@ -1,4 +1,4 @@
-"""Fuzzing the readers (issue 10, part 7): real traces, bug records and results files, corrupted by
+"""Fuzzing the readers: real traces, bug records and results files, corrupted by
 Hypothesis (cuts, byte flips, splices; JSON values replaced by other types, keys dropped), must
 give either a clean error (TraceError / UsageError: one line; through the CLI exit 2 and one
 stderr line) or a correct read. Deterministic (derandomize) and bounded, so it runs in CI."""

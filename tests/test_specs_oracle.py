@@ -157,7 +157,7 @@ def test_rules_the_followup_broke_are_the_finding():
     assert verdict.cls == "post-recovery-divergence" and "`lookup 9` returned `notfound`" in verdict.detail
 
 
-# -- issue 18 point 3: the right class ------------------------------------------------------------
+# -- every finding gets the class that names its mistake ------------------------------------------
 
 def test_tie_is_judged_against_the_state_the_crash_lost():
     """A re-insert in flight after a completed delete, its key back with a value nobody wrote:

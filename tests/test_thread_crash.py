@@ -1,4 +1,4 @@
-"""A crash in a threaded run names the operation that crashed (issue 31 item 4).
+"""A crash in a threaded run names the operation that crashed.
 
 Uses the range lock's seeded `release-unheld-null` (trees/rangelock/bugs.json): a release of a
 range nobody holds dereferences NULL. With three threads the release that dies may be thread 3's,
