@@ -5,13 +5,13 @@ The pipeline, one module per step:
     trace.py         read a binary trace (docs/trace-format.md)        -> Trace, Event
     trace_writer.py  write one from Python (tests, hand-made traces)
     pmemcheck_import.py / pmemcheck_export.py   pmemcheck store logs <-> traces (docs/pmemcheck.md)
-    model.py         model options, failure-atomic pieces               -> ModelOptions, Piece
+    persistency.py   persistency-model options, failure-atomic pieces   -> ModelOptions, Piece
     simulate.py      x86-ADR / eADR, one incremental pass               -> CrashPoint, Unit
     states.py        strategies (exhaustive, bounded) and state codec   -> choice vectors
     layout.py        where each PM region sits in a post-crash image    -> Layout
     image.py         guaranteed base image, fingerprints, overlays
     reference.py     brute-force enumerator the fast one is tested against
-    runner.py        client of the C checker runner (docs/runner-protocol.md)
+    runner_client.py client of the C checker runner (docs/runner-protocol.md)
     runner/          the C checker runner itself, a fork server the drivers' `serve` runs
                      (built by build.mk into the runtime library; runner_internal.h maps it)
     explore.py       the streaming pipeline the harness uses           -> StateOutcome
@@ -25,8 +25,8 @@ Typical use:
             ...   # out.point (crash point), out.kept / out.lost (pieces), out.result
 """
 from .explore import Progress, StateOutcome, explore
-from .model import ModelError, ModelOptions, Piece
-from .runner import CheckResult, Runner, RunnerError
+from .persistency import ModelError, ModelOptions, Piece
+from .runner_client import CheckResult, Runner, RunnerError
 from .simulate import CrashPoint, Simulator, Unit
 from .states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
 from .trace import Event, Site, Trace, TraceError, read_trace

@@ -27,8 +27,8 @@ from typing import Callable, Iterator
 
 from .image import decode_writes, encode_writes
 from .lazy import EAGER_BELOW, PROBE, LazyPlan, Leaf, PartialShapes, PointSearch, ReadMemo, bare_spec
-from .model import ModelOptions, Piece
-from .runner import CheckResult, Runner, Stopped
+from .persistency import ModelOptions, Piece
+from .runner_client import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
 from .states import DEFAULT_LIMIT, STRATEGIES, Choice, StateCodec, select
 from .trace import Trace, TraceError, read_trace
@@ -98,7 +98,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
                 `options` is the simulator's own and must not be given)
-    options     the persistency model (crashsim.model.ModelOptions; default x86-ADR)
+    options     the persistency model (crashsim.persistency.ModelOptions; default x86-ADR)
     strategy    "exhaustive", "bounded" (see crashsim.states) or "lazy" (crashsim.lazy; needs a
                 runner whose driver was compiled with check loads)
     limit, seed the bounded strategy's state limit per crash point and its seed

@@ -33,7 +33,7 @@ import struct
 from hashlib import blake2b
 from typing import Iterable
 
-from .model import Piece
+from .persistency import Piece
 
 FP_MOD = 1 << 128
 WRITE = struct.Struct("<QI")   # runner write record head: offset, length (docs/runner-protocol.md)

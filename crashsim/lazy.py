@@ -49,9 +49,9 @@ MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than
 # A search also stops as soon as it cannot finish within its cap (PointSearch.hopeless), and a
 # point whose pending lines include those of an earlier point that came out partial
 # (PartialShapes) gets only PROBE executions: enough to finish a tree that small, else it is
-# partial at once and its executions go to the bounded sample instead (issue 31, item 6: a point
-# that ends partial cost the whole cap and the sample; code that leaves lines unflushed made
-# lazy several times slower than bounded for no more coverage it could state).
+# partial at once and its executions go to the bounded sample instead (why: a point that ends
+# partial cost the whole cap and the sample; code that leaves lines unflushed made lazy several
+# times slower than bounded for no more coverage it could state).
 PROBE = int(os.environ.get("CRASHCHECK_LAZY_PROBE", "2"))
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Sequence
 
-from .model import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, split_points
+from .persistency import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, split_points
 from .trace import Event
 
 PieceKey = tuple[int, int]   # (event index, part)

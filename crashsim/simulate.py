@@ -4,7 +4,7 @@ pending units, while the guaranteed image is kept up to date incrementally.
 Owns: the x86-ADR and eADR rules, crash points, and the pending state at each of them.
 
 x86-ADR (default)
-  - Every store is split into failure-atomic pieces (crashsim.model.split_points).
+  - Every store is split into failure-atomic pieces (crashsim.persistency.split_points).
   - Cached pieces of one cache line persist in trace order: at a crash, each line holds a prefix
     of its pieces, at least its guaranteed prefix. Except: the pieces of one memset, memcpy,
     memmove or libpmem copy within one line (model.UNORDERED_ORIGINS) persist in any order among
@@ -70,7 +70,7 @@ from typing import Callable, Iterator, Sequence
 
 from .image import ImageState, Writes
 from .layout import Layout, trace_layout
-from .model import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
+from .persistency import DURABLE_ORIGINS, MAX_UNORDERED, UNORDERED_ORIGINS, ModelOptions, Piece, split_points
 from .trace import Event, Trace, TraceError
 
 

@@ -4,7 +4,7 @@ Owns what a model is and the generic operations every checker uses: running oper
 model (`run`, `prefix_states`), the set of states a possibly nondeterministic model may be in, and
 the fallback classification of a dump that matches no acceptable state. Never knows about one
 particular structure: the ordered map lives in specs/ordered_map.py, the range lock in
-specs/range_lock.py, the registry in specs/models.py.
+specs/range_lock.py, the registry in specs/registry.py.
 
 A model is a frozen record of pure functions over immutable, hashable states:
 
@@ -111,10 +111,10 @@ class Model:
     def __reduce__(self):
         """Pickled by registry name (its functions may be lambdas): executors send models to
         worker processes, which look them up again. An unregistered model cannot be pickled."""
-        from specs import models
-        if self.name not in models.names() or models.get(self.name) is not self:
-            raise TypeError(f"model {self.name!r} is not registered in specs.models, so it cannot be pickled")
-        return (models.get, (self.name,))
+        from specs import registry
+        if self.name not in registry.names() or registry.get(self.name) is not self:
+            raise TypeError(f"model {self.name!r} is not registered in specs.registry, so it cannot be pickled")
+        return (registry.get, (self.name,))
 
 
     def outcomes(self, state: State, op: Op, output: Output | None = None) -> list[tuple[Output, State]]:

@@ -63,9 +63,10 @@ CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock")
 
 
 @dataclass(frozen=True)
-class CrashPoint:
-    """Where the crash happened in terms of the history: DONE operations completed, and the
-    index of the operation in flight (None between operations)."""
+class HistoryPoint:
+    """What the oracle knows of a crash: where it happened in terms of the history, DONE
+    operations completed and the index of the operation in flight (None between operations).
+    The crash point in trace terms (event, pending stores) is crashsim.simulate.CrashPoint."""
     done: int
     inflight: int | None = None
 
@@ -95,14 +96,14 @@ def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
     return _model.prefix_states(model, ops, outputs)
 
 
-def _acceptable(model: Model, sets: list[list[Any]], point: CrashPoint) -> list[Any]:
+def _acceptable(model: Model, sets: list[list[Any]], point: HistoryPoint) -> list[Any]:
     out = list(sets[point.done])
     if point.inflight is not None:
         out += sets[point.inflight + 1]
     return model.dedup(out)
 
 
-def _expected(model: Model, ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None,
+def _expected(model: Model, ops: Sequence[Any], point: HistoryPoint, states: Sequence[Any] | None,
               outputs: Sequence[Any] | None, sets: Sequence[Sequence[Any]] | None = None
               ) -> tuple[list[Any], list[list[Any]] | None]:
     """The acceptable states, and the per-prefix state sets if they had to be computed (with
@@ -118,7 +119,7 @@ def _expected(model: Model, ops: Sequence[Any], point: CrashPoint, states: Seque
     return out, None
 
 
-def acceptable(ops: Sequence[Any], point: CrashPoint, states: Sequence[Any] | None = None, *,
+def acceptable(ops: Sequence[Any], point: HistoryPoint, states: Sequence[Any] | None = None, *,
                model: Model | None = None, outputs: Sequence[Any] | None = None) -> list[Any]:
     """The states recovery may leave: after 0..done-1, and also after the op in flight. STATES,
     if given, holds one state per prefix (states[i] after ops 0..i-1); MODEL defaults to the
@@ -352,7 +353,7 @@ def _failed_recovery(model: Model, result: dict, expected: list[Any], followup: 
     return None, body, died_in_followup
 
 
-def judge_recovery(ops: Sequence[Any], point: CrashPoint, result: dict,
+def judge_recovery(ops: Sequence[Any], point: HistoryPoint, result: dict,
                    followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
                    model: Model | None = None, outputs: Sequence[Any] | None = None,
                    sets: Sequence[Sequence[Any]] | None = None) -> Verdict:
@@ -436,6 +437,6 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
                    followup_outputs=[str(x) for x in body.get("followup", [])])
 
 
-__all__ = ["CLASSES", "CONCURRENT_CLASSES", "CrashPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",
+__all__ = ["CLASSES", "CONCURRENT_CLASSES", "HistoryPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",
            "judge_durable", "EMPTY",
            "describe"]

@@ -5,7 +5,7 @@ notation the tree drivers print (docs/trees.md): `ok`, `exists`, `notfound`, `va
 `scan K V K V ...`; how a driver dump maps to a state; how a dump that matches no acceptable
 state is classed (resurrected-delete, lost-durable-write, torn-update, wrong-value); the
 follow-up workload run after recovery. `MODEL` bundles all of it as one specs.model.Model
-(registered as `ordered_map` in specs/models.py). Never runs a structure; the oracle
+(registered as `ordered_map` in specs/registry.py). Never runs a structure; the oracle
 (specs/oracle.py) compares the two.
 
 Keys and values are bytes. An 8-byte key is shown as a decimal big-endian integer and an 8-byte

@@ -1,4 +1,5 @@
-"""The range-lock reference model (seeds/003: tryLock / releaseLock over ranges), as data.
+"""The range-lock reference model (tryLock / releaseLock over ranges, as in T.-D. Nguyen,
+"Concurrent Range Locking", bachelor's thesis, TU Munich, 2024), as data.
 
 Owns what `trylock S E` and `release S E` do to the set of held ranges and what they return, in
 the text notation a range-lock driver reads and prints. Ranges are inclusive [S, E] of unsigned

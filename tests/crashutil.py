@@ -2,7 +2,7 @@
 the project's own parts only: the traced driver records the history, crashsim simulates it
 (crashsim.simulate: x86-ADR with clflush treated as clflushopt, 8-byte failure-atomic pieces),
 chooses crash states (crashsim.states) and checks each one in the driver's runner (`serve`,
-crashsim.runner), and specs judges them (the ordered map model, specs.oracle.judge_recovery with
+crashsim.runner_client), and specs judges them (the ordered map model, specs.oracle.judge_recovery with
 the model's follow-up workload, and the leak rule of specs/leaks.py with the tree's expect.json).
 Nothing here decides what is a bug: the tests assert on the verdicts the fuzzer would report.
 

@@ -1,4 +1,4 @@
-"""What a verdict assumed (issue 18 point 4): the failure-atomic unit and the persistency model are
+"""What a verdict assumed: the failure-atomic unit and the persistency model are
 in every record and results file and in the report; a store wider than the unit (a 16-byte store
 inside one cache line) is split, and its pieces in a record say which part of which store they
 are; `crashcheck fuzz --atomic-unit` changes the unit."""
@@ -6,11 +6,11 @@ import pytest
 from cli_run import run_cli
 
 from corpus import corpuslib
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.triage import records
-from harness.core.record_schema import check_results
+from harness.triage.record_formats import check_results
 from harness.render.report import render as render_report
 from harness.core.settings import Settings
 

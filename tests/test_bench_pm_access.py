@@ -1,4 +1,4 @@
-"""bench/heart/pm_access.py (issue 13, "Figures"): the script builds its load-logging drivers, runs
+"""bench/heart/pm_access.py (the Heart paper's PM-access figures): the script builds its load-logging drivers, runs
 a small history on Heart and WOART and prints the table, with the figures of Heart's claims."""
 from __future__ import annotations
 

@@ -200,16 +200,16 @@ def test_a_recovery_that_refuses_is_one_bug_per_refusal_text():
     """Recovery refuses an image and prints why: the refusal, without its addresses and numbers,
     is the group (one way recovery failed, wherever the crash fell); a different refusal, or one
     that printed nothing, is grouped as before (by its lost store)."""
-    from crashsim.runner import CheckResult
+    from crashsim.runner_client import CheckResult
     from harness.check.findings import finding_group
-    from specs.oracle import CrashPoint, judge_recovery
+    from specs.oracle import HistoryPoint, judge_recovery
     from specs.ordered_map import parse_op
 
     def refused(stderr):
         return {"status": "ok", "result": {"recovered": False, "recover_status": -1}, "stderr": stderr}
 
     def group(stderr, lost):
-        verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), refused(stderr))
+        verdict = judge_recovery([parse_op("insert 1 10")], HistoryPoint(0, 0), refused(stderr))
         f = finding("recovery-crash", lost)
         f.verdict = verdict
         f.result = CheckResult("ok", None, None, refused(stderr)["result"], stderr, None, 0)
@@ -284,7 +284,7 @@ def test_under_eadr_the_publishing_cas_is_the_persist_point():
 def test_every_rule_one_state_breaks_joins_its_bug():
     """A state that breaks two rules: a finding elsewhere whose first broken rule is its second
     is the same bug; a state breaking an unrelated rule is not."""
-    from crashsim.runner import CheckResult
+    from crashsim.runner_client import CheckResult
 
     def broke(rules, lost):
         f = finding("invariant-violation", lost, group="rule: " + rules[0])
@@ -391,7 +391,7 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
     wrong-value finding whose symptoms are the rules; another run's wrong value of an insert that
     broke one of those rules, and a crash state breaking it, are the same bug."""
     from harness.check.crash_free import crash_free_findings
-    from specs.models import get as model_get
+    from specs.registry import get as model_get
     from specs.ordered_map import parse_op
 
     model = model_get("ordered_map")
@@ -415,9 +415,9 @@ def test_rules_a_follow_up_breaks_after_crashes_join_the_run_without_crash_that_
     """A logic bug (a key byte packed with 7 bits): without any crash an insert breaks a rule; after
     crashes anywhere the follow-up's insert breaks the same rule (the check runs again after the
     follow-up). One bug, shown by the run that needs no crash, though its history is longer."""
-    from crashsim.runner import CheckResult
+    from crashsim.runner_client import CheckResult
     from harness.check.crash_free import crash_free_findings
-    from specs.models import get as model_get
+    from specs.registry import get as model_get
     from specs.ordered_map import parse_op
 
     ops = [parse_op("delete 5"), parse_op("insert 4 40"), parse_op("insert 5 50")]
@@ -442,7 +442,7 @@ def test_rules_broken_only_after_the_follow_up_do_not_name_the_bug():
     """A store left out of a transaction: one crash state loses the entry (lost-durable-write);
     another recovers acceptably and only the follow-up's operations then break a rule. One bug
     (the same lost store), named by what the crash did, though the other history is shorter."""
-    from crashsim.runner import CheckResult
+    from crashsim.runner_client import CheckResult
     lost = finding("lost-durable-write", [5])
     later = finding("invariant-violation", [5], group="rule: bucket ? holds key ? of bucket ?")
     later.result = CheckResult("ok", None, None, {"recovered": True, "violations": [],

@@ -1,4 +1,4 @@
-"""`crashcheck campaign FILE.toml` (issue 17): the runs of a file into one results file and one
+"""`crashcheck campaign FILE.toml`: the runs of a file into one results file and one
 report, each run checked as fuzz checks its options, and a bad file one error line."""
 from __future__ import annotations
 

@@ -15,10 +15,10 @@ from harness.target import structures
 from harness.check import traced_run
 from harness.check.pipeline import Checker
 from harness.core.settings import Settings
-from specs import models
+from specs import registry
 from specs.model import with_load
 
-MAP = models.get("ordered_map")
+MAP = registry.get("ordered_map")
 HISTORY = [MAP.parse_op(x) for x in ("insert 1 10", "insert 2 20", "update 1 11", "delete 2", "insert 300 30")]
 # Small enough to explore in full: the first insert (WORT's root allocation: ~10^7 legal states
 # at one point) is a load phase, not crash-checked.

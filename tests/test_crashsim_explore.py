@@ -13,9 +13,9 @@ import struct
 import pytest
 
 from crashsim.explore import explore
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.reference import reference
-from crashsim.runner import Runner
+from crashsim.runner_client import Runner
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from crashsim.trace_writer import TraceWriter

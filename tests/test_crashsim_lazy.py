@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from crashsim.explore import explore
 from crashsim.lazy import LazyPlan, children, decode
-from crashsim.runner import Runner, RunnerError
+from crashsim.runner_client import Runner, RunnerError
 from crashsim.simulate import Simulator
 from crashsim.states import bounded, exhaustive
 from crashsim.trace_writer import TraceWriter

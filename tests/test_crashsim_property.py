@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from crashsim.explore import explore
 from crashsim.image import apply_writes, decode_writes
-from crashsim.model import ModelOptions, split_points
+from crashsim.persistency import ModelOptions, split_points
 from crashsim.reference import reference
 from crashsim.simulate import Simulator
 from crashsim.states import StateCodec, boundary, bounded, exhaustive, legal_count

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from crashsim.explore import explore
 from crashsim.image import apply_writes, decode_writes
 from crashsim.layout import PAGE, layout, trace_layout
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.reference import reference
 from crashsim.simulate import Simulator
 from crashsim.states import StateCodec, exhaustive
@@ -158,7 +158,7 @@ def test_serve_maps_the_regions_past_the_pool_and_checks_their_states(instrument
     """Through the runner: every crash state of the side region's count store is judged on an
     image whose side region is the state's, so the states that keep the count see one entry
     more than those that lose it."""
-    from crashsim.runner import Runner
+    from crashsim.runner_client import Runner
 
     driver = _sideregion() / "driver-native"
     trace = read_trace(_traced_run(_sideregion() / "driver", tmp_path, "insert 1 10\n"))

@@ -1,4 +1,4 @@
-"""The checker runner (crashsim/runner/) and its Python client (crashsim/runner.py).
+"""The checker runner (crashsim/runner/) and its Python client (crashsim/runner_client.py).
 
 The fixture tests/runner_fixtures/misbehave.c picks its CHECK's behaviour from the first word of
 the pool, so each test sends states whose writes set that word: the runner must report every
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import json
 
 from crashsim.image import encode_writes
-from crashsim.runner import Runner, RunnerError
+from crashsim.runner_client import Runner, RunnerError
 from runner_fixtures import build_fixture
 
 

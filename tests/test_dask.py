@@ -1,4 +1,4 @@
-"""Scale-out on Dask (issue 17): the same campaign on a Dask cluster finds what --jobs 1 finds, a
+"""Scale-out on Dask: the same campaign on a Dask cluster finds what --jobs 1 finds, a
 worker killed mid-run costs only its unit (run again), a worker with another build is refused,
 and every user mistake about --dask is one error line.
 

@@ -1,4 +1,4 @@
-"""A Dask run ends, and says what happened (issue 31): counts past 2^64 reach the client; a unit
+"""A Dask run ends, and says what happened: counts past 2^64 reach the client; a unit
 that raises, or workers that fall silent, end the run in one line with exit 2 after what was found
 is written; SIGINT (to the whole process group, as a terminal's Ctrl-C) and SIGTERM end it as they
 end a local run: 130 / 143, "complete": false, the signal named, partial results kept.

@@ -1,4 +1,4 @@
-"""What crosses a Dask cluster cannot overflow (issue 31): Dask's own messages are msgpack, whose
+"""What crosses a Dask cluster cannot overflow: Dask's own messages are msgpack, whose
 integers end at 2^64, and a unit's legal-state counts pass that (WOART's bulk-loaded histories
 reach about 10^80, a point with a thousand pending pieces about 10^301). The units' progress
 reports, heartbeats and results go through harness/run/wire.py, and arrive exact.

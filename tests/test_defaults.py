@@ -52,7 +52,7 @@ def test_cli_and_gate_defaults():
 
 
 def test_record_reader_fills_in_the_same_limit():
-    from harness.core.record_schema import RECORD
+    from harness.triage.record_formats import RECORD
     assert RECORD.fields["limit"][1] == defaults.LIMIT
 
 

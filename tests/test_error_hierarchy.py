@@ -9,8 +9,8 @@ import subprocess
 import pytest
 
 from crashsim.errors import CrashcheckError
-from crashsim.model import ModelError
-from crashsim.runner import RunnerError
+from crashsim.persistency import ModelError
+from crashsim.runner_client import RunnerError
 from crashsim.trace import TraceError
 from harness.cli import main as cli
 from harness.core.errors import DriverFailure, SetupError, UsageError
@@ -22,7 +22,7 @@ def test_every_error_derives_from_the_root():
     for cls in (TraceError, RunnerError, ModelError, UsageError, SetupError, DriverFailure, RunFailure):
         assert issubclass(cls, CrashcheckError), cls
     # flow control is not an error
-    from crashsim.runner import Stopped
+    from crashsim.runner_client import Stopped
     from harness.core.budget import OutOfTime
     assert not issubclass(Stopped, CrashcheckError) and not issubclass(OutOfTime, CrashcheckError)
 

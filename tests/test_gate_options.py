@@ -1,4 +1,4 @@
-"""The pytest gate never checks nothing and passes (issue 10, part 6): nonsense options fail the
+"""The pytest gate never checks nothing and passes: nonsense options fail the
 test with one line, `check(bug=...)` fuzzes the seeded-bug variant, and the command-line options
 are checked when pytest starts. Each case runs a small inner pytest session (pytester)."""
 from __future__ import annotations

@@ -19,14 +19,14 @@ from cli_run import run_cli
 from harness.target import structures
 from harness.check.pipeline import Checker
 from harness.core.settings import Settings
-from specs import models
+from specs import registry
 from specs.model import with_load
 from specs.oracle import STOP_SIGNALS
 from userbuild import build_once
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "seqlock_tree"
-MAP = models.get("ordered_map")
+MAP = registry.get("ordered_map")
 # the first insert is a load phase; the second is crash-checked
 HISTORY = with_load([MAP.parse_op(x) for x in ("insert 1 10", "insert 2 20")], 1)
 AFTER = 2            # checks of a point that may take the whole timeout

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import harness.check.hangs as hangs
 from crashsim.explore import StateOutcome
-from crashsim.runner import CheckResult
+from crashsim.runner_client import CheckResult
 from crashsim.simulate import CrashPoint
 from harness.check.findings import Finding
 from harness.check.hangs import HangTally, Hung, hang_words, recheck

@@ -1,4 +1,4 @@
-"""Tests of Heart (trees/heart, issue 13), the lock-free persistent ART for eADR machines.
+"""Tests of Heart (trees/heart), the lock-free persistent ART for eADR machines.
 
 Native functional tests (build/trees/heart/driver-native): random histories of byte-string keys
 (1..24 bytes, shared prefixes, keys that are prefixes of others) and values of 1..16 bytes against a

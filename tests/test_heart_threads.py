@@ -1,4 +1,4 @@
-"""Heart's lock-free concurrency checked by crashcheck (issue 13): threaded histories under the
+"""Heart's lock-free concurrency checked by crashcheck: threaded histories under the
 deterministic scheduler, through the gate plugin.
 
 Owns: each seeded bug of trees/heart/bugs.json that needs threads ("threads": 3) found with its

@@ -1,4 +1,4 @@
-"""Every reader of the CLI on hostile input (issue 10): traces, bug records, results files,
+"""Every reader of the CLI on hostile input: traces, bug records, results files,
 catalogs and numeric options. The cases are data (tests/hostile.py); each runs in-process through
 `harness.cli.main.main` and must end with exactly one `crashcheck: error:` line naming the cause, exit
 status 2 (or, for a trace with a cleanly cut tail, a warning and a normal read)."""

@@ -1,4 +1,4 @@
-"""What lazy exploration spends at crash points it cannot cover completely (issue 31, item 6).
+"""What lazy exploration spends at crash points it cannot cover completely.
 
 A point whose search cannot finish within the cap ends partial and gets the bounded sample, so
 every execution the search spends past the moment that is certain is wasted; a point repeating
@@ -18,7 +18,7 @@ import pytest
 
 from crashsim import Runner, read_trace
 from crashsim.explore import explore
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace_writer import TraceWriter
 from treeutil import ROOT

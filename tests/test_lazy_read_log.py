@@ -17,7 +17,7 @@ import pytest
 from crashsim.explore import explore
 from crashsim.image import encode_writes
 from crashsim.lazy import ReadMemo, bare_spec
-from crashsim.runner import Runner
+from crashsim.runner_client import Runner
 from crashsim.simulate import Simulator
 from crashsim.trace_writer import TraceWriter
 

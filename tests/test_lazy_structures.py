@@ -17,7 +17,7 @@ import pytest
 
 from crashsim import Runner, Simulator, read_trace
 from crashsim.explore import explore
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from treeutil import ROOT
 
 POOL_SIZE = 512 << 10

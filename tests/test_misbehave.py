@@ -38,7 +38,7 @@ CASES = [
     ("recover-loop", [], "recovery-hang", ["did not finish"]),
     ("recover-stop", [], "recovery-hang", ["stopped itself"]),
     ("recover-segv", [], "recovery-crash", ["SIGSEGV (signal 11)"]),
-    # the broken rule the check reported before it died is kept (issue 18 point 3)
+    # the broken rule the check reported before it died is kept: it names the mistake, the death does not
     ("check-then-segv", [], "invariant-violation", ["recovery found an insert cut short",
                                                     "then the check died of SIGSEGV (signal 11)"]),
     ("recover-exit0", [], "recovery-crash", ["status 0 before"]),

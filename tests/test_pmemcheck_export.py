@@ -8,7 +8,7 @@ import re
 import pytest
 
 from cli_run import ROOT, run_cli
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.pmemcheck_export import export_log
 from crashsim.pmemcheck_import import import_log
 from crashsim.simulate import Simulator

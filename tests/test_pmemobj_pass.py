@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 

@@ -1,4 +1,4 @@
-"""Fuzzing the readers (issue 10, part 7): real traces, bug records and results files, corrupted by
+"""Fuzzing the readers: real traces, bug records and results files, corrupted by
 Hypothesis (cuts, byte flips, splices; JSON values replaced by other types, keys dropped), must
 give either a clean error (TraceError / UsageError: one line; through the CLI exit 2 and one
 stderr line) or a correct read. Deterministic (derandomize) and bounded, so it runs in CI."""
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crashsim.trace import ADDR_MASK, Trace, TraceError, read_trace
-from harness.core import record_schema
+from harness.triage import record_formats
 from harness.cli.main import main
 from harness.core.errors import UsageError
 from harness.render.report import render
@@ -189,7 +189,7 @@ def test_json_edits_reach_every_field(docs):
 def test_corrupt_record(docs, data):
     rec = data.draw(json_edits(docs[0]))
     try:
-        checked = record_schema.check_record(rec, "rec.json")
+        checked = record_formats.check_record(rec, "rec.json")
     except UsageError as exc:
         one_line(exc)
         return
@@ -197,7 +197,7 @@ def test_corrupt_record(docs, data):
     assert isinstance(checked["history"], list) and all(isinstance(x, str) for x in checked["history"])
     assert isinstance(checked["crash"], dict) and all(isinstance(x, int) for x in checked["crash"]["choice"])
     render({"crashcheck": 1, "model": "adr", "strategy": "bounded", "seed": 0, "command": "",
-            "structures": ["wort"], "stats": record_schema.STATS.check({}, ""), "per_structure": None,
+            "structures": ["wort"], "stats": record_formats.STATS.check({}, ""), "per_structure": None,
             "bugs": [checked]})
 
 
@@ -206,7 +206,7 @@ def test_corrupt_record(docs, data):
 def test_corrupt_results(docs, data):
     res = data.draw(json_edits(docs[1]))
     try:
-        checked = record_schema.check_results(res, "results.json")
+        checked = record_formats.check_results(res, "results.json")
     except UsageError as exc:
         one_line(exc)
         return

@@ -14,7 +14,7 @@ from harness.target import structures
 from harness.check.pipeline import Checker
 from harness.check.session import history_text
 from harness.core.settings import Settings
-from specs import models
+from specs import registry
 from specs.model import with_load
 
 
@@ -85,7 +85,7 @@ def test_a_lazy_check_does_not_depend_on_the_histories_before_it(trees_built):
     # The runner answers a repeated answer with dup_of an earlier state, of this history or an
     # earlier one, and the checker keeps its runner across histories: what a history finds, and
     # how many classes it executes, must still be what it finds in a checker of its own.
-    m = models.get("ordered_map")
+    m = registry.get("ordered_map")
     texts = [["insert 0 1"], ["insert 1 5", "insert 2 6", "lookup 1"], ["insert 0 1", "delete 0"],
              ["insert 3 7", "update 3 8", "scan 0 4"]]
     histories = [with_load([m.parse_op(x) for x in t], 0) for t in texts]

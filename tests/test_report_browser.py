@@ -35,7 +35,7 @@ def bug_report(tmp_path_factory, instrument_built):
 
 def test_results_file_has_the_documented_shape(bug_report):
     res = json.loads((bug_report / "results.json").read_text())
-    # the assumptions every verdict rests on (issue 18 point 4)
+    # the assumptions every verdict rests on (failure-atomic unit, persistency model)
     assert res["assumptions"]["model"] == "adr" and res["assumptions"]["atomic_unit"] == 8
     assert "failure-atomic unit 8 bytes" in res["assumptions"]["text"]
     # one root cause, one bug (point 2): the deliberate bug is one unexpected bug

@@ -16,7 +16,7 @@ from harness.target import structures
 
 from harness.check import threads
 from harness.check.pipeline import Checker
-from harness.core.record_schema import check_record, check_results
+from harness.triage.record_formats import check_record, check_results
 from harness.core.errors import UsageError
 from harness.triage.records import build_record
 from harness.core.settings import Settings

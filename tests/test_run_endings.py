@@ -1,4 +1,4 @@
-"""A run says what happened to it (issue 31): a run that checked no history is never complete and
+"""A run says what happened to it: a run that checked no history is never complete and
 never exits 0, whoever ran it (this process, --jobs, --dask); a signal that Python could only
 swallow (it landed in Hypothesis's gc callback) prints no traceback; and the summary's reason for
 a structure with no history is the real one, not "the budget ran out" for a run without a budget.

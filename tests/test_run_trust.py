@@ -1,4 +1,4 @@
-"""Runs people can trust (issue 10, parts 1, 3, 4): budgets hold, set-up faults are errors and
+"""Runs people can trust: budgets hold, set-up faults are errors and
 never bugs, nothing found is lost to a signal, a kill or a bad output path.
 
 Each test runs the real CLI in a subprocess, as a user's shell or CI would, and checks the exit

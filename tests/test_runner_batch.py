@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from crashsim.image import encode_writes
-from crashsim.runner import REQ, REQ_STATE, Runner
+from crashsim.runner_client import REQ, REQ_STATE, Runner
 from runner_fixtures import build_fixture
 
 

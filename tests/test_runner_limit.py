@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from crashsim.image import encode_writes
-from crashsim.runner import Runner, RunnerError
+from crashsim.runner_client import Runner, RunnerError
 from runner_fixtures import build_fixture
 
 POOL = 0x600000000000

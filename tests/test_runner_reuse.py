@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from crashsim.image import encode_writes
-from crashsim.runner import Runner
+from crashsim.runner_client import Runner
 from runner_fixtures import build_fixture
 
 

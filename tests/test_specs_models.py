@@ -5,18 +5,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from specs import model as M
-from specs import models, ordered_map, range_lock
+from specs import registry, ordered_map, range_lock
 from specs.range_lock import U64_MAX, Op as R
 
 
 def test_registry():
-    assert {"ordered_map", "range_lock"} <= set(models.names())
-    assert models.get("ordered_map") is ordered_map.MODEL
-    assert models.get("range_lock") is range_lock.MODEL
+    assert {"ordered_map", "range_lock"} <= set(registry.names())
+    assert registry.get("ordered_map") is ordered_map.MODEL
+    assert registry.get("range_lock") is range_lock.MODEL
     with pytest.raises(ValueError, match="ordered_map"):
-        models.get("btree")
-    for name in models.names():          # executors pickle models to send them to workers
-        assert pickle.loads(pickle.dumps(models.get(name))) is models.get(name)
+        registry.get("btree")
+    for name in registry.names():          # executors pickle models to send them to workers
+        assert pickle.loads(pickle.dumps(registry.get(name))) is registry.get(name)
     toy = M.Model(name="toy", init=lambda: 0, step=lambda s, op: [("ok", s)], parse_op=str, op_text=str)
     with pytest.raises(TypeError, match="not registered"):
         pickle.dumps(toy)
@@ -29,7 +29,7 @@ MAP_LINES = ["insert 5 50", "insert 5 51", "lookup 5", "update 6 1", "insert 2 2
 
 
 def test_ordered_map_model_is_the_legacy_functions():
-    m = models.get("ordered_map")
+    m = registry.get("ordered_map")
     ops = [m.parse_op(line) for line in MAP_LINES]
     assert [m.op_text(op) for op in ops] == MAP_LINES
     state, outs = M.run(m, ops)
@@ -160,6 +160,6 @@ def test_range_lock_notation_and_edges():
 @given(st.data())
 def test_models_histories_hook(data):
     for name in ("ordered_map", "range_lock"):
-        m = models.get(name)
+        m = registry.get(name)
         ops = data.draw(m.histories(max_ops=6))
         assert [m.parse_op(m.op_text(op)) for op in ops] == list(ops)

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from specs.ordered_map import Op, parse_op, prefix_states, run
-from specs.oracle import CrashPoint, acceptable, judge_recovery
+from specs.oracle import HistoryPoint, acceptable, judge_recovery
 
 
 def k(n):
@@ -38,24 +38,24 @@ def test_model_results_match_driver_notation():
 
 def test_acceptable_states_in_flight_and_between():
     states = prefix_states(HISTORY)
-    assert acceptable(HISTORY, CrashPoint(2, 2)) == [states[2], states[3]]
-    assert acceptable(HISTORY, CrashPoint(2, None)) == [states[2]]
+    assert acceptable(HISTORY, HistoryPoint(2, 2)) == [states[2], states[3]]
+    assert acceptable(HISTORY, HistoryPoint(2, None)) == [states[2]]
     # an op that changes nothing (lookup) adds no second state
     ops = HISTORY + [parse_op("lookup 1")]
-    assert len(acceptable(ops, CrashPoint(5, 5))) == 1
+    assert len(acceptable(ops, HistoryPoint(5, 5))) == 1
 
 
 @pytest.mark.parametrize("point, result, cls", [
-    (CrashPoint(3, 3), ok(dump((1, 11), (2, 20))), None),            # delete in flight: not applied
-    (CrashPoint(3, 3), ok(dump((1, 11))), None),                     # delete in flight: applied
-    (CrashPoint(4, None), ok(dump((1, 11), (2, 20))), "resurrected-delete"),
-    (CrashPoint(3, None), ok(dump((1, 10), (2, 20))), "lost-durable-write"),   # update lost
-    (CrashPoint(2, None), ok(dump((1, 10))), "lost-durable-write"),            # insert lost
-    (CrashPoint(2, None), ok(dump((1, 10), (2, 99))), "wrong-value"),
-    (CrashPoint(2, None), ok(dump((1, 10), (2, 20), (7, 70))), "wrong-value"),  # never inserted
-    (CrashPoint(2, None), {"status": "signal", "signal": 11, "result": None, "stderr": ""}, "recovery-crash"),
-    (CrashPoint(2, None), {"status": "timeout", "result": None}, "recovery-hang"),
-    (CrashPoint(2, None), {"status": "ok", "result": {"recovered": True, "dump": dump((1, 10), (2, 20)),
+    (HistoryPoint(3, 3), ok(dump((1, 11), (2, 20))), None),            # delete in flight: not applied
+    (HistoryPoint(3, 3), ok(dump((1, 11))), None),                     # delete in flight: applied
+    (HistoryPoint(4, None), ok(dump((1, 11), (2, 20))), "resurrected-delete"),
+    (HistoryPoint(3, None), ok(dump((1, 10), (2, 20))), "lost-durable-write"),   # update lost
+    (HistoryPoint(2, None), ok(dump((1, 10))), "lost-durable-write"),            # insert lost
+    (HistoryPoint(2, None), ok(dump((1, 10), (2, 99))), "wrong-value"),
+    (HistoryPoint(2, None), ok(dump((1, 10), (2, 20), (7, 70))), "wrong-value"),  # never inserted
+    (HistoryPoint(2, None), {"status": "signal", "signal": 11, "result": None, "stderr": ""}, "recovery-crash"),
+    (HistoryPoint(2, None), {"status": "timeout", "result": None}, "recovery-hang"),
+    (HistoryPoint(2, None), {"status": "ok", "result": {"recovered": True, "dump": dump((1, 10), (2, 20)),
                                                       "violations": ["node 0x40: bad depth"]}},
      "invariant-violation"),
 ])
@@ -68,14 +68,14 @@ def test_classes(point, result, cls):
 def test_torn_wide_value():
     ops = [Op("insert", b"ab", b"A" * 16), Op("update", b"ab", b"B" * 16)]
     res = ok([[b"ab".hex(), (b"B" * 8 + b"A" * 8).hex()]])
-    assert judge_recovery(ops, CrashPoint(2, None), res).cls == "torn-update"
+    assert judge_recovery(ops, HistoryPoint(2, None), res).cls == "torn-update"
 
 
 def test_post_recovery_divergence():
     follow = [parse_op("lookup 1"), parse_op("insert 9 90")]
-    good = judge_recovery(HISTORY, CrashPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), follow)
+    good = judge_recovery(HISTORY, HistoryPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), follow)
     assert good.ok
-    bad = judge_recovery(HISTORY, CrashPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
+    bad = judge_recovery(HISTORY, HistoryPoint(2, None), ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
     assert bad.cls == "post-recovery-divergence" and "insert 9 90" in bad.detail
 
 
@@ -87,7 +87,7 @@ def test_post_recovery_divergence():
      "recovery-crash", "left a process running"),
 ])
 def test_misbehaving_recovery(result, cls, words):
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), result)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), result)
     assert verdict.cls == cls and words in verdict.detail
 
 
@@ -110,7 +110,7 @@ def test_followup_operation_that_dies_after_a_good_recovery(status, sig, group, 
     follow = [parse_op("lookup 1"), parse_op("insert 9 90"), parse_op("lookup 9")]
     res = {"status": status, "signal": sig, "exit": None, "result": None, "stderr": "",
            "output": partial(dump((1, 10), (2, 20)), ["value 10"])}
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), res, follow)
     # a post-recovery finding naming the operation that died, with what ran before it kept
     assert (verdict.cls, verdict.group) == ("post-recovery-divergence", group)
     assert "follow-up operation 1 `insert 9 90`" in verdict.detail and words in verdict.detail
@@ -119,15 +119,15 @@ def test_followup_operation_that_dies_after_a_good_recovery(status, sig, group, 
     assert verdict.actual == verdict.matched            # recovery itself was fine
     # a follow-up output the model does not allow, before the death, is what is reported
     res["output"] = partial(dump((1, 10), (2, 20)), ["value 11"])
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), res, follow)
     assert verdict.cls == "post-recovery-divergence" and "returned `value 11`" in verdict.detail
     assert verdict.group == "" and verdict.followup_outputs == ["value 11"]
     # a wrong dump still comes first
     res["output"] = partial(dump((1, 10)), ["value 10"])
-    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls == "lost-durable-write"
+    assert judge_recovery(HISTORY, HistoryPoint(2, None), res, follow).cls == "lost-durable-write"
     # and output the check did not write that way is recovery's failure
     res["output"] = "garbage"
-    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls.startswith("recovery-")
+    assert judge_recovery(HISTORY, HistoryPoint(2, None), res, follow).cls.startswith("recovery-")
 
 
 def test_rules_the_followup_broke_are_the_finding():
@@ -136,10 +136,10 @@ def test_rules_the_followup_broke_are_the_finding():
     follow-up answer in its detail; without them the same answers are a plain divergence."""
     follow = [parse_op("insert 9 90"), parse_op("lookup 9")]
     res = ok(dump((1, 10), (2, 20)), ["ok", "notfound"])
-    assert judge_recovery(HISTORY, CrashPoint(2, None), res, follow).cls == "post-recovery-divergence"
+    assert judge_recovery(HISTORY, HistoryPoint(2, None), res, follow).cls == "post-recovery-divergence"
     res["result"]["followup_violations"] = ["leaf 0x6000 under key byte 7e at position 0: its key differs",
                                             "node 0x7000: count 3, children 2"]
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), res, follow)
     assert (verdict.ok, verdict.cls) == (False, "invariant-violation")
     assert verdict.group == "rule: leaf ? under key byte ? at position ?: its key differs"
     assert verdict.detail.startswith("after recovery and the follow-up `insert 9 90` and 1 more operations: "
@@ -148,30 +148,30 @@ def test_rules_the_followup_broke_are_the_finding():
     assert verdict.actual == verdict.matched            # recovery itself left an acceptable state
     # right answers, broken rules: still the broken rules
     res["result"]["followup"] = ["ok", "value 90"]
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), res, follow)
     assert verdict.cls == "invariant-violation" and "also went wrong" not in verdict.detail
     # a check that died after the follow-up's list: the follow-up is judged as far as it went
     res = {"status": "signal", "signal": 11, "exit": None, "result": None, "stderr": "",
            "output": partial(dump((1, 10), (2, 20)), ["ok", "notfound"]) + "]"}
-    verdict = judge_recovery(HISTORY, CrashPoint(2, None), res, follow)
+    verdict = judge_recovery(HISTORY, HistoryPoint(2, None), res, follow)
     assert verdict.cls == "post-recovery-divergence" and "`lookup 9` returned `notfound`" in verdict.detail
 
 
-# -- issue 18 point 3: the right class ------------------------------------------------------------
+# -- every finding gets the class that names its mistake ------------------------------------------
 
 def test_tie_is_judged_against_the_state_the_crash_lost():
     """A re-insert in flight after a completed delete, its key back with a value nobody wrote:
     the dump is one change away from both acceptable states (before: the key is extra; after: its
     value differs). The crash lost the insert's value, not the delete: never resurrected-delete."""
     ops = [parse_op(x) for x in ["insert 1 10", "delete 1", "insert 1 30"]]
-    verdict = judge_recovery(ops, CrashPoint(2, 2), ok(dump((1, 99))))
+    verdict = judge_recovery(ops, HistoryPoint(2, 2), ok(dump((1, 99))))
     assert verdict.cls == "wrong-value", verdict.detail
     assert "expected" in verdict.detail and "never inserted" not in verdict.detail
 
 
 def test_tie_of_a_lost_insert_value_is_not_never_inserted():
     ops = [parse_op("insert 1 10")]
-    verdict = judge_recovery(ops, CrashPoint(0, 0), ok(dump((1, 0))))
+    verdict = judge_recovery(ops, HistoryPoint(0, 0), ok(dump((1, 0))))
     assert verdict.cls == "wrong-value"
     assert "never inserted" not in verdict.detail and "expected" in verdict.detail, verdict.detail
 
@@ -179,12 +179,12 @@ def test_tie_of_a_lost_insert_value_is_not_never_inserted():
 def test_recovery_crash_says_how_the_process_died_and_what_it_printed():
     res = {"status": "signal", "signal": 11, "exit": None, "result": None,
            "stderr": "recover: slot 0\nrecover: slot 1\nrecover: chunk 7\n"}
-    verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res)
+    verdict = judge_recovery([parse_op("insert 1 10")], HistoryPoint(0, 0), res)
     assert verdict.cls == "recovery-crash"
     assert "SIGSEGV (signal 11)" in verdict.detail
     assert "recover: slot 1 | recover: chunk 7" in verdict.detail, verdict.detail
     res = {"status": "exit", "signal": None, "exit": 3, "result": None, "stderr": ""}
-    assert "exited with status 3" in judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res).detail
+    assert "exited with status 3" in judge_recovery([parse_op("insert 1 10")], HistoryPoint(0, 0), res).detail
 
 
 def test_violations_before_a_crashing_lookup_are_kept():
@@ -192,7 +192,7 @@ def test_violations_before_a_crashing_lookup_are_kept():
     dumped key killed the process: the finding is the broken rule, and says how the check died."""
     res = {"status": "signal", "signal": 11, "exit": None, "result": None,
            "stderr": "check: violation: node at 0x6000001000 has a NULL child in slot 2\n"}
-    verdict = judge_recovery([parse_op("insert 1 10")], CrashPoint(0, 0), res)
+    verdict = judge_recovery([parse_op("insert 1 10")], HistoryPoint(0, 0), res)
     assert verdict.cls == "invariant-violation"
     assert verdict.detail.startswith("node at 0x6000001000 has a NULL child in slot 2; then the check died")
     assert verdict.group == "rule: node at ? has a NULL child in slot ?"

@@ -5,9 +5,9 @@ The toy is a counter: `add N` -> `ok`, `get` -> `value N`, and `flip` (nondeterm
 """
 import pytest
 
-from specs import models, range_lock
+from specs import registry, range_lock
 from specs.model import Model
-from specs.oracle import CrashPoint, acceptable, judge_recovery
+from specs.oracle import HistoryPoint, acceptable, judge_recovery
 
 
 def _step(n, op):
@@ -43,10 +43,10 @@ def judge(point, result, followup=None, **kw):
 
 
 @pytest.mark.parametrize("point, n, ok", [
-    (CrashPoint(1, 1), 2, True), (CrashPoint(1, 1), 5, True),      # add 3 in flight: either
-    (CrashPoint(1, 1), 0, False),                                  # completed add 2 lost
-    (CrashPoint(3, None), 5, True), (CrashPoint(3, None), 15, False),
-    (CrashPoint(3, 3), 15, True), (CrashPoint(4, None), 15, True),
+    (HistoryPoint(1, 1), 2, True), (HistoryPoint(1, 1), 5, True),      # add 3 in flight: either
+    (HistoryPoint(1, 1), 0, False),                                  # completed add 2 lost
+    (HistoryPoint(3, None), 5, True), (HistoryPoint(3, None), 15, False),
+    (HistoryPoint(3, 3), 15, True), (HistoryPoint(4, None), 15, True),
 ])
 def test_accept_and_reject(point, n, ok):
     v = judge(point, res(n))
@@ -56,32 +56,32 @@ def test_accept_and_reject(point, n, ok):
         assert v.matched == n and v.cls is None
     else:
         assert v.cls == "wrong-value" and "counter=" in v.detail   # a model without classes
-    assert acceptable(OPS, CrashPoint(1, 1), model=COUNTER) == [2, 5]
+    assert acceptable(OPS, HistoryPoint(1, 1), model=COUNTER) == [2, 5]
 
 
 def test_followup_divergence():
     follow = [_parse("get"), _parse("add 1"), _parse("get")]
-    assert judge(CrashPoint(2, None), res(5, ["value 5", "ok", "value 6"]), follow).ok
-    bad = judge(CrashPoint(2, None), res(5, ["value 5", "ok", "value 7"]), follow)
+    assert judge(HistoryPoint(2, None), res(5, ["value 5", "ok", "value 6"]), follow).ok
+    bad = judge(HistoryPoint(2, None), res(5, ["value 5", "ok", "value 7"]), follow)
     assert bad.cls == "post-recovery-divergence"
     assert "`get` returned `value 7`, the model `value 6`" in bad.detail
-    short = judge(CrashPoint(2, None), res(5, ["value 5"]), follow)
+    short = judge(HistoryPoint(2, None), res(5, ["value 5"]), follow)
     assert short.cls == "post-recovery-divergence" and "1 of 3" in short.detail
 
 
 def test_invariant_violation_and_recovery_failures():
-    v = judge(CrashPoint(2, None), res(5, violations=["counter parity", "x"]))
+    v = judge(HistoryPoint(2, None), res(5, violations=["counter parity", "x"]))
     assert (v.cls, v.actual) == ("invariant-violation", 5) and "+1 more" in v.detail
-    assert judge(CrashPoint(2, None), res(status="signal", signal=11, stderr="boom")).cls == "recovery-crash"
-    assert judge(CrashPoint(2, None), res(status="exit", exit=3)).cls == "recovery-crash"
-    assert judge(CrashPoint(2, None), res(status="timeout")).cls == "recovery-hang"
+    assert judge(HistoryPoint(2, None), res(status="signal", signal=11, stderr="boom")).cls == "recovery-crash"
+    assert judge(HistoryPoint(2, None), res(status="exit", exit=3)).cls == "recovery-crash"
+    assert judge(HistoryPoint(2, None), res(status="timeout")).cls == "recovery-hang"
     failed = {"status": "ok", "result": {"recovered": False, "recover_status": 4}}
-    assert judge(CrashPoint(2, None), failed).cls == "recovery-crash"
+    assert judge(HistoryPoint(2, None), failed).cls == "recovery-crash"
 
 
 def test_nondeterministic_model_and_recorded_outputs():
     ops = [_parse("flip"), _parse("get"), _parse("add 1")]
-    point = CrashPoint(1, 1)
+    point = HistoryPoint(1, 1)
     # without the recorded outputs, a flip may have left 0 or 1
     assert acceptable(ops, point, model=COUNTER) == [0, 1]
     assert judge_recovery(ops, point, res(1), model=COUNTER).ok
@@ -99,21 +99,21 @@ def test_nondeterministic_model_and_recorded_outputs():
 
 def test_impossible_outputs_leave_nothing_acceptable():
     ops = [_parse("add 1"), _parse("get")]
-    v = judge_recovery(ops, CrashPoint(2, None), res(1), model=COUNTER, outputs=["ok", "value 7"])
+    v = judge_recovery(ops, HistoryPoint(2, None), res(1), model=COUNTER, outputs=["ok", "value 7"])
     assert not v.ok and v.expected == [] and "impossible" in v.detail
 
 
 def test_range_lock_through_the_oracle():
-    m = models.get("range_lock")
+    m = registry.get("range_lock")
     ops = [m.parse_op(x) for x in ["trylock 0 9", "trylock 5 20", "release 0 9"]]
     dump = {"status": "ok", "result": {"recovered": True, "dump": [[0, 9]], "violations": []}}
-    assert judge_recovery(ops, CrashPoint(2, 2), dump, model=m).ok
-    v = judge_recovery(ops, CrashPoint(3, None), dump, model=m)
+    assert judge_recovery(ops, HistoryPoint(2, 2), dump, model=m).ok
+    v = judge_recovery(ops, HistoryPoint(3, None), dump, model=m)
     assert v.cls == "wrong-value" and "held {[0, 9]}" in v.detail
     follow = range_lock.followup(ops)
     outs = ["ok"] * 6
     empty = {"status": "ok", "result": {"recovered": True, "dump": [], "violations": [], "followup": outs}}
-    assert judge_recovery(ops, CrashPoint(3, None), empty, follow, model=m).ok
+    assert judge_recovery(ops, HistoryPoint(3, None), empty, follow, model=m).ok
 
 
 # -- several threads: durable linearizability through the oracle -----------------------------------

@@ -1,4 +1,4 @@
-"""A crash in a threaded run names the operation that crashed (issue 31 item 4).
+"""A crash in a threaded run names the operation that crashed.
 
 Uses the range lock's seeded `release-unheld-null` (trees/rangelock/bugs.json): a release of a
 range nobody holds dereferences NULL. With three threads the release that dies may be thread 3's,
@@ -21,12 +21,12 @@ from crashsim.trace import read_trace
 from harness.target import structures
 from harness.check import threads
 from harness.check.pipeline import Checker
-from harness.core.record_schema import check_record
+from harness.triage.record_formats import check_record
 from harness.triage.records import build_record
 from harness.core.settings import Settings
 from harness.core.supervise import RunEnd
 from harness.check.traced_run import run_failure
-from specs import models
+from specs import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 BUG = "release-unheld-null"
@@ -35,7 +35,7 @@ DRIVER = ROOT / "build" / "trees" / "rangelock" / f"driver-bug-{BUG}"
 # returns, then thread 3's release of the range it never got dies while thread 2's release is in
 # flight (operation 0 is a trylock that returned: what today's naming said had died)
 HISTORY = "thread 1\ntrylock 1 2\nthread 2\ntrylock 3 4\nrelease 3 4\nthread 3\ntrylock 2 3\nrelease 2 3\n"
-RL = models.get("range_lock")
+RL = registry.get("range_lock")
 
 
 def run_driver(tmp_path: Path, history: str, sched: str | None) -> tuple[int, list[str]]:

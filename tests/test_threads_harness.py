@@ -7,10 +7,10 @@ from hypothesis import given, settings, strategies as st
 
 from harness.check import threads
 from harness.check.session import history_text
-from specs import models
+from specs import registry
 from specs.model import with_load
 
-MAP = models.get("ordered_map")
+MAP = registry.get("ordered_map")
 
 
 def op(text: str):
@@ -34,6 +34,17 @@ def test_history_text_has_thread_sections_and_parses_back():
 
 def test_plain_history_text_is_unchanged():
     assert history_text(MAP, with_load([op("insert 1 2"), op("lookup 1")], 1)) == "insert 1 2\nlookup 1\n"
+
+
+def test_is_threaded_tells_the_history_kinds_apart():
+    # the one question every step asks: a history with thread sections, or one thread
+    plain = [op("insert 1 2"), op("lookup 1")]
+    assert threads.is_threaded(two_inserts())
+    assert threads.is_threaded(threads.parse_text(MAP, "thread 1\nlookup 5\n"))
+    assert not threads.is_threaded(plain)
+    assert not threads.is_threaded(with_load(plain, 1))
+    assert not threads.is_threaded(threads.parse_text(MAP, "insert 1 2\nlookup 1\n"))
+    assert not threads.is_threaded(threads.make_threaded(plain, [], "random:0"))   # no section: one thread
 
 
 def test_empty_sections_keep_their_numbers():
@@ -148,7 +159,7 @@ def test_strategy_keeps_load_and_orders_sections(h):
     assert threads.parse_text(MAP, history_text(MAP, h)).thread_of == h.thread_of
 
 
-RL = models.get("range_lock")
+RL = registry.get("range_lock")
 
 
 def test_judge_final_dump_must_follow_a_linearization():

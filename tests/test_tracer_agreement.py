@@ -1,4 +1,4 @@
-"""Agreement of the two tracers on the instrumentation corpus (issue 16 point 6): every corpus
+"""Agreement of the two tracers on the instrumentation corpus: every corpus
 program that pmemcheck can run (single-threaded, ending normally) is traced by the pass and under
 pmemcheck (its log imported), and both traces must show the same PM writes per operation (the
 last byte written at every offset), the same flushed lines, the same allocations, and at least
@@ -17,7 +17,7 @@ import pytest
 
 from cli_run import run_cli
 from corpus import corpuslib
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from crashsim.simulate import Simulator
 from crashsim.trace import read_trace
 from harness.target.tracers import wrap

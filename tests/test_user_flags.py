@@ -1,4 +1,4 @@
-"""A user's flags and hooks against crashcheck's own code (issue 31, item 2).
+"""A user's flags and hooks against crashcheck's own code.
 
 `--cflags` reach the structure's sources and adapter only: a header forced in to send malloc to the
 pool (tests/fixtures/poolhook) must not rewrite crashcheck's own allocator, which would then call

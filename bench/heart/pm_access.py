@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""bench/heart/pm_access.py -- Heart's PM-access claims (seed 002, section II), measured against WOART.
+"""bench/heart/pm_access.py -- Heart's PM-access claims, measured against WOART (section II of
+L. Nie et al., "Heart: A Scalable, High-performance ART for Persistent Memory", ICCD 2023).
 
 The claims: a lookup reads one XPLine (256 B, Optane's internal access unit) per layer (internal
 node visited), and an update writes 8 bytes. This script measures both for Heart (trees/heart)

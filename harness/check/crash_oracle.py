@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
 from harness.check import threads
 from harness.check.findings import oracle_point, result_dict
 from specs.model import Model
-from specs.oracle import CrashPoint, Verdict, judge_recovery
+from specs.oracle import HistoryPoint, Verdict, judge_recovery
 
 
 class SequentialOracle:
@@ -33,17 +33,17 @@ class SequentialOracle:
         self.sets = sets
         self.follow = follow
 
-    def history_point(self, cp: SimPoint) -> CrashPoint:
+    def history_point(self, cp: CrashPoint) -> HistoryPoint:
         """CP in history terms: the operations completed and the one in flight."""
         return oracle_point(cp, len(self.ops))
 
-    def key(self, cp: SimPoint) -> tuple:
+    def key(self, cp: CrashPoint) -> tuple:
         """What a verdict at CP depends on besides the recovered answer."""
         point = self.history_point(cp)
         return (point.done, point.inflight)
 
-    def verdict(self, cp: SimPoint, res) -> Verdict:
-        """The verdict on answer RES (crashsim.runner.CheckResult) for a crash at CP."""
+    def verdict(self, cp: CrashPoint, res) -> Verdict:
+        """The verdict on answer RES (crashsim.runner_client.CheckResult) for a crash at CP."""
         return judge_recovery(self.ops, self.history_point(cp), result_dict(res), self.follow,
                               model=self.model, sets=self.sets)
 
@@ -58,24 +58,24 @@ class ThreadedOracle(SequentialOracle):
         self.begin, self.end = threads.op_events(trace)
         self._at: dict[int, object] = {}
 
-    def history(self, cp: SimPoint):
+    def history(self, cp: CrashPoint):
         """The History up to CP: operations completed before it and those in flight."""
         h = self._at.get(cp.event)
         if h is None:
             h = self._at[cp.event] = threads.history_at(self.ops, self.complete, self.begin, self.end, cp.event)
         return h
 
-    def key(self, cp: SimPoint) -> tuple:
+    def key(self, cp: CrashPoint) -> tuple:
         return threads.crash_key(self.history(cp))
 
-    def verdict(self, cp: SimPoint, res) -> Verdict:
+    def verdict(self, cp: CrashPoint, res) -> Verdict:
         return threads.judge_state(self.model, self.history(cp), result_dict(res), self.follow)
 
 
 def oracle_for(model: Model, ops: list, trace: Trace, lines: list[str], sets_of, follow: list) -> SequentialOracle:
     """The oracle of history OPS (threaded or not) traced as TRACE with crash-free output LINES;
     SETS_OF(ops, lines) computes a one-thread history's states per prefix."""
-    if getattr(ops, "nthreads", 0):
+    if threads.is_threaded(ops):
         return ThreadedOracle(model, ops, trace, lines, follow)
     return SequentialOracle(model, ops, sets_of(ops, lines), follow)
 

@@ -11,14 +11,14 @@ from typing import Callable
 
 from crashsim.explore import queue_initial_image
 from crashsim.image import apply_writes, decode_writes, encode_writes
-from crashsim.runner import CheckResult
-from crashsim.simulate import CrashPoint as SimPoint, Simulator
+from crashsim.runner_client import CheckResult
+from crashsim.simulate import CrashPoint, Simulator
 from crashsim.states import StateCodec
 from crashsim.trace import Trace
 from harness.check.session import Session
 
 
-def point_at(session: Session, trace: Trace, cp_index: int) -> SimPoint:
+def point_at(session: Session, trace: Trace, cp_index: int) -> CrashPoint:
     """Crash point CP_INDEX of TRACE; ValueError if the trace has no such point."""
     sim = Simulator.from_trace(trace, session.settings.options())
     for cp in sim.crash_points(wanted=lambda k: k == cp_index):
@@ -28,13 +28,13 @@ def point_at(session: Session, trace: Trace, cp_index: int) -> SimPoint:
 
 
 def images_at(session: Session, trace: Trace, states: list[tuple[int, tuple[int, ...]]]
-              ) -> list[tuple[SimPoint, bytes]]:
+              ) -> list[tuple[CrashPoint, bytes]]:
     """The post-crash images of several crash states (point index, choice), in one pass over
     the trace."""
     wanted: dict[int, list[int]] = {}
     for i, (cp_index, _) in enumerate(states):
         wanted.setdefault(cp_index, []).append(i)
-    out: list[tuple[SimPoint, bytes] | None] = [None] * len(states)
+    out: list[tuple[CrashPoint, bytes] | None] = [None] * len(states)
     sim = Simulator.from_trace(trace, session.settings.options())
     for cp in sim.crash_points(wanted=wanted.__contains__):
         for i in wanted.pop(cp.index, []):
@@ -49,7 +49,7 @@ def images_at(session: Session, trace: Trace, states: list[tuple[int, tuple[int,
     return out        # type: ignore[return-value]
 
 
-def image_at(session: Session, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
+def image_at(session: Session, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[CrashPoint, bytes]:
     """The post-crash image of one crash state (for tracing its recovery)."""
     return images_at(session, trace, [(cp_index, choice)])[0]
 

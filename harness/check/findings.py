@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from crashsim.explore import StateOutcome
-from crashsim.model import Piece
-from crashsim.runner import CheckResult
-from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.persistency import Piece
+from crashsim.runner_client import CheckResult
+from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
 from harness.core.paths import HEADERS
 from specs.model import Model
-from specs.oracle import STOP_SIGNALS, CrashPoint, Verdict, address_free
+from specs.oracle import STOP_SIGNALS, HistoryPoint, Verdict, address_free
 
 RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
 
@@ -31,7 +31,7 @@ class Finding:
     group: tuple[str, str]               # (class, site key): findings alike are one bug
     expected: bool = False
     expected_reason: str = ""
-    point: SimPoint | None = None
+    point: CrashPoint | None = None
     choice: tuple[int, ...] = ()
     verdict: Verdict | None = None
     result: CheckResult | None = None
@@ -44,7 +44,7 @@ class Finding:
     # recovery was working on, and the trace of that recovery run (where `point` lives).
     recovery_of: tuple[int, tuple[int, ...]] | None = None
     recovery_trace: Trace | None = None
-    history_point: CrashPoint | None = None      # the original crash, in history terms
+    history_point: HistoryPoint | None = None    # the original crash, in history terms
     op_index: int | None = None                  # crash-free run: the operation that died or hung
     # Other findings of the same crash state (an unexpected leak beside an invariant violation):
     # symptoms of this one, never bugs of their own (harness/triage/bugs.py).
@@ -210,12 +210,12 @@ def store_site(trace: Trace, piece: Piece) -> int:
     return trace.events[piece.seq].site
 
 
-def oracle_point(cp: SimPoint, nops: int) -> CrashPoint:
+def oracle_point(cp: CrashPoint, nops: int) -> HistoryPoint:
     """Crash point in history terms: completed operations and the one in flight."""
     done = (cp.last_done + 1) if cp.last_done is not None else 0
     if cp.op is not None:
         done = min(done, cp.op)
-    return CrashPoint(min(done, nops), cp.op)
+    return HistoryPoint(min(done, nops), cp.op)
 
 
 def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
@@ -236,7 +236,7 @@ def result_dict(res: CheckResult) -> dict:
             "stderr": res.stderr, "stray": res.stray, "output": res.output}
 
 
-def crash_site(trace: Trace, cp: SimPoint) -> int:
+def crash_site(trace: Trace, cp: CrashPoint) -> int:
     if cp.event < len(trace.events):
         return trace.events[cp.event].site
     return 0xFFFFFFFF

@@ -25,8 +25,8 @@ import time
 from dataclasses import replace
 
 from crashsim.explore import explore
-from crashsim.runner import CheckResult, Stopped
-from crashsim.simulate import CrashPoint as SimPoint
+from crashsim.runner_client import CheckResult, Stopped
+from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
 from harness.check import crash_states
 from harness.check import threads
@@ -86,7 +86,7 @@ class Checker:
         return trace_recovery(self.session, crashed, image, tag)
 
     def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
-        if getattr(ops, "nthreads", 0):
+        if threads.is_threaded(ops):
             return threads.judge(self.model, ops, lines)[0]
         return crash_free_findings(self.model, ops, lines)
 
@@ -101,10 +101,10 @@ class Checker:
             return prefix_states(self.model, ops)
         return prefix_states(self.model, ops, [self.model.parse_output(x) for x in lines if not x.startswith("!")])
 
-    def point_at(self, trace: Trace, cp_index: int) -> SimPoint:
+    def point_at(self, trace: Trace, cp_index: int) -> CrashPoint:
         return crash_states.point_at(self.session, trace, cp_index)
 
-    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[SimPoint, bytes]:
+    def image_at(self, trace: Trace, cp_index: int, choice: tuple[int, ...]) -> tuple[CrashPoint, bytes]:
         return crash_states.image_at(self.session, trace, cp_index, choice)
 
     def recheck(self, trace: Trace, cp_index: int, choices: list[tuple[int, ...]], follow_text: str
@@ -122,7 +122,7 @@ class Checker:
         its crash-free verdict is linearizability, its crash states' durable linearizability."""
         t0 = time.monotonic()
         self.budget.check()
-        threaded = bool(getattr(ops, "nthreads", 0))
+        threaded = threads.is_threaded(ops)
         follow = self.followup(ops)
         texts = [self.model.op_text(op) for op in ops]
         hung = next((self._hung[tuple(texts[:k])] for k in range(1, len(ops) + 1)
@@ -239,7 +239,7 @@ class Checker:
         deterministic, so its crash point has the same index), shrink its crash state, and
         recompute its group from the shrunk state. A concurrency bug found without a crash gets
         its schedule shrunk instead (harness/check/schedule_shrink.py)."""
-        if f.point is None and getattr(outcome.ops, "nthreads", 0) and outcome.schedule:
+        if f.point is None and threads.is_threaded(outcome.ops) and outcome.schedule:
             before = switches(outcome.schedule)
             shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
             if shrunk is not None:

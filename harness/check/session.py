@@ -1,9 +1,9 @@
 """One checker session: a structure's driver, its model, its work folder and its runner process.
 
 Owns what every part of checking a history shares: the driver binary (and the refusal to go on
-once it is rebuilt under a running check), the structure's reference model (specs.models, by the
+once it is rebuilt under a running check), the structure's reference model (specs.registry, by the
 name `driver info` reports), the scratch folder of pools, traces and histories, the budget, and
-the long-lived checker runner (crashsim/runner.py) with its increasing state ids. Checking itself
+the long-lived checker runner (crashsim/runner_client.py) with its increasing state ids. Checking itself
 lives in harness/check/traced_run.py, crash_free.py, judging.py, recovery_crashes.py and state_shrink.py;
 harness/check/pipeline.py ties them together.
 """
@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from crashsim.layout import trace_layout
-from crashsim.runner import Runner, RunnerError
+from crashsim.runner_client import Runner, RunnerError
 from crashsim.trace import Trace
+from harness.check import threads
 from harness.target import own_fault
 from harness.core import workdir as workdirs
 from harness.core.budget import Budget
@@ -125,8 +126,7 @@ def remove_workdir(tmp, tries: int = 20) -> None:
 def history_text(model: Model, ops: Iterable[Any]) -> str:
     """OPS as the driver's history text; a threaded history (harness/check/threads.py) with its
     `thread N` sections."""
-    if getattr(ops, "nthreads", 0):
-        from harness.check import threads
+    if threads.is_threaded(ops):
         return threads.history_text(model, ops)
     return "".join(model.op_text(op) + "\n" for op in ops)
 

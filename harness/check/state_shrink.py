@@ -11,8 +11,7 @@ the same way in both orders (harness/triage/bugs.py groups bugs by them).
 """
 from __future__ import annotations
 
-from crashsim.simulate import CrashPoint as SimPoint
-from crashsim.simulate import Simulator
+from crashsim.simulate import CrashPoint, Simulator
 from crashsim.trace import Trace
 from harness.check.crash_oracle import SequentialOracle
 from harness.check.crash_states import state_checker
@@ -21,7 +20,7 @@ from harness.check.session import Session
 
 
 def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,
-                 history_cp: SimPoint | None = None) -> None:
+                 history_cp: CrashPoint | None = None) -> None:
     """Move F to the state with the fewest lost pieces that still fails with F's class, judged by
     ORACLE at HISTORY_CP (default: F's crash point; for a crash inside recovery, the original
     crash in the history's trace)."""
@@ -92,7 +91,7 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
 NEEDED_BUDGET = 64
 
 
-def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list:
+def needed_pieces(check, verdict, cp: CrashPoint, choice: tuple[int, ...]) -> list:
     """The pending pieces persisted in CHOICE that the failure needs: for each unit that kept
     some, the last piece of the shortest kept prefix that still fails, when keeping none of them
     passes. CHECK and VERDICT judge candidate choices as in shrink_state."""
@@ -124,7 +123,7 @@ def needed_pieces(check, verdict, cp: SimPoint, choice: tuple[int, ...]) -> list
 EARLY_POINTS = 32
 
 
-def operation_points(session: Session, trace: Trace, cp: SimPoint) -> list[SimPoint]:
+def operation_points(session: Session, trace: Trace, cp: CrashPoint) -> list[CrashPoint]:
     """The crash points of CP's operation before CP, latest first."""
     # the points before the operation began are simulated without their units (not wanted)
     begin = next((i for i in range(min(cp.event, len(trace.events)) - 1, -1, -1)

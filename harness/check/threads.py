@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TypeGuard
 
 from hypothesis import strategies as st
 
@@ -54,6 +55,12 @@ class Threaded(Workload):
 
     def section(self, t: int) -> list:
         return [op for op, k in zip(self, self.thread_of) if k == t]
+
+
+def is_threaded(ops: object) -> TypeGuard[Threaded]:
+    """Whether history OPS has thread sections: every step that runs or judges a history asks
+    this one question (a plain list or Workload is one thread), and after it OPS is typed."""
+    return isinstance(ops, Threaded) and ops.nthreads > 0
 
 
 def make_threaded(load: list, sections: list[list], sched: str, schedule: str | None = None) -> Threaded:
@@ -319,6 +326,5 @@ def judge_state(model: Model, history: History, result: dict, followup: list | N
 
 
 __all__ = ["LIN_STEPS", "SCHED_EXIT", "Threaded", "build_history", "crash_key", "history_at", "history_text",
-           "judge", "judge_state", "make_threaded", "op_events", "parse_text", "sched_env", "sched_finding",
-           "sequential_wrong_value",
-           "threaded_histories"]
+           "is_threaded", "judge", "judge_state", "make_threaded", "op_events", "parse_text", "sched_env",
+           "sched_finding", "sequential_wrong_value", "threaded_histories"]

@@ -47,7 +47,7 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
     hist = session.workdir / "history"
     hist.write_text(session.history_text(ops))
     sched = None
-    if getattr(ops, "nthreads", 0):
+    if threads.is_threaded(ops):
         # several threads: one at a time under the deterministic scheduler, the schedule taken
         # written beside the trace (harness/check/threads.py)
         sched = threads.sched_env(ops, session.workdir / "schedule.in", session.workdir / "trace.sched")
@@ -243,7 +243,7 @@ def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | No
         # the driver's fault handler named the operation on the thread the signal hit (fault.h)
         thread, done = fault
         where, kind = op_where(model, ops, done, thread), op_kind(model, ops[done])
-    elif getattr(ops, "nthreads", 0) and ready and done >= ops.load and key != "parent-killed":
+    elif threads.is_threaded(ops) and ready and done >= ops.load and key != "parent-killed":
         # several threads and no `!fault` line (a hang, a kill, a handler of the structure's own):
         # the operations called and not returned; which of them stopped the run is not known
         where, kind, done = threads_where(model, ops, lines)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from crashsim.model import MODELS, ModelOptions
+from crashsim.persistency import MODELS, ModelOptions
 from crashsim.states import STRATEGIES
 from harness.core import defaults
 from harness.run import executor_choice

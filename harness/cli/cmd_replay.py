@@ -15,7 +15,7 @@ from harness.core import defaults
 
 from harness.check import determinism
 
-from harness.core import record_schema
+from harness.triage import record_formats
 
 from harness.target import structures
 from harness.core.errors import DriverFailure, UsageError
@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def load_record(path: str, ident: str | None) -> dict:
-    """The record to replay, checked (harness/core/record_schema.py): UsageError names what is wrong."""
-    return record_schema.load_record(path, ident)
+    """The record to replay, checked (harness/triage/record_formats.py): UsageError names what is wrong."""
+    return record_formats.load_record(path, ident)
 
 
 def _ops(path: str, lines: list[str], what: str, structure: structures.Structure, model: Model) -> list:

@@ -1,6 +1,6 @@
 """`crashcheck report RESULTS.json -o FILE.html`: render a results file as a self-contained page.
 
-The results file is checked first (harness/core/record_schema.py); the output must be a new or
+The results file is checked first (harness/triage/record_formats.py); the output must be a new or
 regular file in an existing, writable folder, and never the results file itself."""
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 from harness.core.errors import UsageError
 from harness.run.journal import is_journal, read_journal
-from harness.core.record_schema import check_results, load_results, same_file
+from harness.core.user_files import same_file
 from harness.render.report import write_report
+from harness.triage.record_formats import check_results, load_results
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -16,7 +16,7 @@ import json
 import math
 import sys
 
-from crashsim.model import ModelError, ModelOptions, Piece
+from crashsim.persistency import ModelError, ModelOptions, Piece
 from crashsim.simulate import CrashPoint, Simulator
 from crashsim.states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
 from crashsim.trace import read_trace
@@ -85,7 +85,7 @@ def _dumps(obj: dict) -> str:
 def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
     """`states --strategy lazy`: run the search and print its executions per crash point."""
     from crashsim.explore import explore
-    from crashsim.runner import Runner, RunnerError
+    from crashsim.runner_client import Runner, RunnerError
     from crashsim.trace import TraceError
     from harness.target import structures
     from harness.check.session import clean_env

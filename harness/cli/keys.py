@@ -1,4 +1,5 @@
-"""Key distributions of the thesis (seed 004, chapter 4): Dense, Sparse and Clustered 8-byte keys.
+"""Key distributions of the WORT thesis: Dense, Sparse and Clustered 8-byte keys (chapter 4 of
+S. Lee, "Write-Optimal Radix Tree", master's thesis, UNIST, 2018).
 
 Owns only key generation; every generator is seeded and returns distinct keys in insertion order
 (shuffled, as the thesis inserts "in random order").

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from harness.core.errors import UsageError
-from harness.core.record_schema import same_file
+from harness.core.user_files import same_file
 
 
 def _writable_folder(path: Path, what: str) -> None:

@@ -66,7 +66,7 @@ def _refuse(message: str) -> None:
 
 def validate(opts: dict) -> None:
     """Fail the test on options that would make the gate check nothing or something else."""
-    from crashsim.model import MODELS
+    from crashsim.persistency import MODELS
     from crashsim.states import STRATEGIES
     from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
     from specs.oracle import CLASSES, CONCURRENT_CLASSES

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crashsim.model import ModelOptions
+from crashsim.persistency import ModelOptions
 from harness.core import defaults
 
 

@@ -46,7 +46,7 @@ from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
 
-from crashsim.runner import Stopped
+from crashsim.runner_client import Stopped
 from crashsim.trace import Trace
 from harness.check import determinism
 from harness.check.findings import Finding, HistoryOutcome

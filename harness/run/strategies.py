@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from harness.check.threads import threaded_histories
 from harness.run.config import Config
 from harness.target.structures import Structure
-from specs import models
+from specs import registry
 # The ordered map's option choices, which the CLI and the pytest gate validate their options by.
 from specs.map_histories import KEY_DISTRIBUTIONS, MIXES
 from specs.model import Model, Workload, with_load
@@ -91,7 +91,7 @@ def held_engine_clock() -> Iterator[None]:
 
 
 def model_of(model: Model | str) -> Model:
-    return models.get(model) if isinstance(model, str) else model
+    return registry.get(model) if isinstance(model, str) else model
 
 
 def histories(model: Model | str = "ordered_map", **opts: Any):

@@ -6,7 +6,7 @@ checker runner): `crashcheck-fault: signal=11 cause=reentered fn=0x... frame=0x.
 The function and source line are named with llvm-symbolizer-16 (addr2line if it is missing), and
 the run ends with a SetupError: one line naming the frame and the likely cause, exit 2, no bug
 record. The crash-free run and the traced recovery of an image (harness/check/traced_run.py) and every
-crash-state check of the runner (crashsim.runner.Runner's `vet`, set by harness/check/session.py) pass
+crash-state check of the runner (crashsim.runner_client.Runner's `vet`, set by harness/check/session.py) pass
 what the driver printed through `check`. Which faults are crashcheck's own is rt_fault.c's rule
 (docs/trees.md, "Crashes in crashcheck's own code").
 """

@@ -17,7 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.core.errors import UsageError
-from harness.core.record_schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text, read_json
+from harness.core.schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text
+from harness.core.user_files import read_json
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,23 +85,23 @@ class Structure:
 
     @property
     def spec_model(self) -> str:
-        """The reference model the structure is judged against (specs/models.py), as its driver
+        """The reference model the structure is judged against (specs/registry.py), as its driver
         says: `ordered_map` for every map, `range_lock` for the range lock."""
         return str(self.info.get("model", "ordered_map"))
 
     def model(self):
         """The structure's reference model (a specs.model.Model): a registered one, or the one its
         `crashcheck build --model FILE.py` gave. UsageError if neither knows its name."""
-        from specs import models
+        from specs import registry
         name = self.spec_model
-        if name in models.names():
-            return models.get(name)
+        if name in registry.names():
+            return registry.get(name)
         if self.model_file is None:
             raise UsageError(f"{self.name} is judged against the model {name!r}, which crashcheck does not "
-                             f"know (known: {', '.join(models.names())}); build it with "
+                             f"know (known: {', '.join(registry.names())}); build it with "
                              "`crashcheck build ... --model FILE.py` defining MODEL")
         try:
-            return models.load_file(name, self.model_file)
+            return registry.load_file(name, self.model_file)
         except ValueError as exc:
             raise UsageError(f"{self.name}: {exc}") from None
 

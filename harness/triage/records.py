@@ -13,18 +13,19 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from crashsim.model import Piece
+from crashsim.persistency import Piece
 from crashsim.trace import Trace
 from harness.triage import bugs, lanes
 from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from harness.check import threads
 from harness.check.hangs import hang_words
 from harness.core.paths import relative_record
 from harness.core.settings import Settings
-from specs import models
+from specs import registry
 from specs.model import Model
 
 CONTEXT_LINES = 3
-RECORD_FORMAT = 1       # the "crashcheck" field; harness/core/record_schema.py reads it (FORMAT)
+RECORD_FORMAT = 1       # the "crashcheck" field; harness/triage/record_formats.py reads it (FORMAT)
 
 
 def region_prefix(region: int | None) -> str:
@@ -138,11 +139,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     trace): the record then says the bug's cause, its other symptoms and its store orders.
     FIRST_SEEN_S: seconds into the run it was first seen."""
     f = finding
-    model = outcome.model or models.get("ordered_map")
+    model = outcome.model or registry.get("ordered_map")
     # A crash inside recovery lives in the trace of that recovery run.
     trace = f.recovery_trace if f.recovery_trace is not None else outcome.trace
     cp = f.point
     verdict = f.verdict
+    threaded = outcome.ops if threads.is_threaded(outcome.ops) else None
     record = {
         "crashcheck": RECORD_FORMAT,
         "id": ident,
@@ -182,16 +184,16 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
         # threaded histories (harness/check/threads.py): each operation's thread (0: the load phase),
         # the scheduler setting, and the schedule the run took, which replay runs again exactly
-        "threads": getattr(outcome.ops, "nthreads", 0) or 1,
-        "thread_of": list(getattr(outcome.ops, "thread_of", ())),
-        "sched": getattr(outcome.ops, "sched", None) if getattr(outcome.ops, "nthreads", 0) else None,
+        "threads": threaded.nthreads if threaded is not None else 1,
+        "thread_of": list(threaded.thread_of) if threaded is not None else [],
+        "sched": threaded.sched if threaded is not None else None,
         "schedule": outcome.schedule,
         # the picture of a threaded run (harness/triage/lanes.py), all on the trace's event axis
         "lanes": [],
         "preemptions": [],
         "lanes_crash": None,
     }
-    if getattr(outcome.ops, "nthreads", 0) and outcome.run_trace is not None:
+    if threaded is not None and outcome.run_trace is not None:
         run = outcome.run_trace
         record["lanes"] = lanes.lanes(model, outcome.ops, outcome.lines, run)
         record["preemptions"] = lanes.preemptions(run)

@@ -1,5 +1,6 @@
 /*
- * artcow.h -- ART+CoW, the adaptive radix tree with copy-on-write (seed 004, section 3.6)
+ * artcow.h -- ART+CoW, the adaptive radix tree with copy-on-write (section 3.6 of
+ *             S. Lee, "Write-Optimal Radix Tree", master's thesis, UNIST, 2018)
  *
  * ART+CoW is the shared ART engine (trees/art_engine/art_nodes.h) with this
  * write policy: NODE4 and NODE16 are classic sorted nodes that are never

@@ -18,7 +18,7 @@
  * open/recover and never lives in the pool.
  *
  * Models.  An adapter names the reference model it is judged against
- * (`model`, specs/models.py; NULL means "ordered_map").  An ordered map is
+ * (`model`, specs/registry.py; NULL means "ordered_map").  An ordered map is
  * driven through the map verbs below.  Any other model is driven through
  * `op`: the history line `NAME ARG ...` is parsed generically, checked
  * against the adapter's table `ops` (names and argument kinds), and handed
@@ -183,7 +183,7 @@ struct cc_adapter {
 	 * map adapter leaves them zero.  A non-map adapter leaves the map verbs
 	 * (insert .. scan, dump) NULL.
 	 *
-	 * model -- the name of its reference model in specs/models.py
+	 * model -- the name of its reference model in specs/registry.py
 	 * (e.g. "range_lock"); NULL means "ordered_map".
 	 */
 	const char *model;

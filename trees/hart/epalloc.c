@@ -1,6 +1,6 @@
 /*
  * epalloc.c -- EPallocator: chunks of 56 slots chained from the meta object
- *              (seed 001, section III-A.4/5, Algorithms 2 and 6)
+ *              (HART, IPDPS 2019: section III-A.4/5, Algorithms 2 and 6; hart.h)
  *
  * Ordering rules
  * --------------

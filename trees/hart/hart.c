@@ -1,8 +1,8 @@
 /*
  * hart.c -- HART operations: the hash table, insert, update, delete, search, scan, dump
  *
- * Failure atomicity (seed 001, Algorithms 1, 3, 4, 5)
- * ----------------------------------------------------
+ * Failure atomicity (HART, IPDPS 2019, Algorithms 1, 3, 4, 5; cited in hart.h)
+ * ----------------------------------------------------------------------------
  *   - insert: value written and persisted, the leaf's value pointer, the
  *     value bit, the key, the key length; the leaf bit commits.  A crash
  *     before it leaves a free leaf naming a value whose bit is set, which

@@ -1,5 +1,7 @@
 /*
- * hart.h -- HART, the hash-assisted adaptive radix tree for PM (seed 001, section III)
+ * hart.h -- HART, the hash-assisted adaptive radix tree for PM (section III of
+ *           W. Pan, T. Xie, X. Song, "HART: A Concurrent Hash-Assisted Radix Tree
+ *           for DRAM-PM Hybrid Memory Systems", IPDPS 2019)
  *
  * Keys are byte strings of 1..HART_KEY_MAX (24) bytes, values 1..16 bytes.
  * The first HART_KH bytes of a key (the hash key, compile-time: -DHART_KH=N)

@@ -1,5 +1,7 @@
 /*
- * heart.h -- Heart, the lock-free persistent ART for eADR machines (seed 002, section II)
+ * heart.h -- Heart, the lock-free persistent ART for eADR machines (section II of
+ *            L. Nie et al., "Heart: A Scalable, High-performance ART for Persistent
+ *            Memory", ICCD 2023)
  *
  * Keys are byte strings of 1..HEART_KEY_MAX (24) bytes, values 1..16 bytes.
  * Every object (internal nodes and leaves) lives in PM; the tree is built for

@@ -1,5 +1,5 @@
 /*
- * adapter.c -- the range lock (seed 003) behind the adapter API (cc_tree.h)
+ * adapter.c -- the range lock (rangelock.h) behind the adapter API (cc_tree.h)
  *
  * Not a map: the model is "range_lock" (specs/range_lock.py), driven through
  * the generic entry point with the operations `trylock S E` and

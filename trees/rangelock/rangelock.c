@@ -1,5 +1,5 @@
 /*
- * rangelock.c -- the lock-free skip-list range lock (seed 003, Listings 3.1-3.2, 4.1-4.4)
+ * rangelock.c -- the lock-free skip-list range lock (Nguyen's thesis, Listings 3.1-3.2, 4.1-4.4)
  *
  * Design
  * ------

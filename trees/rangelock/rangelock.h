@@ -1,5 +1,7 @@
 /*
- * rangelock.h -- the lock-free skip-list range lock of seed 003 (chapters 3-4)
+ * rangelock.h -- the lock-free skip-list range lock of chapters 3-4 of
+ *                T.-D. Nguyen, "Concurrent Range Locking", bachelor's thesis,
+ *                TU Munich, 2024
  *
  * A set of held, pairwise disjoint, inclusive ranges [start, end] of
  * uint64_t kept in a lock-free skip list (Herlihy & Shavit's

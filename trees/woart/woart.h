@@ -1,5 +1,6 @@
 /*
- * woart.h -- WOART, the Write Optimal Adaptive Radix Tree (seed 004, section 3.5)
+ * woart.h -- WOART, the Write Optimal Adaptive Radix Tree (section 3.5 of
+ *            S. Lee, "Write-Optimal Radix Tree", master's thesis, UNIST, 2018)
  *
  * WOART is the shared ART engine (trees/art_engine/art_nodes.h) with this
  * write policy: NODE4 commits with one 8-byte store of its partial keys +

@@ -1,8 +1,8 @@
 /*
  * wort.c -- WORT operations: insert, update, delete, lookup, scan, dump
  *
- * Failure atomicity (seed 004, sections 3.2 and 3.4)
- * ---------------------------------------------------
+ * Failure atomicity (WORT thesis, sections 3.2 and 3.4; cited in wort.h)
+ * ----------------------------------------------------------------------
  * Every change is prepared in objects nobody points to yet, persisted, and
  * published by ONE 8-byte store that is persisted last:
  *   - insert into an empty slot: value, leaf; then the slot.

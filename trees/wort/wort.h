@@ -1,5 +1,7 @@
 /*
- * wort.h -- WORT, the write-optimal radix tree for PM (seed 004, sections 3.2-3.4)
+ * wort.h -- WORT, the write-optimal radix tree for PM (sections 3.2-3.4 of
+ *           S. Lee, "Write-Optimal Radix Tree: A Deterministic Indexing Structure
+ *           for Persistent Memory Storage Systems", master's thesis, UNIST, 2018)
  *
  * 8-byte keys (big-endian u64), 4-bit partial keys, 16 children per node,
  * path compression with an 8-byte header {depth, prefix length, prefix}

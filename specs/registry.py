@@ -1,4 +1,4 @@
-"""The model registry: a model's name (as structures and CLIs name it) -> its specs.model.Model.
+"""The reference-model registry: a model's name (as structures and CLIs name it) -> its specs.model.Model.
 
 Owns only the names. Each model lives in its own module and is imported on first use.
 """

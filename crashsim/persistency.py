@@ -2,7 +2,8 @@
 
 Owns: what a "piece" is and how a logged store becomes pieces. The rules that decide which pieces
 are guaranteed or pending live in crashsim/simulate.py (the fast, incremental simulator) and,
-written for clarity instead of speed, in crashsim/reference.py.
+written for clarity instead of speed, in crashsim/reference.py. (What a recovered state is judged
+against, the reference models of a structure's operations, is specs/, not this.)
 
 Models (see docs of crashsim/simulate.py for the full statement):
   adr   caches are volatile; per cache line, pieces persist in trace order; a flush followed by a

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from crashsim.image import apply_writes, decode_writes
-from crashsim.model import ModelError, ModelOptions, split_points
+from crashsim.persistency import ModelError, ModelOptions, split_points
 from crashsim.simulate import Simulator
 from crashsim.states import StateCodec, exhaustive
 from crashsim.trace_writer import TraceWriter

@@ -1,181 +1,31 @@
-"""Bug records and results files (docs/bug-record.md), checked before anything reads them.
+"""The bug-record and results-file formats (docs/bug-record.md), checked before anything reads them.
 
-Owns what a valid record and a valid results file look like, as data (RECORD, RESULTS below), and
-reading such a file from a path a user gave: only a regular file, UTF-8 JSON without NaN, nesting
-and number sizes Python can take. `replay` and `report` call `load_record` / `load_results`; a
-file that fails gets one UsageError line naming the file, the field (`bugs[2].crash.choice[0]`)
-and what it should be. Checked values come back normalised: optional fields that are missing get
-their documented defaults, so the readers index fields without guessing. Never judges whether a
-record still reproduces (that is `crashcheck replay`'s job).
+Owns what a valid record and a valid results file look like, as data (RECORD, RESULTS below, built
+with the schema kit of harness/core/schema.py), and loading one from a path a user gave (the file
+read by harness/core/user_files.py: a regular file of UTF-8 JSON without NaN). `replay` and
+`report` call `load_record` / `load_results`; a file that fails gets one UsageError line naming the
+file, the field (`bugs[2].crash.choice[0]`) and what it should be. Checked values come back
+normalised: optional fields that are missing get their documented defaults, so the readers index
+fields without guessing. Never judges whether a record still reproduces (that is `crashcheck
+replay`'s job).
 
 Versions: results files carry `"crashcheck": 1`; records written since this module carry it too,
 and records without it (written before) are read as version 1.
 """
 from __future__ import annotations
 
-import json
-import math
 import os
-import stat
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from crashsim.model import MODELS
+from crashsim.persistency import MODELS
 from crashsim.states import STRATEGIES
 from harness.core.defaults import LIMIT, TRACER, TRACERS
 from harness.core.errors import UsageError
+from harness.core.schema import (REQUIRED, Big, Bool, List, Map, Nat, Obj, Opt, SchemaError, Seconds, Text, Tuple,
+                                 value_kind)
+from harness.core.user_files import read_json
 
 FORMAT = 1                     # the "crashcheck" field of results files and bug records
-MAX_FILE = 1 << 30             # bytes; a results file of a long run with many bugs stays far below
-MAX_INT = 1 << 63              # counts, offsets and indexes above this are corrupt, not big
-
-
-class SchemaError(Exception):
-    """A value that does not fit its spec (internal): WHERE is the field path."""
-
-    def __init__(self, where: str, want: str, value: Any = None, missing: bool = False):
-        super().__init__(f"{where} is missing" if missing else
-                         f"{where or 'the top level'} must be {want}, not {_kind(value)}")
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return f"{value}" if abs(value) < 10 ** 12 else "a number that large"
-    if isinstance(value, float):
-        return f"{value}"
-    if isinstance(value, str):
-        return f"the text {value[:40]!r}" if len(value) <= 40 else "a text"
-    if isinstance(value, list):
-        return f"a list of {len(value)}"
-    return "an object" if isinstance(value, dict) else type(value).__name__
-
-
-# -- specs: small classes, each checks one value and returns it normalised ------------------------
-
-class Spec:
-    def check(self, value: Any, where: str) -> Any:
-        raise NotImplementedError
-
-
-@dataclass(frozen=True)
-class Nat(Spec):
-    """A whole number from LO up to (not including) MAX_INT."""
-    lo: int = 0
-
-    def check(self, value, where):
-        if isinstance(value, bool) or not isinstance(value, int) or not self.lo <= value < MAX_INT:
-            raise SchemaError(where, f"a whole number from {self.lo} to 2^63-1", value)
-        return value
-
-
-@dataclass(frozen=True)
-class Big(Spec):
-    """A count of any size: a whole number >= 0, or one written as a decimal string."""
-
-    def check(self, value, where):
-        if isinstance(value, str) and value.isdigit() and value.isascii():
-            return value
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise SchemaError(where, "a whole number >= 0 (or its decimal text)", value)
-        return value
-
-
-@dataclass(frozen=True)
-class Seconds(Spec):
-    def check(self, value, where):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value < 0:
-            raise SchemaError(where, "a number of seconds >= 0", value)
-        return value
-
-
-@dataclass(frozen=True)
-class Text(Spec):
-    choices: tuple[str, ...] = ()
-
-    def check(self, value, where):
-        if not isinstance(value, str):
-            raise SchemaError(where, "a text", value)
-        if self.choices and value not in self.choices:
-            raise SchemaError(where, f"one of {', '.join(self.choices)}", value)
-        return value
-
-
-@dataclass(frozen=True)
-class Bool(Spec):
-    def check(self, value, where):
-        if not isinstance(value, bool):
-            raise SchemaError(where, "true or false", value)
-        return value
-
-
-@dataclass(frozen=True)
-class Opt(Spec):
-    """SPEC or null."""
-    spec: Spec
-
-    def check(self, value, where):
-        return None if value is None else self.spec.check(value, where)
-
-
-@dataclass(frozen=True)
-class List(Spec):
-    item: Spec
-
-    def check(self, value, where):
-        if not isinstance(value, list):
-            raise SchemaError(where, "a list", value)
-        return [self.item.check(v, f"{where}[{i}]") for i, v in enumerate(value)]
-
-
-@dataclass(frozen=True)
-class Tuple(Spec):
-    items: tuple[Spec, ...]
-
-    def check(self, value, where):
-        if not isinstance(value, list) or len(value) != len(self.items):
-            raise SchemaError(where, f"a list of {len(self.items)}", value)
-        return [s.check(v, f"{where}[{i}]") for i, (s, v) in enumerate(zip(self.items, value))]
-
-
-@dataclass(frozen=True)
-class Map(Spec):
-    """An object with any keys, each value a VALUE."""
-    value: Spec
-
-    def check(self, value, where):
-        if not isinstance(value, dict):
-            raise SchemaError(where, "an object", value)
-        return {k: self.value.check(v, f"{where}[{k!r}]") for k, v in value.items()}
-
-
-REQUIRED = object()
-
-
-@dataclass(frozen=True, eq=False)
-class Obj(Spec):
-    """An object with these FIELDS: name -> (spec, default), REQUIRED as the default for a field
-    that must be there. Unknown fields are kept (a newer crashcheck of the same format may add some)."""
-    fields: dict
-
-    def check(self, value, where):
-        if not isinstance(value, dict):
-            raise SchemaError(where, "an object", value)
-        out = dict(value)
-        for name, (spec, default) in self.fields.items():
-            at = f"{where}.{name}" if where else name
-            if name not in value:
-                if default is REQUIRED:
-                    raise SchemaError(at, "present", missing=True)
-                out[name] = default() if callable(default) else default
-            else:
-                out[name] = spec.check(value[name], at)
-        return out
 
 
 # -- the formats of docs/bug-record.md ----------------------------------------------------------
@@ -291,7 +141,7 @@ RESULTS = Obj({
 
 def _version(data: Any, path: str, what: str, required: bool) -> None:
     if not isinstance(data, dict):
-        raise UsageError(f"{path}: not a {what} (the file holds {_kind(data)}, not an object)")
+        raise UsageError(f"{path}: not a {what} (the file holds {value_kind(data)}, not an object)")
     if "crashcheck" not in data:
         if required:
             raise UsageError(f"{path}: not a crashcheck {what} (no \"crashcheck\" format field; write one with "
@@ -299,7 +149,7 @@ def _version(data: Any, path: str, what: str, required: bool) -> None:
         return
     version = data["crashcheck"]
     if version != FORMAT or isinstance(version, bool):
-        raise UsageError(f"{path}: {what} of format {_kind(version)}; this crashcheck reads format "
+        raise UsageError(f"{path}: {what} of format {value_kind(version)}; this crashcheck reads format "
                          f"{FORMAT} (use the crashcheck that wrote it)")
 
 
@@ -343,47 +193,6 @@ def _consistent(rec: dict, path: str, where: str) -> None:
                              f"before its call at event {lane['call']}")
 
 
-def read_json(path: str | os.PathLike, what: str) -> Any:
-    """The JSON value in PATH, a regular file of at most MAX_FILE bytes of UTF-8, or UsageError.
-    NaN and Infinity (which Python's json would take) are refused: no format has them."""
-    name = str(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise UsageError(f"{name}: no such {what}") from None
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot open this {what}: {exc.strerror or exc}") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise UsageError(f"{name}: is a folder, not a {what}")
-        if not stat.S_ISREG(st.st_mode):
-            raise UsageError(f"{name}: not a regular file (a FIFO, socket or device); a {what} must be a file")
-        if st.st_size > MAX_FILE:
-            raise UsageError(f"{name}: {st.st_size} bytes, too large for a {what} (at most {MAX_FILE})")
-        with os.fdopen(os.dup(fd), "rb") as f:
-            raw = f.read(st.st_size)
-    except OSError as exc:
-        raise UsageError(f"{name}: cannot read this {what}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not a {what}: byte {exc.start} is not UTF-8 text (a binary file?)") from None
-
-    def no_constant(token: str):
-        raise ValueError(f"{token} is not a JSON number")
-    try:
-        return json.loads(text, parse_constant=no_constant)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{name}: not a {what}: bad JSON ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"{name}: not a {what}: JSON nested too deeply") from None
-    except ValueError as exc:     # NaN / Infinity, or an integer of thousands of digits
-        raise UsageError(f"{name}: not a {what}: {exc}") from None
-
-
 def load_results(path: str | os.PathLike) -> dict:
     return check_results(read_json(path, "results file"), str(path))
 
@@ -410,9 +219,4 @@ def load_record(path: str | os.PathLike, ident: str | None = None) -> dict:
     return check_record(data, name)
 
 
-def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
-    """True if paths A and B name one file (through symlinks, hard links, relative paths)."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return Path(a).resolve() == Path(b).resolve()
+__all__ = ["FORMAT", "RECORD", "RESULTS", "STATS", "check_record", "check_results", "load_record", "load_results"]
