@@ -21,105 +21,15 @@ import json
 import random
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from cli_run import run_cli
+from dict_model import VSIZE, Model, check_pool, history, key_pool, line
 from treeutil import ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "heart" / "driver-native"
-VSIZE = 16
-
-
-def tok(b: bytes) -> str:
-    """Driver notation: 8-byte keys print as decimals, anything else as x:HEX."""
-    return str(int.from_bytes(b, "big")) if len(b) == 8 else "x:" + b.hex()
-
-
-def vtok(b: bytes) -> str:
-    return str(int.from_bytes(b, "little")) if len(b) == 8 else "x:" + b.hex()
-
-
-@dataclass
-class Model:
-    """An ordered map of byte strings, and the result line of each operation."""
-    data: dict[bytes, bytes] = field(default_factory=dict)
-
-    def apply(self, op: tuple) -> str:
-        kind, key, *rest = op
-        if kind == "insert":
-            if key in self.data:
-                return "exists"
-            self.data[key] = rest[0]
-            return "ok"
-        if kind == "update":
-            if key not in self.data:
-                return "notfound"
-            self.data[key] = rest[0]
-            return "ok"
-        if kind == "delete":
-            return "ok" if self.data.pop(key, None) is not None else "notfound"
-        if kind == "lookup":
-            return f"value {vtok(self.data[key])}" if key in self.data else "notfound"
-        if kind == "scan":
-            found = sorted(k for k in self.data if k >= key)[: rest[0]]
-            return " ".join(["scan"] + [f"{tok(k)} {vtok(self.data[k])}" for k in found])
-        raise AssertionError(kind)
-
-
-def line(op: tuple) -> str:
-    kind, key, *rest = op
-    if kind in ("insert", "update"):
-        return f"{kind} {tok(key)} {vtok(rest[0])}"
-    if kind == "scan":
-        return f"scan {tok(key)} {rest[0]}"
-    return f"{kind} {tok(key)}"
-
-
-def key_pool(rng: random.Random, n: int, prefixes: int) -> list[bytes]:
-    """Keys of 1..24 bytes over a few hash keys, many sharing longer prefixes, some shorter than 2."""
-    heads = [bytes([rng.randrange(256), rng.randrange(256)]) for _ in range(prefixes)]
-    keys: set[bytes] = {bytes([rng.randrange(4)]) for _ in range(3)}
-    while len(keys) < n:
-        base = rng.choice(heads)
-        if rng.random() < 0.5 and keys:
-            base = rng.choice(sorted(keys))[: rng.randrange(1, 25)]
-        tail = bytes(rng.randrange(4) for _ in range(rng.randrange(0, 24 - len(base) + 1)))
-        k = (base + tail)[:24]
-        if k:
-            keys.add(k)
-    return sorted(keys)
-
-
-def history(rng: random.Random, keys: list[bytes], n: int) -> list[tuple]:
-    ops = []
-    for _ in range(n):
-        r, k = rng.random(), rng.choice(keys)
-        v = bytes(rng.randrange(256) for _ in range(rng.choice((8, 16, rng.randrange(1, VSIZE + 1)))))
-        if r < 0.45:
-            ops.append(("insert", k, v))
-        elif r < 0.6:
-            ops.append(("update", k, v))
-        elif r < 0.8:
-            ops.append(("delete", k))
-        elif r < 0.95:
-            ops.append(("lookup", k))
-        else:
-            ops.append(("scan", rng.choice(keys)[: rng.randrange(1, 25)], rng.randrange(0, 8)))
-    return ops
-
-
-def check(pool: Path, model: Model) -> dict:
-    res = run_driver(DRIVER, ["check", "--pool", str(pool)])
-    assert res.returncode == 0, res.stderr
-    result = json.loads(res.stdout)
-    assert result["recovered"] is True, result
-    assert result["violations"] == []
-    assert result["unreachable"] == []
-    assert result["dump"] == [[k.hex(), v.hex()] for k, v in sorted(model.data.items())]
-    return result
 
 
 CASES = {  # name: (keys, hash keys, operations)
@@ -136,7 +46,7 @@ def test_heart_history_matches_dict(trees_built, tmp_path, case):
     keys = key_pool(rng, nkeys, prefixes)
     ops = history(rng, keys, n)
     model = Model()
-    expected = [model.apply(op) for op in ops]
+    expected = [model.apply(line(op)) for op in ops]
     pool = tmp_path / "pool"
     res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "64m", "--check"],
                      "\n".join(line(op) for op in ops))
@@ -145,16 +55,16 @@ def test_heart_history_matches_dict(trees_built, tmp_path, case):
     for i, (g, e) in enumerate(zip(got, expected)):
         assert g == e, f"op {i} ({line(ops[i])}): driver said {g!r}, model {e!r}"
     assert len(got) == len(expected)
-    check(pool, model)
+    check_pool(DRIVER, pool, model)
 
     # reopen (recovery rebuilds the DRAM side), go on, then drain: every chunk goes back
     more = history(rng, keys, n // 4)
     rest = more + [("delete", k) for k in sorted(keys, key=lambda _: rng.random())] + [("scan", b"\0", 5)]
-    exp = [model.apply(op) for op in rest]
+    exp = [model.apply(line(op)) for op in rest]
     res = run_driver(DRIVER, ["run", "--pool", str(pool), "--check"], "\n".join(line(op) for op in rest))
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == exp
-    result = check(pool, model)
+    result = check_pool(DRIVER, pool, model)
     assert len(result["allocated"]) == 1, "only the meta object stays once every key is gone"
 
 
@@ -167,13 +77,13 @@ def test_heart_short_keys_and_prefixes(trees_built, tmp_path):
     ops += [("lookup", k) for k in keys] + [("scan", b"\0", 100), ("scan", b"ab", 3)]
     ops += [("delete", b"a\0"), ("lookup", b"a"), ("lookup", b"a\0\0"), ("update", b"ab", b"\x42" * VSIZE),
             ("scan", b"a", 100)]
-    expected = [model.apply(op) for op in ops]
+    expected = [model.apply(line(op)) for op in ops]
     pool = tmp_path / "pool"
     res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "4m"],
                      "\n".join(line(op) for op in ops))
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == expected
-    check(pool, model)
+    check_pool(DRIVER, pool, model)
 
 
 def test_heart_info(trees_built):

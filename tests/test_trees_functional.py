@@ -15,7 +15,8 @@ from typing import Callable
 
 import pytest
 
-from treeutil import ROOT, TREES_DIR, U64, Model, catalog, run_driver, shared_folders
+from dict_model import Model, check_pool
+from treeutil import ROOT, TREES_DIR, U64, catalog, run_driver, shared_folders
 
 
 def tree_names() -> list[str]:
@@ -71,7 +72,7 @@ def mixed_keys(rng: random.Random) -> Callable[[], int]:
     return lambda: rng.choice(gens)()
 
 
-def drain(ops: list[str], model_keys: list[int]) -> list[str]:
+def drain(ops: list[str], model_keys: list[str]) -> list[str]:
     """Delete everything, in the order given, then look up and scan the empty tree."""
     return ops + [f"delete {k}" for k in model_keys] + ["scan 0 5", f"lookup {model_keys[0] if model_keys else 0}"]
 
@@ -83,18 +84,6 @@ CASES: dict[str, tuple[Callable[[random.Random], Callable[[], int]], int]] = {
     "high-nibbles": (high_nibble_keys, 400),
     "mixed-long": (mixed_keys, 5000),
 }
-
-
-def check_pool(driver: Path, pool: Path, model: Model) -> dict:
-    res = run_driver(driver, ["check", "--pool", str(pool)])
-    assert res.returncode == 0, res.stderr
-    result = json.loads(res.stdout)
-    assert result["recovered"] is True and result["recover_status"] == 0
-    assert result["violations"] == []
-    assert result["unreachable"] == []
-    want = [[k.to_bytes(8, "big").hex(), v.to_bytes(8, "little").hex()] for k, v in sorted(model.data.items())]
-    assert result["dump"] == want
-    return result
 
 
 @pytest.mark.parametrize("tree", tree_names())
@@ -114,12 +103,13 @@ def test_random_history_matches_dict(trees_built, tmp_path, tree, case):
     for i, (g, e) in enumerate(zip(got, expected)):
         assert g == e, f"op {i} ({ops[i]}): driver said {g!r}, model {e!r}"
     assert len(got) == len(expected)
-    assert dump == " ".join(["dump"] + [f"{k} {v}" for k, v in sorted(model.data.items())])
+    assert dump == model.dump_line()
     result = check_pool(driver, pool, model)
+    assert result["recover_status"] == 0
     assert len(result["allocated"]) >= len(model.data)  # at least a leaf or value per key
 
     # continue on the same pool: delete everything, the pool must end empty
-    rest = drain([], sorted(model.data, key=lambda k: rng.random()))
+    rest = drain([], sorted(model.keys(), key=lambda k: rng.random()))
     res = run_driver(driver, ["run", "--pool", str(pool)], "\n".join(rest))
     assert res.returncode == 0, res.stderr
     assert res.stdout.splitlines() == [model.apply(line) for line in rest]

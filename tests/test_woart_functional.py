@@ -8,7 +8,6 @@ test (leaves and values are 16 bytes at most), and each node type has its own si
 """
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -16,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from treeutil import TREES_DIR, Model, key
+from dict_model import Model, check_pool
+from treeutil import TREES_DIR, key
 
 TREES = ("woart", "artcow")
 # sizeof of the node types (trees/art_engine/art_nodes.h): NODE4 56, NODE16 168, NODE48 656, NODE256 2064
@@ -36,16 +36,7 @@ def run(tree: str, pool: Path, ops: list[str], create: bool = False) -> list[str
 
 def check(tree: str, pool: Path, model: Model) -> dict:
     """`driver check` of POOL: recovered, no violation, no leak, dump equal to MODEL."""
-    res = subprocess.run([str(driver(tree)), "check", "--pool", str(pool), "--size", "4m"],
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    result = json.loads(res.stdout)
-    assert result["recovered"] is True, result
-    assert result["violations"] == []
-    assert result["unreachable"] == []
-    want = [[k.to_bytes(8, "big").hex(), v.to_bytes(8, "little").hex()] for k, v in sorted(model.data.items())]
-    assert result["dump"] == want
-    return result
+    return check_pool(driver(tree), pool, model, "--size", "4m")
 
 
 def biggest_node(result: dict) -> int:
