@@ -44,3 +44,11 @@ def test_user_error_is_one_line(tmp_path, argv, message):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
     assert message in lines[0]
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "inf"])
+def test_a_bad_give_up_wait_is_one_line(value):
+    # $CRASHCHECK_GIVE_UP_S: how long a stopped run waits for its units (harness/run/executors.py)
+    res = run_cli("fuzz", "wort", "--examples", "1", "--jobs", "2", "--quiet", env_extra={"CRASHCHECK_GIVE_UP_S": value})
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stdout + res.stderr
+    assert res.stderr.strip() == f"crashcheck: error: CRASHCHECK_GIVE_UP_S={value}: give a positive number of seconds"

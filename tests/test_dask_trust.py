@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import ROOT, run_cli
+from waiting import history_checked, journal_has, wait_until
 
 pytest.importorskip("distributed")
 
@@ -91,8 +92,8 @@ def test_silent_workers_end_the_run(tmp_path):
 @pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
                          ids=["SIGINT-to-the-group", "SIGTERM-to-the-client"])
 def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
-    # A run long enough to be stopped in the middle; the signal comes once units check histories
-    # (each checker makes a work folder crashcheck-<pid>-* in $CRASHCHECK_WORKDIR).
+    # A run long enough to be stopped in the middle; the signal comes once a unit has checked a
+    # history (each checker works in a folder crashcheck-<pid>-* in $CRASHCHECK_WORKDIR).
     work, out = tmp_path / "work", tmp_path / "r.json"
     work.mkdir()
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(work))
@@ -101,10 +102,7 @@ def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while not list(work.glob("crashcheck-*-*")) and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.1)
-        time.sleep(5)              # a few histories checked
+        wait_until(history_checked(work), "a unit checked a history", proc=proc)
         if group:
             os.killpg(proc.pid, sig)
         else:
@@ -124,12 +122,15 @@ def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     # The run: units silent, SIGTERM; it wrote "complete": true, no interruption,
     # 0 histories, exit 0. Now the units not back in time are cancelled and the run says it was
     # interrupted (exit 143), with nothing claimed.
-    out = tmp_path / "r.json"
+    # (Units that never end are given up GIVE_UP_S after the signal: 2 s here, not 20.)
+    out, marks = tmp_path / "r.json", tmp_path / "marks"
+    marks.mkdir()
+    env = dict(os.environ, **_faulty("silent", CRASHCHECK_TEST_DASK_MARKS=str(marks), CRASHCHECK_GIVE_UP_S="2"))
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
-                            cwd=ROOT, env=dict(os.environ, **_faulty("silent")), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     try:
-        time.sleep(15)
+        wait_until(lambda: len(list(marks.iterdir())) >= 2, "both workers run a silent unit", proc=proc)
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=120)
     finally:
@@ -153,12 +154,7 @@ def test_bugs_reach_the_journal_as_units_find_them(tmp_path):
                              str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None:
-            if journal.exists() and '"expected": false' in journal.read_text():
-                break
-            time.sleep(0.2)
-        assert proc.poll() is None, "the run ended before the test could kill it"
+        wait_until(journal_has(journal, '"expected": false'), "a bug in the journal", proc=proc)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
     finally:

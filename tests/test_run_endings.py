@@ -13,6 +13,7 @@ import sys
 
 import pytest
 from cli_run import ROOT, run_cli
+from waiting import checker_pids, history_checked, wait_until
 
 from harness.core import budget
 from harness.run.fuzz import Stats, TargetResult
@@ -77,7 +78,6 @@ def test_sigterm_to_a_worker_alone_never_passes_for_a_whole_run(tmp_path):
     # SIGTERM to one --jobs worker stops every unit (they share the stop); what they found comes
     # back, and the run says it was interrupted instead of claiming complete.
     import os
-    import time
     work, out = tmp_path / "work", tmp_path / "r.json"
     work.mkdir()
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--examples", "2000", "--seed",
@@ -85,13 +85,8 @@ def test_sigterm_to_a_worker_alone_never_passes_for_a_whole_run(tmp_path):
                             env=dict(os.environ, CRASHCHECK_WORKDIR=str(work)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 60
-        pids = []
-        while not pids and time.monotonic() < deadline and proc.poll() is None:
-            pids = [int(d.name.split("-")[1]) for d in work.glob("crashcheck-*-*")]
-            time.sleep(0.05)
-        time.sleep(2)
-        os.kill(pids[0], signal.SIGTERM)
+        wait_until(history_checked(work), "a worker checked a history", proc=proc)
+        os.kill(checker_pids(work)[0], signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import ROOT, run_cli
+from waiting import checker_folders, journal_has, wait_until
 
 BUG = ("wort", "split-header-two-stores")      # found in the first histories of seed 1
 
@@ -73,13 +74,10 @@ def _fuzz_then_signal(tmp_path: Path, sig: int, jobs: int, workdir: Path) -> tup
                           "--jobs", str(jobs), "--json", str(tmp_path / "r.json"), "--quiet"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # wait until an unexpected bug is in the journal, then interrupt
-    journal = tmp_path / "r.json.journal"
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline and p.poll() is None:
-        if journal.exists() and '"expected": false' in journal.read_text():
-            break
-        time.sleep(0.2)
-    p.send_signal(sig)
+    try:
+        wait_until(journal_has(tmp_path / "r.json.journal", '"expected": false'), "a bug in the journal", proc=p)
+    finally:
+        p.send_signal(sig)
     out, err = p.communicate(timeout=60)
     return p, out, err
 
@@ -229,10 +227,10 @@ def test_work_folder_filling_up_during_a_run_is_an_error(built, tmp_path, mounts
     p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
                           "--json", str(tmp_path / "r.json")], cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 20
-    while not list((tmp_path / "m").glob("crashcheck-*")) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)
+    # fill it once a checker is writing there (its first pool or trace), not before: a full
+    # folder at the start is refused up front, another message
+    wait_until(lambda: any(any(True for _ in d.glob("*")) for d in checker_folders(tmp_path / "m")),
+               "a checker wrote to its work folder", proc=p)
     with open(tmp_path / "m" / "filler", "wb") as f:       # fill the tmpfs to the last byte
         try:
             while True:
@@ -246,13 +244,15 @@ def test_work_folder_filling_up_during_a_run_is_an_error(built, tmp_path, mounts
 
 
 def test_driver_rebuilt_during_a_run_is_an_error(built, tmp_path):
-    build = tmp_path / "build"
+    build, work = tmp_path / "build", tmp_path / "work"
     shutil.copytree(ROOT / "build" / "trees" / "wort", build / "trees" / "wort")
-    env = dict(os.environ, CRASHCHECK_BUILD=str(build))
+    work.mkdir()
+    env = dict(os.environ, CRASHCHECK_BUILD=str(build), CRASHCHECK_WORKDIR=str(work))
     p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
                           "--json", str(tmp_path / "r.json")], cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(3)
+    # a checker makes its work folder once it has taken note of the driver it runs
+    wait_until(lambda: checker_folders(work), "a checker started", proc=p)
     driver = build / "trees" / "wort" / "driver"
     shutil.copy2(driver, tmp_path / "new-driver")   # "rebuilt": a new file put in its place,
     os.replace(tmp_path / "new-driver", driver)     # as a linker or make does
