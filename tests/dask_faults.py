@@ -1,4 +1,4 @@
-"""A Dask worker preload for tests/test_dask_trust.py: makes the units of a run misbehave the way
+"""A Dask worker preload for tests/e2e/test_dask_trust.py: makes the units of a run misbehave the way
 a real cluster can, chosen by $CRASHCHECK_TEST_DASK_FAULT. Loaded into every worker of a
 `--dask local:N` run through Dask's own setting ($DASK_DISTRIBUTED__WORKER__PRELOAD), so
 nothing of it is in crashcheck itself.
