@@ -132,6 +132,7 @@ def test_jobs_find_the_same_bugs_in_the_same_groups(built, tmp_path):
     assert stats[1] == stats[2]
 
 
+@pytest.mark.slow     # ~25 s; --jobs determinism: the test above; its cause: test_repeatable.py's slow-check test
 def test_lazy_runs_find_the_same_bugs_with_any_jobs(built, tmp_path):
     # The lazy strategy too: two runs with --examples (one with --jobs 2) check the same histories,
     # execute the same classes and keep the same bugs. (Before: a lazy batch whose checks took
