@@ -6,6 +6,7 @@ them, hold more than 56 keys in some examples, with the 57th key inserted, or th
 last keys deleted, by a checked operation; plain histories never exceed 48 keys. HART's seeded bug
 chain-head-first (a second chunk linked before it is durable) is found by tests/quality/test_gate.py like
 every seeded bug; the last test here shows that without the thresholds it is not."""
+import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
 from harness.run import strategies
@@ -73,6 +74,8 @@ def test_crossing_histories_keep_the_checked_part_short(ops):
     assert _live(ops) <= 56 + 3 + HART["max_ops"]
 
 
+@pytest.mark.slow     # ~20 s: why the thresholds exist; that they are crossed is the tests above,
+                      # and chain-head-first found with them is tests/quality/test_gate.py
 def test_chain_bug_needs_the_threshold(trees_built, monkeypatch):
     """Without HART's declared threshold, 48 histories do not find chain-head-first."""
     from harness.run.fuzz import Config, fuzz_target
