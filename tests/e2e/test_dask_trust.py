@@ -37,6 +37,7 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.slow     # ~20 s; counts past 2^64 crossing exactly: unit/test_dask_wire.py
 def test_woart_counts_past_2_64_reach_the_client(tmp_path):
     # The command: WOART's bulk-loaded histories have about 10^80 legal states. It hung
     # (the msgpack OverflowError dropped the unit's task-finished report); --jobs 1 finds the bug.
@@ -51,6 +52,7 @@ def test_woart_counts_past_2_64_reach_the_client(tmp_path):
     assert any(not b["expected"] for b in data["bugs"])
 
 
+@pytest.mark.slow     # ~20 s; counts past 10^300 crossing exactly: unit/test_dask_wire.py
 def test_counts_past_10_300_from_every_unit(tmp_path):
     out = tmp_path / "r.json"
     res = run_cli(*RUN, "--dask", "local:2", "--json", out, timeout=240, env_extra=_faulty("huge"))
@@ -73,6 +75,7 @@ def test_a_unit_that_raises_is_one_line_and_exit_2(tmp_path):
     assert data["complete"] is False and data["per_structure"][0]["complete"] is False
 
 
+@pytest.mark.slow     # ~17 s of cluster and silence; a Dask run's ending: the tests around it
 def test_silent_workers_end_the_run(tmp_path):
     # No message of any unit arrives and none ends: the client says so after the silence it
     # allows ($CRASHCHECK_DASK_SILENCE_S), and ends; it never waits forever.
@@ -89,8 +92,10 @@ def test_silent_workers_end_the_run(tmp_path):
     assert time.monotonic() - t0 < 180
 
 
-@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False)],
-                         ids=["SIGINT-to-the-group", "SIGTERM-to-the-client"])
+@pytest.mark.parametrize("sig, group", [
+    pytest.param(signal.SIGINT, True, id="SIGINT-to-the-group"),
+    # (slow: the signal path is SIGINT's; SIGTERM itself: e2e/test_run_trust.py, local runs)
+    pytest.param(signal.SIGTERM, False, id="SIGTERM-to-the-client", marks=pytest.mark.slow)])
 def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
     # A run long enough to be stopped in the middle; the signal comes once a unit has checked a
     # history (each checker works in a folder crashcheck-<pid>-* in $CRASHCHECK_WORKDIR).
@@ -118,6 +123,7 @@ def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
     assert data["stats"]["histories"] > 0            # what the units had found came back
 
 
+@pytest.mark.slow     # a Dask run interrupted: the SIGINT case above
 def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     # The run: units silent, SIGTERM; it wrote "complete": true, no interruption,
     # 0 histories, exit 0. Now the units not back in time are cancelled and the run says it was
@@ -142,6 +148,7 @@ def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     assert data["stats"]["histories"] == 0
 
 
+@pytest.mark.slow     # ~15 s; the journal: e2e/test_run_trust.py; Dask's topic: unit/test_dask_wire.py
 def test_bugs_reach_the_journal_as_units_find_them(tmp_path):
     # A client killed outright (SIGKILL) leaves its journal; under --dask it held nothing the
     # units had found, since only results at a unit's end came back. Units now send each bug the
