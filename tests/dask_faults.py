@@ -1,4 +1,4 @@
-"""A Dask worker preload for tests/test_dask_trust.py: makes the units of a run misbehave the way
+"""A Dask worker preload for tests/e2e/test_dask_trust.py: makes the units of a run misbehave the way
 a real cluster can, chosen by $CRASHCHECK_TEST_DASK_FAULT. Loaded into every worker of a
 `--dask local:N` run through Dask's own setting ($DASK_DISTRIBUTED__WORKER__PRELOAD), so
 nothing of it is in crashcheck itself.
@@ -6,7 +6,9 @@ nothing of it is in crashcheck itself.
   huge    every unit reports progress and returns stats with counts past 2^64 and 10^300
           (as WOART's bulk-loaded histories do), then runs as usual
   raise   unit 1 raises instead of running
-  silent  no unit's message reaches the client, and no unit ever ends
+  silent  no unit's message reaches the client, and no unit ever ends; each unit, as it falls
+          silent, makes a file unit-N in $CRASHCHECK_TEST_DASK_MARKS (when set) for the test to
+          wait on
 """
 import os
 import time
@@ -35,6 +37,9 @@ def _faulty(unit, stop, progress=None, parent_pid=None):
     if FAULT == "raise" and unit.share == 1:
         raise RuntimeError("injected fault in unit 1")
     if FAULT == "silent":
+        marks = os.environ.get("CRASHCHECK_TEST_DASK_MARKS")
+        if marks:
+            open(os.path.join(marks, f"unit-{unit.share}"), "w").close()
         time.sleep(3600)
     return _real(unit, stop, progress, parent_pid)
 

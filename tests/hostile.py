@@ -1,7 +1,7 @@
 """Hostile inputs for the CLI's readers, as data: each case makes its files in a folder and names
 the command line, the exit status and what the one stderr line must say.
 
-Used by tests/test_hostile_inputs.py (in-process, every case) and by scripts that compare two
+Used by tests/e2e/test_hostile_inputs.py (in-process, every case) and by scripts that compare two
 versions of crashcheck on the same cases. A case is `Case(cls, name, build)`, where
 `build(work, base)` makes the case's files in WORK from BASE (real files: a trace with its region
 image, a bug record, a results file) and returns `(argv, status, needle)`: the crashcheck arguments,

@@ -1,6 +1,6 @@
 """The real files hostile-input tests start from: a small trace of the traced WORT driver, and a
 results file with its bug records from a short `crashcheck fuzz` of a seeded bug. Made once per
-session (tests/test_hostile_inputs.py and tests/test_reader_fuzz.py share them)."""
+session (tests/e2e/test_hostile_inputs.py and tests/e2e/test_reader_fuzz.py share them)."""
 from __future__ import annotations
 
 import json

@@ -1,8 +1,9 @@
 """What the tree tests share: where the trees and their drivers are, building them once, running a
-driver, a tree's sources and seeded-bug catalog, and the plain dict model of the functional tests.
+driver, a tree's sources and seeded-bug catalog.
 
-The session fixture `trees_built` (tests/conftest.py) builds through `build_trees` here. Crash
-exploration of a tree's history is in tests/crashutil.py.
+The session fixture `trees_built` (tests/conftest.py) builds through `build_trees` here. The dict
+model of the functional tests is tests/dict_model.py; crash exploration of a tree's history is in
+tests/crashutil.py.
 """
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import fcntl
 import functools
 import json
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,32 +59,3 @@ def key(*head: int, low: int = 0) -> int:
     for b in head:
         k = k << 8 | b
     return (k << 8 * (8 - len(head))) | low
-
-
-@dataclass
-class Model:
-    """The functional tests' reference: an ordered map of u64 -> u64 and the result line of each
-    operation (the crash tests judge with specs/ instead, see tests/crashutil.py)."""
-    data: dict[int, int] = field(default_factory=dict)
-
-    def apply(self, line: str) -> str:
-        op, *args = line.split()
-        key = int(args[0])
-        if op == "insert":
-            if key in self.data:
-                return "exists"
-            self.data[key] = int(args[1])
-            return "ok"
-        if op == "update":
-            if key not in self.data:
-                return "notfound"
-            self.data[key] = int(args[1])
-            return "ok"
-        if op == "delete":
-            return "ok" if self.data.pop(key, None) is not None else "notfound"
-        if op == "lookup":
-            return f"value {self.data[key]}" if key in self.data else "notfound"
-        if op == "scan":
-            found = sorted(k for k in self.data if k >= key)[: int(args[1])]
-            return " ".join(["scan"] + [f"{k} {self.data[k]}" for k in found])
-        raise AssertionError(op)

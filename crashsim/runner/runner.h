@@ -40,7 +40,7 @@ struct cc_runner_limits {
 };
 
 /* The same numbers as harness/defaults.py (TIMEOUT_MS, MEM_MB, CPU_S): harness always passes its
- * own, these apply to `driver serve` run by hand; tests/test_defaults.py holds them equal. */
+ * own, these apply to `driver serve` run by hand; tests/unit/test_defaults.py holds them equal. */
 #define CC_RUNNER_DEFAULT_LIMITS { 2000u, (size_t)512 << 20, 10u }
 
 /*

@@ -3,7 +3,7 @@ and the docs take their defaults from here, so they cannot drift apart.
 
 Owns only numbers and names. The C side repeats one of them, the limits of a check when
 `driver serve` is run by hand (CC_RUNNER_DEFAULT_LIMITS in crashsim/runner/runner.h); harness
-always passes its own, and tests/test_defaults.py holds the header to these values.
+always passes its own, and tests/unit/test_defaults.py holds the header to these values.
 """
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ from harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
 from harness.run.config import LANES
 from harness.core.budget import RunInterrupted, deferred_signals, pending_signal, signal_name, swallowed_signal
 from harness.core.errors import UsageError
-from harness.run.executors import GIVE_UP_S, throttled
+from harness.run.executors import give_up_s, throttled
 from harness.run.journal import Journal
 from harness.run.wire import pack, unpack
 
@@ -269,6 +269,7 @@ class DaskExecutor:
     def run(self, units: list[Share], on_progress=None):
         if self.interrupted is not None:
             return [], [], self.interrupted, None
+        patience = give_up_s()
         lock = threading.Lock()
         reports: list = []
 
@@ -303,7 +304,7 @@ class DaskExecutor:
                             usage = usage or got
                         lost.append(unit)
                         _set(stop)
-                        give_up = give_up or time.monotonic() + GIVE_UP_S
+                        give_up = give_up or time.monotonic() + patience
                     else:
                         results.append((unit, got))
                 with lock:
@@ -334,7 +335,7 @@ class DaskExecutor:
             except KeyboardInterrupt as exc:
                 interrupted = interrupted or swallowed_signal() or signal_name(exc)
                 _set(stop)
-                give_up = min(give_up or float("inf"), time.monotonic() + GIVE_UP_S)
+                give_up = min(give_up or float("inf"), time.monotonic() + patience)
             except Exception as exc:      # noqa: BLE001 - the cluster failed under us (scheduler gone)
                 error = error or f"the Dask cluster failed: {type(exc).__name__}: {_first_line(exc)}"
                 lost += self._abandon(futures)

@@ -42,9 +42,24 @@ from harness.core.budget import RunInterrupted, pending_signal, signal_name, swa
 from harness.core.errors import UsageError
 
 # After a stop: how long to wait for units to hand back what they found (they stop within
-# about a second; a unit shrinking a crash state may take a few).
-GIVE_UP_S = 20
+# about a second; a unit shrinking a crash state may take a few). $CRASHCHECK_GIVE_UP_S changes it
+# (the tests of units that never stop lower it).
+GIVE_UP_S = 20.0
 PROGRESS_EVERY_S = 1.0        # a worker sends its progress at most this often
+
+
+def give_up_s() -> float:
+    """GIVE_UP_S, or $CRASHCHECK_GIVE_UP_S (a positive number of seconds)."""
+    text = os.environ.get("CRASHCHECK_GIVE_UP_S")
+    if not text:
+        return GIVE_UP_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise UsageError(f"CRASHCHECK_GIVE_UP_S={text}: give a positive number of seconds")
+    return value
 
 
 def throttled(send, every: float = PROGRESS_EVERY_S):
@@ -135,6 +150,7 @@ class LocalProcesses:
         pass
 
     def run(self, units: list[Share], on_progress=None):
+        patience = give_up_s()
         ctx = multiprocessing.get_context("fork")
         stop = ctx.Event()
         progress_q = ctx.Queue()
@@ -179,7 +195,7 @@ class LocalProcesses:
                                               "what it found")
                         stop.set()
                         pending.clear()
-                        give_up = give_up or time.monotonic() + GIVE_UP_S
+                        give_up = give_up or time.monotonic() + patience
                     else:
                         results.append((unit, got))
                 _drain(progress_q, on_progress)
@@ -195,7 +211,7 @@ class LocalProcesses:
                 interrupted = interrupted or signal_name(exc)
                 stop.set()
                 pending.clear()
-                give_up = time.monotonic() + GIVE_UP_S
+                give_up = time.monotonic() + patience
         progress_q.close()
         if failure is not None:
             raise failure
@@ -212,4 +228,4 @@ def _drain(q, on_progress) -> None:
             on_progress(index, p)
 
 
-__all__ = ["GIVE_UP_S", "InProcess", "LocalProcesses", "throttled"]
+__all__ = ["GIVE_UP_S", "InProcess", "LocalProcesses", "give_up_s", "throttled"]

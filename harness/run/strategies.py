@@ -73,7 +73,7 @@ def held_engine_clock() -> Iterator[None]:
     generation ends by max_examples and Hypothesis's call-count rules, shrinking by its own
     limits and Config.shrink_calls; the time a run may take is harness/core/budget.py's business.
     Guarded like _without_source_constants: an engine without a module-level `time` is left as
-    it is (tests/test_repeatable.py notices)."""
+    it is (tests/e2e/test_repeatable.py notices)."""
     try:
         from hypothesis.internal.conjecture import engine
     except ImportError:      # pragma: no cover - another Hypothesis layout: nothing to hold

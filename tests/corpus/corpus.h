@@ -4,7 +4,7 @@
  * Every corpus program opens a fresh 1 MiB pool at the default address from
  * the file named by argv[1], does one construct to it, and exits.  The
  * expected events live in the program's own header comment (see README.md);
- * tests/test_instrument_corpus.py builds each program at -O0 and -O2, runs it
+ * tests/unit/test_instrument_corpus.py builds each program at -O0 and -O2, runs it
  * with CRASHCHECK_TRACE set and compares the trace event by event.
  */
 #ifndef CORPUS_H

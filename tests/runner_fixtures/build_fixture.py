@@ -4,7 +4,7 @@ Owns: how a fixture is compiled. A fixture links the runtime library (build/libc
 made with `make` when the build knows how; crashsim/build.mk puts the runner in it); if no archive
 with the runner can be had, it is compiled together with crashsim/runner/*.c instead, so the
 fixtures work on a tree where the rest of the runtime is broken. Used by
-tests/test_crashsim_runner.py and bench/crashsim_throughput.
+tests/unit/test_crashsim_runner.py and bench/crashsim_throughput.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 /*
- * bulk.c -- many events, for the trace reader's tests (tests/test_trace_reader.py)
+ * bulk.c -- many events, for the trace reader's tests (tests/unit/test_trace_reader.py)
  *
  * usage: bulk POOL N HOW -- op_begin(0), N 8-byte stores to the pool, op_end(0), then:
  *   exit   return normally (a complete trace)

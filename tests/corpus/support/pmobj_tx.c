@@ -1,5 +1,5 @@
 /*
- * pmobj_tx.c -- libpmemobj under the pass (tests/test_pmemobj_pass.py): a pool pmemobj_create maps
+ * pmobj_tx.c -- libpmemobj under the pass (tests/unit/test_pmemobj_pass.py): a pool pmemobj_create maps
  * becomes region 0, the library's own stores reach the trace at their call's site, and a
  * transaction's added and allocated ranges are flushed at its commit while a store into a range
  * it never added is not.

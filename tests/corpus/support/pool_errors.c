@@ -1,5 +1,5 @@
 /*
- * pool_errors.c -- the runtime's pool errors, for tests/test_instrument_pool.py
+ * pool_errors.c -- the runtime's pool errors, for tests/unit/test_instrument_pool.py
  *
  * usage: pool_errors POOL MODE SIZE [ADDR]
  *   open     crashcheck_pool_open(POOL, SIZE, ADDR, 0)

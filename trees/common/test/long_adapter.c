@@ -5,7 +5,7 @@
  * CC_KEY_MAX) and one with a 20-byte value (longer than CC_VAL_MAX), and
  * lookup of any key returns a 20-byte value.  The driver must report each
  * as a violation or error naming the key, never cut it
- * (tests/test_rangelock_functional.py builds and runs it).
+ * (tests/trees/test_rangelock_functional.py builds and runs it).
  */
 #include <string.h>
 #include "cc_tree.h"

@@ -13,7 +13,7 @@
  * side is dropped, rebuilt by hart_recover, and checked again.
  * Exit status 0 on success; the first failure is printed on stderr.
  *
- * Built by tests/test_hart_functional.py with the trees/hart sources,
+ * Built by tests/trees/test_hart_functional.py with the trees/hart sources,
  * trees/common/pm_alloc.c and the crashcheck runtime.
  */
 #include <pthread.h>

@@ -22,7 +22,7 @@
  * it is checked again.  Exit status 0 and "ok" on success; the first
  * failure is printed on stderr (exit 1).
  *
- * Built by tests/test_heart_functional.py with the trees/heart sources (not the
+ * Built by tests/trees/test_heart_functional.py with the trees/heart sources (not the
  * adapter), trees/common/pm_alloc.c and the crashcheck runtime; with
  * -DBUG_HEART_... it shows the seeded bugs that need threads.
  */

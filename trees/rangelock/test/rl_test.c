@@ -10,7 +10,7 @@
  *                                       its range, and that its own release succeeds
  *
  * Prints "ok ..." and exits 0, or prints the first violation and exits 1.
- * tests/test_rangelock_functional.py builds it with every seeded bug too
+ * tests/trees/test_rangelock_functional.py builds it with every seeded bug too
  * (and -DRL_NOISE_INJECTION for the stress, see rangelock.c).
  */
 #include <pthread.h>

@@ -1,0 +1,74 @@
+"""`crashcheck build` errors that help: the compiler's whole output on a failed build, `--cflags`
+with a single flag (as its help says), a source of unknown language refused with one line, a failed
+link's one line naming what is missing (no `cc_adapter`, an `inline`-only function)."""
+from pathlib import Path
+
+from cli_run import run_cli
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "fixtures" / "buildcheck"
+
+
+def test_failed_build_shows_every_diagnostic_then_one_error_line(instrument_built):
+    res = run_cli("build", "buildcheck-broken", "--adapter", FIXTURE / "broken.c")
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    # both errors of the file, not only the first, and the compiler's own source excerpts
+    assert "undeclared_one" in res.stderr and "undeclared_two" in res.stderr
+    assert "2 errors generated" in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("crashcheck: error: compiling broken.c failed (exit 1): ")
+    assert "undeclared_one" in last and last.endswith("(the compiler's messages are above)")
+    assert not (ROOT / "build" / "user" / "buildcheck-broken" / "meta.json").exists()
+
+
+def test_cflags_takes_a_single_flag(instrument_built):
+    without = run_cli("build", "buildcheck-flag", "--adapter", FIXTURE / "needs_flag.c")
+    assert without.returncode == 2 and "build me with --cflags -DBUILDCHECK_FLAG" in without.stderr
+    res = run_cli("build", "buildcheck-flag", "--adapter", FIXTURE / "needs_flag.c", "--cflags", "-DBUILDCHECK_FLAG")
+    assert res.returncode == 0, res.stderr
+    assert "built buildcheck-flag" in res.stdout
+    # several flags in one quoted argument, and --cflags repeated: every flag reaches the compiler
+    # (the second #error of the fixture stops the build at its first step)
+    for args in (["--cflags", "-DBUILDCHECK_FLAG -DBUILDCHECK_STOP"],
+                 ["--cflags", "-DBUILDCHECK_FLAG", "--cflags=-DBUILDCHECK_STOP"]):
+        res = run_cli("build", "buildcheck-flag2", "--adapter", FIXTURE / "needs_flag.c", *args)
+        assert res.returncode == 2 and "BUILDCHECK_STOP reached the compiler too" in res.stderr, args
+
+
+def test_source_of_unknown_language_is_one_line(instrument_built, tmp_path):
+    src = tmp_path / "tree.rs"
+    src.write_text("fn main() {}\n")
+    res = run_cli("build", "buildcheck-rs", src, "--adapter", FIXTURE / "broken.c")
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"crashcheck: error: {src}: not a C or C++ source (suffixes .c .cc .cpp .cxx .c++ .C)"]
+
+
+def _link_failure(res, name: str) -> str:
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "undefined reference" in res.stderr       # the linker's own words stay above
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("crashcheck: error: linking driver failed: ") and "clang" not in last, last
+    assert not (ROOT / "build" / "user" / name / "meta.json").exists()
+    return last
+
+
+def test_adapter_without_its_table_is_named(instrument_built):
+    last = _link_failure(run_cli("build", "buildcheck-notable", "--adapter", FIXTURE / "no_table.c"),
+                         "buildcheck-notable")
+    assert "the adapter no_table.c defines no `cc_adapter`" in last and "cc_tree.h" in last
+
+
+def test_inline_only_function_of_another_file_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-inline", FIXTURE / "twice.c", "--adapter", FIXTURE / "calls_twice.c")
+    last = _link_failure(res, "buildcheck-inline")
+    assert "undefined reference to `twice` (called from ct_insert (calls_twice.c:" in last
+    assert "twice.c defines it `inline` only" in last and "extern" in last
+
+
+def test_missing_library_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "no_table.c", "--ldflags", "-lnosuchlib_cc")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last

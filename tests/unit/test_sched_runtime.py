@@ -1,0 +1,267 @@
+"""The deterministic scheduler of the runtime (instrument/runtime/rt_sched.c, docs/scheduler.md).
+
+The programs in tests/sched/ are built once with crashcheck-cc and run under CRASHCHECK_SCHED.
+Every run has a timeout, so a scheduler bug fails a test instead of hanging it. Traces are
+compared byte for byte, except the traced process's pid in the header (bytes 40-43), and each
+trace is written to the same path, since region events carry the image file's name.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from crashsim.trace import read_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+SRC = ROOT / "tests" / "sched"
+CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
+CXX = ROOT / "instrument" / "bin" / "crashcheck-c++"
+PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync")
+TIMEOUT = 30
+EXIT_DEADLOCK, EXIT_LIVELOCK, EXIT_HANG = 86, 87, 88
+
+
+@pytest.fixture(scope="module")
+def exe(instrument_built, tmp_path_factory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("sched-builds")
+
+    def build(name: str) -> tuple[str, Path]:
+        target = out / name
+        src = SRC / f"{name}.c" if (SRC / f"{name}.c").exists() else SRC / f"{name}.cpp"
+        cc = CXX if src.suffix == ".cpp" else CC
+        res = subprocess.run([str(cc), "-O2", "-Wall", "-pthread", str(src), "-o", str(target)],
+                             capture_output=True, text=True)
+        assert res.returncode == 0, f"{name}: build failed\n{res.stderr}"
+        return name, target
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(build, PROGRAMS))
+
+
+class Run:
+    def __init__(self, res: subprocess.CompletedProcess, trace: Path | None, schedule: Path | None):
+        self.rc, self.stdout, self.stderr = res.returncode, res.stdout, res.stderr
+        self.trace = trace.read_bytes() if trace and trace.exists() else None
+        self.schedule = schedule.read_text() if schedule and schedule.exists() else None
+        self.trace_path = trace
+
+    @property
+    def trace_masked(self) -> bytes:
+        assert self.trace is not None
+        return self.trace[:40] + self.trace[44:]
+
+    @property
+    def switches(self) -> list[tuple[int, int]]:
+        """The schedule file's (step, thread) entries."""
+        assert self.schedule is not None
+        return [tuple(map(int, ln.split())) for ln in self.schedule.splitlines()
+                if ln and not ln.startswith("#")]
+
+    def meta(self, key: str) -> str:
+        assert self.schedule is not None
+        for ln in self.schedule.splitlines():
+            if ln.startswith(f"# {key} "):
+                return ln.split(None, 2)[2]
+        raise KeyError(key)
+
+
+def run(exe: Path, tmp: Path, sched: str | None, *args: str, trace: bool = True,
+        record: bool = True, env: dict[str, str] | None = None) -> Run:
+    """Run EXE (pool and trace in TMP) under CRASHCHECK_SCHED=SCHED; keep trace and schedule."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("CRASHCHECK_")}
+    tr, sc = tmp / "run.trace", tmp / "run.schedule"
+    for p in (tr, sc):
+        p.unlink(missing_ok=True)
+    if sched is not None:
+        e["CRASHCHECK_SCHED"] = sched
+    if trace:
+        e["CRASHCHECK_TRACE"] = str(tr)
+    if record:
+        e["CRASHCHECK_SCHED_OUT"] = str(sc)
+    e.update(env or {})
+    res = subprocess.run([str(exe), str(tmp / "pool"), *args], env=e, capture_output=True,
+                         text=True, timeout=TIMEOUT)
+    return Run(res, tr if trace else None, sc if record else None)
+
+
+def test_same_seed_same_schedule_and_trace(exe, tmp_path):
+    for strategy in ("random:5", "pct:5:3"):
+        runs = [run(exe["racy"], tmp_path, strategy, "3") for _ in range(3)]
+        assert all(r.rc == 0 for r in runs), runs[0].stderr
+        assert len({r.trace_masked for r in runs}) == 1, strategy
+        assert len({tuple(r.switches) for r in runs}) == 1, strategy
+        assert len({r.stdout for r in runs}) == 1
+
+
+def test_different_seeds_different_schedules(exe, tmp_path):
+    runs = [run(exe["racy"], tmp_path, f"random:{s}") for s in range(1, 6)]
+    assert all(r.rc == 0 for r in runs)
+    assert len({tuple(r.switches) for r in runs}) == 5
+    assert len({r.trace_masked for r in runs}) == 5
+    # the race is real: some interleavings lose updates (2 threads x 20 increments)
+    assert len({r.stdout for r in runs}) > 1 or runs[0].stdout.strip() != "40"
+
+
+@pytest.mark.parametrize("strategy", ["random:11", "pct:11:3", "pct:11:2:50", "stale:11:2"])
+def test_replay_gives_the_same_trace(exe, tmp_path, strategy):
+    first = run(exe["racy"], tmp_path, strategy, "3")
+    assert first.rc == 0, first.stderr
+    saved = tmp_path / "saved.schedule"
+    saved.write_text(first.schedule)
+    again = run(exe["racy"], tmp_path, f"replay:{saved}", "3")
+    assert again.rc == 0, again.stderr
+    assert again.trace_masked == first.trace_masked
+    assert again.switches == first.switches
+    assert again.meta("replay-ignored") == "0"
+    assert again.stdout == first.stdout
+    # the default rule's FAIR comes from the file, not from the environment
+    other = run(exe["racy"], tmp_path, f"replay:{saved}", "3", env={"CRASHCHECK_SCHED_FAIR": "2"})
+    assert other.trace_masked == first.trace_masked
+
+
+def test_switches_are_marked_in_the_trace(exe, tmp_path):
+    r = run(exe["racy"], tmp_path, "random:3")
+    events = read_trace(r.trace_path).events
+    marks = [(i, e.data.decode()) for i, e in enumerate(events) if e.kind == "mark"]
+    assert marks[0][1] == "cc-sched start"
+    switches = [(i, m) for i, m in marks if m.startswith("cc-sched switch ")]
+    assert switches
+    sites = read_trace(r.trace_path).sites
+    for i, m in switches:
+        fields = dict(f.split("=") for f in m.split()[2:])
+        assert events[i].tid == int(fields["from"])
+        # where the thread was switched away: the mark's site, or the interposed call's name
+        assert ("at" in fields) != (0 <= events[i].site < len(sites)), m
+        if i + 1 < len(events):   # the next event, a mark or not, is the new thread's
+            assert events[i + 1].tid == int(fields["to"]), m
+
+
+def test_empty_and_drawn_schedules_are_valid(exe, tmp_path):
+    """Any list of (step, thread) pairs is a schedule: entries that cannot apply are skipped."""
+    empty = tmp_path / "empty"
+    empty.write_text("")
+    a, b = (run(exe["racy"], tmp_path, f"replay:{empty}") for _ in range(2))
+    assert a.rc == 0 and a.trace_masked == b.trace_masked
+    assert a.switches == []                      # the default rule: no preemption recorded
+    assert a.stdout.strip() == "40"              # no preemption inside an increment
+    drawn = tmp_path / "drawn"
+    drawn.write_text("# a fuzzer's draw\n3 2\n5 9\n7 1\n1000000 1\n")
+    r = run(exe["racy"], tmp_path, f"replay:{drawn}")
+    assert r.rc == 0, r.stderr
+    assert int(r.meta("replay-ignored")) >= 2    # thread 9 does not exist; step 10^6 never comes
+
+
+def test_two_lock_deadlock_is_found_and_replayed(exe, tmp_path):
+    found = None
+    for seed in range(1, 41):
+        r = run(exe["deadlock"], tmp_path, f"random:{seed}")
+        assert r.rc in (0, EXIT_DEADLOCK), r.stderr
+        if r.rc == EXIT_DEADLOCK:
+            found = (seed, r)
+            break
+    assert found, "no deadlock in 40 seeds"
+    seed, r = found
+    line, = [ln for ln in r.stderr.splitlines() if ln.startswith("crashcheck: sched: deadlock")]
+    assert "held by thread" in line and "waits for mutex" in line
+    assert r.meta("result") == "deadlock"
+    marks = [e.data.decode() for e in read_trace(r.trace_path).events if e.kind == "mark"]
+    assert marks[-1].startswith("cc-sched deadlock ")
+    saved = tmp_path / "dl.schedule"
+    saved.write_text(r.schedule)
+    again = run(exe["deadlock"], tmp_path, f"replay:{saved}")
+    assert again.rc == EXIT_DEADLOCK and again.trace_masked == r.trace_masked
+
+
+@pytest.mark.parametrize("mode", ["cas", "tas", "spin", "flag"])
+def test_spinning_code_makes_progress(exe, tmp_path, mode):
+    for strategy in ("random:1", "random:2", "pct:1:3", "pct:2:2:200", "stale:1:2", "stale:2:1"):
+        r = run(exe["spin"], tmp_path, strategy, mode)
+        assert (r.rc, r.stdout.strip()) == (0, "150"), f"{mode} {strategy}: {r.stderr}"
+
+
+def test_pct_finds_a_depth_two_bug(exe, tmp_path):
+    """The lost update needs one preemption: PCT depth 1 (none) never finds it, depth 2 does."""
+    for seed in range(1, 21):
+        r = run(exe["atomicity"], tmp_path, f"pct:{seed}:1", trace=False)
+        assert r.rc == 0, f"depth 1 seed {seed}: {r.stdout}{r.stderr}"
+    steps = int(run(exe["atomicity"], tmp_path, "pct:1:1", trace=False).meta("steps"))
+    hits = [s for s in range(1, 201)
+            if run(exe["atomicity"], tmp_path, f"pct:{s}:2:{steps}", trace=False, record=False).rc == 1]
+    assert hits, "PCT depth 2 missed the bug in 200 seeds"
+    assert hits[0] <= 100
+
+
+@pytest.mark.parametrize("mode, expect", [("cond", "420"), ("rwlock", "readers 3 value 1"),
+                                          ("timed", "timeout"), ("barrier", "rounds 5")])
+def test_conditions_and_rwlocks(exe, tmp_path, mode, expect):
+    for strategy in ("random:1", "random:2", "random:3", "pct:4:3"):
+        r = run(exe["sync"], tmp_path, strategy, mode)
+        assert (r.rc, r.stdout.strip()) == (0, expect), f"{mode} {strategy}: {r.stderr}"
+
+
+def test_cxx_threads_mutexes_and_conditions(exe, tmp_path):
+    for strategy in ("random:1", "random:2", "pct:3:2"):
+        r = run(exe["cxx_sync"], tmp_path, strategy, trace=False)
+        assert (r.rc, r.stdout.strip()) == (0, "6"), f"{strategy}: {r.stderr}"
+        assert int(r.meta("steps")) > 3      # the locks and waits were scheduling points
+
+
+def test_threads_waiting_for_each_other_are_a_livelock(exe, tmp_path):
+    for strategy in ("random:1", "pct:1:2"):
+        r = run(exe["livelock"], tmp_path, strategy, "flags",
+                env={"CRASHCHECK_SCHED_SPIN_LIMIT": "2000"})
+        assert r.rc == EXIT_LIVELOCK, r.stderr
+        assert "crashcheck: sched: livelock" in r.stderr and r.meta("result") == "livelock"
+
+
+def test_an_operation_that_never_ends_is_a_livelock(exe, tmp_path):
+    r = run(exe["livelock"], tmp_path, "random:1", "op", env={"CRASHCHECK_SCHED_OP_STEPS": "3000"})
+    assert r.rc == EXIT_LIVELOCK, r.stderr
+    assert "in operation 7 without finishing it" in r.stderr
+
+
+def test_no_scheduling_point_is_a_hang(exe, tmp_path):
+    r = run(exe["livelock"], tmp_path, "random:1", "plain", env={"CRASHCHECK_SCHED_HANG_MS": "300"})
+    assert r.rc == EXIT_HANG, r.stderr
+    assert "reached no scheduling point" in r.stderr
+
+
+def test_off_by_default(exe, tmp_path):
+    """Without CRASHCHECK_SCHED the threads are real and the locks libc's."""
+    assert run(exe["sync"], tmp_path, None, "cond").stdout.strip() == "420"
+    assert run(exe["spin"], tmp_path, None, "tas").stdout.strip() == "150"
+    r = run(exe["racy"], tmp_path, None)
+    assert r.rc == 0 and r.schedule is None
+    assert not any(e.kind == "mark" for e in read_trace(r.trace_path).events)
+
+
+@pytest.mark.parametrize("spec", ["fifo:1", "random:x", "pct:1:0", "stale:1", "stale:1:0",
+                                  "replay:/nonexistent/schedule"])
+def test_bad_settings_say_why(exe, tmp_path, spec):
+    r = run(exe["racy"], tmp_path, spec)
+    assert r.rc == 2 and "crashcheck" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_schedule_file_names_its_strategy(exe, tmp_path):
+    r = run(exe["racy"], tmp_path, "pct:3:2:40")
+    assert r.schedule.startswith("# crashcheck-schedule 1\n")
+    assert r.meta("strategy") == "pct:3:2:40" and r.meta("result") == "ok"
+    assert int(r.meta("threads")) == 3 and int(r.meta("switches")) == len(r.switches)
+
+
+@pytest.mark.parametrize("env, calls", [({}, 9), ({"CRASHCHECK_PASS_SCHED": "0"}, 0)])
+def test_pass_adds_a_guarded_point_after_every_atomic(instrument_built, env, calls):
+    """spin.c has 9 atomics, all on globals (DRAM): each gets `if (__cc_sched_on) call`."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("CRASHCHECK_")}
+    e.update(env)
+    ir = subprocess.run([str(CC), "-O2", "-pthread", "-S", "-emit-llvm", str(SRC / "spin.c"), "-o", "-"],
+                        env=e, capture_output=True, text=True, check=True).stdout
+    lines = ir.splitlines()
+    sites = [i for i, ln in enumerate(lines) if "call void @__cc_sched_atomic(" in ln]
+    assert len(sites) == calls
+    guards = [ln for ln in lines if "load atomic i32, ptr @__cc_sched_on monotonic" in ln]
+    assert len(guards) == calls
