@@ -11,7 +11,7 @@
  *   writes go to the memfd, so every private mapping of it (the runner's, a
  *   forked check's, the worker's) sees the base wherever it has not written
  *   itself, and MADV_DONTNEED on such a mapping drops what a check wrote and
- *   leaves exactly the base (worker.c restores the pool that way).  Without
+ *   leaves exactly the base (worker_snapshot.c restores the pool that way).  Without
  *   memfd_create the pool is anonymous memory written in place, as before,
  *   and the worker is off.
  *

@@ -4,8 +4,9 @@
  * The runner is split by job: serve.c owns the request loop and the
  * protocol (cc_runner_serve), child.c the forked child that checks one
  * state (fork, limits, signal handlers, timeout, OOM probing, reaping),
- * worker.c the reused check process (restored after every state instead of a
- * fork per state), lazy.c the branching of a LAZY request's child on what recovery reads,
+ * worker_control.c, worker_loop.c and worker_snapshot.c the reused check
+ * process (restored after every state instead of a fork per state; worker.h
+ * says which file owns what), lazy.c the branching of a LAZY request's child on what recovery reads,
  * image.c the pool and what is written into it (base images, patches, a
  * state's writes), answer.c the answers (a child's result checked as JSON,
  * deduplication, answers, acks and errors), buf.c the growable buffer.
@@ -55,10 +56,10 @@ struct runner {
 	int pool_fd;                /* the base image's memfd, or -1 (anonymous pool) */
 	uint64_t base_gen;          /* bumped whenever the base changes (BASE, PATCH) */
 	size_t pool_hi;             /* end of the highest byte ever written to the base since BASE */
-	struct ccr_worker *worker;  /* worker.c: the reused check process, or NULL */
+	struct ccr_worker *worker;  /* worker.h: the reused check process, or NULL */
 	int worker_off;             /* reuse is off (or failed to start): fork per state */
 	char *out_map;              /* the result capture file's first CCR_OUT_MAP bytes, shared, or NULL */
-	int settle_left;            /* states to post with settle_each (worker.c) */
+	int settle_left;            /* states to post with settle_each (worker.h) */
 	/* The wall-clock limit of a state is lim.timeout_ms.  A LIMIT request
 	 * (serve.c) sets it to limit_full and lets limit_after states run out of
 	 * it before the states after them get limit_short (answer.c counts them
@@ -68,7 +69,7 @@ struct runner {
 };
 
 /* Bytes of the result capture file mapped shared: a reused check process
- * writes its result there without a system call (worker.c), and the rest
+ * writes its result there without a system call (worker_loop.c), and the rest
  * of a bigger one (tests: the fixture's BIG, about 4 MB) into the file. */
 #define CCR_OUT_MAP ((size_t)1 << 20)
 
@@ -127,7 +128,7 @@ int ccr_child_rearm(struct runner *r);
 int ccr_same_sigset(const sigset_t *a, const sigset_t *b);
 void ccr_child_end(struct runner *r, int status, int timed_out, double cpu, struct ccr_end *end);
 
-/* worker.c: one reused process checks state after state, restored in between */
+/* worker_control.c: one reused process checks state after state, restored in between (worker.h) */
 #define CCR_WORKER_BATCH 128   /* states handed to the worker at once, at most */
 int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct ccr_end *ends);
 void ccr_worker_stop(struct runner *r);

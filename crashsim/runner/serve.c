@@ -347,7 +347,7 @@ int cc_runner_serve(int in_fd, int out_fd, void *pool_addr, size_t pool_size,
 	r.limit_start = r.limit_full = r.lim.timeout_ms;
 	r.size = pool_size;
 	r.res_fd = r.err_fd = r.null_fd = r.pool_fd = -1;
-	/* CRASHCHECK_RUNNER_REUSE=0: a fork per state (worker.c says why not) */
+	/* CRASHCHECK_RUNNER_REUSE=0: a fork per state (worker.h says why not) */
 	const char *reuse = getenv("CRASHCHECK_RUNNER_REUSE");
 	r.worker_off = reuse && !strcmp(reuse, "0");
 	r.vm_stale = 1;

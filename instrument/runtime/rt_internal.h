@@ -6,9 +6,9 @@
  * entry points the pass calls, rt_api.c the public API of crashcheck.h,
  * rt_threads.c thread ids and the switch to locked logging, rt_shadow.c and
  * rt_pmemobj.c the pools libpmemobj maps and the stores made inside it, rt_supply.c the
- * post-crash images of regions past the pool handed to recovery, rt_sched.c the
- * deterministic scheduler (docs/scheduler.md) and libc's real pthread
- * functions, which the runtime's own code must call instead of the
+ * post-crash images of regions past the pool handed to recovery, rt_sched*.c the
+ * deterministic scheduler (docs/scheduler.md; rt_sched.h) and libc's real pthread
+ * functions (rt_sched_pthread.c), which the runtime's own code must call instead of the
  * interposed ones.
  *
  * The event encoding is docs/trace-format.md; keep the two in step.
@@ -161,7 +161,7 @@ int cc_real_pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *
 void cc_lock(void);
 void cc_unlock(void);
 
-/* rt_sched.c */
+/* rt_sched.c: the scheduler's core (rt_sched.h lists its other files) */
 extern int __cc_sched_on;     /* the scheduler serialises (enabled, 2+ live threads) */
 extern int cc_sched_enabled;  /* CRASHCHECK_SCHED is set */
 void cc_sched_point(uint32_t site);
@@ -179,6 +179,7 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
+/* rt_sched_pthread.c: libc's real pthread functions */
 struct cc_real_fns {
 	int ready;
 	int (*mutex_lock)(pthread_mutex_t *);

@@ -1,5 +1,5 @@
 """The checker runner hands the reused check process a batch of states per wake-up
-(crashsim/runner/worker.c, docs/runner-protocol.md "The reused check process").
+(crashsim/runner/worker.h and worker_*.c, docs/runner-protocol.md "The reused check process").
 
 The STATE requests already buffered go to the worker together; it checks them one after another,
 each state's result and stderr following the previous one's in the capture files, and a state

@@ -1,4 +1,4 @@
-"""The checker runner's reused check process (crashsim/runner/worker.c): state isolation.
+"""The checker runner's reused check process (crashsim/runner/worker.h and worker_*.c): state isolation.
 
 One process checks eager state after state and restores itself in between. Whatever a check
 changes (a global, the heap, the pool, an fd it leaves open, a timer, a signal handler) must not

@@ -1,4 +1,4 @@
-"""The deterministic scheduler of the runtime (instrument/runtime/rt_sched.c, docs/scheduler.md).
+"""The deterministic scheduler of the runtime (instrument/runtime/rt_sched*.c, docs/scheduler.md).
 
 The programs in tests/sched/ are built once with crashcheck-cc and run under CRASHCHECK_SCHED.
 Every run has a timeout, so a scheduler bug fails a test instead of hanging it. Traces are

@@ -305,166 +305,231 @@ static void split_published(hctx *p, hctx old, unsigned ob, int old_end, hctx nl
 #endif
 }
 
+/*
+ * Insert, in named steps.  One attempt descends from the root context
+ * (insert_attempt); at each node it either commits the new leaf into a free
+ * slot (insert_commit), splits a leaf that shares a prefix with the key
+ * (insert_split_leaf), splits a node whose compressed prefix the key leaves
+ * (insert_split_prefix), grows a node whose bucket is full, or goes down a
+ * level.  Whatever saw a change under it (a failed CAS, a frozen context, a
+ * node that changed while we were in it: Perceivable Transformation) ends
+ * the attempt with INS_RESTART and the next one starts at the root again.
+ * The new leaf is allocated once, on first need, and reused by every
+ * attempt until it is published.
+ */
+enum { INS_DESCEND, INS_RESTART, INS_DONE };
+
+/* One insert in progress: its key and value, the leaf, what it returns. */
+struct ins {
+	const uint8_t *key, *val;
+	size_t klen, vlen;
+	struct heart_leaf *nl;   /* the new leaf, not yet published (NULL: not allocated yet) */
+	int ret;                 /* heart_insert's answer, once INS_DONE */
+};
+
+/* ins_done -- end the insert with RET (internal) */
+static int ins_done(struct ins *in, int ret)
+{
+	in->ret = ret;
+	return INS_DONE;
+}
+
+/* ins_leaf -- the new leaf, allocated on first need; 0 when the pool is full (internal) */
+static int ins_leaf(struct ins *in)
+{
+	return in->nl || (in->nl = leaf_new(in->key, in->klen, in->val, in->vlen)) != NULL;
+}
+
+/* ins_published -- the new leaf is in the tree: it is no longer ours to free (internal) */
+static int ins_published(struct ins *in)
+{
+	leaf_published(in->nl, in->key, in->klen, in->val, in->vlen);
+	in->nl = NULL;
+	return ins_done(in, CC_OK);
+}
+
+/*
+ * insert_commit -- the key's slot at position IDX is free (FR): publish the
+ * new leaf there (internal)
+ */
+static int insert_commit(struct ins *in, hctx *fr, size_t idx)
+{
+	if (!ins_leaf(in))
+		return ins_done(in, CC_NOSPACE);
+	unsigned b = idx < in->klen ? in->key[idx] : 0;
+#ifndef BUG_HEART_COMMIT_PLAIN_STORE
+	/* commit: the leaf is complete (program order, eADR), one CAS publishes it */
+	if (!ctx_cas(fr, 0, leaf_ctx(in->nl, b, in->klen)))
+		return INS_RESTART;
+#else
+	/* BUG_HEART_COMMIT_PLAIN_STORE: the empty slot seen above is
+	 * taken by a plain store: two inserters that saw it empty
+	 * both "succeed", the second overwriting the first (needs two
+	 * threads) */
+	__atomic_store_n(fr, leaf_ctx(in->nl, b, in->klen), __ATOMIC_RELEASE);
+#endif
+	return ins_published(in);
+}
+
+/*
+ * insert_split_leaf -- the key's slot at position IDX (SLOT) holds the leaf
+ * context C of another key: a new N8 at the first position M where the
+ * keys differ takes both leaves, published by one CAS on SLOT (internal)
+ */
+static int insert_split_leaf(struct ins *in, hctx *slot, hctx c, size_t idx)
+{
+	const uint8_t *key = in->key;
+	size_t klen = in->klen;
+	struct heart_leaf *l = CTX_PTR(c);
+	unsigned m = mismatch(key, klen, l->key, l->klen);
+	if (m == EQUAL)
+		return ins_done(in, CC_EXISTS);
+	if (m <= idx || m - idx - 1 > 63) {
+		fprintf(stderr, "heart: leaf split at %u below position %zu\n", m, idx);
+		return ins_done(in, CC_ERROR);
+	}
+	if (!ins_leaf(in))
+		return ins_done(in, CC_NOSPACE);
+	/* leaf split: a new N8 at position m holds the old leaf and the new one */
+	int oe = l->klen == m, ne = klen == m;
+	hctx nlc = leaf_ctx(in->nl, ne ? 0 : key[m], klen);
+	hctx old = ctx_with_byte(c, oe ? 0 : l->key[m]);
+	hctx *p = split_node(old, CTX_BYTE(old), oe, nlc, CTX_BYTE(nlc), ne);
+	if (!p)
+		return ins_done(in, CC_NOSPACE);
+	/* publish the complete parent by one CAS (eADR: its stores precede it) */
+#ifndef BUG_HEART_SPLIT_PLEN
+	unsigned pplen = m - (unsigned)idx - 1;
+#else
+	/* BUG_HEART_SPLIT_PLEN: the new parent's prefix length counts the
+	 * key byte at position idx too (m - idx): the parent then indexes
+	 * position m + 1 while its children sit under their bytes at m */
+	unsigned pplen = m - (unsigned)idx;
+#endif
+#ifndef BUG_HEART_SPLIT_PLAIN_STORE
+	if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, pplen))) {
+		heart_free(p);
+		return INS_RESTART;
+	}
+#else
+	/* BUG_HEART_SPLIT_PLAIN_STORE: the complete parent is published
+	 * by a plain store over the leaf's context read above: an
+	 * update or delete of that leaf that committed in between (its
+	 * CAS saw the old context) is overwritten with the old leaf
+	 * (needs threads) */
+	__atomic_store_n(slot, ctx_make(T_N8, 0, key[idx], p, pplen), __ATOMIC_RELEASE);
+#endif
+	split_published(p, old, CTX_BYTE(old), oe, nlc, CTX_BYTE(nlc), ne);
+	return ins_published(in);
+}
+
+/*
+ * insert_split_prefix -- the internal child C at SLOT (reached by the key
+ * byte at IDX) compresses the key positions up to *END; check them against
+ * a leaf below it (optimistic path compression).  The key follows them:
+ * INS_DESCEND, with *END the position C indexes.  It leaves them at M: a
+ * new N8 at M takes the rest of C's prefix and the new leaf, published by
+ * one CAS on SLOT (node split).  C has no leaf left: it is unlinked and the
+ * insert restarts (internal)
+ */
+static int insert_split_prefix(struct ins *in, hctx *slot, hctx c, size_t idx, size_t *endp)
+{
+	const uint8_t *key = in->key;
+	size_t klen = in->klen;
+	unsigned plen = CTX_PLEN(c);
+	struct heart_leaf *r = first_leaf(c);
+	if (!r) {
+		/* a subtree a crash or a race left empty: unlink it, then retry */
+		transform(slot, c, T_N8, -1, 0);
+		return INS_RESTART;
+	}
+	size_t end = idx + 1 + plen, m = end;
+	for (size_t j = idx + 1; j < end; j++)
+		if (j >= klen || j >= r->klen || key[j] != r->key[j]) {
+			m = j;
+			break;
+		}
+	*endp = end;
+	if (m == end)
+		return INS_DESCEND;
+	if (m >= r->klen) {
+		fprintf(stderr, "heart: leaf shorter than its node's prefix\n");
+		return ins_done(in, CC_ERROR);
+	}
+	if (!ins_leaf(in))
+		return ins_done(in, CC_NOSPACE);
+	/* node split: the new N8 at position m takes the mismatching part of the prefix */
+	int ne = klen == m;
+	hctx nlc = leaf_ctx(in->nl, ne ? 0 : key[m], klen);
+	hctx old = ctx_with_plen(ctx_with_byte(c, r->key[m]), (unsigned)(end - m - 1));
+	hctx *p = split_node(old, r->key[m], 0, nlc, CTX_BYTE(nlc), ne);
+	if (!p)
+		return ins_done(in, CC_NOSPACE);
+	if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, (unsigned)(m - idx - 1)))) {
+		heart_free(p);
+		return INS_RESTART;
+	}
+	split_published(p, old, r->key[m], 0, nlc, CTX_BYTE(nlc), ne);
+	return ins_published(in);
+}
+
+/*
+ * insert_attempt -- one descent from the root for IN: INS_DONE when the
+ * insert ended (IN->ret), INS_RESTART when it must start again (internal)
+ */
+static int insert_attempt(struct heart *h, struct ins *in)
+{
+	hctx *pslot = &h->r->root;
+	hctx pc = ctx_load(pslot);
+	size_t idx = 0;
+	for (;;) {
+		if (CTX_FROZEN(pc)) {   /* the node is being transformed: wait, then start again */
+			sched_yield();
+			return INS_RESTART;
+		}
+		hctx *node = CTX_PTR(pc), *slot, *fr;
+		unsigned t = CTX_TYPE(pc);
+		int is_root = pslot == &h->r->root;
+		hctx c = find(node, t, in->key, in->klen, idx, &slot, &fr);
+		if (!c) {
+			if (fr)
+				return insert_commit(in, fr, idx);
+			if (ctx_load(pslot) == pc)   /* not frozen: the bucket is full */
+				transform_grow(pslot, pc, idx < in->klen ? in->key[idx] : -1, is_root);
+			return INS_RESTART;
+		}
+		if (CTX_FROZEN(c)) {
+			sched_yield();
+			return INS_RESTART;
+		}
+		if (CTX_TYPE(c) == T_LEAF)
+			return insert_split_leaf(in, slot, c, idx);
+		size_t end;
+		int st = insert_split_prefix(in, slot, c, idx, &end);
+		if (st != INS_DESCEND)
+			return st;
+		/* Perceivable Transformation: our node must still be the one we entered */
+		if (ctx_load(pslot) != pc)
+			return INS_RESTART;
+		pslot = slot;
+		pc = c;
+		idx = end;
+	}
+}
+
 /* heart_insert -- add KEY with VAL unless present */
 int heart_insert(struct heart *h, const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen)
 {
 	if (bad_kv(klen, vlen))
 		return CC_ERROR;
-	struct heart_leaf *nl = NULL;
-	int ret;
+	struct ins in = { key, val, klen, vlen, NULL, 0 };
 	epoch_enter();
-restart:;
-	hctx *pslot = &h->r->root;
-	hctx pc = ctx_load(pslot);
-	size_t idx = 0;
-	for (;;) {
-		if (CTX_FROZEN(pc)) {
-			sched_yield();
-			goto restart;
-		}
-		hctx *node = CTX_PTR(pc), *slot, *fr;
-		unsigned t = CTX_TYPE(pc);
-		int is_root = pslot == &h->r->root;
-		hctx c = find(node, t, key, klen, idx, &slot, &fr);
-		if (!c) {
-			if (!fr) {
-				if (ctx_load(pslot) == pc)   /* not frozen: the bucket is full */
-					transform_grow(pslot, pc, idx < klen ? key[idx] : -1, is_root);
-				goto restart;
-			}
-			if (!nl && !(nl = leaf_new(key, klen, val, vlen))) {
-				ret = CC_NOSPACE;
-				goto out;
-			}
-			unsigned b = idx < klen ? key[idx] : 0;
-#ifndef BUG_HEART_COMMIT_PLAIN_STORE
-			/* commit: the leaf is complete (program order, eADR), one CAS publishes it */
-			if (!ctx_cas(fr, 0, leaf_ctx(nl, b, klen)))
-				goto restart;
-#else
-			/* BUG_HEART_COMMIT_PLAIN_STORE: the empty slot seen above is
-			 * taken by a plain store: two inserters that saw it empty
-			 * both "succeed", the second overwriting the first (needs two
-			 * threads) */
-			__atomic_store_n(fr, leaf_ctx(nl, b, klen), __ATOMIC_RELEASE);
-#endif
-			leaf_published(nl, key, klen, val, vlen);
-			nl = NULL;
-			ret = CC_OK;
-			goto out;
-		}
-		if (CTX_FROZEN(c)) {
-			sched_yield();
-			goto restart;
-		}
-		if (CTX_TYPE(c) == T_LEAF) {
-			struct heart_leaf *l = CTX_PTR(c);
-			unsigned m = mismatch(key, klen, l->key, l->klen);
-			if (m == EQUAL) {
-				ret = CC_EXISTS;
-				goto out;
-			}
-			if (m <= idx || m - idx - 1 > 63) {
-				fprintf(stderr, "heart: leaf split at %u below position %zu\n", m, idx);
-				ret = CC_ERROR;
-				goto out;
-			}
-			if (!nl && !(nl = leaf_new(key, klen, val, vlen))) {
-				ret = CC_NOSPACE;
-				goto out;
-			}
-			/* leaf split: a new N8 at position m holds the old leaf and the new one */
-			int oe = l->klen == m, ne = klen == m;
-			hctx nlc = leaf_ctx(nl, ne ? 0 : key[m], klen);
-			hctx old = ctx_with_byte(c, oe ? 0 : l->key[m]);
-			hctx *p = split_node(old, CTX_BYTE(old), oe, nlc, CTX_BYTE(nlc), ne);
-			if (!p) {
-				ret = CC_NOSPACE;
-				goto out;
-			}
-			/* publish the complete parent by one CAS (eADR: its stores precede it) */
-#ifndef BUG_HEART_SPLIT_PLEN
-			unsigned pplen = m - (unsigned)idx - 1;
-#else
-			/* BUG_HEART_SPLIT_PLEN: the new parent's prefix length counts the
-			 * key byte at position idx too (m - idx): the parent then indexes
-			 * position m + 1 while its children sit under their bytes at m */
-			unsigned pplen = m - (unsigned)idx;
-#endif
-#ifndef BUG_HEART_SPLIT_PLAIN_STORE
-			if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, pplen))) {
-				heart_free(p);
-				goto restart;
-			}
-#else
-			/* BUG_HEART_SPLIT_PLAIN_STORE: the complete parent is published
-			 * by a plain store over the leaf's context read above: an
-			 * update or delete of that leaf that committed in between (its
-			 * CAS saw the old context) is overwritten with the old leaf
-			 * (needs threads) */
-			__atomic_store_n(slot, ctx_make(T_N8, 0, key[idx], p, pplen), __ATOMIC_RELEASE);
-#endif
-			split_published(p, old, CTX_BYTE(old), oe, nlc, CTX_BYTE(nlc), ne);
-			leaf_published(nl, key, klen, val, vlen);
-			nl = NULL;
-			ret = CC_OK;
-			goto out;
-		}
-		/* internal child: check its compressed prefix against a leaf below it */
-		unsigned plen = CTX_PLEN(c);
-		struct heart_leaf *r = first_leaf(c);
-		if (!r) {
-			/* a subtree a crash or a race left empty: unlink it, then retry */
-			transform(slot, c, T_N8, -1, 0);
-			goto restart;
-		}
-		size_t end = idx + 1 + plen, m = end;
-		for (size_t j = idx + 1; j < end; j++)
-			if (j >= klen || j >= r->klen || key[j] != r->key[j]) {
-				m = j;
-				break;
-			}
-		if (m < end) {
-			if (m >= r->klen) {
-				fprintf(stderr, "heart: leaf shorter than its node's prefix\n");
-				ret = CC_ERROR;
-				goto out;
-			}
-			if (!nl && !(nl = leaf_new(key, klen, val, vlen))) {
-				ret = CC_NOSPACE;
-				goto out;
-			}
-			/* node split: the new N8 at position m takes the mismatching part of the prefix */
-			int ne = klen == m;
-			hctx nlc = leaf_ctx(nl, ne ? 0 : key[m], klen);
-			hctx old = ctx_with_plen(ctx_with_byte(c, r->key[m]), (unsigned)(end - m - 1));
-			hctx *p = split_node(old, r->key[m], 0, nlc, CTX_BYTE(nlc), ne);
-			if (!p) {
-				ret = CC_NOSPACE;
-				goto out;
-			}
-			if (!ctx_cas(slot, c, ctx_make(T_N8, 0, key[idx], p, (unsigned)(m - idx - 1)))) {
-				heart_free(p);
-				goto restart;
-			}
-			split_published(p, old, r->key[m], 0, nlc, CTX_BYTE(nlc), ne);
-			leaf_published(nl, key, klen, val, vlen);
-			nl = NULL;
-			ret = CC_OK;
-			goto out;
-		}
-		/* Perceivable Transformation: our node must still be the one we entered */
-		if (ctx_load(pslot) != pc)
-			goto restart;
-		pslot = slot;
-		pc = c;
-		idx = end;
-	}
-out:
-	if (nl)
-		heart_free(nl);   /* never published: nobody can hold it */
+	while (insert_attempt(h, &in) == INS_RESTART)
+		;
+	if (in.nl)
+		heart_free(in.nl);   /* never published: nobody can hold it */
 	epoch_exit();
-	return ret;
+	return in.ret;
 }
 
 /*

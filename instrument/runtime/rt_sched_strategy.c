@@ -1,0 +1,220 @@
+/*
+ * rt_sched_strategy.c -- the deterministic scheduler's strategies: at a
+ * scheduling point, which runnable thread runs next.  Random walk, PCT
+ * (priorities with d - 1 change points), stale (park a thread after an
+ * atomic access until others write the word or end operations), and
+ * replay of a schedule file; each is seeded by the run's SEED, so the same
+ * spec gives the same choices.  The default rule the schedule file is
+ * relative to is the core's (rt_sched.c); the spec is read by
+ * rt_sched_spec.c.
+ */
+#include <stdint.h>
+#include <stddef.h>
+
+#include "rt_sched.h"
+
+enum strategy ccs_strat;
+uint64_t ccs_rng_state;
+int ccs_pct_depth;
+uint64_t *ccs_pct_changes;  /* pct_depth - 1 change points, sorted */
+static int64_t pct_low;     /* next priority for a spinning thread: below all others */
+uint64_t ccs_stale_period;  /* stale: park after about one access in this many */
+int64_t ccs_stale_top;      /* next priority of a woken thread: above all others */
+static uint64_t stale_seq;
+#define STALE_SPINS 64         /* spin steps in a row that wake a parked thread */
+struct entry *ccs_replay;
+size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
+
+/* ccs_rng -- splitmix64 (internal) */
+uint64_t ccs_rng(void)
+{
+	uint64_t z = (ccs_rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint64_t ccs_below(uint64_t n) { return n ? ccs_rng() % n : 0; }
+
+static struct sthread *by_tid(int tid)
+{
+	for (int i = 0; i < ccs_nthreads; i++)
+		if (ccs_threads[i]->tid == tid)
+			return ccs_threads[i];
+	return NULL;
+}
+
+static void stale_wake(struct sthread *u);
+
+/* ccs_choose -- the strategy's pick among N candidates (internal) */
+struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, int spin,
+			      struct sthread *def)
+{
+	int cur_ok = runnable(cur) && cur->state != T_DEAD;
+	int avoid = cur_ok && n > 1 && (spin || cur->run_len >= ccs_fair_limit);
+	switch (ccs_strat) {
+	case S_RANDOM: {
+		if (!avoid)
+			return cand[ccs_below((uint64_t)n)];
+		int k = (int)ccs_below((uint64_t)n - 1);
+		for (int i = 0; i < n; i++)
+			if (cand[i] != cur && k-- == 0)
+				return cand[i];
+		return def;
+	}
+	case S_PCT: {
+		for (int i = 0; i < ccs_pct_depth - 1; i++)
+			if (ccs_pct_changes[i] == ccs_steps && cur_ok)
+				cur->prio = ccs_pct_depth - 1 - i;
+		if (avoid)
+			cur->prio = --pct_low;
+		struct sthread *best = cand[0];
+		for (int i = 1; i < n; i++)
+			if (cand[i]->prio > best->prio)
+				best = cand[i];
+		return best;
+	}
+	case S_STALE: {
+		/* the highest priority among threads not parked; if every runnable
+		 * thread is parked, or the others have spun STALE_SPINS steps in a
+		 * row (they may wait for what the parked one is to do), the earliest
+		 * parked one is woken (its word may never be written again) */
+		if (avoid)
+			cur->prio = --pct_low;
+		struct sthread *best = NULL, *first = NULL;
+		if (ccs_spin_run >= STALE_SPINS)
+			for (int i = 0; i < n; i++)
+				if (cand[i]->park_addr && (!first || cand[i]->park_seq < first->park_seq))
+					first = cand[i];
+		if (first) {
+			first->park_addr = 0;
+			first->prio = ++ccs_stale_top;
+			return first;
+		}
+		for (int i = 0; i < n; i++) {
+			struct sthread *t = cand[i];
+			if (t->park_addr) {
+				if (!first || t->park_seq < first->park_seq)
+					first = t;
+			} else if (!best || t->prio > best->prio) {
+				best = t;
+			}
+		}
+		if (!best) {
+			first->park_addr = 0;
+			best = first;
+		}
+		return best;
+	}
+	case S_REPLAY:
+		while (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step < ccs_steps)
+			ccs_replay_pos++, ccs_replay_ignored++;
+		if (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step == ccs_steps) {
+			struct sthread *want = by_tid(ccs_replay[ccs_replay_pos++].tid);
+			for (int i = 0; i < n; i++)
+				if (cand[i] == want)
+					return want;
+			ccs_replay_ignored++;
+		}
+		return def;
+	}
+	return def;
+}
+
+/* word_of -- who touched the word at A by an atomic: the threads (bits by
+ * registration order, mod 64) that wrote it and that read it, in a table
+ * of STALE_WORDS entries; NULL when the table is full (internal) */
+#define STALE_WORDS 8192
+struct word { uintptr_t key; uint64_t writers, readers; };
+static struct word *word_of(uintptr_t a)
+{
+	static struct word tab[STALE_WORDS];
+	size_t h = (size_t)((a >> 3) * 0x9e3779b97f4a7c15ull) % STALE_WORDS;
+	for (size_t k = 0; k < STALE_WORDS; k++, h = (h + 1) % STALE_WORDS) {
+		if (tab[h].key == a)
+			return &tab[h];
+		if (!tab[h].key) {
+			tab[h].key = a;
+			return &tab[h];
+		}
+	}
+	return NULL;
+}
+
+/* other_runnable -- is a thread other than T runnable, parked or not? (internal) */
+static int other_runnable(const struct sthread *t)
+{
+	for (int i = 0; i < ccs_nthreads; i++)
+		if (ccs_threads[i] != t && runnable(ccs_threads[i]))
+			return 1;
+	return 0;
+}
+
+/*
+ * ccs_stale_access -- the stale strategy at an atomic access of T to ADDR that
+ * made progress (a load of a new value; WRITE: a store, RMW or successful
+ * CAS).  A write wakes every other thread parked on ADDR once it has seen
+ * the number of writes it waits for, and the woken thread runs next, before
+ * the writer's next step.  Then T itself is parked on ADDR with probability
+ * 1/stale_period, until other threads write ADDR once or twice or end one
+ * to three operations (both drawn): what T has just read or written is then
+ * stale, which is the window of most lock-free bugs (internal)
+ */
+void ccs_stale_access(struct sthread *t, const void *addr, int kind)
+{
+	uintptr_t a = (uintptr_t)addr;
+	struct word *w = word_of(a);
+	uint64_t me = 1ull << (t->idx & 63);
+	int write = kind != CC_SCHED_LOAD;
+	if (write)
+		for (int i = 0; i < ccs_nthreads; i++) {
+			struct sthread *u = ccs_threads[i];
+			if (u != t && u->park_addr == a && --u->park_writes <= 0)
+				stale_wake(u);
+		}
+	if (!w)
+		return;
+	/* a word is worth waiting on only if another thread may change what T
+	 * just saw: a load of a word another thread wrote by an atomic (not the
+	 * upper levels of an empty skip list, not T's own node); a store to a
+	 * word another thread has touched (not T's private initialisation of a
+	 * node it has not published); any read-modify-write (a CAS publishes) */
+	int shared = kind == CC_SCHED_LOAD ? (w->writers & ~me) != 0
+		   : kind == CC_SCHED_STORE ? ((w->writers | w->readers) & ~me) != 0 : 1;
+	if (write)
+		w->writers |= me;
+	else
+		w->readers |= me;
+	/* and only while another thread is runnable: if every other one is
+	 * parked, ccs_choose() wakes the earliest parked (its window ends, T's
+	 * begins); waiting for unparked ones let an early park block every
+	 * later one for a whole section */
+	if (shared && other_runnable(t) && ccs_below(ccs_stale_period) == 0) {
+		t->park_addr = a;
+		t->park_writes = 1 + (int)ccs_below(2);
+		t->park_ops = 1 + (int)ccs_below(3);
+		t->park_seq = ++stale_seq;
+	}
+}
+
+/* stale_wake -- end U's parking: it runs next, above every other thread (internal) */
+static void stale_wake(struct sthread *u)
+{
+	u->park_addr = 0;
+	u->prio = ++ccs_stale_top;
+}
+
+/*
+ * ccs_stale_op_end -- T ended an operation: threads parked for a number of
+ * other threads' operations count it down; T itself draws a new priority,
+ * so that whole operations of the threads interleave at random (internal)
+ */
+void ccs_stale_op_end(struct sthread *t)
+{
+	for (int i = 0; i < ccs_nthreads; i++) {
+		struct sthread *u = ccs_threads[i];
+		if (u != t && u->park_addr && u->park_ops && --u->park_ops == 0)
+			stale_wake(u);
+	}
+	t->prio = 2 + (int64_t)(ccs_rng() >> 24);
+}
