@@ -120,7 +120,7 @@ RECORD = Obj({
     "orders": (List(ORDER), list),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
-             "states_explored": (Nat(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
+             "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
              "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),

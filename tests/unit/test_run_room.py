@@ -150,3 +150,16 @@ def test_the_results_file_totals_targets(tmp_path):
     res = Results([a, b], SETTINGS).as_json("")
     assert res["complete"] is False and res["interrupted"] == "SIGINT"
     assert Results([], SETTINGS).as_json("")["complete"] is False
+
+
+def test_a_results_file_with_counts_past_2_63_reads_back(tmp_path):
+    # lazy covers every legal state of a point: states explored grow as the legal count does
+    # (HART's 14 histories: about 6e87), and `crashcheck report` must read what fuzz wrote
+    from harness.triage.record_formats import check_results
+    huge = 6 * 10 ** 87
+    a = TargetResult("hart", None, Stats(histories=14, crash_points=9, states_legal=huge, states_explored=huge,
+                                         executions=5, elapsed_s=1.0))
+    res = json.loads(json.dumps(Results([a], SETTINGS).as_json("crashcheck fuzz hart")))
+    checked = check_results(res, str(tmp_path / "r.json"))
+    assert int(checked["stats"]["states_explored"]) == huge
+    assert int(checked["per_structure"][0]["stats"]["states_explored"]) == huge
