@@ -131,3 +131,48 @@ def history(rng: random.Random, keys: list[bytes], n: int) -> list[tuple]:
         else:
             ops.append(("scan", rng.choice(keys)[: rng.randrange(1, 25)], rng.randrange(0, 8)))
     return ops
+
+
+def check_history_then_drain(driver: Path, pool: Path, rng: random.Random, keys: list[bytes], n: int) -> None:
+    """A byte-string tree (HART, Heart) against the model: N random operations on a new pool with
+    the tree's own check after each, the pool checked; then reopened (recovery rebuilds the DRAM
+    side), N/4 more operations, every key deleted and a scan: every chunk goes back, only the meta
+    object stays allocated."""
+    ops = history(rng, keys, n)
+    model = Model()
+    expected = [model.apply(line(op)) for op in ops]
+    res = run_driver(driver, ["run", "--pool", str(pool), "--create", "--size", "64m", "--check"],
+                     "\n".join(line(op) for op in ops))
+    assert res.returncode == 0, res.stderr
+    got = res.stdout.splitlines()
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert g == e, f"op {i} ({line(ops[i])}): driver said {g!r}, model {e!r}"
+    assert len(got) == len(expected)
+    check_pool(driver, pool, model)
+
+    more = history(rng, keys, n // 4)
+    rest = more + [("delete", k) for k in sorted(keys, key=lambda _: rng.random())] + [("scan", b"\0", 5)]
+    exp = [model.apply(line(op)) for op in rest]
+    res = run_driver(driver, ["run", "--pool", str(pool), "--check"], "\n".join(line(op) for op in rest))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == exp
+    result = check_pool(driver, pool, model)
+    assert len(result["allocated"]) == 1, "only the meta object stays once every key is gone"
+
+
+def check_short_keys_and_prefixes(driver: Path, pool: Path) -> None:
+    """Keys shorter than HART's hash key, keys that are prefixes of others, and 8-byte keys,
+    against the model on a new pool, the pool checked after."""
+    keys = [b"a", b"a\0", b"a\0\0", b"ab", b"abc", b"abcd", b"\0", b"\0\0", b"ab" + b"\xff" * 22,
+            (5).to_bytes(8, "big"), b"b"]
+    model = Model()
+    ops = [("insert", k, bytes([i]) * VSIZE) for i, k in enumerate(keys)]
+    ops += [("lookup", k) for k in keys] + [("scan", b"\0", 100), ("scan", b"ab", 3)]
+    ops += [("delete", b"a\0"), ("lookup", b"a"), ("lookup", b"a\0\0"), ("update", b"ab", b"\x42" * VSIZE),
+            ("scan", b"a", 100)]
+    expected = [model.apply(line(op)) for op in ops]
+    res = run_driver(driver, ["run", "--pool", str(pool), "--create", "--size", "4m"],
+                     "\n".join(line(op) for op in ops))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == expected
+    check_pool(driver, pool, model)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dict_model import VSIZE, Model, check_pool, history, key_pool, line
+from dict_model import check_history_then_drain, check_short_keys_and_prefixes, key_pool
 from treeutil import ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "hart" / "driver-native"
@@ -31,47 +31,12 @@ CASES = {  # name: (keys, hash keys, operations)
 def test_hart_history_matches_dict(trees_built, tmp_path, case):
     nkeys, prefixes, n = CASES[case]
     rng = random.Random(f"hart-{case}")
-    keys = key_pool(rng, nkeys, prefixes)
-    ops = history(rng, keys, n)
-    model = Model()
-    expected = [model.apply(line(op)) for op in ops]
-    pool = tmp_path / "pool"
-    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "64m", "--check"],
-                     "\n".join(line(op) for op in ops))
-    assert res.returncode == 0, res.stderr
-    got = res.stdout.splitlines()
-    for i, (g, e) in enumerate(zip(got, expected)):
-        assert g == e, f"op {i} ({line(ops[i])}): driver said {g!r}, model {e!r}"
-    assert len(got) == len(expected)
-    check_pool(DRIVER, pool, model)
-
-    # reopen (recovery rebuilds the DRAM side), go on, then drain: every chunk goes back
-    more = history(rng, keys, n // 4)
-    rest = more + [("delete", k) for k in sorted(keys, key=lambda _: rng.random())] + [("scan", b"\0", 5)]
-    exp = [model.apply(line(op)) for op in rest]
-    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--check"], "\n".join(line(op) for op in rest))
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines() == exp
-    result = check_pool(DRIVER, pool, model)
-    assert len(result["allocated"]) == 1, "only the meta object stays once every key is gone"
+    check_history_then_drain(DRIVER, tmp_path / "pool", rng, key_pool(rng, nkeys, prefixes), n)
 
 
 def test_hart_short_keys_and_prefixes(trees_built, tmp_path):
     """Keys shorter than the hash key, keys that are prefixes of others, and 8-byte keys."""
-    keys = [b"a", b"a\0", b"a\0\0", b"ab", b"abc", b"abcd", b"\0", b"\0\0", b"ab" + b"\xff" * 22,
-            (5).to_bytes(8, "big"), b"b"]
-    model = Model()
-    ops = [("insert", k, bytes([i]) * VSIZE) for i, k in enumerate(keys)]
-    ops += [("lookup", k) for k in keys] + [("scan", b"\0", 100), ("scan", b"ab", 3)]
-    ops += [("delete", b"a\0"), ("lookup", b"a"), ("lookup", b"a\0\0"), ("update", b"ab", b"\x42" * VSIZE),
-            ("scan", b"a", 100)]
-    expected = [model.apply(line(op)) for op in ops]
-    pool = tmp_path / "pool"
-    res = run_driver(DRIVER, ["run", "--pool", str(pool), "--create", "--size", "4m"],
-                     "\n".join(line(op) for op in ops))
-    assert res.returncode == 0, res.stderr
-    assert res.stdout.splitlines() == expected
-    check_pool(DRIVER, pool, model)
+    check_short_keys_and_prefixes(DRIVER, tmp_path / "pool")
 
 
 def test_hart_info(trees_built):
