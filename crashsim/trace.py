@@ -14,8 +14,9 @@ from pathlib import Path
 from .errors import CrashcheckError
 
 MAGIC = b"CCTRACE\0"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)   # version 2 added the compact store8 event
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)   # 2 added the compact store8 event, 3 the site's flags and chain
+SITE_OWN = 1                    # a site flag: named in one of the structure's own files
 HEADER = struct.Struct("<8sIIQQIIII16x")
 CHUNK = struct.Struct("<IIQ")
 CHUNK_MAGIC = 0x56454343
@@ -50,6 +51,10 @@ class Site:
     inlined_line: int = 0
     inlined_column: int = 0
     inlined_func: str = ""
+    # the helper frames (the standard library's, glibc's) the site was named past, innermost
+    # first, each "file:line in function": a std::atomic store is named by the structure's line
+    chain: tuple[str, ...] = ()
+    own: bool = False           # in one of the files `crashcheck build` named as the structure's
 
     def as_dict(self) -> dict:
         """The JSON form used by `trace show --json`, bug records and reports."""
@@ -57,6 +62,10 @@ class Site:
         if self.inlined_func or self.inlined_line:
             out["inlined_at"] = {"file": self.inlined_file, "line": self.inlined_line,
                                  "column": self.inlined_column, "func": self.inlined_func}
+        if self.chain:
+            out["via"] = list(self.chain)
+        if self.own:
+            out["own"] = True
         return out
 
     def describe(self) -> str:
@@ -64,6 +73,8 @@ class Site:
         text = f"{where} in {self.func or '?'}"
         if self.inlined_func or self.inlined_line:
             text += f" (inlined into {self.inlined_func or '?'} at {self.inlined_file}:{self.inlined_line})"
+        if self.chain:
+            text += f" via {self.chain[0]}"
         return text
 
 
@@ -229,7 +240,8 @@ def _normal(name: str) -> str:
     return os.path.normpath(name) if name else name
 
 
-def _parse_sites(buf: memoryview, pos: int, count: int, path: Path) -> tuple[list[Site], int]:
+def _parse_sites(buf: memoryview, pos: int, count: int, path: Path,
+                 version: int = VERSION) -> tuple[list[Site], int]:
     room = (len(buf) - pos) // SITE_MIN
     if count > room:
         # Checked first: a bit-flipped count of 2^32 must not build sites for minutes.
@@ -240,12 +252,20 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path) -> tuple[lis
         for i in range(count):
             line, col, iline, icol = struct.unpack_from("<IIII", buf, pos)
             pos += 16
+            flags = 0
+            if version >= 3:
+                (flags,) = struct.unpack_from("<I", buf, pos)
+                pos += 4
             file, pos = _read_str(buf, pos, "file")
             func, pos = _read_str(buf, pos, "function")
             ifile, pos = _read_str(buf, pos, "inlined-at file")
             ifunc, pos = _read_str(buf, pos, "inlined-at function")
+            chain = ""
+            if version >= 3:
+                chain, pos = _read_str(buf, pos, "helper chain")
             # (a debug-info name like trees/artcow/../woart/x.c is one file: named once)
-            sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc))
+            sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc,
+                              tuple(chain.split("\n")) if chain else (), bool(flags & SITE_OWN)))
     except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
     except _BadText as exc:
@@ -301,7 +321,7 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                          f"{', '.join(map(str, READABLE_VERSIONS))})")
     if hsize != HEADER.size or line_size == 0 or line_size & (line_size - 1) or line_size > 1 << 16:
         raise TraceError(f"{path}: corrupt header (header size {hsize}, line size {line_size})")
-    sites, pos = _parse_sites(buf, hsize, nsites, path)
+    sites, pos = _parse_sites(buf, hsize, nsites, path, version)
 
     trace = Trace(path, version, pool_base, pool_size, line_size, bool(flags & 1), pid, sites, [])
     events = trace.events

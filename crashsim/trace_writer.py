@@ -207,12 +207,13 @@ class TraceWriter:
         return self.regions[index][2]
 
     def write(self, path: str | os.PathLike, *, complete: bool = True, chunk_events: int = 4096,
-              compact: bool = True) -> Path:
+              compact: bool = True, version: int = VERSION) -> Path:
         """Write the trace file and its region images next to it. Without COMPLETE no `end`.
-        With COMPACT, stores the runtime would log as `store8` events are written as such."""
+        With COMPACT, stores the runtime would log as `store8` events are written as such.
+        VERSION below 3 writes the older site records (no flags, no chain)."""
         path = Path(path)
-        sites = b"".join(_pack_site(s) for s in self.sites)
-        header = HEADER.pack(MAGIC, VERSION, HEADER.size, self.regions[0][0], self.regions[0][1],
+        sites = b"".join(_pack_site(s, version) for s in self.sites)
+        header = HEADER.pack(MAGIC, version, HEADER.size, self.regions[0][0], self.regions[0][1],
                              self.line_size, 1 if self.loads else 0, self.pid, len(self.sites))
         names = [f"{path.name}.region{i}" for i in range(len(self.regions))]
         encoded = []
@@ -254,9 +255,14 @@ def _pack_str(s: str) -> bytes:
     return struct.pack("<H", len(data)) + data
 
 
-def _pack_site(s: _SiteRec) -> bytes:
-    return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
-            + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
+def _pack_site(s: _SiteRec, version: int = VERSION) -> bytes:
+    if version < 3:
+        return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
+                + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
+    # version 3: flags 0 and an empty helper chain (docs/trace-format.md)
+    return (struct.pack("<IIIII", s.line, s.column, s.inlined_line, s.inlined_column, 0)
+            + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func)
+            + _pack_str(""))
 
 
 def _write_sparse(path: Path, image: bytes, size: int, page: int = 4096) -> None:

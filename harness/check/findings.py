@@ -155,7 +155,7 @@ def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
     site = trace.site(site_id)
     if site is None:
         return "?"
-    if (caller or site.file.endswith(HEADERS)) and site.inlined_line:
+    if (caller or (site.file.endswith(HEADERS) and not site.own)) and site.inlined_line:
         return f"{site.inlined_file}:{site.inlined_line}"
     return f"{site.file}:{site.line}"
 

@@ -35,6 +35,8 @@ def site_text(site: dict | None) -> str:
     at = site.get("inlined_at")
     if at:
         text += f" (inlined into {at.get('func') or '?'} at {at.get('file')}:{at.get('line')})"
+    if site.get("via"):
+        text += f" via {site['via'][0]}"
     return text
 
 
@@ -44,7 +46,9 @@ def site_text(site: dict | None) -> str:
 
 
 def _helper(site: dict) -> bool:
-    return (site.get("file") or "").endswith(HEADERS)
+    """A header of helpers, not one `crashcheck build` named as the structure's own (a
+    header-only structure's stores are named by its header's lines)."""
+    return (site.get("file") or "").endswith(HEADERS) and not site.get("own")
 
 
 def _source(bug: dict, site: dict | None) -> Markup:
@@ -68,6 +72,9 @@ def _source(bug: dict, site: dict | None) -> Markup:
     if at.get("line") and caller is None:
         chain = (f'<div class="chain">&#8627; inlined into {escape(at.get("func") or "?")} at '
                  f'{escape(at.get("file") or "?")}:{at["line"]}</div>')
+    # the library frames the store was named past (std::atomic's store in bits/atomic_base.h)
+    chain += "".join(f'<div class="chain via">&#8627; via {escape(frame)}</div>'
+                     for frame in site.get("via") or ())
     return Markup(f'<div class="srcname">{escape(_name(site, caller is not None))}</div>'
                   f'<pre class="src">{lines}</pre>{chain}')
 

@@ -31,7 +31,8 @@ FORMAT = 1                     # the "crashcheck" field of results files and bug
 # -- the formats of docs/bug-record.md ----------------------------------------------------------
 
 _PLACE = {"file": (Text(), ""), "line": (Nat(), 0), "column": (Nat(), 0), "func": (Text(), "")}
-SITE = Obj({**_PLACE, "inlined_at": (Opt(Obj(_PLACE)), None)})
+SITE = Obj({**_PLACE, "inlined_at": (Opt(Obj(_PLACE)), None), "via": (List(Text()), list),
+            "own": (Bool(), False)})
 STORE = Obj({"seq": (Nat(), REQUIRED), "off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED),
              "data": (Text(), ""), "site": (Opt(SITE), None), "region": (Nat(), 0)})
 LEAK = Obj({"off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED), "site": (Opt(SITE), None)})

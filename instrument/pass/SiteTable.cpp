@@ -16,11 +16,61 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
 
+#include <cstdlib>
+#include <set>
+
 using namespace llvm;
 
 namespace crashcheck {
 
-static std::string fileOf(const DIScope *Scope) {
+// A colon-separated list from the environment (read once: -mllvm cannot reach a late plugin).
+static std::vector<std::string> envList(const char *Name) {
+  std::vector<std::string> Out;
+  const char *V = std::getenv(Name);
+  if (!V)
+    return Out;
+  SmallVector<StringRef, 8> Parts;
+  StringRef(V).split(Parts, ':', -1, /*KeepEmpty=*/false);
+  for (StringRef P : Parts)
+    Out.push_back(P.str());
+  return Out;
+}
+
+static bool under(const std::string &File, const std::string &Root) {
+  if (Root.empty() || File.compare(0, Root.size(), Root) != 0)
+    return false;
+  return File.size() == Root.size() || Root.back() == '/' || File[Root.size()] == '/';
+}
+
+bool isHelperFile(const std::string &File) {
+  if (File.empty())
+    return false;
+  // crashcheck build names the user's folders: everything outside them (the
+  // standard library, glibc, a vendored header elsewhere) is someone else's.
+  static const std::vector<std::string> Roots = envList("CRASHCHECK_PASS_SOURCE_ROOTS");
+  if (!Roots.empty()) {
+    for (const std::string &R : Roots)
+      if (under(File, R))
+        return false;
+    return true;
+  }
+  // Without them: the system's include and library folders, and any C++
+  // standard library (libstdc++'s <atomic> and bits/atomic_base.h, libc++).
+  static const char *System[] = {"/usr/include/", "/usr/lib/", "/usr/local/include/",
+                                 "/usr/local/lib/", "/lib/", "/opt/"};
+  for (const char *P : System)
+    if (StringRef(File).startswith(P))
+      return true;
+  return File.find("/include/c++/") != std::string::npos;
+}
+
+bool isStructureFile(const std::string &File) {
+  static const std::vector<std::string> L = envList("CRASHCHECK_PASS_STRUCTURE_FILES");
+  static const std::set<std::string> Files(L.begin(), L.end());
+  return Files.count(File) != 0;
+}
+
+std::string fileOf(const DIScope *Scope) {
   if (!Scope)
     return "";
   std::string File = Scope->getFilename().str();
@@ -59,14 +109,38 @@ static const DILocation *located(const Instruction &I) {
   return Loc;
 }
 
+const DILocation *userFrame(const DILocation *Loc) {
+  if (!Loc || !isHelperFile(fileOf(Loc->getScope())))
+    return Loc;
+  for (const DILocation *F = Loc->getInlinedAt(); F; F = F->getInlinedAt())
+    if (F->getLine() != 0 && !isHelperFile(fileOf(F->getScope())))
+      return F;
+  return Loc;
+}
+
+static std::string frameText(const DILocation *F) {
+  std::string Text = fileOf(F->getScope()) + ":" + std::to_string(F->getLine()) + " in ";
+  const DISubprogram *SP = F->getScope()->getSubprogram();
+  return Text + (SP ? SP->getName().str() : "?");
+}
+
 unsigned SiteTable::siteOf(const Instruction &I) {
-  const DILocation *Loc = located(I);
+  const DILocation *Inner = located(I);
+  // A store inside a helper (std::atomic's store in bits/atomic_base.h,
+  // inlined into <atomic>'s, inlined into the structure) is named by the
+  // first frame in the user's code; the helper frames go in its chain.
+  const DILocation *Loc = userFrame(Inner);
+  std::string Chain;
+  for (const DILocation *F = Inner; F && F != Loc; F = F->getInlinedAt())
+    Chain += (Chain.empty() ? "" : "\n") + frameText(F);
   std::string File, Func = functionOf(Loc, I), InlFile, InlFunc;
-  unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0;
+  unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0, Flags = 0;
   if (Loc) {
     File = fileOf(Loc->getScope());
     Line = Loc->getLine();
     Col = Loc->getColumn();
+    if (isStructureFile(File))
+      Flags |= SITE_OWN;
     // The inlined-at site is the nearest caller in another file, else the
     // outermost caller: a fence inside cc_mfence inside persistent() (both in
     // persist.h) inside link() inside wort_insert is reported at link()'s
@@ -84,7 +158,7 @@ unsigned SiteTable::siteOf(const Instruction &I) {
         InlFunc = SP->getName().str();
     }
   }
-  Key K{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol};
+  Key K{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags};
   auto It = Index.find(K);
   if (It != Index.end())
     return It->second;
@@ -115,9 +189,9 @@ void SiteTable::finalize() {
   Type *Ptr = PointerType::getUnqual(Ctx);
   Type *I32 = Type::getInt32Ty(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx);
-  // struct crashcheck_site: 4 pointers, 4 x u32, 2 x u64 reserved = 64 bytes.
+  // struct crashcheck_site: 4 pointers, 4 x u32, the chain, u64 flags = 64 bytes.
   StructType *SiteTy = StructType::get(
-      Ctx, {Ptr, Ptr, Ptr, Ptr, I32, I32, I32, I32, ArrayType::get(I64, 2)});
+      Ctx, {Ptr, Ptr, Ptr, Ptr, I32, I32, I32, I32, Ptr, I64});
   std::vector<Constant *> Records;
   for (const Key &K : Sites) {
     Records.push_back(ConstantStruct::get(
@@ -126,7 +200,7 @@ void SiteTable::finalize() {
          stringConstant(std::get<2>(K)), stringConstant(std::get<3>(K)),
          ConstantInt::get(I32, std::get<4>(K)), ConstantInt::get(I32, std::get<5>(K)),
          ConstantInt::get(I32, std::get<6>(K)), ConstantInt::get(I32, std::get<7>(K)),
-         ConstantAggregateZero::get(ArrayType::get(I64, 2))}));
+         stringConstant(std::get<8>(K)), ConstantInt::get(I64, std::get<9>(K))}));
   }
   ArrayType *ArrTy = ArrayType::get(SiteTy, Records.size());
   // Writable, so that pointer relocations in a PIE never land in a

@@ -2,7 +2,7 @@
 //
 // Every instrumented event carries a pointer to a 64-byte site record
 // (file, function, inlined-at file and function, line, column, inlined-at
-// line and column).  The records of one module form one array in section
+// line and column, the helper frames the site was named past, flags).  The records of one module form one array in section
 // "cc_sites"; the linker concatenates the modules' arrays, and the runtime
 // turns a record pointer into a trace-wide id by subtracting
 // __start_cc_sites.  The layout must match struct crashcheck_site in
@@ -13,6 +13,7 @@
 #define CRASHCHECK_SITETABLE_H
 
 #include "llvm/IR/Constants.h"
+#include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/Module.h"
@@ -23,6 +24,20 @@
 #include <vector>
 
 namespace crashcheck {
+
+// Site flags (struct crashcheck_site.flags, docs/trace-format.md).
+enum : unsigned { SITE_OWN = 1 };  // named in one of the structure's own files
+
+/// FILE is someone else's code (the standard library, glibc; with
+/// CRASHCHECK_PASS_SOURCE_ROOTS, anything outside the user's folders).
+bool isHelperFile(const std::string &File);
+/// FILE is one the build named as the structure's (CRASHCHECK_PASS_STRUCTURE_FILES).
+bool isStructureFile(const std::string &File);
+/// The absolute, normalised file name of a debug scope.
+std::string fileOf(const llvm::DIScope *Scope);
+/// The first frame of LOC's inline chain in the user's code (LOC itself if
+/// it is in the user's code or no frame is).
+const llvm::DILocation *userFrame(const llvm::DILocation *Loc);
 
 class SiteTable {
 public:
@@ -42,7 +57,7 @@ public:
 
 private:
   using Key = std::tuple<std::string, std::string, std::string, std::string,
-                         unsigned, unsigned, unsigned, unsigned>;
+                         unsigned, unsigned, unsigned, unsigned, std::string, unsigned>;
   llvm::Constant *stringConstant(const std::string &S);
 
   llvm::Module &M;

@@ -54,9 +54,11 @@ struct crashcheck_site {
 	const char *inl_file;
 	const char *inl_func;
 	uint32_t line, col, inl_line, inl_col;
-	uint64_t reserved[2];
+	const char *chain;	/* helper frames it was named past, innermost first, one a line */
+	uint64_t flags;		/* CC_SITE_OWN: in one of the structure's own files */
 };
 
+#define CC_SITE_OWN 1u
 #define CC_NO_SITE 0xffffffffu
 #define CC_LINE_SIZE 64u
 

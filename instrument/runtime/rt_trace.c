@@ -38,7 +38,7 @@
 
 #include "rt_internal.h"
 
-#define CC_TRACE_VERSION 2
+#define CC_TRACE_VERSION 3
 #define CC_HEADER_SIZE 64
 #define CC_CHUNK_HDR 16
 #define CC_CHUNK_MAGIC 0x56454343u
@@ -153,7 +153,7 @@ static void write_header(void)
 	write_all(trace_fd, hdr, sizeof(hdr));
 
 	/* Site records are small; batch them through a stack buffer. */
-	unsigned char rec[4 * 4 + 4 * (2 + 0xffff)];
+	unsigned char rec[5 * 4 + 5 * (2 + 0xffff)];
 	unsigned char out[64 * 1024];
 	size_t used = 0;
 	for (size_t i = 0; i < nsites; i++) {
@@ -162,10 +162,13 @@ static void write_header(void)
 		memcpy(rec + n, &s[i].col, 4); n += 4;
 		memcpy(rec + n, &s[i].inl_line, 4); n += 4;
 		memcpy(rec + n, &s[i].inl_col, 4); n += 4;
+		uint32_t flags = (uint32_t)s[i].flags;
+		memcpy(rec + n, &flags, 4); n += 4;
 		n += put_str(rec + n, s[i].file);
 		n += put_str(rec + n, s[i].func);
 		n += put_str(rec + n, s[i].inl_file);
 		n += put_str(rec + n, s[i].inl_func);
+		n += put_str(rec + n, s[i].chain);
 		if (used + n > sizeof(out)) {
 			write_all(trace_fd, out, used);
 			used = 0;

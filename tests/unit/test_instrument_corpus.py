@@ -72,3 +72,18 @@ def test_corpus(prog: corpuslib.Program, level: str, corpus_builds, tmp_path: Pa
         want = [corpuslib.describe(e) for e in expected]
         got = [corpuslib.describe(e) for e in actual]
         assert got == want, f"{prog.name} -{level} ({prog.construct}); markers {prog.markers}"
+
+
+def test_std_atomic_stores_name_the_users_line_with_the_library_chain(corpus_builds, tmp_path: Path):
+    """A std::atomic store is inlined from libstdc++'s bits/atomic_base.h: its site is main's line
+    in atomic_cpp.cpp, and the library frame it was named past is kept in the site's chain."""
+    prog = next(p for p in PROGRAMS if p.name == "atomic_cpp")
+    res, tr = corpuslib.run(corpus_builds[(prog.name, "O2")].exe, tmp_path)
+    assert res.returncode == 0, res.stderr
+    trace = read_trace(tr)
+    stores = [trace.site(ev.site) for ev in trace.events if ev.kind == "store"]
+    assert stores and all(s.func == "main" for s in stores)
+    for s in stores:
+        assert s.chain and "atomic_base.h:" in s.chain[0], s
+        assert s.as_dict()["via"] == list(s.chain)
+        assert " via " in s.describe()
