@@ -30,7 +30,9 @@ ROOT = structures.ROOT
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("build", help="compile your own structure with the pass so every command accepts it")
     p.add_argument("name", help="the name to give it (ASCII letters, digits, - and _; at most 64 characters)")
-    p.add_argument("sources", nargs="*", help="the structure's C/C++ sources (none if all is in the adapter)")
+    p.add_argument("sources", nargs="*",
+                   help="the structure's C/C++ sources and headers (.h/.hpp: a header-only structure's "
+                        "code is its own, for --pm-malloc and source sites); none if all is in the adapter")
     p.add_argument("--adapter", required=True,
                    help="the adapter file (C or C++) defining `cc_adapter` (see trees/common/cc_tree.h)")
     p.add_argument("--bugs", help="seeded-bug catalog (default: bugs.json beside the adapter, if any)")
@@ -45,9 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ldflags", action="append", default=[],
                    help="extra link flags, as --cflags: the libraries the structure needs (--ldflags -lpmemobj)")
     p.add_argument("--pm-malloc", action="store_true",
-                   help="send the sources' malloc, calloc, realloc, free, posix_memalign, aligned_alloc and "
-                        "_mm_malloc to the pool allocator, each allocation recorded with the line that "
-                        "called it (trees/common/pm_malloc.h); not the adapter's")
+                   help="send the structure's malloc, calloc, realloc, free, posix_memalign, aligned_alloc, "
+                        "memalign, valloc, pvalloc, _mm_malloc and C++ new/new[]/delete (in its sources "
+                        "and the headers given, wherever they are compiled) to the pool allocator, each "
+                        "allocation recorded with the line that called it (trees/common/pm_malloc.h); "
+                        "not the adapter's own, nor the standard library's called from the adapter")
     p.add_argument("--model", dest="model_file", metavar="FILE.py",
                    help="the reference model of a structure that is not an ordered map: a Python file "
                         "defining MODEL = specs.model.Model(...) named as the adapter's .model (docs/models.md)")
@@ -81,12 +85,14 @@ def run(args: argparse.Namespace) -> int:
                          f"{structures.NAME_MAX} characters")
     if name in structures.builtin_names():
         raise UsageError(f"{name!r} is a built-in structure; choose another name")
-    sources = [Path(s).resolve() for s in args.sources]
+    given = [Path(s).resolve() for s in args.sources]
     adapter = Path(args.adapter).resolve()
-    for path in sources + [adapter]:
+    for path in given + [adapter]:
         if not path.is_file():
             raise UsageError(f"{path}: no such source file")
-        build_compile.language(path)
+        build_compile.language(path, headers=path != adapter)
+    sources = [p for p in given if build_compile.language(p, headers=True) != "header"]
+    headers = [p for p in given if p not in sources]
     bugs_path = Path(args.bugs).resolve() if args.bugs else adapter.parent / "bugs.json"
     if args.bugs and not bugs_path.exists():
         raise UsageError(f"{bugs_path}: no such bug catalog")
@@ -103,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name_}: {exc}") from None
     cflags = flags["cflags"]
     plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc, ldflags=flags["ldflags"],
-                              common_cflags=flags["common-cflags"])
+                              common_cflags=flags["common-cflags"], headers=headers)
     missing = build_compile.missing_tools(plan)
     if missing is None and not build_compile.runtime().exists():
         missing = "the runtime is not built; run scripts/setup first"
@@ -130,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         (out / "meta.json").unlink(missing_ok=True)
         raise
     meta = {"name": name, "folder": str(adapter.parent), "sources": [str(s) for s in sources],
+            "headers": [str(h) for h in headers],
             "adapter": str(adapter), "cflags": shlex.join(cflags), "ldflags": shlex.join(flags["ldflags"]),
             "common_cflags": shlex.join(flags["common-cflags"]),
             "pm_malloc": args.pm_malloc, "bugs": str(bugs_path) if bugs else None,

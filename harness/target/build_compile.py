@@ -12,7 +12,13 @@ hook.h` sending malloc to the pool) would otherwise rewrite crashcheck's own all
 and a -D or -O meant for the structure would change them. trees/common gets crashcheck's flags
 and --common-cflags only. (--ldflags cannot be split so: the link is one.) With `pm_malloc`, the structure's sources
 (not the adapter, not trees/common) get `-include pm_malloc.h`, which sends malloc and its
-relatives to the pool (trees/common/pm_malloc.h).
+relatives to the pool (trees/common/pm_malloc.h), and the pass sends every allocation call
+whose first frame in the user's code is one of the structure's files (its sources and the headers
+given with them, which a header-only structure's code is compiled from inside the adapter) to the
+pool: malloc and its relatives, memalign, valloc, pvalloc, C++ new/new[] and their deletes
+(CRASHCHECK_PASS_PM_MALLOC; the untraced driver runs the pass for that alone,
+CRASHCHECK_PASS_ALLOC_ONLY). The adapter's own calls and the standard library's internals called
+from the adapter stay the C library's.
 
 A compiler that fails raises BuildFailure with its complete output, which the command prints
 before its one-line error. Outputs are written under a private name and renamed into place, so a
@@ -33,6 +39,7 @@ from harness.core.errors import UsageError
 ROOT = Path(__file__).resolve().parents[2]
 C_SUFFIXES = (".c",)
 CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".H", ".inl", ".ipp", ".tcc")
 C_STD = "-std=gnu11"
 CXX_STD = "-std=gnu++20"
 
@@ -45,13 +52,16 @@ class BuildFailure(UsageError):
         self.diagnostics = diagnostics
 
 
-def language(path: Path) -> str:
-    """'c' or 'c++' by the file's suffix, or UsageError."""
+def language(path: Path, headers: bool = False) -> str:
+    """'c' or 'c++' by the file's suffix ('header' for a header, with HEADERS), or UsageError."""
     if path.suffix in C_SUFFIXES:
         return "c"
     if path.suffix in CXX_SUFFIXES:
         return "c++"
-    raise UsageError(f"{path}: not a C or C++ source (suffixes {' '.join(C_SUFFIXES + CXX_SUFFIXES)})")
+    if headers and path.suffix in HEADER_SUFFIXES:
+        return "header"
+    allowed = C_SUFFIXES + CXX_SUFFIXES + (HEADER_SUFFIXES if headers else ())
+    raise UsageError(f"{path}: not a C or C++ {'file' if headers else 'source'} (suffixes {' '.join(allowed)})")
 
 
 @dataclass
@@ -65,6 +75,7 @@ class Plan:
     ldflags: list[str] = field(default_factory=list)     # the user's libraries, at the link
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
     common_cflags: list[str] = field(default_factory=list)
+    headers: list[Path] = field(default_factory=list)    # the structure's headers (not compiled alone)
 
     @property
     def cxx(self) -> bool:
@@ -84,7 +95,8 @@ class Plan:
                 f"-I{ROOT}/instrument/include", f"-I{ROOT}/crashsim/runner"]
         if common:
             return ours + rest
-        return ours + [f"-I{self.adapter.parent}"] + [f"-I{p.parent}" for p in self.sources] + rest
+        folders = dict.fromkeys([self.adapter.parent, *(p.parent for p in self.sources + self.headers)])
+        return ours + [f"-I{p}" for p in folders] + rest
 
 
 def compilers(traced: bool) -> dict[str, str]:
@@ -104,8 +116,23 @@ def missing_tools(plan: Plan) -> str | None:
     return None
 
 
-def _run(cmd: list[str], what: str) -> None:
-    res = subprocess.run(cmd, capture_output=True, text=True)
+def pass_env(plan: Plan) -> dict[str, str]:
+    """The environment of a compile of the user's files: the pass names a store inside code
+    outside the user's folders (the C++ standard library, glibc, crashcheck's persist.h) by the
+    first line of the user's code it was inlined into (CRASHCHECK_PASS_SOURCE_ROOTS), and marks
+    the sites in the structure's own files (CRASHCHECK_PASS_STRUCTURE_FILES), whose header lines
+    name their stores (docs/trace-format.md)."""
+    files = plan.sources + plan.headers + [plan.adapter]
+    roots = sorted({str(p.parent) for p in files})
+    env = {**os.environ, "CRASHCHECK_PASS_SOURCE_ROOTS": ":".join(roots),
+           "CRASHCHECK_PASS_STRUCTURE_FILES": ":".join(str(p) for p in plan.sources + plan.headers)}
+    if plan.pm_malloc:
+        env["CRASHCHECK_PASS_PM_MALLOC"] = "1"
+    return env
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         out = (res.stderr + res.stdout).rstrip()
         lines = out.splitlines()
@@ -115,16 +142,22 @@ def _run(cmd: list[str], what: str) -> None:
 
 def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
     """The compiler and flags for SRC (its language's; pm_malloc.h forced into the structure's
-    own sources with pm_malloc)."""
+    own sources with pm_malloc; the untraced compile of a user's file runs the pass for the
+    allocations alone)."""
     lang = language(src)
     cmd = [compilers(traced)[lang], *plan.flags(lang, common=src in plan.common)]
+    if plan.pm_malloc and not traced and src not in plan.common:
+        cmd += [f"-fpass-plugin={pass_plugin()}"]
     if plan.pm_malloc and src in plan.sources:
         cmd += ["-include", str(ROOT / "trees" / "common" / "pm_malloc.h")]
     return cmd
 
 
 def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[str]) -> None:
-    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}")
+    env = None if src in plan.common else pass_env(plan)
+    if env is not None and not traced:
+        env["CRASHCHECK_PASS_ALLOC_ONLY"] = "1"
+    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env)
 
 
 def syntax_check(plan: Plan) -> None:
@@ -167,6 +200,11 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
         raise BuildFailure(f"linking {out.name} failed: {why}", exc.diagnostics) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def pass_plugin() -> Path:
+    from harness.target import structures
+    return structures.BUILD / "libcrashcheck_pass.so"
 
 
 def runtime() -> Path:

@@ -27,6 +27,12 @@
 //     from a shadow of the pool, at the call's site)
 //   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
 //   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
+//   with CRASHCHECK_PASS_PM_MALLOC=1 at compile time (crashcheck build --pm-malloc), an
+//   allocation call whose first frame in the user's code is one of the structure's files
+//   (CRASHCHECK_PASS_STRUCTURE_FILES): malloc, calloc, realloc, free, posix_memalign,
+//   aligned_alloc, memalign, valloc, pvalloc, operator new/new[] (plain, nothrow, aligned)
+//                              -> cc_pm_*_at(args..., site) (trees/common/pm_malloc.c)
+//   (CRASHCHECK_PASS_ALLOC_ONLY=1: only these, for the untraced driver)
 //   after every atomic load/store/RMW/cmpxchg on ANY memory (stack and
 //   globals too), for the deterministic scheduler (docs/scheduler.md):
 //     if (__cc_sched_on) __cc_sched_atomic(ptr, op | size << 8, value, site)
@@ -176,7 +182,45 @@ const std::map<std::string, unsigned> &libcWrites() {
   return Calls;
 }
 
+// Allocation calls --pm-malloc sends to the pool allocator (trees/common/pm_malloc.c): the
+// runtime function and which of the call's arguments it takes (the site is added last, except
+// for free).  The nothrow tag of new is dropped.
+struct PmAllocCall {
+  const char *Runtime;
+  std::vector<unsigned> Args;
+  bool Site;
+};
+
+const std::map<std::string, PmAllocCall> &pmAllocCalls() {
+  static const std::map<std::string, PmAllocCall> Calls = [] {
+    std::map<std::string, PmAllocCall> C = {
+        {"malloc", {"cc_pm_malloc_at", {0}, true}},
+        {"calloc", {"cc_pm_calloc_at", {0, 1}, true}},
+        {"realloc", {"cc_pm_realloc_at", {0, 1}, true}},
+        {"free", {"cc_pm_free", {0}, false}},
+        {"posix_memalign", {"cc_pm_posix_memalign_at", {0, 1, 2}, true}},
+        {"aligned_alloc", {"cc_pm_aligned_at", {0, 1}, true}},
+        {"memalign", {"cc_pm_aligned_at", {0, 1}, true}},
+        {"valloc", {"cc_pm_valloc_at", {0}, true}},
+        {"pvalloc", {"cc_pm_pvalloc_at", {0}, true}},
+    };
+    for (const char *N : {"_Znwm", "_Znam"}) {
+      std::string S(N);
+      C[S] = {"cc_pm_new_at", {0}, true};
+      C[S + "RKSt9nothrow_t"] = {"cc_pm_new_nothrow_at", {0}, true};
+      C[S + "St11align_val_t"] = {"cc_pm_new_aligned_at", {0, 1}, true};
+      C[S + "St11align_val_tRKSt9nothrow_t"] = {"cc_pm_new_aligned_nothrow_at", {0, 1}, true};
+    }
+    // (operator delete is not here: trees/common/pm_malloc.c replaces the program's, so an
+    // object of the pool is given back wherever it is deleted, in the adapter or in the
+    // standard library's compiled code too)
+    return C;
+  }();
+  return Calls;
+}
+
 struct Stats {
+  unsigned PmAllocs = 0;
   unsigned Stores = 0, NTStores = 0, Atomics = 0, MemOps = 0, Flushes = 0, Fences = 0,
            AsmEvents = 0, Pmem = 0, PmemObj = 0, Loads = 0, Api = 0, SchedAtomics = 0,
            CheckLoads = 0;
@@ -185,8 +229,9 @@ struct Stats {
 
 class Instrumenter {
 public:
-  Instrumenter(Module &M, bool Loads, bool Sched, bool CheckLoads)
-      : M(M), Sites(M), Loads(Loads), Sched(Sched), CheckLoads(CheckLoads), Ctx(M.getContext()) {
+  Instrumenter(Module &M, bool Loads, bool Sched, bool CheckLoads, bool PmMalloc, bool AllocOnly)
+      : M(M), Sites(M), Loads(Loads), Sched(Sched), CheckLoads(CheckLoads), PmMalloc(PmMalloc),
+        AllocOnly(AllocOnly), Ctx(M.getContext()) {
     Ptr = PointerType::getUnqual(Ctx);
     I32 = Type::getInt32Ty(Ctx);
     I64 = Type::getInt64Ty(Ctx);
@@ -221,7 +266,7 @@ public:
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
                     Fence, Asm, Pmem, PmemObjWrap, PmemObjCall, Load, ApiOpBegin, ApiOpEnd,
-                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly };
+                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc };
   struct Point {
     Instruction *I;
     Kind K;
@@ -322,7 +367,31 @@ private:
       S.SchedAtomics++;
   }
 
+  // An allocation call of the structure's code (--pm-malloc): named by the user's line that
+  // made it (a `new` inside std::vector's allocator, inlined into the structure, counts as the
+  // structure's; the adapter's own calls and the library's internals do not).
+  bool pmAlloc(Instruction &I) {
+    auto *CB = dyn_cast<CallBase>(&I);
+    Function *Callee = CB ? CB->getCalledFunction() : nullptr;
+    if (!Callee || !Callee->isDeclaration() || !pmAllocCalls().count(Callee->getName().str()))
+      return false;
+    const PmAllocCall &C = pmAllocCalls().at(Callee->getName().str());
+    for (unsigned A : C.Args)
+      if (A >= CB->arg_size())
+        return false;
+    const DILocation *Loc = userFrame(I.getDebugLoc().get());
+    if (!Loc || !isStructureFile(fileOf(Loc->getScope())))
+      return false;
+    S.PmAllocs++;
+    add(I, Kind::PmAlloc);
+    return true;
+  }
+
   void classify(Instruction &I) {
+    if (PmMalloc && pmAlloc(I))
+      return;
+    if (AllocOnly)
+      return;
     if (auto *SI = dyn_cast<StoreInst>(&I)) {
       bool NoPM = cannotBePM(SI->getPointerOperand());
       if (SI->isAtomic())
@@ -626,7 +695,32 @@ private:
       return;
     case Kind::SchedOnly:
       return;
+    case Kind::PmAlloc:
+      return rewritePmAlloc(*cast<CallBase>(I), Site);
     }
+  }
+
+  // malloc(n) -> cc_pm_malloc_at(n, site), operator new(n) -> cc_pm_new_at(n, site), ...: the
+  // pool's functions never throw (an exhausted pool ends the driver with one line), so an
+  // invoke of operator new has already become a call (rewriteHook).
+  void rewritePmAlloc(CallBase &CB, Constant *Site) {
+    const PmAllocCall &C = pmAllocCalls().at(CB.getCalledFunction()->getName().str());
+    std::vector<Value *> Args;
+    std::vector<Type *> Types;
+    for (unsigned A : C.Args) {
+      Args.push_back(CB.getArgOperand(A));
+      Types.push_back(Args.back()->getType());
+    }
+    if (C.Site) {
+      Args.push_back(Site);
+      Types.push_back(Ptr);
+    }
+    IRBuilder<> B(&CB);
+    B.SetCurrentDebugLocation(CB.getDebugLoc());
+    CallInst *New = B.CreateCall(hook(C.Runtime, Types, CB.getType()), Args);
+    if (!CB.getType()->isVoidTy())
+      CB.replaceAllUsesWith(New);
+    ToErase.push_back(&CB);
   }
 
   void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Constant *Site) {
@@ -714,6 +808,7 @@ private:
            << S.Atomics << ", mem-ops " << S.MemOps << ", flushes " << S.Flushes
            << ", fences " << S.Fences << ", asm-events " << S.AsmEvents << ", libpmem "
            << S.Pmem << ", libpmemobj " << S.PmemObj << ", loads " << S.Loads << ", api " << S.Api
+           << ", pm-allocs " << S.PmAllocs
            << ", sched-atomics " << S.SchedAtomics << ", check-loads " << S.CheckLoads
            << "; skipped: stack " << S.SkippedStack << ", global " << S.SkippedGlobal
            << ", weak-fences " << S.SkippedWeakFence << ", asm-unknown " << S.AsmUnknown
@@ -722,7 +817,7 @@ private:
 
   Module &M;
   SiteTable Sites;
-  bool Loads, Sched, CheckLoads;
+  bool Loads, Sched, CheckLoads, PmMalloc, AllocOnly;
   LLVMContext &Ctx;
   Type *Ptr, *I32, *I64, *VoidTy;
   std::vector<Point> Points;
@@ -740,7 +835,13 @@ struct CrashcheckPass : PassInfoMixin<CrashcheckPass> {
     // Check loads for lazy exploration: on unless CRASHCHECK_PASS_CHECK_LOADS=0.
     const char *CheckEnv = std::getenv("CRASHCHECK_PASS_CHECK_LOADS");
     bool CheckLoads = !CheckEnv || std::string(CheckEnv) != "0";
-    bool Changed = Instrumenter(M, Loads, Sched, CheckLoads).run();
+    // --pm-malloc: the structure's allocations to the pool; ALLOC_ONLY: nothing else (the
+    // untraced driver of crashcheck build allocates where the traced one does).
+    bool PmMalloc = envFlag("CRASHCHECK_PASS_PM_MALLOC");
+    bool AllocOnly = envFlag("CRASHCHECK_PASS_ALLOC_ONLY");
+    if (AllocOnly)
+      Loads = Sched = CheckLoads = false;
+    bool Changed = Instrumenter(M, Loads, Sched, CheckLoads, PmMalloc, AllocOnly).run();
     if (CheckLoads) {
       // Tells the runner that this module's reads are seen by lazy exploration.
       new GlobalVariable(M, Type::getInt32Ty(M.getContext()), true, GlobalValue::WeakAnyLinkage,

@@ -42,7 +42,8 @@ def test_source_of_unknown_language_is_one_line(instrument_built, tmp_path):
     res = run_cli("build", "buildcheck-rs", src, "--adapter", FIXTURE / "broken.c")
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        f"crashcheck: error: {src}: not a C or C++ source (suffixes .c .cc .cpp .cxx .c++ .C)"]
+        f"crashcheck: error: {src}: not a C or C++ file (suffixes .c .cc .cpp .cxx .c++ .C .h .hh .hpp .hxx "
+        ".h++ .H .inl .ipp .tcc)"]
 
 
 def _link_failure(res, name: str) -> str:

@@ -8,6 +8,7 @@
  */
 #include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,3 +106,86 @@ void cc_pm_free(void *p)
 	else
 		free(p);
 }
+
+/* The calls below are what `--pm-malloc` makes of the structure's valloc, pvalloc and C++
+ * new/new[] (the pass rewrites the call, instrument/pass/CrashcheckPass.cpp).  They are C and never throw: a pool too full for a `new` ends the driver with one
+ * line naming the allocation's site (a bad_alloc would not tell where the pool ran out). */
+
+#define PAGE ((size_t)4096)
+
+/* cc_pm_valloc_at -- N bytes on a page boundary */
+void *cc_pm_valloc_at(size_t n, crashcheck_site_t site)
+{
+	return cc_pm_aligned_at(PAGE, n, site);
+}
+
+/* cc_pm_pvalloc_at -- N bytes rounded up to whole pages, on a page boundary */
+void *cc_pm_pvalloc_at(size_t n, crashcheck_site_t site)
+{
+	if (n > SIZE_MAX - PAGE)
+		return NULL;
+	return cc_pm_aligned_at(PAGE, n ? (n + PAGE - 1) & ~(PAGE - 1) : PAGE, site);
+}
+
+/* the head of a site record as the pass lays it out (struct crashcheck_site, rt_internal.h) */
+struct site_head {
+	const char *file, *func, *inl_file, *inl_func;
+	uint32_t line;
+};
+
+/* new_failed -- the one line a full pool ends a `new` with (internal) */
+static void new_failed(size_t n, crashcheck_site_t site)
+{
+	const struct site_head *h = (const struct site_head *)site;
+	fprintf(stderr, "crashcheck: operator new of %zu bytes at %s:%u: the pool is full (give the "
+		"driver a larger pool: --size)\n", n, h && h->file ? h->file : "?", h ? h->line : 0);
+	abort();
+}
+
+/* cc_pm_new_nothrow_at -- operator new(n, std::nothrow): NULL when the pool is full */
+void *cc_pm_new_nothrow_at(size_t n, crashcheck_site_t site)
+{
+	return cc_pm_malloc_at(n, site);
+}
+
+/* cc_pm_new_at -- operator new(n) and new[](n) */
+void *cc_pm_new_at(size_t n, crashcheck_site_t site)
+{
+	void *p = cc_pm_malloc_at(n, site);
+	if (!p)
+		new_failed(n, site);
+	return p;
+}
+
+/* cc_pm_new_aligned_nothrow_at -- operator new(n, std::align_val_t, std::nothrow) */
+void *cc_pm_new_aligned_nothrow_at(size_t n, size_t align, crashcheck_site_t site)
+{
+	return cc_pm_aligned_at(align, n, site);
+}
+
+/* cc_pm_new_aligned_at -- operator new(n, std::align_val_t) and its new[] */
+void *cc_pm_new_aligned_at(size_t n, size_t align, crashcheck_site_t site)
+{
+	void *p = cc_pm_aligned_at(align, n, site);
+	if (!p)
+		new_failed(n, site);
+	return p;
+}
+
+/* The program's operator delete, every form (these mangled names replace the C++ library's, as
+ * a program may; a C driver never calls them).  The default ones give the memory to free();
+ * these give a pool object back to the pool first, so an object the structure took with `new`
+ * may be deleted anywhere: in the adapter, or in the standard library's compiled code (a
+ * std::string's buffer).  Memory that is not the pool's goes to free() as before. */
+void _ZdlPv(void *p) { cc_pm_free(p); }
+void _ZdaPv(void *p) { cc_pm_free(p); }
+void _ZdlPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
+void _ZdaPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
+void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
+void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
+void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
+void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
+void _ZdlPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
+void _ZdaPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
+void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }
+void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }

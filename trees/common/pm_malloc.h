@@ -18,8 +18,9 @@
  * their include guards keep later includes from seeing the macros.
  * Pool objects come back zeroed; memory freed that is not a pool object
  * (allocated before the pool existed) goes to the C library's free.  In
- * C++, std::malloc and friends are redirected too; new and delete are not
- * (construct PM objects with placement new on pm_alloc, as examples/cppmap).
+ * C++, std::malloc and friends are redirected too.  C++ new, memalign, valloc
+ * and pvalloc (and the calls of header-only code compiled in the adapter) are
+ * redirected by the pass instead (CRASHCHECK_PASS_PM_MALLOC, docs/trees.md).
  */
 #ifndef CC_PM_MALLOC_H
 #define CC_PM_MALLOC_H
