@@ -10,6 +10,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def run_cli(*args: str, cwd: Path = ROOT, timeout: float | None = None,
             env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    # `crashcheck build` writes under the folder it runs in; the tests' builds go to build/user
+    # (which the installation's search order also reads, docs/cli.md "Where builds are")
+    if args and args[0] == "build" and "--out" not in map(str, args) and "-h" not in args:
+        args = (*args, "--out", ROOT / "build" / "user")
     env = dict(os.environ, **env_extra) if env_extra else None
     return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=env)

@@ -2,9 +2,11 @@
 
 Owns the command line of putting a user's structure under test and what it registers: the sources,
 the adapter (trees/common/cc_tree.h) and trees/common (driver, pool allocator) become
-build/user/NAME/driver (traced), driver-native and, for every entry of a bugs.json beside the
+DIR/NAME/driver (traced), driver-native and, for every entry of a bugs.json beside the
 adapter (or given with --bugs), driver-bug-<name> with -D<define>; harness/target/build_compile.py owns
-the compiler commands (C and C++, --pm-malloc). A meta.json records where the catalog and
+the compiler commands (C and C++, --pm-malloc). DIR is --out, else ./crashcheck-builds of the
+current folder: nothing is written into crashcheck's own folder, whose pass, runtime and runner
+(structures.BUILD) it uses. A meta.json records where the catalog and
 expectation file live, so every other command accepts NAME. A failed compile prints the
 compiler's whole output, then one error line.
 """
@@ -52,6 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and the headers given, wherever they are compiled) to the pool allocator, each "
                         "allocation recorded with the line that called it (trees/common/pm_malloc.h); "
                         "not the adapter's own, nor the standard library's called from the adapter")
+    p.add_argument("--out", metavar="DIR",
+                   help=f"the folder of builds to write NAME/ into (default: ./{structures.USER_BUILDS} of the "
+                        "current folder); other commands find it there, or through $CRASHCHECK_BUILDS "
+                        "(docs/cli.md \"Where builds are\")")
     p.add_argument("--model", dest="model_file", metavar="FILE.py",
                    help="the reference model of a structure that is not an ordered map: a Python file "
                         "defining MODEL = specs.model.Model(...) named as the adapter's .model (docs/models.md)")
@@ -115,8 +121,11 @@ def run(args: argparse.Namespace) -> int:
         missing = "the runtime is not built; run scripts/setup first"
     if missing:
         raise UsageError(missing)
-    out = structures.BUILD / "user" / name
-    out.mkdir(parents=True, exist_ok=True)
+    out = (Path(args.out).expanduser() if args.out else Path.cwd() / structures.USER_BUILDS).resolve() / name
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot make the build folder ({exc.strerror})") from None
     try:
         _compile_all(plan, out, bugs)
     except build_compile.BuildFailure as exc:

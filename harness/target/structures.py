@@ -3,7 +3,9 @@
 Owns name -> driver binaries, seeded-bug catalog (bugs.json), expectation file (expect.json) and
 key kind. Built-in structures are the folders trees/<name>/ with an adapter.c, built by
 `make trees` into build/trees/<name>/ (driver, driver-native, driver-bug-<bug>). A user's
-structure is built by `crashcheck build` into build/user/<name>/ with a meta.json beside it.
+structure is built by `crashcheck build` into a folder of builds (./crashcheck-builds by
+default, or --out DIR) as <name>/ with a meta.json beside it; `user_build_folders` is the order
+every command looks for it in (docs/cli.md "Where builds are").
 Never runs a driver except `driver info` (cached).
 """
 from __future__ import annotations
@@ -22,7 +24,28 @@ from harness.core.user_files import read_json
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = Path(os.environ.get("CRASHCHECK_BUILD", ROOT / "build"))
+# crashcheck's own built parts (pass, runtime, runner, built-in trees): $CRASHCHECK_BUILD, or the
+# installation's build/. An empty CRASHCHECK_BUILD= is unset, not the current folder.
+BUILD = Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
+USER_BUILDS = "crashcheck-builds"     # the folder of builds `crashcheck build` writes under the current one
+
+
+def user_build_folders() -> list[Path]:
+    """The folders holding users' builds (each build a NAME/ with meta.json), in the order a name
+    is looked for: those of $CRASHCHECK_BUILDS (colon-separated; where `crashcheck build --out`
+    wrote), ./crashcheck-builds of the current folder (where `crashcheck build` writes by
+    default), then the installation's build/user (builds made there before)."""
+    given = [Path(p).expanduser() for p in os.environ.get("CRASHCHECK_BUILDS", "").split(":") if p.strip()]
+    folders = [*given, Path.cwd() / USER_BUILDS, BUILD / "user"]
+    return list(dict.fromkeys(p.resolve() if p.exists() else p for p in folders))
+
+
+def user_build(name: str) -> Path | None:
+    """The build folder of the user's structure NAME, the first in user_build_folders' order."""
+    for folder in user_build_folders():
+        if (folder / name / "meta.json").is_file():
+            return folder / name
+    return None
 MODELS = ("adr", "eadr")
 
 
@@ -233,10 +256,11 @@ def builtin_names() -> list[str]:
 
 
 def user_names() -> list[str]:
-    users = BUILD / "user"
-    if not users.is_dir():
-        return []
-    return sorted(p.name for p in users.iterdir() if (p / "meta.json").exists())
+    names: set[str] = set()
+    for users in user_build_folders():
+        if users.is_dir():
+            names.update(p.name for p in users.iterdir() if (p / "meta.json").exists())
+    return sorted(names)
 
 
 def all_names() -> list[str]:
@@ -249,8 +273,8 @@ def get(name: str) -> Structure:
         bugs, known, model, thresholds = _catalog(folder)
         return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model,
                          thresholds=thresholds)
-    if name in user_names():
-        build = BUILD / "user" / name
+    build = user_build(name) if STRUCTURE_NAME.match(name) else None
+    if build is not None:
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
         bugs, known, model, thresholds = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
