@@ -194,7 +194,7 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
         os.replace(tmp, out)
     except BuildFailure as exc:
         # the linker's last line says only that it failed: say what is missing
-        why = link_errors.reason(exc.diagnostics, plan.sources + [plan.adapter], plan.adapter)
+        why = link_errors.reason(exc.diagnostics, plan.sources + plan.headers + [plan.adapter], plan.adapter)
         if why is None:
             raise
         raise BuildFailure(f"linking {out.name} failed: {why}", exc.diagnostics) from None

@@ -20,6 +20,38 @@ IN_FUNCTION = re.compile(r"in function `([^']+)'")
 AT_LINE = re.compile(r"(?:^|\s)(/[^:\s]+\.\w+):(\d+): undefined reference")
 
 
+def _cxx_parts(name: str) -> tuple[str, str] | None:
+    """A demangled C++ name the linker printed (`ns::Shape::~Shape()`) as (its unqualified name,
+    its class, or ''), or None for a C name."""
+    if "(" not in name and "::" not in name:
+        return None
+    parts = name.split("(", 1)[0].split("::")
+    return parts[-1], parts[-2] if len(parts) > 1 else ""
+
+
+def _cxx_inline_in(files: list[Path], name: str) -> Path | None:
+    """The user's C++ source with an out-of-class `inline` definition of NAME (a demangled name):
+    C++ emits an inline function only in the translation units that use it."""
+    base, cls = _cxx_parts(name)
+    qual = (re.escape(cls) + r"\s*::\s*") if cls else ""
+    pattern = re.compile(r"\binline\b[^;{}]*?" + qual + re.escape(base) + r"\s*\([^;{}]*\)[^;{}]*\{")
+    for f in files:
+        try:
+            text = f.read_text(errors="replace")
+        except OSError:
+            continue
+        if pattern.search(text):
+            return f
+    return None
+
+
+def _header_of(src: Path) -> Path | None:
+    for suffix in (".hpp", ".hh", ".hxx", ".h"):
+        if src.with_suffix(suffix).is_file():
+            return src.with_suffix(suffix)
+    return None
+
+
 def _inline_in(files: list[Path], name: str) -> Path | None:
     """The user's file (a source, or a header beside one) with an `inline` definition of NAME."""
     pattern = re.compile(r"\binline\b[^;{}()]*\b" + re.escape(name) + r"\s*\([^;{}]*\)\s*\{")
@@ -83,6 +115,18 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
             return (f"undefined reference to `{name}`{called}: --ldflags -Wl,--wrap={name[7:]} sends every "
                     f"call of {name[7:]} in the driver, crashcheck's own code included, to {name}, and no "
                     f"source given defines it{more}")
+        if _cxx_parts(name) is not None:
+            inline = _cxx_inline_in(user_files, name)
+            if inline is not None:
+                header = _header_of(inline)
+                where = f"into {header.name}, which every file using it includes" if header else \
+                    "into a header every file using it includes"
+                return (f"undefined reference to `{name}`{called}: {inline.name} defines it `inline`, and C++ "
+                        f"emits an inline function only in the files that use it, so no other file finds one; "
+                        f"move the definition {where}, or drop `inline` in {inline.name}{more}")
+            return (f"undefined reference to `{name}`{called}: no source given defines it; it must be defined "
+                    f"in one of the sources given to crashcheck build (a declared member or destructor "
+                    f"needs its body somewhere), or in a library given with --ldflags -l<library>{more}")
         inline = _inline_in(user_files, name)
         if inline is not None:
             return (f"undefined reference to `{name}`{called}: {inline.name} defines it `inline` only, and C "

@@ -73,3 +73,20 @@ def test_missing_library_is_named(instrument_built):
     assert res.returncode == 2 and "Traceback" not in res.stderr
     last = res.stderr.strip().splitlines()[-1]
     assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last
+
+
+def test_cxx_inline_destructor_of_another_file_is_named(instrument_built):
+    """C++: a destructor shape.cpp defines `inline` is emitted only where shape.cpp uses it; the
+    adapter's `delete` finds none. The line names it demangled, the caller, and where it belongs."""
+    res = run_cli("build", "buildcheck-cxxinline", FIXTURE / "shape.cpp", "--adapter", FIXTURE / "uses_shape.cpp")
+    last = _link_failure(res, "buildcheck-cxxinline")
+    assert "undefined reference to `buildcheck::Shape::~Shape()`" in last, last
+    assert "us_insert" in last
+    assert "shape.cpp defines it `inline`" in last and "move the definition into shape.hpp" in last, last
+
+
+def test_cxx_member_defined_nowhere_is_named(instrument_built):
+    res = run_cli("build", "buildcheck-cxxmissing", "--adapter", FIXTURE / "uses_shape.cpp")
+    last = _link_failure(res, "buildcheck-cxxmissing")
+    assert "undefined reference to `buildcheck::Shape::" in last, last
+    assert "no source given defines it; it must be defined in one of the sources given" in last, last
