@@ -66,7 +66,7 @@ class Structure:
     builtin: bool
     bugs: list[SeededBug] = field(default_factory=list)
     known: list[dict] = field(default_factory=list)   # expect.json "known" entries
-    designed_for: str = "adr"    # expect.json "model": the persistency model it is built for
+    expect_model: str | None = None   # expect.json "model": the persistency model it is built for
     models: tuple[str, ...] = MODELS
     model_file: Path | None = None   # a user's reference model (crashcheck build --model FILE.py)
     thresholds: tuple[int, ...] = ()  # expect.json "thresholds": capacities histories must cross
@@ -105,6 +105,16 @@ class Structure:
     @property
     def value_size(self) -> int:
         return int(self.info.get("value_size", 8))
+
+    @property
+    def designed_for(self) -> str:
+        """The persistency model it is built for: the adapter's `.persistency`, else expect.json's
+        "model", else adr. Fuzz judges it under this model unless --model is given."""
+        declared = self.info.get("persistency") if (self.build / "driver").exists() else None
+        if declared is not None and declared not in MODELS:
+            raise UsageError(f"{self.name}: its adapter declares .persistency = {declared!r}; use "
+                             f"{' or '.join(repr(m) for m in MODELS)} (or NULL for adr)")
+        return declared or self.expect_model or "adr"
 
     @property
     def spec_model(self) -> str:
@@ -246,7 +256,7 @@ def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBu
     thresholds = tuple(sorted({t["keys"] for t in expect["thresholds"]}))
     if thresholds and thresholds[-1] > MAX_THRESHOLD:
         raise UsageError(f"{path}: thresholds: {thresholds[-1]} keys is more than the {MAX_THRESHOLD} a history may load")
-    return bugs, expect["known"], expect["model"] or "adr", thresholds
+    return bugs, expect["known"], expect["model"], thresholds
 
 
 def builtin_names() -> list[str]:
@@ -271,14 +281,14 @@ def get(name: str) -> Structure:
     if name in builtin_names():
         folder = ROOT / "trees" / name
         bugs, known, model, thresholds = _catalog(folder)
-        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, designed_for=model,
+        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, expect_model=model,
                          thresholds=thresholds)
     build = user_build(name) if STRUCTURE_NAME.match(name) else None
     if build is not None:
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
         bugs, known, model, thresholds = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
-        return Structure(name, folder, build, False, bugs, known, designed_for=model,
+        return Structure(name, folder, build, False, bugs, known, expect_model=model,
                          model_file=Path(meta["model_file"]) if meta["model_file"] else None,
                          thresholds=thresholds)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -54,3 +54,15 @@ def test_an_empty_crashcheck_build_is_unset(instrument_built, tmp_path):
                cwd=tmp_path, CRASHCHECK_BUILD="")
     assert res.returncode == 0, res.stdout + res.stderr
 
+
+def test_the_adapters_persistency_model_is_fuzzs_default(instrument_built, tmp_path):
+    """An adapter with `.persistency = "eadr"` is fuzzed under eADR unless --model says otherwise."""
+    name = f"eadr-{os.getpid()}"
+    res = _cli("build", name, FIXTURE / "hdrmap.hpp", "--adapter", FIXTURE / "adapter.cpp", "--pm-malloc",
+               "--cflags", "-DHDRMAP_EADR", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    for extra, model in (((), "eadr"), (("--model", "adr"), "adr")):
+        out = tmp_path / f"r-{model}.json"
+        res = _cli("fuzz", name, "--examples", "3", "--seed", "1", "--quiet", "--json", out, *extra, cwd=tmp_path)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert json.loads(out.read_text())["model"] == model

@@ -238,6 +238,15 @@ struct cc_adapter {
 	 */
 	void *(*create_file)(const char *path, size_t size);
 	void *(*open_file)(const char *path, size_t size);
+
+	/*
+	 * persistency -- the persistency model the structure is built for:
+	 * "adr" (NULL too: a store is durable once flushed and fenced) or
+	 * "eadr" (persistent caches: a store is durable once it is visible;
+	 * code written for eADR issues no flushes).  `crashcheck fuzz` judges
+	 * it under this model unless --model says otherwise (docs/trees.md).
+	 */
+	const char *persistency;
 };
 
 extern const struct cc_adapter cc_adapter;

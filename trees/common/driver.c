@@ -507,6 +507,8 @@ static int cmd_info(int argc, char **argv)
 	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
 	       cc_adapter.threads ? "true" : "false", cc_own_pool(&cc_adapter) ? "true" : "false");
 	printf(", \"pass_traces_pool\": %s", cc_own_pool(&cc_adapter) && &__cc_pmemobj_pools ? "true" : "false");
+	if (cc_adapter.persistency)
+		printf(", \"persistency\": \"%s\"", cc_adapter.persistency);
 	if (cc_is_map(&cc_adapter)) {
 		/* the map operations it has: update, delete and scan are optional (NULL) */
 		static const enum cc_op_kind kinds[] = {OP_INSERT, OP_UPDATE, OP_DELETE, OP_LOOKUP, OP_SCAN};
