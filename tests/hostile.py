@@ -48,11 +48,11 @@ class Case:
 def events(raw: bytes) -> list[tuple[int, int, int]]:
     """(byte position, kind, payload length) of every event of a trace, and the chunk headers as
     kind -1, walked with the format of docs/trace-format.md."""
-    (nsites,) = struct.unpack_from("<I", raw, 44)
+    (version, nsites) = struct.unpack_from("<I", raw, 8)[0], struct.unpack_from("<I", raw, 44)[0]
     pos = HEADER
     for _ in range(nsites):
-        pos += 16
-        for _ in range(4):
+        pos += 16 + (4 if version >= 3 else 0)        # version 3: a u32 of flags, a fifth string
+        for _ in range(5 if version >= 3 else 4):
             (n,) = struct.unpack_from("<H", raw, pos)
             pos += 2 + n
     out = []
@@ -148,7 +148,7 @@ def _size_field(kind: int, size: int) -> Callable[[bytes], bytes]:
 
 
 def _site_name_byte(raw: bytes) -> bytes:
-    pos = HEADER + 16
+    pos = HEADER + 16 + (4 if struct.unpack_from("<I", raw, 8)[0] >= 3 else 0)
     (n,) = struct.unpack_from("<H", raw, pos)
     assert n > 0
     return patched(raw, pos + 2, b"\xff")
