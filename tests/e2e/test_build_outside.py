@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "hdrmap"
 
@@ -55,6 +57,7 @@ def test_an_empty_crashcheck_build_is_unset(instrument_built, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow        # a second build of the fixture (~20 s); the default suite's CPU budget is tight
 def test_the_adapters_persistency_model_is_fuzzs_default(instrument_built, tmp_path):
     """An adapter with `.persistency = "eadr"` is fuzzed under eADR unless --model says otherwise."""
     name = f"eadr-{os.getpid()}"
