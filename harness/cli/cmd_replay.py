@@ -106,6 +106,10 @@ def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Setting
 
 def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
+    if rec["program"] is not None:
+        # a finding of `crashcheck run`: the user's program and commands, no structure
+        from harness.run.program_run import replay
+        return replay(rec)
     try:
         return _replay(args.record, rec)
     except DriverFailure as exc:

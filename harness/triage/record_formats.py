@@ -63,7 +63,14 @@ SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
 
 def _classes() -> tuple[str, ...]:
     from specs.oracle import CLASSES, CONCURRENT_CLASSES
-    return CLASSES + CONCURRENT_CLASSES
+    from harness.check.program_check import PROGRAM_CLASSES
+    return CLASSES + CONCURRENT_CLASSES + PROGRAM_CLASSES
+
+
+# program mode (`crashcheck run`): how to run the program and its commands again
+PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), "recover": (Opt(Text()), None),
+               "timeout_s": (Seconds(), 10.0), "run": (Nat(), 0), "run_seed": (Opt(Nat()), None),
+               "sched": (Opt(Text()), None), "operation": (Text(), "")})
 
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
@@ -118,6 +125,8 @@ RECORD = Obj({
     "cause": (List(Text()), list),
     "symptoms": (List(SYMPTOM), list),
     "orders": (List(ORDER), list),
+    "program": (Opt(PROGRAM), None),
+    "output": (Text(), ""),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),

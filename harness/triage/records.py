@@ -5,7 +5,8 @@ the crash point and its source site, the lost and persisted stores with sites, e
 dumps in driver notation, leaked objects, the timeline of the operation in flight, a threaded
 run's lanes and scheduler switches (harness/triage/lanes.py), and a few lines of source around every site
 named; for a bug as reported, its cause, its other symptoms and its store orders
-(harness/triage/bugs.py). Every record of a run is built here, by build_record, and nowhere else.
+(harness/triage/bugs.py). Every record of a fuzz run is built here, by build_record, and nowhere else
+(`crashcheck run`'s records: harness/triage/program_records.py, from the same parts).
 Never judges anything (specs/) and never renders HTML.
 """
 from __future__ import annotations

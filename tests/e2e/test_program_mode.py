@@ -1,0 +1,129 @@
+"""`crashcheck run` (program mode, harness/run/program_run.py): a user's own libpmem program and its
+own checker, no adapter. examples/pmlog's seeded ordering bug is found, named by its pmreorder
+marker operation, shrunk to the one lost store that matters, written as a results file, records
+and a report, and replays; the correct build passes; `--recover` runs before the checker on the
+same image; a checker that crashes, hangs or prints megabytes is a finding, not a stall; bad
+commands end with one line and exit 2."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli_run import ROOT, run_cli
+from harness.cli.main import main
+
+CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
+SOURCE = ROOT / "examples" / "pmlog" / "pmlog.c"
+
+pytestmark = pytest.mark.usefixtures("instrument_built")
+
+
+@pytest.fixture(scope="module")
+def pmlog(tmp_path_factory) -> dict[str, Path]:
+    """examples/pmlog built with crashcheck-cc, correct and with its seeded bug."""
+    out = tmp_path_factory.mktemp("pmlog")
+    built = {}
+    for name, flags in (("pmlog", []), ("pmlog-bug", ["-DPMLOG_BUG"])):
+        exe = out / name
+        subprocess.run([CC, "-O1", *flags, SOURCE, "-lpmem", "-o", exe], check=True, capture_output=True)
+        built[name] = exe
+    return built
+
+
+def _run(tmp: Path, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return run_cli("run", "--quiet", "--json", tmp / "out.json", *map(str, args), timeout=timeout)
+
+
+def test_seeded_bug_found_shrunk_recorded_and_replayed(pmlog, tmp_path):
+    exe = pmlog["pmlog-bug"]
+    res = _run(tmp_path, "--report", tmp_path / "out.html", "--checker", f"{pmlog['pmlog']} check {{image}}",
+               "--", exe, "append", "pool", "3")
+    assert res.returncode == 1, res.stdout + res.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    [bug] = results["bugs"]
+    assert bug["class"] == "checker-failure"
+    # the pmreorder markers (EMIT_LOG append.BEGIN/END) name the operation the crash hit
+    assert bug["program"]["operation"].startswith("append (operation ")
+    assert bug["history"][:2] == ["create", "append"]
+    # shrunk: of the record's stores, losing one is enough, and it is a store of the record
+    assert len(bug["lost"]) == 1
+    assert bug["lost"][0]["site"]["func"] == "append"
+    assert bug["group"].startswith("lost: examples/pmlog/pmlog.c:")
+    assert "is not whole" in bug["output"] and "is not whole" in bug["detail"]
+    assert bug["occurrences"] > 1
+    assert results["stats"]["points_sampled"] == 0 and results["stats"]["crash_points"] > 5
+    assert "checker-failure" in (tmp_path / "out.html").read_text()
+    record = tmp_path / "out.bugs" / f"{bug['id']}.json"
+    rep = run_cli("replay", record, timeout=60)
+    assert rep.returncode == 1, rep.stdout + rep.stderr
+    assert "reproduced: checker-failure" in rep.stdout
+    # the correct build passes the same check, every legal state covered
+    ok = _run(tmp_path, "--checker", f"{pmlog['pmlog']} check {{image}}", "--", pmlog["pmlog"], "append", "pool", "3")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert json.loads((tmp_path / "out.json").read_text())["bugs"] == []
+    assert "every legal crash state of every crash point was checked" in ok.stdout
+
+
+def test_recover_runs_on_the_image_before_the_checker(pmlog, tmp_path):
+    good = pmlog["pmlog"]
+    # pmlog's recovery cuts the count back to the whole records: the seeded bug then loses appends
+    # but leaves a consistent log
+    res = _run(tmp_path, "--recover", f"{good} recover {{image}}", "--checker", f"{good} check {{image}}",
+               "--", pmlog["pmlog-bug"], "append", "pool", "2")
+    assert res.returncode == 0, res.stdout + res.stderr
+    # a recovery that dies on a bad image is a finding of its own class (the checker never runs)
+    crash = _run(tmp_path, "--recover", f"sh -c '{good} check \"$1\" 2>/dev/null || kill -SEGV $$' sh {{image}}",
+                 "--checker", "false {image}", "--", pmlog["pmlog-bug"], "append", "pool", "1")
+    assert crash.returncode == 2 and "the checker exited with status 1 on the crash-free image" in crash.stderr
+    crash = _run(tmp_path, "--recover", f"sh -c '{good} check \"$1\" 2>/dev/null || kill -SEGV $$' sh {{image}}",
+                 "--checker", "true {image}", "--", pmlog["pmlog-bug"], "append", "pool", "1")
+    assert crash.returncode == 1, crash.stdout + crash.stderr
+    bugs = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    assert {b["class"] for b in bugs} == {"recovery-crash"}
+    assert "recovery died of SIGSEGV" in bugs[0]["detail"]
+
+
+@pytest.mark.parametrize("how, cls", [
+    ("sleep 30", "checker-hang"),
+    ("kill -SEGV $$", "checker-crash"),
+    ("head -c 3000000 /dev/zero | tr '\\0' x; exit 3", "checker-failure"),
+])
+def test_checker_that_hangs_crashes_or_floods_is_a_finding(pmlog, tmp_path, how, cls):
+    script = tmp_path / "checker.sh"
+    script.write_text(f"#!/bin/sh\n{pmlog['pmlog']} check \"$1\" 2>/dev/null && exit 0\n{how}\n")
+    script.chmod(0o755)
+    res = _run(tmp_path, "--timeout", "1", "--limit", "2", "--checker", f"{script} {{image}}",
+               "--", pmlog["pmlog-bug"], "append", "pool", "1", timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    bugs = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    assert {b["class"] for b in bugs} == {cls}
+    assert all(len(b["output"]) <= 4096 for b in bugs)
+
+
+@pytest.mark.parametrize("checker, program, words", [
+    ("{pmlog} check pool", "{pmlog}", "has no {image}"),
+    ("{pmlog} check {image}", "/no/such/program", "does not exist"),
+    ("false {image}", "{pmlog}", "on the crash-free image"),
+    ("{pmlog} check {image2}", "{pmlog}", "names {image2}, but the program mapped 1 PM region"),
+    ("'unclosed {image}", "{pmlog}", "No closing quotation"),
+])
+def test_bad_commands_end_with_one_line(pmlog, tmp_path, capsys, checker, program, words):
+    exe = str(pmlog["pmlog"])
+    # in this process (the CLI's start-up is most of such a test's time); main() is what the
+    # `crashcheck` command runs
+    code = main(["run", "--quiet", "--json", str(tmp_path / "out.json"), "--checker", checker.replace("{pmlog}", exe),
+                 "--", program.replace("{pmlog}", exe), "append", "pool", "1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("crashcheck: error:") and words in lines[0], err
+
+
+def test_a_program_without_the_pass_or_failing_is_refused(tmp_path):
+    res = _run(tmp_path, "--checker", "true {image}", "--", "/bin/true")
+    assert res.returncode == 2 and "wrote no trace: build it with crashcheck-cc" in res.stderr
+    res = _run(tmp_path, "--checker", "true {image}", "--", "/bin/false")
+    assert res.returncode == 2 and "exited with status 1 in its traced run" in res.stderr
