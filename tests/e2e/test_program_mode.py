@@ -127,3 +127,34 @@ def test_a_program_without_the_pass_or_failing_is_refused(tmp_path):
     assert res.returncode == 2 and "wrote no trace: build it with crashcheck-cc" in res.stderr
     res = _run(tmp_path, "--checker", "true {image}", "--", "/bin/false")
     assert res.returncode == 2 and "exited with status 1 in its traced run" in res.stderr
+
+
+def test_plain_clang_binary_under_pmemcheck(pmlog, pmemcheck, tmp_path):
+    """The same program built by plain clang, traced by Valgrind's pmemcheck: the pmreorder markers
+    come from its store log, and the bug is found, named and replayed the same way."""
+    exe = tmp_path / "pmlog-plain-bug"
+    subprocess.run(["clang-16", "-O1", "-g", "-DPMLOG_BUG", SOURCE, "-lpmem", "-o", exe], check=True)
+    env = {"CRASHCHECK_PMEMCHECK": pmemcheck}
+    res = run_cli("run", "--quiet", "--tracer", "pmemcheck", "--json", tmp_path / "out.json",
+                  "--checker", f"{pmlog['pmlog']} check {{image}}", "--", exe, "append", "pool", "2",
+                  env_extra=env, timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    [bug] = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    assert bug["class"] == "checker-failure" and bug["tracer"] == "pmemcheck"
+    assert bug["program"]["operation"].startswith("append (operation ")
+    # Valgrind names the source cwd//abs/path: the record names the file itself
+    assert bug["group"].startswith("lost: examples/pmlog/pmlog.c:"), bug["group"]
+    rep = run_cli("replay", tmp_path / "out.bugs" / f"{bug['id']}.json", env_extra=env, timeout=300)
+    assert rep.returncode == 1 and "reproduced: checker-failure" in rep.stdout, rep.stdout + rep.stderr
+
+
+def test_runs_replace_seed_and_merge_into_one_results_file(pmlog, tmp_path):
+    res = _run(tmp_path, "--seed", "1", "--runs", "3", "--report", tmp_path / "out.html",
+               "--checker", f"{pmlog['pmlog']} check {{image}}", "--", pmlog["pmlog-bug"], "append", "pool", "{seed}")
+    assert res.returncode == 1, res.stdout + res.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    assert results["stats"]["histories"] == 3
+    [bug] = results["bugs"]               # the same lost store in every run: one bug
+    assert bug["program"]["run_seed"] in (1, 2, 3)
+    assert bug["program"]["argv"][-1] == str(bug["program"]["run_seed"])
+    assert bug["occurrences"] > 3
