@@ -96,10 +96,11 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
             "bugs": bugs}
 
 
-def replay(rec: dict, out=sys.stdout) -> int:
+def replay(rec: dict, out=None) -> int:
     """Run a program record again: trace its program as recorded (the same arguments, the very
     schedule), rebuild its crash state and judge it. 1: it reproduces (the same class or another
     failure), 0: the state now passes, UsageError: the record no longer fits the trace."""
+    out = out or sys.stdout
     prog = rec["program"]
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"],
                         atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", 8), tracer=rec["tracer"])

@@ -76,7 +76,10 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         "hung": None, "timeline": _timeline(trace, finding),
         "sources": _sources([crash_at] + [s["site"] for s in lost[:6]] + [s["site"] for s in kept[:3]]),
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",
-        "threads": 1, "sched": program.get("sched"), "schedule": traced.schedule,
+        # threads of the run (with a schedule, the deterministic scheduler's interleaving; the
+        # record has no per-operation thread sections, so no lanes)
+        "threads": max(1, len({ev.tid for ev in trace.events})),
+        "sched": program.get("sched"), "schedule": traced.schedule,
         "cause": sites, "symptoms": [], "orders": [],
         "output": v.output[-OUTPUT_CHARS:],
         "program": {**program, "argv": list(traced.argv), "operation": where},

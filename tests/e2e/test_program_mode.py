@@ -6,6 +6,8 @@ same image; a checker that crashes, hangs or prints megabytes is a finding, not 
 commands end with one line and exit 2."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import subprocess
 from pathlib import Path
@@ -34,13 +36,23 @@ def pmlog(tmp_path_factory) -> dict[str, Path]:
 
 
 def _run(tmp: Path, *args, timeout: float = 120) -> subprocess.CompletedProcess:
-    return run_cli("run", "--quiet", "--json", tmp / "out.json", *map(str, args), timeout=timeout)
+    """`crashcheck run --quiet --json TMP/out.json ARGS`, in this process: main() is what the
+    command runs, and the interpreter's start-up would be most of each call's time."""
+    return _main("run", "--quiet", "--json", tmp / "out.json", *args)
+
+
+def _main(*args) -> subprocess.CompletedProcess:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def test_seeded_bug_found_shrunk_recorded_and_replayed(pmlog, tmp_path):
     exe = pmlog["pmlog-bug"]
-    res = _run(tmp_path, "--report", tmp_path / "out.html", "--checker", f"{pmlog['pmlog']} check {{image}}",
-               "--", exe, "append", "pool", "3")
+    # the one call through the `crashcheck` command line itself (the others call main())
+    res = run_cli("run", "--quiet", "--json", tmp_path / "out.json", "--report", tmp_path / "out.html",
+                  "--checker", f"{pmlog['pmlog']} check {{image}}", "--", exe, "append", "pool", "3", timeout=120)
     assert res.returncode == 1, res.stdout + res.stderr
     results = json.loads((tmp_path / "out.json").read_text())
     [bug] = results["bugs"]
@@ -57,7 +69,7 @@ def test_seeded_bug_found_shrunk_recorded_and_replayed(pmlog, tmp_path):
     assert results["stats"]["points_sampled"] == 0 and results["stats"]["crash_points"] > 5
     assert "checker-failure" in (tmp_path / "out.html").read_text()
     record = tmp_path / "out.bugs" / f"{bug['id']}.json"
-    rep = run_cli("replay", record, timeout=60)
+    rep = _main("replay", record)
     assert rep.returncode == 1, rep.stdout + rep.stderr
     assert "reproduced: checker-failure" in rep.stdout
     # the correct build passes the same check, every legal state covered
@@ -110,14 +122,12 @@ def test_checker_that_hangs_crashes_or_floods_is_a_finding(pmlog, tmp_path, how,
     ("{pmlog} check {image2}", "{pmlog}", "names {image2}, but the program mapped 1 PM region"),
     ("'unclosed {image}", "{pmlog}", "No closing quotation"),
 ])
-def test_bad_commands_end_with_one_line(pmlog, tmp_path, capsys, checker, program, words):
+def test_bad_commands_end_with_one_line(pmlog, tmp_path, checker, program, words):
     exe = str(pmlog["pmlog"])
-    # in this process (the CLI's start-up is most of such a test's time); main() is what the
-    # `crashcheck` command runs
-    code = main(["run", "--quiet", "--json", str(tmp_path / "out.json"), "--checker", checker.replace("{pmlog}", exe),
-                 "--", program.replace("{pmlog}", exe), "append", "pool", "1"])
-    err = capsys.readouterr().err
-    assert code == 2, err
+    res = _run(tmp_path, "--checker", checker.replace("{pmlog}", exe),
+               "--", program.replace("{pmlog}", exe), "append", "pool", "1")
+    err = res.stderr
+    assert res.returncode == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("crashcheck: error:") and words in lines[0], err
 
@@ -129,22 +139,21 @@ def test_a_program_without_the_pass_or_failing_is_refused(tmp_path):
     assert res.returncode == 2 and "exited with status 1 in its traced run" in res.stderr
 
 
-def test_plain_clang_binary_under_pmemcheck(pmlog, pmemcheck, tmp_path):
+def test_plain_clang_binary_under_pmemcheck(pmlog, pmemcheck, tmp_path, monkeypatch):
     """The same program built by plain clang, traced by Valgrind's pmemcheck: the pmreorder markers
     come from its store log, and the bug is found, named and replayed the same way."""
     exe = tmp_path / "pmlog-plain-bug"
     subprocess.run(["clang-16", "-O1", "-g", "-DPMLOG_BUG", SOURCE, "-lpmem", "-o", exe], check=True)
-    env = {"CRASHCHECK_PMEMCHECK": pmemcheck}
-    res = run_cli("run", "--quiet", "--tracer", "pmemcheck", "--json", tmp_path / "out.json",
-                  "--checker", f"{pmlog['pmlog']} check {{image}}", "--", exe, "append", "pool", "2",
-                  env_extra=env, timeout=300)
+    monkeypatch.setenv("CRASHCHECK_PMEMCHECK", pmemcheck)
+    res = _run(tmp_path, "--tracer", "pmemcheck", "--checker", f"{pmlog['pmlog']} check {{image}}",
+               "--", exe, "append", "pool", "2")
     assert res.returncode == 1, res.stdout + res.stderr
     [bug] = json.loads((tmp_path / "out.json").read_text())["bugs"]
     assert bug["class"] == "checker-failure" and bug["tracer"] == "pmemcheck"
     assert bug["program"]["operation"].startswith("append (operation ")
     # Valgrind names the source cwd//abs/path: the record names the file itself
     assert bug["group"].startswith("lost: examples/pmlog/pmlog.c:"), bug["group"]
-    rep = run_cli("replay", tmp_path / "out.bugs" / f"{bug['id']}.json", env_extra=env, timeout=300)
+    rep = _main("replay", tmp_path / "out.bugs" / f"{bug['id']}.json")
     assert rep.returncode == 1 and "reproduced: checker-failure" in rep.stdout, rep.stdout + rep.stderr
 
 
@@ -158,3 +167,28 @@ def test_runs_replace_seed_and_merge_into_one_results_file(pmlog, tmp_path):
     assert bug["program"]["run_seed"] in (1, 2, 3)
     assert bug["program"]["argv"][-1] == str(bug["program"]["run_seed"])
     assert bug["occurrences"] > 3
+
+
+def test_schedules_find_a_bug_that_needs_an_interleaving(tmp_path):
+    """examples/pmpair: two threads publish their records through one count; the seeded bug covers
+    a slot the other thread has not written yet, which only an interleaving (and a crash) shows.
+    The finding records its schedule, and replay runs that very interleaving again."""
+    src = ROOT / "examples" / "pmpair" / "pmpair.c"
+    built = {}
+    for name, flags in (("pair", []), ("pair-bug", ["-DPMPAIR_BUG"])):
+        built[name] = tmp_path / name
+        subprocess.run([CC, "-O1", *flags, src, "-lpmem", "-o", built[name]], check=True, capture_output=True)
+    checker = f"{built['pair']} check {{image}}"
+    res = _run(tmp_path, "--schedules", "4", "--checker", checker, "--", built["pair-bug"], "append", "pool", "2")
+    assert res.returncode == 1, res.stdout + res.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    assert results["stats"]["histories"] == 4
+    [bug] = results["bugs"]
+    assert bug["class"] == "checker-failure" and bug["threads"] == 3
+    assert bug["sched"].startswith("random:") and bug["schedule"].startswith("# crashcheck-schedule")
+    rep = _main("replay", tmp_path / "out.bugs" / f"{bug['id']}.json")
+    assert rep.returncode == 1 and "reproduced: checker-failure" in rep.stdout, rep.stdout + rep.stderr
+    ok = _run(tmp_path, "--schedules", "4", "--checker", checker, "--", built["pair"], "append", "pool", "2")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    refused = _run(tmp_path, "--schedules", "2", "--tracer", "pmemcheck", "--checker", checker, "--", built["pair"])
+    assert refused.returncode == 2 and "--schedules needs the deterministic scheduler" in refused.stderr
