@@ -1,6 +1,6 @@
 """Program mode's search over one trace: every crash point, the states a strategy picks there, each
 judged by the program's own commands (harness/check/program_check.py), failing states shrunk to
-their fewest lost stores.
+their fewest lost stores, and the kept stores they need named.
 
 Owns the loop and its counts (crash points, legal and explored states, points sampled), the image
 cache (a state whose image equals one already judged gets that verdict without running anything),
@@ -34,6 +34,7 @@ class ProgramFinding:
     coverage: tuple[int, int]           # (legal, explored) at its crash point
     occurrences: int = 1
     lost_seqs: frozenset[int] = field(default_factory=frozenset)
+    needed: list[Piece] = field(default_factory=list)   # kept stores the failure needs (lose one: it passes)
 
 
 @dataclass
@@ -74,6 +75,29 @@ def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
                 cur, verdict = trial, v
                 break
     return tuple(cur), verdict
+
+
+# Pending units tried when looking for the kept stores a failure needs (each try runs the commands).
+NEEDED_TRIES = 16
+
+
+def needed(cp: CrashPoint, choice: tuple[int, ...], judge: Callable[[tuple[int, ...]], Verdict]) -> list[Piece]:
+    """The kept stores of CHOICE that the failure needs: each unit's last kept store whose loss
+    makes the state pass (a failure that loses nothing is caused by what did persist: a change
+    published too early, a change its transaction never logged)."""
+    out = []
+    tries = 0
+    for j, unit in enumerate(cp.units):
+        if choice[j] == 0 or unit.orders is not None:
+            continue
+        if tries == NEEDED_TRIES:
+            break
+        tries += 1
+        trial = list(choice)
+        trial[j] -= 1
+        if judge(tuple(trial)).ok:
+            out.append(unit.pieces[choice[j] - 1])
+    return out
 
 
 def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
@@ -120,7 +144,7 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
                 same.occurrences += 1
                 continue
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
-                                           (cp.legal, explored), 1, seqs))
+                                           (cp.legal, explored), 1, seqs, needed(cp, small, judge)))
         if on_point is not None:
             on_point(stats, len(findings))
     return findings, stats

@@ -25,12 +25,15 @@ OUTPUT_CHARS = 4096            # of the failing command's output kept in a recor
 
 
 def group_of(finding: ProgramFinding, traced: TracedProgram) -> str:
-    """What makes findings of one class one bug: the lines of the stores the shrunk state loses,
-    or with none lost, the crash's line."""
+    """What makes findings of one class one bug: the lines of the stores the shrunk state loses;
+    with none lost, the lines of the kept stores it needs; with neither, the crash's line."""
     trace = traced.trace
     sites = sorted({site_key(trace, trace.events[p.seq].site) for p in finding.lost})
     if sites:
         return "lost: " + ", ".join(sites)
+    kept = sorted({site_key(trace, trace.events[p.seq].site) for p in finding.needed})
+    if kept:
+        return "persisted: " + ", ".join(kept)
     return "crash@" + site_key(trace, crash_site(trace, finding.point), caller=True)
 
 
@@ -80,7 +83,8 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         # record has no per-operation thread sections, so no lanes)
         "threads": max(1, len({ev.tid for ev in trace.events})),
         "sched": program.get("sched"), "schedule": traced.schedule,
-        "cause": sites, "symptoms": [], "orders": [],
+        "cause": sorted(set(sites) | {site_key(trace, trace.events[p.seq].site) for p in finding.needed}),
+        "symptoms": [], "orders": [],
         "output": v.output[-OUTPUT_CHARS:],
         "program": {**program, "argv": list(traced.argv), "operation": where},
     }
