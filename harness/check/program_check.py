@@ -12,8 +12,10 @@ means anything. Never enumerates crash states (harness/check/program_explore.py)
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +51,12 @@ class Command:
         if not any(PLACEHOLDER.search(w) for w in words):
             raise UsageError(f"{option} {text!r} has no {{image}}: put {{image}} where the post-crash "
                              "image file goes")
+        exe = words[0]
+        if not PLACEHOLDER.search(exe):
+            found = shutil.which(exe) if "/" not in exe else exe
+            if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+                raise UsageError(f"{option} {text!r}: {exe!r} is not an executable file"
+                                 + ("" if "/" in exe else " on PATH"))
         return Command(text, words, option)
 
     def regions_named(self) -> set[int]:
@@ -115,6 +123,12 @@ class ImageChecker:
                 a, b = max(woff, off), min(woff + len(data), off + size)
                 if a < b:
                     buf[a - off:b - off] = data[a - woff:b - woff]
+            # a new file each time: whatever the last commands left there (a file they still map,
+            # made read-only, or replaced by a folder) is not written through
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
             path.write_bytes(buf)
 
     def run(self) -> Verdict:

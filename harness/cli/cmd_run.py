@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ from harness.run.program_run import ProgramRun, execute
 from harness.target.program import resolve
 
 STRATEGIES = ("bounded", "exhaustive")
+MAX_TIMEOUT_S = 86400          # a day per command and image: past it (or inf) nothing could be judged
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,8 +86,8 @@ def _check(args: argparse.Namespace) -> ProgramRun:
     if args.schedules and args.tracer == "pmemcheck":
         raise UsageError("run: --schedules needs the deterministic scheduler, which only programs built "
                          "with crashcheck-cc have (not --tracer pmemcheck)")
-    if not args.timeout > 0:
-        raise UsageError(f"run: --timeout must be more than 0 seconds, not {args.timeout}")
+    if not 0 < args.timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"run: --timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, not {args.timeout}")
     ModelOptions(atomic_unit=args.atomic_unit).validate()
     checker = Command.parse(args.checker, "--checker")
     recover = Command.parse(args.recover, "--recover") if args.recover is not None else None
@@ -108,7 +110,18 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         job.progress = lambda line: print(f"crashcheck: {line}", file=sys.stderr)
     command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["run"] else ""
-    res = execute(job, bugdir, command)
+    def stop(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    old_term = signal.signal(signal.SIGTERM, stop)
+    try:
+        res = execute(job, bugdir, command)
+    except KeyboardInterrupt as exc:
+        # (the command running when it came was killed with its process group, supervise.py)
+        name = str(exc) or "SIGINT"
+        print(f"crashcheck: interrupted ({name}); nothing written", file=sys.stderr)
+        return 128 + signal.Signals[name].value
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
     res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
     write_run(res, bugdir, json_out, args.report)
     st = res["stats"]

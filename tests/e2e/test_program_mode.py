@@ -9,7 +9,10 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -121,6 +124,8 @@ def test_checker_that_hangs_crashes_or_floods_is_a_finding(pmlog, tmp_path, how,
     ("false {image}", "{pmlog}", "on the crash-free image"),
     ("{pmlog} check {image2}", "{pmlog}", "names {image2}, but the program mapped 1 PM region"),
     ("'unclosed {image}", "{pmlog}", "No closing quotation"),
+    ("/no/such/checker {image}", "{pmlog}", "'/no/such/checker' is not an executable file"),
+    ("no-such-checker-on-path {image}", "{pmlog}", "is not an executable file on PATH"),
 ])
 def test_bad_commands_end_with_one_line(pmlog, tmp_path, checker, program, words):
     exe = str(pmlog["pmlog"])
@@ -214,3 +219,48 @@ def test_libpmemobj_program_with_transactions(tmp_path):
     assert bug["group"] == f"persisted: examples/pmbank/pmbank.c:{line}", bug["group"]
     ok = _run(tmp_path, "--limit", "8", "--checker", checker, "--", built["bank"], "run", "pool", "1")
     assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_bad_timeout_and_a_checker_that_wrecks_the_image_file(pmlog, tmp_path):
+    res = _run(tmp_path, "--timeout", "inf", "--checker", f"{pmlog['pmlog']} check {{image}}",
+               "--", pmlog["pmlog"], "append", "pool", "1")
+    assert res.returncode == 2 and "--timeout must be more than 0 and at most" in res.stderr
+    # a checker that leaves a read-only file or a folder where the image was: the next state's
+    # image is a new file all the same
+    script = tmp_path / "wreck.sh"
+    script.write_text(f"#!/bin/sh\n{pmlog['pmlog']} check \"$1\" || exit 1\n"
+                      "if [ -n \"$(ls -d \"$1\".seen 2>/dev/null)\" ]; then rm -f \"$1\"; mkdir \"$1\"; "
+                      "else touch \"$1\".seen; chmod 0 \"$1\"; fi\n")
+    script.chmod(0o755)
+    res = _run(tmp_path, "--checker", f"{script} {{image}}", "--", pmlog["pmlog-bug"], "append", "pool", "1")
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert {b["class"] for b in json.loads((tmp_path / "out.json").read_text())["bugs"]} == {"checker-failure"}
+
+
+def test_sigterm_stops_the_run_and_its_commands(pmlog, tmp_path):
+    marker = "47.125"           # the hanging checker's sleep, a duration nothing else uses
+    cmd = f"sh -c '{pmlog['pmlog']} check \"$1\" || exec sleep {marker}' sh {{image}}"
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", "--quiet", "--checker", cmd,
+                          "--", str(pmlog["pmlog-bug"]), "append", "pool", "1"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not _sleeping(marker):
+        time.sleep(0.1)
+    assert _sleeping(marker), "the hanging checker never started"
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + signal.SIGTERM and err.strip() == "crashcheck: interrupted (SIGTERM); nothing written"
+    time.sleep(0.2)
+    assert not _sleeping(marker), "the checker outlived the run"
+
+
+def _sleeping(marker: str) -> bool:
+    """A process `sleep MARKER` is running (not one whose arguments merely name it: crashcheck's)."""
+    want = b"sleep\x00" + marker.encode() + b"\x00"
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and (proc / "cmdline").read_bytes() == want:
+                return True
+        except OSError:
+            continue
+    return False
