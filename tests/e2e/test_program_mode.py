@@ -264,3 +264,28 @@ def _sleeping(marker: str) -> bool:
         except OSError:
             continue
     return False
+
+
+def test_a_program_mapping_two_files_gets_one_placeholder_each(tmp_path):
+    """tests/fixtures/twofiles keeps a value in one file and its flag in another: {image} and
+    {image1} are the two post-crash files, and the bug is the flag (second file) persisted
+    before the value (first file)."""
+    src = ROOT / "tests" / "fixtures" / "twofiles" / "twofiles.c"
+    built = {}
+    for name, flags in (("two", []), ("two-bug", ["-DTWOFILES_BUG"])):
+        built[name] = tmp_path / name
+        subprocess.run([CC, "-O1", *flags, src, "-lpmem", "-o", built[name]], check=True, capture_output=True)
+    checker = f"{built['two']} check {{image}} {{image1}}"
+    res = _run(tmp_path, "--checker", checker, "--", built["two-bug"], "write", "a", "b")
+    assert res.returncode == 1, res.stdout + res.stderr
+    [bug] = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    assert "flag set, value 0" in bug["detail"]
+    lines = src.read_text().splitlines()
+    value = next(n for n, t in enumerate(lines, 1) if t.strip() == "a[0] = 42;")
+    flag = next(n for n, t in enumerate(lines, 1) if t.strip() == "b[0] = 1;")
+    assert [s.get("region", 0) for s in bug["lost"]] == [0] and bug["lost"][0]["site"]["line"] == value
+    assert bug["cause"] == [f"tests/fixtures/twofiles/twofiles.c:{n}" for n in (value, flag)]
+    ok = _run(tmp_path, "--checker", checker, "--", built["two"], "write", "a", "b")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = _run(tmp_path, "--checker", f"{built['two']} check {{image}} {{image2}}", "--", built["two"], "write", "a", "b")
+    assert bad.returncode == 2 and "mapped 2 PM regions ({image}, {image1})" in bad.stderr
