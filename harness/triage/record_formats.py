@@ -196,6 +196,11 @@ def _consistent(rec: dict, path: str, where: str) -> None:
                              or max(rec["thread_of"]) > rec["threads"]):
         raise UsageError(f"{path}: not a valid bug record: {where}thread_of must give each operation of the "
                          f"history its thread (0 for the load phase, then 1..threads in order)")
+    prog = rec["program"]
+    if prog is not None and (not prog["argv"] or not 0 < prog["timeout_s"] <= 86400):
+        raise UsageError(f"{path}: not a valid bug record: {where}program "
+                         + ("argv names no program" if not prog["argv"] else
+                            f"timeout_s must be more than 0 and at most a day, not {prog['timeout_s']}"))
     for i, lane in enumerate(rec["lanes"]):
         if lane["ret"] is not None and lane["ret"] <= lane["call"]:
             raise UsageError(f"{path}: not a valid bug record: {where}lanes[{i}] returns at event {lane['ret']}, "

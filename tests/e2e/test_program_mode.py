@@ -289,3 +289,23 @@ def test_a_program_mapping_two_files_gets_one_placeholder_each(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = _run(tmp_path, "--checker", f"{built['two']} check {{image}} {{image2}}", "--", built["two"], "write", "a", "b")
     assert bad.returncode == 2 and "mapped 2 PM regions ({image}, {image1})" in bad.stderr
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda r: r["program"].update(argv=[]), "program argv names no program"),
+    (lambda r: r["program"].update(timeout_s=0), "timeout_s must be more than 0"),
+    (lambda r: r["program"].update(argv=["./no-such-program"]), "does not exist"),
+    (lambda r: r["program"].update(checker="true"), "has no {image}"),
+    (lambda r: r["crash"].update(choice=[7, 7, 7]), "no longer has crash point"),
+    (lambda r: r["crash"].update(index=999), "no longer has crash point 999"),
+])
+def test_an_edited_program_record_does_not_replay(pmlog, tmp_path, edit, words):
+    res = _run(tmp_path, "--limit", "2", "--checker", f"{pmlog['pmlog']} check {{image}}", "--",
+               pmlog["pmlog-bug"], "append", "pool", "1")
+    assert res.returncode == 1, res.stdout + res.stderr
+    [bug] = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    edit(bug)
+    (tmp_path / "edited.json").write_text(json.dumps(bug))
+    rep = _main("replay", tmp_path / "edited.json")
+    lines = rep.stderr.strip().splitlines()
+    assert rep.returncode == 2 and len(lines) == 1 and words in lines[0], rep.stdout + rep.stderr
