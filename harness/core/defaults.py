@@ -25,6 +25,9 @@ BUDGET_S = 20.0                 # seconds per structure when neither --examples 
 TRACERS = ("pass", "pmemcheck")  # who traces a history's run: the pass, or pmemcheck (harness/target/tracers.py)
 TRACER = "pass"
 ATOMIC_UNIT = 8                 # bytes: the failure-atomic unit stores are split into (crashsim owns the rule)
+# keys inserted next to the crashed operation's key after recovery (specs.ordered_map.NEIGHBOURS)
+CONTINUATION = 6
+MAX_CONTINUATION = 64           # more would make each check's workload longer than its recovery's
 RECOVERY_CRASHES = 4            # post-crash images per history whose recovery is crashed again
 POOL_SIZE = 8 << 20             # bytes; small pools keep base-image loads cheap
 TIMEOUT_MS = 2000               # one crash state's check (recovery + follow-up), wall clock
