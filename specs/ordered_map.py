@@ -246,17 +246,22 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8,
 # The targeted part's default number of keys inserted next to the crashed operation's key: past a
 # 4-slot node, and a 4-child node (an ART N4) to its next type, whichever side the key lies on.
 NEIGHBOURS = 6
+# At most this many operations of the rest of the history run after recovery: fuzz's histories
+# check at most 10 (harness MAX_OPS), and a long replayed one should not make every check of it
+# cost more than twice the short follow-up's (bench/README.md, "Continuation after recovery").
+REST_MAX = 24
 
 
 def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: str = "u64",
                  value_size: int = 8, map_ops: Sequence[str] | None = None,
-                 neighbours: int = NEIGHBOURS, **_: Any) -> list[Op]:
+                 neighbours: int = NEIGHBOURS, rest_max: int = REST_MAX, **_: Any) -> list[Op]:
     """What runs after the recovery of a crash with DONE operations completed and operation
     INFLIGHT in flight (None: between operations), judged by the model from the recovered state:
       1. a lookup of every key the history used (present, deleted or in flight) and a scan of all
          of it: lookup against the dump in the other direction from the check's own (every dumped
          key looked up), and the scan against both;
-      2. the rest of the history, the operations after the crashed one (they touch the same nodes);
+      2. the rest of the history, the operations after the crashed one (they touch the same nodes),
+         at most REST_MAX of them;
       3. around the crashed operation's key K: K inserted, looked up, deleted, looked up (a
          transient copy of K that delete leaves behind shows here), inserted, updated, looked up; then
          NEIGHBOURS keys nearest to K in order (sharing its longest prefix) inserted, so the node K
@@ -282,7 +287,7 @@ def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: s
     everything = Op("scan", low, count=max(64, 2 * (len(keys) + neighbours + 1)))
     out = [Op("lookup", k) for k in keys] + [everything]
     start = done if inflight is None else inflight + 1
-    out += list(ops[start:])
+    out += list(ops[start:start + rest_max])
     crashed = ops[inflight] if inflight is not None else ops[done - 1] if done else None
     k = crashed.key if crashed is not None and crashed.kind != "scan" else (keys[0] if keys else None)
     if k is not None:

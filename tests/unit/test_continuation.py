@@ -112,3 +112,9 @@ def test_a_recovery_the_model_follows_passes_and_names_its_state():
     v_ = judge_recovery(HISTORY, HistoryPoint(4, None), answer(dump((1, 10), (5, 50)),
                                                                model_outputs(state, follow)), follow)
     assert v_.ok and v_.recovered == "the state after the 4 completed operations"
+
+
+def test_the_rest_of_a_long_history_is_cut_at_rest_max():
+    ops = [parse_op(f"insert {i} {i}") for i in range(40)]
+    follow = continuation(ops, 3, 3, neighbours=0, rest_max=5)
+    assert texts(follow[41:46]) == texts(ops[4:9]) and follow[46].kind == "insert" and follow[46].key == k(3)
