@@ -249,7 +249,7 @@ NEIGHBOURS = 6
 # At most this many operations of the rest of the history run after recovery: fuzz's histories
 # check at most 10 (harness MAX_OPS), and a long replayed one should not make every check of it
 # cost more than twice the short follow-up's (bench/README.md, "Continuation after recovery").
-REST_MAX = 24
+REST_MAX = 12
 
 
 def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: str = "u64",
