@@ -97,6 +97,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="who traces each history's run: the Clang pass's runtime (default), or Valgrind's "
                         "pmemcheck, which sees every store, also those of code the pass never compiled "
                         "(precompiled libraries); needs pmemcheck on PATH or $CRASHCHECK_PMEMCHECK")
+    p.add_argument("--shrink", type=int, default=defaults.SHRINK, metavar="N",
+                   help=f"histories tried while shrinking the failures of one batch of histories "
+                        f"(default {defaults.SHRINK}; 0: report a bug's history as first found, and shrink "
+                        f"only its crash state)")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
@@ -111,6 +115,8 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError("--bug names a seeded bug of one structure; give exactly one STRUCTURE")
     if args.limit < 1 or args.max_ops < 1:
         raise UsageError("--limit and --max-ops must be positive")
+    if args.shrink < 0:
+        raise UsageError(f"--shrink must be 0 or more histories, not {args.shrink}")
     max_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
     if args.dask is not None and args.jobs != defaults.JOBS:
         raise UsageError("--jobs and --dask both say where the work runs; give one")
@@ -181,7 +187,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
-                    start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on)
+                    start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on,
+                    shrink_calls=args.shrink)
     return [(s, b, settings, config) for s, b in targets]
 
 

@@ -3,7 +3,9 @@
 Installed with the package (entry point `pytest11`). It gives:
 
 - the marker `@pytest.mark.crashcheck(STRUCTURE, model=..., seed=..., examples=... | budget=...,
-  limit=..., max_ops=...)`, which sets the defaults of the fixture below for one test;
+  limit=..., max_ops=..., shrink=...)` (shrink: histories tried while shrinking a batch's
+  failures, as `crashcheck fuzz --shrink`; a gate that only asks whether a bug is found can
+  take fewer), which sets the defaults of the fixture below for one test;
 - the fixture `crashcheck`, a Gate: `crashcheck.check(structure)` fuzzes it and fails the test,
   listing every unexpected bug and the HTML report's path; `crashcheck.run(structure, bug=...)`
   returns the result for tests that assert on it (e.g. that a seeded bug is found with its class);
@@ -39,7 +41,7 @@ OPT_REPORT_DIR = "--crashcheck-report-dir"
 MARKER = "crashcheck"
 # What a marker or run()/check() may set, with a one-line description for the error message.
 OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
-           "stop_on_class", "strategy", "recovery_crashes", "threads")
+           "stop_on_class", "strategy", "recovery_crashes", "threads", "shrink")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,6 +90,9 @@ def validate(opts: dict) -> None:
     v = opts.get("threads")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 4):
         _refuse(f"threads must be an integer from 1 to 4, not {v!r}")
+    v = opts.get("shrink")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        _refuse(f"shrink must be 0 or more histories, not {v!r}")
     for name in ("limit", "max_ops"):
         if opts.get(name) is not None and opts[name] < 1:
             _refuse(f"{name} must be positive, not {opts[name]}")
@@ -130,7 +135,8 @@ class Gate:
         opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
-                "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None}
+                "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None,
+                "shrink": defaults.SHRINK}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -183,7 +189,7 @@ class Gate:
             _refuse(f"{structure} is not thread-safe, so it cannot be checked with {threads} threads")
         config = Config(examples=opts["examples"], budget=opts["budget"], max_ops=opts["max_ops"],
                         keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"],
-                        threads=threads)
+                        threads=threads, shrink_calls=opts["shrink"])
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
         try:

@@ -18,6 +18,7 @@ LIMIT = DEFAULT_LIMIT           # per crash point: bounded's states, lazy's exec
                                 # that needs more is partial and also gets bounded's sample)
 SEED = 1                        # a run's seed (Settings() alone: 0, the seed of library calls)
 MAX_OPS = 10                    # longest checked part of a history
+SHRINK = 40                     # histories Hypothesis may try while shrinking one batch's failures
 KEYS = "mixed"                  # key distribution of map histories
 MIX = "mixed"                   # operation mix of map histories
 JOBS = 1                        # worker processes
