@@ -170,6 +170,7 @@ class Checker:
         with AIMED, each recovery runs the continuation aimed at its crash; without, FOLLOW
         (replay: the operations its record ran)."""
         ses = self.session
+        aimed = aimed and ses.settings.continuation is not None
         return oracle_for(self.model, ops, trace, lines, self.sets, follow,
                           (lambda done, inflight: ses.continuation(ops, done, inflight)) if aimed else None)
 

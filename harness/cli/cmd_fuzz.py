@@ -87,9 +87,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
     p.add_argument("--continuation", type=int, default=defaults.CONTINUATION, metavar="N",
-                   help=f"after each recovery, keys inserted next to the crashed operation's key, after the "
-                        f"lookups of every key, the scan and the rest of the history (default "
-                        f"{defaults.CONTINUATION}; 0: none)")
+                   help=f"after each recovery, run the continuation aimed at the crash (every key looked up, "
+                        f"a scan, the rest of the history, the crashed key inserted, deleted and updated) "
+                        f"and insert N keys next to the crashed key (suggested "
+                        f"{defaults.SUGGESTED_CONTINUATION}; default: off, the short fixed follow-up)")
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
                    help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
                         f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
@@ -128,7 +129,7 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
-    if not 0 <= args.continuation <= defaults.MAX_CONTINUATION:
+    if args.continuation is not None and not 0 <= args.continuation <= defaults.MAX_CONTINUATION:
         raise UsageError(f"--continuation must be between 0 and {defaults.MAX_CONTINUATION}, not {args.continuation}")
     if args.threads is None:
         args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1

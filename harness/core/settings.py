@@ -31,7 +31,7 @@ class Settings:
     followup: bool = True
     # Keys inserted next to the crashed operation's key in the continuation after recovery
     # (specs/ordered_map.py continuation; `fuzz --continuation N`)
-    continuation: int = defaults.CONTINUATION
+    continuation: int | None = defaults.CONTINUATION   # None: the fixed follow-up
     clflush_guarantees: bool = False
     # Post-crash images per history whose own recovery is traced and crashed (0: off). Recovery
     # must be idempotent: a crash while it repairs or replays a log, then recovery again, must
