@@ -86,6 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
+    p.add_argument("--continuation", type=int, default=defaults.CONTINUATION, metavar="N",
+                   help=f"after each recovery, run the continuation aimed at the crash (every key looked up, "
+                        f"a scan, the rest of the history, the crashed key inserted, deleted and updated) "
+                        f"and insert N keys next to the crashed key (suggested "
+                        f"{defaults.SUGGESTED_CONTINUATION}; default: off, the short fixed follow-up)")
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
                    help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
                         f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
@@ -124,6 +129,8 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
+    if args.continuation is not None and not 0 <= args.continuation <= defaults.MAX_CONTINUATION:
+        raise UsageError(f"--continuation must be between 0 and {defaults.MAX_CONTINUATION}, not {args.continuation}")
     if args.threads is None:
         args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1
     if not 1 <= args.threads <= MAX_THREADS:
@@ -177,7 +184,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit,
-                        tracer=args.tracer)
+                        tracer=args.tracer, continuation=args.continuation)
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,

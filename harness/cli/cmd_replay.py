@@ -172,7 +172,7 @@ def _replay(path: str, rec: dict) -> int:
                 return 1
             print("not reproduced: the crash-free run now agrees with the model and keeps the invariants")
             return 0
-        oracle = checker.oracle(ops, trace, lines, follow)
+        oracle = checker.oracle(ops, trace, lines, follow, aimed=False)   # the follow-up the record ran
         history_cp = None
         if rec.get("recovery_of"):
             # a crash inside recovery: rebuild the original post-crash image, trace its recovery

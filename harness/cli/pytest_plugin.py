@@ -41,7 +41,8 @@ OPT_REPORT_DIR = "--crashcheck-report-dir"
 MARKER = "crashcheck"
 # What a marker or run()/check() may set, with a one-line description for the error message.
 OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
-           "stop_on_class", "strategy", "recovery_crashes", "threads", "shrink")
+           "stop_on_class", "strategy", "recovery_crashes", "threads", "shrink",
+           "continuation")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,6 +71,7 @@ def validate(opts: dict) -> None:
     """Fail the test on options that would make the gate check nothing or something else."""
     from crashsim.persistency import MODELS
     from crashsim.states import STRATEGIES
+    from harness.core import defaults
     from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
     from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
@@ -90,6 +92,9 @@ def validate(opts: dict) -> None:
     v = opts.get("threads")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 4):
         _refuse(f"threads must be an integer from 1 to 4, not {v!r}")
+    v = opts.get("continuation")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= defaults.MAX_CONTINUATION):
+        _refuse(f"continuation must be an integer from 0 to {defaults.MAX_CONTINUATION}, not {v!r}")
     v = opts.get("shrink")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
         _refuse(f"shrink must be 0 or more histories, not {v!r}")
@@ -136,7 +141,7 @@ class Gate:
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
                 "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None,
-                "shrink": defaults.SHRINK}
+                "shrink": defaults.SHRINK, "continuation": defaults.CONTINUATION}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -182,7 +187,8 @@ class Gate:
         if opts["model"] not in s.models:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
-                            seed=opts["seed"], recovery_crashes=opts["recovery_crashes"])
+                            seed=opts["seed"], recovery_crashes=opts["recovery_crashes"],
+                            continuation=opts["continuation"])
         # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
         threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
         if threads > 1 and not s.thread_safe:

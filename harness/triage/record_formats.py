@@ -96,6 +96,7 @@ RECORD = Obj({
     "load": (Nat(), 0),
     "followup": (List(Text()), list),
     "followup_outputs": (List(Text()), list),
+    "recovered_state": (Text(), ""),
     "crash": (CRASH, REQUIRED),
     "recovery_of": (Opt(Obj({"index": (Nat(), REQUIRED), "choice": (CHOICE, REQUIRED)})), None),
     "expected": (Bool(), False),

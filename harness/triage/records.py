@@ -164,8 +164,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "spec_model": model.name,
         "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
-        "followup": [model.op_text(op) for op in outcome.followup],
+        # what ran after this state's recovery: the continuation aimed at its crash (a verdict
+        # without one, e.g. of the crash-free run: the history's follow-up)
+        "followup": [model.op_text(op) for op in (verdict.followup if verdict and verdict.followup
+                                                    else outcome.followup)],
         "followup_outputs": list(verdict.followup_outputs) if verdict else [],
+        "recovered_state": verdict.recovered if verdict else "",
         "detail": f.detail + hang_words(f.hung, f.coverage[1] if f.coverage else None, settings.timeout_ms),
         "group": f.group[1],
         "occurrences": f.occurrences,
