@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import decode_writes, encode_writes
-from .lazy import EAGER_BELOW, PROBE, LazyPlan, Leaf, PartialShapes, PointSearch, ReadMemo, bare_spec
+from .lazy import EAGER_BELOW, PROBE, LazyPlan, Leaf, MemoGate, PartialShapes, PointSearch, ReadMemo, bare_spec
 from .persistency import ModelOptions, Piece
 from .runner_client import CheckResult, Runner, Stopped
 from .simulate import CrashPoint, Simulator
@@ -211,9 +211,12 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
     contents: dict = {}            # lazy: line groups' variant contents (LazyPlan._contents)
     results: dict[int, CheckResult] = {}           # first state id -> its result
     waiting: list[StateOutcome] = []
-    # lazy: earlier executions' answers, by the lines their checks read (off: CRASHCHECK_LAZY_MEMO=0)
+    # lazy: earlier executions' answers, by the lines their checks read (off: CRASHCHECK_LAZY_MEMO=0),
+    # each of its lookups kept only while it pays (MemoGate; CRASHCHECK_LAZY_MEMO=always: kept)
+    memo_env = os.environ.get("CRASHCHECK_LAZY_MEMO", "1")
     memo = ReadMemo(sim.line_size) if (strategy == "lazy" and cache and runner is not None and
-                                       os.environ.get("CRASHCHECK_LAZY_MEMO", "1") != "0") else None
+                                       memo_env != "0") else None
+    gate = MemoGate(always=memo_env == "always")
     # With the memo, states checked on their own go as LAZY requests without undetermined lines,
     # whose answers carry the read log: (state id, followup, writes) until answered. They are
     # answered before the image moves on to the next crash point (the memo hashes this one).
@@ -242,7 +245,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                 out.result = results[out.id if out.cached_from is None else out.cached_from]
             for sid, fu_, writes in logged:
                 res = results.get(sid)
-                if res is not None:
+                if res is not None and gate.keeps:
                     memo.add(fu_, res.lazy, sim.image.base, decode_writes(writes) if writes else (), sid, res)
             logged.clear()
         yield from waiting
@@ -266,8 +269,10 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
         covers, whole = 1, None
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:
             yield from drain()
-            hit = memo.find(fu, sim.image.base, plan.pending_lines(), contents=plan.contents) \
-                if memo is not None else None
+            hit = None
+            if memo is not None and gate.points:
+                hit = memo.find(fu, sim.image.base, plan.pending_lines(), contents=plan.contents)
+                gate.count_point(hit is not None)
             leaves: list[Leaf] = []
             if hit is not None:
                 # the check of an earlier execution read none of this point's pending lines and
@@ -282,7 +287,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
                                 min(cap, PROBE) if shapes.predicts(lines) else cap, lazy_seen, key):
                 next_id = out.id + 1
                 leaves.append(out.leaf)
-                if memo is not None and out.cached_from is None and out.result is not None:
+                if memo is not None and gate.keeps and out.cached_from is None and out.result is not None:
                     memo.add(fu, out.result.lazy, sim.image.base, decode_writes(encode(out.leaf.choice)[1]),
                              out.id, out.result)
                 yield out
@@ -324,15 +329,17 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             next_id += 1
             first = seen.get((fp, fu)) if cache else None
             hit = None
-            if first is None and memo is not None:
+            logs = memo is not None and gate.states
+            if first is None and logs:
                 hit = memo.find(fu, sim.image.base, set(), decode_writes(writes) if writes else ())
+                gate.count_state(hit is not None)
                 if hit is not None:
                     first = hit.sid
                     results[first] = hit.result
             if first is None:
                 stats.executions += 1
                 seen[(fp, fu)] = sid
-                if runner is not None and memo is not None:
+                if runner is not None and logs:
                     runner.queue_lazy(sid, bare, fu, writes)
                     logged.append((sid, fu, writes))
                 elif runner is not None:
@@ -396,6 +403,11 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             next_id += 1
         return
     done: list[tuple[tuple[int, ...], int, CheckResult]] = []
+    # The point's groups cross the pipe once (its executions differ only in their decisions);
+    # the body goes with the first batch, so it costs no round trip of its own.
+    stored = runner.lazy_body_supported
+    if stored:
+        runner.queue_lazy_body(plan.body())
     while search.frontier and not search.hopeless(limit):
         if stop is not None and stop():
             runner.close(kill=True)
@@ -405,7 +417,7 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             decisions = search.frontier.popleft()
             sid = next_id
             next_id += 1
-            runner.queue_lazy(sid, plan.spec(decisions), fu)
+            runner.queue_lazy(sid, plan.spec_stored(decisions) if stored else plan.spec(decisions), fu)
             batch.append((sid, decisions))
         sent = time.monotonic()
         results = dict(runner.flush(stop))

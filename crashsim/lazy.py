@@ -53,6 +53,7 @@ MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than
 # partial cost the whole cap and the sample; code that leaves lines unflushed made lazy several
 # times slower than bounded for no more coverage it could state).
 PROBE = int(os.environ.get("CRASHCHECK_LAZY_PROBE", "2"))
+STORED_BODY = 0xFFFFFFFF     # a spec's group count naming the runner's stored body (LazyPlan.spec_stored)
 
 
 @functools.lru_cache(maxsize=256)
@@ -236,6 +237,16 @@ class LazyPlan:
         """The runner's spec for one execution with DECISIONS."""
         return (struct.pack("<III", self.cp.line_size, len(self.sent), len(decisions))
                 + struct.pack(f"<{len(decisions)}H", *decisions) + self._body)
+
+    def body(self) -> bytes:
+        """The groups of every execution's spec, for Runner.queue_lazy_body."""
+        return struct.pack("<II", self.cp.line_size, len(self.sent)) + self._body
+
+    def spec_stored(self, decisions: Sequence[int]) -> bytes:
+        """The spec of one execution with DECISIONS whose groups are the runner's stored body
+        (this plan's, sent with Runner.queue_lazy_body before it)."""
+        return (struct.pack("<III", self.cp.line_size, STORED_BODY, len(decisions))
+                + struct.pack(f"<{len(decisions)}H", *decisions))
 
     def leaf(self, decisions: tuple[int, ...], log: dict | None) -> Leaf:
         """The class an execution stands for, from its answer's exploration LOG (None: the
@@ -476,6 +487,62 @@ class ReadMemo:
                 self.hits += 1
                 return e
         return None
+
+
+class MemoGate:
+    """Whether ReadMemo still pays, within one exploration, for each of its two lookups.
+
+    The memo is not free: every lookup and every answer it keeps costs Python time, and a state
+    checked on its own may only be looked up if it goes as a logged request whose answer is in
+    before the image moves on to the next crash point, so the states of consecutive points cannot
+    share a pipeline as bounded's do (one round trip per point). Where code leaves lines
+    unflushed (Heart under x86-ADR), the checks read pending lines nearly everywhere and almost
+    nothing is reused: 5% of single states and none of 1,337 whole points, for about 3x the wall
+    time of the same exploration without it. So each lookup gets a trial (TRIAL lookups) and
+    stays on only while it answers at least MIN_SHARE of them; once off it stays off for the
+    exploration, so the decision depends on the trace alone (runs repeat). Off or on, coverage is
+    the same: the memo only saves runs."""
+
+    STATE_TRIAL, STATE_MIN_SHARE = 64, 0.10
+    POINT_TRIAL, POINT_MIN_SHARE = 16, 0.05
+
+    def __init__(self, always: bool = False) -> None:
+        self.always = always       # tests, and CRASHCHECK_LAZY_MEMO=always: never turn it off
+        self.state_tries = self.state_hits = self.point_tries = self.point_hits = 0
+        self._states = self._points = True
+
+    @staticmethod
+    def _pays(tries: int, hits: int, trial: int, share: float) -> bool:
+        return tries < trial or hits >= share * tries
+
+    @property
+    def states(self) -> bool:
+        """Look single states up (and log their reads)."""
+        return self._states
+
+    @property
+    def points(self) -> bool:
+        """Look whole lazy points up."""
+        return self._points
+
+    @property
+    def keeps(self) -> bool:
+        """Keep answers at all: some lookup still uses them."""
+        return self._states or self._points
+
+    def count_state(self, hit: bool) -> None:
+        self.state_tries += 1
+        self.state_hits += hit
+        if not self.always and not self._pays(self.state_tries, self.state_hits, self.STATE_TRIAL,
+                                              self.STATE_MIN_SHARE):
+            self._states = False
+
+    def count_point(self, hit: bool) -> None:
+        self.point_tries += 1
+        self.point_hits += hit
+        if not self.always and not self._pays(self.point_tries, self.point_hits, self.POINT_TRIAL,
+                                              self.POINT_MIN_SHARE):
+            self._points = False
 
 
 class PartialShapes:

@@ -123,6 +123,11 @@ def _parse_desc(desc: str) -> tuple[str, str, int, str]:
         else:
             name, _, num = loc.rpartition(":")
             if name and num.isdigit():
+                # Valgrind joins the compilation folder and a source name that is already absolute
+                # with "//" (/build//src/a.c, a file compiled by its absolute path): the name after
+                # the last "//" is the file's own absolute path
+                if "//" in name:
+                    name = name[name.rindex("//") + 1:]
                 file, line = name, int(num)
             else:
                 func = rest

@@ -27,7 +27,7 @@ from .errors import CrashcheckError
 
 REQ = struct.Struct("<IIQ")
 _STATE_HEAD = struct.Struct("<IIQI")    # a STATE request's head and its followup length
-REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT = 1, 2, 3, 4, 5, 6, 7
+REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT, REQ_LAZY_BODY = 1, 2, 3, 4, 5, 6, 7, 8
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder.
@@ -208,6 +208,16 @@ class Runner:
         self._push(REQ_LAZY, struct.pack("<I", len(fu)) + fu + struct.pack("<I", len(spec)) + spec
                    + writes, state)
 
+    def queue_lazy_body(self, body: bytes) -> None:
+        """Store BODY (crashsim/lazy.py LazyPlan.body: a crash point's groups) in the runner, for
+        the LAZY requests after it whose spec names it (LazyPlan.spec_stored): a point's plan
+        then crosses the pipe once, not once per execution."""
+        self._push(REQ_LAZY_BODY, body)
+
+    @property
+    def lazy_body_supported(self) -> bool:
+        return bool(self.hello.get("lazy_body"))
+
     @property
     def lazy_supported(self) -> bool:
         return bool(self.hello.get("lazy"))
@@ -290,16 +300,17 @@ class Runner:
         return out
 
     def _base_after(self, reqs: list[bytes], kinds: list[int]) -> list[bytes]:
-        """The requests that make the base after REQS (which follow the current base), and the
-        last limit since that base (a restarted runner counts the states out of time anew)."""
+        """The requests that make the base after REQS (which follow the current base), the last
+        limit since that base (a restarted runner counts the states out of time anew) and the
+        last stored lazy body (the executions after it name it)."""
         log = self._base_log
         for req, kind in zip(reqs, kinds):
             if kind == REQ_BASE:
                 log = [req]
             elif kind == REQ_PATCH:
                 log = log + [req]
-            elif kind == REQ_LIMIT:
-                log = [x for x in log if REQ.unpack_from(x)[0] != REQ_LIMIT] + [req]
+            elif kind in (REQ_LIMIT, REQ_LAZY_BODY):
+                log = [x for x in log if REQ.unpack_from(x)[0] != kind] + [req]
         return log
 
     def _respawn(self, base_log: list[bytes]) -> None:

@@ -22,6 +22,9 @@ A model is a frozen record of pure functions over immutable, hashable states:
     classify(mismatch)      -> (class, one-line detail) of a dump equal to no acceptable state
     classes                 -> every class `classify` may return
     followup(ops, **opts)   -> the short workload the driver runs after recovery
+    continuation(ops, done, inflight, **opts) -> optional: the workload run after recovering a
+                               crash with DONE operations completed and INFLIGHT in flight, aimed
+                               at that crash (specs/ordered_map.py); without it, followup
     histories(**opts)       -> a Hypothesis strategy of operation lists (or None if the model has
                                none); the driver runs them, so they must use the text notation
     thread_histories(threads, **opts) -> optional: a Hypothesis strategy of (load, sections), a
@@ -101,6 +104,10 @@ class Model:
     classify: Callable[[Mismatch], tuple[str, str]] = generic_classify
     classes: tuple[str, ...] = ("wrong-value",)
     followup: Callable[..., list[Op]] = _no_followup
+    # continuation(ops, done, inflight, **opts) -> what runs after the recovery of a crash with DONE
+    # operations completed and INFLIGHT in flight (None: none), aimed at that crash; a model
+    # without one runs its followup after every crash of a history
+    continuation: Callable[..., list[Op]] | None = None
     histories: Callable[..., Any] | None = None
     thread_histories: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op

@@ -85,6 +85,8 @@ class Verdict:
     group: str = ""                     # when set: what makes findings of this verdict one bug
     followup_outputs: list[str] = field(default_factory=list)   # what the follow-up returned, as
     #                                     far as it ran (all of it, or up to an operation that died)
+    followup: list[Any] = field(default_factory=list)   # the operations run after recovery
+    recovered: str = ""                 # which acceptable state the dump matched, in words
 
 
 def _sets(model: Model, ops: Sequence[Any], states: Sequence[Any] | None,
@@ -145,9 +147,13 @@ def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dic
     if bad is not None:
         i, _, allowed = bad
         want = " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
+        # nothing changed the state before operation I: the structure's own read disagrees with
+        # the dump it gave of the same recovered state (lookup or scan against the dump walk)
+        views = (" (a read of the recovered state that disagrees with the structure's own dump)"
+                 if _reads_only(model, followup[:i], actual) else f" (follow-up operation {i})")
         return Verdict(False, "post-recovery-divergence",
                        f"after recovery, `{model.op_text(followup[i])}` returned `{got[i]}`, "
-                       f"the model {want}", expected, actual, matched, followup_outputs=got)
+                       f"the model {want}{views}", expected, actual, matched, followup_outputs=got)
     if len(got) < len(followup) and result is not None and result.get("status") != "ok":
         return _followup_death(model, followup, got, result, expected, actual, matched)
     if len(got) != len(followup):
@@ -155,6 +161,31 @@ def _followup_divergence(model: Model, followup: Sequence[Any] | None, body: dic
                        f"after recovery the follow-up ran {len(got)} of {len(followup)} operations",
                        expected, actual, matched, followup_outputs=got)
     return None
+
+
+def _reads_only(model: Model, ops: Sequence[Any], state: Any) -> bool:
+    """No operation of OPS changes STATE in the model (each may only read it)."""
+    return all(model.equal(after, state) for op in ops for _, after in model.step(state, op))
+
+
+def recovered_words(model: Model, ops: Sequence[Any], point: HistoryPoint, matched: Any,
+                    sets: Sequence[Sequence[Any]] | None, states: Sequence[Any] | None = None) -> str:
+    """Which of the acceptable states the recovered dump MATCHED, in words: the state after the
+    completed operations, or the one with the operation in flight applied (or both, when the
+    operation in flight changes nothing there)."""
+    def at(n: int) -> list[Any]:
+        return list(sets[n]) if sets is not None else [states[n]] if states is not None else []
+    done = point.done
+    before = model.member(matched, at(done)) is not None
+    if point.inflight is None:
+        return f"the state after the {done} completed operation{'s' if done != 1 else ''}"
+    op = f"`{model.op_text(ops[point.inflight])}`"
+    after = model.member(matched, at(point.inflight + 1)) is not None
+    if before and after:
+        return f"the state after the {done} completed operations (the one in flight, {op}, changes nothing there)"
+    if after:
+        return f"the state with the operation in flight, {op}, applied"
+    return f"the state before the operation in flight, {op} (after the {done} completed)"
 
 
 def _followup_broke_rules(model: Model, followup: Sequence[Any] | None, body: dict,
@@ -357,6 +388,24 @@ def judge_recovery(ops: Sequence[Any], point: HistoryPoint, result: dict,
                    followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
                    model: Model | None = None, outputs: Sequence[Any] | None = None,
                    sets: Sequence[Sequence[Any]] | None = None) -> Verdict:
+    """Judge one checked crash state (see _judge_recovery); the verdict also carries the
+    operations run after recovery and, when the dump matched an acceptable state, which one."""
+    model = model or ordered_map.MODEL
+    v = _judge_recovery(ops, point, result, followup, states, model=model, outputs=outputs, sets=sets)
+    v.followup = list(followup or [])
+    if v.matched is not None:
+        if sets is None and states is None:
+            sets = _sets(model, ops, None, outputs)
+        v.recovered = recovered_words(model, ops, point, v.matched, sets, states)
+        if v.cls == "post-recovery-divergence" and v.detail.startswith("after recovery"):
+            v.detail = f"after recovery to {v.recovered}" + v.detail[len("after recovery"):]
+    return v
+
+
+def _judge_recovery(ops: Sequence[Any], point: HistoryPoint, result: dict,
+                    followup: Sequence[Any] | None = None, states: Sequence[Any] | None = None, *,
+                    model: Model | None = None, outputs: Sequence[Any] | None = None,
+                    sets: Sequence[Sequence[Any]] | None = None) -> Verdict:
     """Judge one checked crash state.
 
     RESULT is the runner's answer for the state: {"status": "ok"|"signal"|"exit"|"timeout"|"oom",
@@ -438,5 +487,6 @@ def judge_durable(history: History, result: dict, followup: Sequence[Any] | None
 
 
 __all__ = ["CLASSES", "CONCURRENT_CLASSES", "HistoryPoint", "Verdict", "acceptable", "dump_state", "judge_recovery",
+           "recovered_words",
            "judge_durable", "EMPTY",
            "describe"]

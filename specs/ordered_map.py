@@ -243,6 +243,95 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8,
     return out if map_ops is None else [op for op in out if op.kind in map_ops]
 
 
+# The targeted part's default number of keys inserted next to the crashed operation's key: past a
+# 4-slot node, and a 4-child node (an ART N4) to its next type, whichever side the key lies on.
+NEIGHBOURS = 6
+# At most this many operations of the rest of the history run after recovery: fuzz's histories
+# check at most 10 (harness MAX_OPS), and a long replayed one should not make every check of it
+# cost more than twice the short follow-up's (bench/README.md, "Continuation after recovery").
+REST_MAX = 12
+
+
+def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: str = "u64",
+                 value_size: int = 8, map_ops: Sequence[str] | None = None,
+                 neighbours: int = NEIGHBOURS, rest_max: int = REST_MAX, **_: Any) -> list[Op]:
+    """What runs after the recovery of a crash with DONE operations completed and operation
+    INFLIGHT in flight (None: between operations), judged by the model from the recovered state:
+      1. a lookup of every key the history used (present, deleted or in flight) and a scan of all
+         of it: lookup against the dump in the other direction from the check's own (every dumped
+         key looked up), and the scan against both;
+      2. the rest of the history, the operations after the crashed one (they touch the same nodes),
+         at most REST_MAX of them;
+      3. around the crashed operation's key K: K inserted, looked up, deleted, looked up (a
+         transient copy of K that delete leaves behind shows here), inserted, updated, looked up; then
+         NEIGHBOURS keys nearest to K in order (sharing its longest prefix) inserted, so the node K
+         lives in fills, changes type or splits, K looked up after each; a scan; the neighbours
+         deleted again, nearest last (the node shrinks or merges), and a last scan.
+    Operations the structure does not have (MAP_OPS) are left out. Values are distinct, none
+    taken by the history."""
+    keys: list[bytes] = []
+    for op in ops:
+        if op.kind != "scan" and op.key not in keys:
+            keys.append(op.key)
+    width = value_size
+    values = iter(range((1 << 20) + 7, 1 << 62))
+    used = {op.value for op in ops}
+
+    def value() -> bytes:
+        while True:
+            v = next(values).to_bytes(8, "little")[:width].ljust(width, b"\0")
+            if v not in used:
+                used.add(v)
+                return v
+    low = b"\0" * (8 if key_kind != "bytes" else 1)
+    everything = Op("scan", low, count=max(64, 2 * (len(keys) + neighbours + 1)))
+    out = [Op("lookup", k) for k in keys] + [everything]
+    start = done if inflight is None else inflight + 1
+    out += list(ops[start:start + rest_max])
+    crashed = ops[inflight] if inflight is not None else ops[done - 1] if done else None
+    k = crashed.key if crashed is not None and crashed.kind != "scan" else (keys[0] if keys else None)
+    if k is not None:
+        # delete before update: an update may clean up what a delete must clean up on its own
+        out += [Op("insert", k, value()), Op("lookup", k), Op("delete", k), Op("lookup", k),
+                Op("insert", k, value()), Op("update", k, value()), Op("lookup", k)]
+        near = nearest_keys(k, neighbours, key_kind, set(keys))
+        for n in near:
+            out += [Op("insert", n, value()), Op("lookup", k)]
+        if near:
+            out.append(everything)
+        for n in reversed(near):
+            out += [Op("delete", n), Op("lookup", k)]
+        out.append(everything)
+    return out if map_ops is None else [op for op in out if op.kind in map_ops]
+
+
+def nearest_keys(key: bytes, n: int, key_kind: str = "u64", taken: set[bytes] | frozenset = frozenset()
+                 ) -> list[bytes]:
+    """N keys next to KEY in key order, nearest first, alternately above and below it, none in
+    TAKEN: an 8-byte integer key's neighbours differ in the last byte (the same leaf node, the same
+    ART node); a byte key's share all of it but the last byte, or extend it by one byte."""
+    out: list[bytes] = []
+    if key_kind != "bytes":
+        x = int.from_bytes(key, "big")
+        for d in range(1, 4 * n + 2):
+            for y in (x + d, x - d):
+                k = y.to_bytes(8, "big") if 0 <= y < 1 << 64 else None
+                if k is not None and k not in taken and k not in out and len(out) < n:
+                    out.append(k)
+        return out
+    last = key[-1] if key else 0
+    cands = []
+    for d in range(1, 2 * n + 2):
+        if key:
+            cands += [key[:-1] + bytes([last + d]) if last + d < 256 else None,
+                      key[:-1] + bytes([last - d]) if last - d >= 0 else None]
+        cands.append(key + bytes([d - 1]) if len(key) < 24 else None)
+    for k in cands:
+        if k and k not in taken and k not in out and len(out) < n:
+            out.append(k)
+    return out
+
+
 def histories(**opts: Any):
     """The Hypothesis strategy of map histories (specs/map_histories.py), imported on first use so
     that reading the model needs no Hypothesis."""
@@ -279,6 +368,7 @@ MODEL = Model(
     classify=classify,
     classes=CLASS_ORDER,
     followup=followup,
+    continuation=continuation,
     histories=histories,
     validate=validate,
     doc="ordered map of byte keys to byte values: insert update delete lookup scan",

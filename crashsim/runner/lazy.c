@@ -128,6 +128,28 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
 }
 
 /*
+ * The stored body (LAZY_BODY requests): a crash point's groups, sent once and
+ * named by every execution of the point (ngroups LZ_STORED), instead of
+ * carried by each (on code that leaves lines unflushed, about 150 KB per
+ * execution).  tables_stored: lz's tables were last parsed from it, so an
+ * execution naming it needs only its decisions set.
+ */
+#define LZ_STORED UINT32_MAX
+static uint8_t *stored;
+static size_t stored_len, stored_cap;
+static uint32_t stored_ls, stored_ngroups;
+static int have_stored, tables_stored;
+
+static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n);
+
+static const char *parse_line_size(uint32_t ls)
+{
+	if (ls == 0 || ls > LZ_MAX_LINE || (ls & (ls - 1)))
+		return "lazy spec: line size must be a power of two up to 256";
+	return NULL;
+}
+
+/*
  * ccr_lazy_parse -- validate a LAZY request's spec and prepare the child's
  * tables (in the parent, before the fork).  NULL, or what is wrong.
  *
@@ -135,6 +157,8 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
  *   group  := u32 nlines | u32 nvar | u64 offset[nlines] | content
  *   content = nvar * nlines * line_size bytes: variant v's copy of line i at
  *             (v * nlines + i) * line_size
+ * ngroups LZ_STORED: no groups follow the decisions; they are the stored
+ * body's (ccr_lazy_store), whose line size must be the spec's.
  */
 const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 {
@@ -151,16 +175,88 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 	lz.shared = shared;
 	if (n < 12)
 		return "lazy spec shorter than its header";
-	lz.line_size = rd32(p);
-	lz.ngroups = rd32(p + 4);
-	lz.ndec = rd32(p + 8);
-	if (lz.line_size == 0 || lz.line_size > LZ_MAX_LINE || (lz.line_size & (lz.line_size - 1)))
-		return "lazy spec: line size must be a power of two up to 256";
+	uint32_t ls = rd32(p), ngroups = rd32(p + 4), ndec = rd32(p + 8);
+	const char *bad = parse_line_size(ls);
+	if (bad)
+		return bad;
 	size_t pos = 12;
-	if (lz.ndec > (n - pos) / 2)
+	if (ndec > (n - pos) / 2)
 		return "lazy spec: decisions run past the body";
+	if (ngroups == LZ_STORED) {
+		if (!have_stored)
+			return "lazy spec names the stored body, but none is stored";
+		if (ls != stored_ls)
+			return "lazy spec: line size differs from the stored body's";
+		if (pos + (size_t)ndec * 2 != n)
+			return "lazy spec: bytes after the decisions of a spec naming the stored body";
+		if (!tables_stored) {
+			lz.line_size = stored_ls;
+			lz.ngroups = stored_ngroups;
+			bad = parse_groups(r, stored, stored_len);
+			if (bad)
+				return bad;        /* cannot happen: it was parsed when stored */
+			tables_stored = 1;
+		}
+		lz.ndec = ndec;
+		lz.dec = p + pos;
+		lz.active = 1;
+		return NULL;
+	}
+	lz.line_size = ls;
+	lz.ngroups = ngroups;
+	lz.ndec = ndec;
 	lz.dec = p + pos;
-	pos += (size_t)lz.ndec * 2;
+	pos += (size_t)ndec * 2;
+	tables_stored = 0;
+	return parse_groups(r, p + pos, n - pos);
+}
+
+/*
+ * ccr_lazy_store -- keep a LAZY_BODY request's groups (a spec without
+ * decisions: u32 line_size | u32 ngroups | group*) for the executions that
+ * name them.  NULL, or what is wrong (then no body is stored).
+ */
+const char *ccr_lazy_store(struct runner *r, const uint8_t *p, size_t n)
+{
+	have_stored = tables_stored = 0;
+	lz.active = 0;
+	if (n < 8)
+		return "lazy body shorter than its header";
+	uint32_t ls = rd32(p), ngroups = rd32(p + 4);
+	const char *bad = parse_line_size(ls);
+	if (bad)
+		return bad;
+	if (ngroups == LZ_STORED)
+		return "lazy body: too many groups";
+	if (n - 8 > stored_cap) {
+		/* kept and grown, never shrunk: a new allocation would make the
+		 * runner re-measure its address space for the next child */
+		if (grow((void **)&stored, &stored_cap, n - 8, 1) < 0)
+			return "out of memory";
+		r->vm_stale = 1;
+		grew = 0;
+	}
+	memcpy(stored, p + 8, n - 8);
+	stored_len = n - 8;
+	lz.line_size = ls;
+	lz.ngroups = ngroups;
+	lz.ndec = 0;
+	lz.dec = stored;
+	bad = parse_groups(r, stored, stored_len);
+	lz.active = 0;        /* a body is not an execution */
+	if (bad)
+		return bad;
+	stored_ls = ls;
+	stored_ngroups = ngroups;
+	have_stored = tables_stored = 1;
+	return NULL;
+}
+
+/* parse_groups -- lz's tables for lz.ngroups groups at P (N bytes, exactly
+ * the groups); lz.line_size set.  NULL, or what is wrong (internal) */
+static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
+{
+	size_t pos = 0;
 	if (lz.ngroups > (n - pos) / 8)
 		return "lazy spec: more groups than the body can hold";
 	if (grow((void **)&lz.groups, &lz.groups_cap, lz.ngroups, sizeof(*lz.groups)) < 0)

@@ -136,6 +136,7 @@ void ccr_worker_stop(struct runner *r);
 /* lazy.c: lazy exploration (LAZY requests) */
 int ccr_lazy_supported(void);
 const char *ccr_lazy_parse(struct runner *r, const uint8_t *spec, size_t n);
+const char *ccr_lazy_store(struct runner *r, const uint8_t *body, size_t n);
 void ccr_lazy_child_begin(void);
 void ccr_lazy_reads_on(void);
 void ccr_lazy_reset_log(void);

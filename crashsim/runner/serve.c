@@ -33,6 +33,7 @@ enum req_kind {
 	REQ_QUIT = 5,
 	REQ_LAZY = 6,   /* body: u32 followup length, followup, u32 spec length, spec, writes */
 	REQ_LIMIT = 7,  /* body: u32 timeout_ms, u32 after, u32 short_ms */
+	REQ_LAZY_BODY = 8,  /* body: a lazy spec's groups, kept for the LAZY requests that name them */
 };
 
 #define REQ_HEAD 16
@@ -287,6 +288,12 @@ static int serve_loop(struct runner *r)
 		case REQ_LAZY:
 			rc = run_lazy(r, id, body, len);
 			break;
+		case REQ_LAZY_BODY:
+			if ((bad = ccr_lazy_store(r, body, len)) != NULL)
+				rc = ccr_send_error(r, id, "lazy body %llu: %s", (unsigned long long)id, bad);
+			else
+				rc = ccr_send_ack(r, "lazy-body", id);
+			break;
 		case REQ_LIMIT:
 			if (len != 12) {
 				rc = ccr_send_error(r, id, "limit %llu: body of %u bytes, not 12",
@@ -324,7 +331,7 @@ static int hello(struct runner *r)
 			(unsigned long long)(uintptr_t)r->pool, r->size, (int)getpid()) < 0 ||
 	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u},",
 			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0 ||
-	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s,\"reuse\":%s}", ccr_lazy_supported() ? "true" : "false",
+	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s,\"lazy_body\":true,\"reuse\":%s}", ccr_lazy_supported() ? "true" : "false",
 			r->worker_off || r->pool_fd < 0 ? "false" : "true") < 0)
 		return -1;
 	return ccr_send_answer(r);

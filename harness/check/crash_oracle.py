@@ -6,32 +6,39 @@ there) to a Verdict, for both kinds of history:
                     given the operations completed and the one in flight at the crash;
   ThreadedOracle    several threads (harness/check/threads.py): durable linearizability of the History
                     up to the crash (specs/oracle.py judge_durable).
-Both run the follow-up workload's check. Judging explored states (harness/check/judging.py), crashes
+One thread's history runs, after each recovery, the continuation aimed at that crash
+(Session.continuation: every key looked up, a scan, the rest of the history, the crashed key's
+neighbourhood), judged from the state the dump matched; several threads run the follow-up. Judging explored states (harness/check/judging.py), crashes
 inside recovery (harness/check/recovery_crashes.py), shrinking a state (harness/check/state_shrink.py) and
 replay all judge through an oracle, so a threaded history gets each of them as one thread does.
 A crash inside recovery is judged at the original crash's point in the history's trace.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
 from harness.check import threads
 from harness.check.findings import oracle_point, result_dict
+from harness.check.session import history_text
 from specs.model import Model
 from specs.oracle import HistoryPoint, Verdict, judge_recovery
 
 
 class SequentialOracle:
-    """A history of one thread: OPS, the model's possible states after each prefix SETS, and
-    the follow-up FOLLOW run after every recovery."""
+    """A history of one thread: OPS, the model's possible states per prefix SETS, and what runs
+    after every recovery: FOLLOW, or (with CONTINUATION) CONTINUATION(done, inflight), the
+    workload aimed at each crash (Session.continuation); replay passes the one its record ran."""
 
-    def __init__(self, model: Model, ops: list, sets: Sequence[Sequence], follow: list) -> None:
+    def __init__(self, model: Model, ops: list, sets: Sequence[Sequence], follow: list,
+                 continuation: Callable[[int, int | None], list] | None = None) -> None:
         self.model = model
         self.ops = ops
         self.sets = sets
         self.follow = follow
+        self.continuation = continuation
+        self._follow_at: dict[tuple, list] = {}
 
     def history_point(self, cp: CrashPoint) -> HistoryPoint:
         """CP in history terms: the operations completed and the one in flight."""
@@ -42,9 +49,24 @@ class SequentialOracle:
         point = self.history_point(cp)
         return (point.done, point.inflight)
 
+    def follow_at(self, cp: CrashPoint) -> list:
+        """The operations run after recovering a crash at CP (one list per crash of the history
+        in history terms, computed once)."""
+        if self.continuation is None:
+            return self.follow
+        key = self.key(cp)
+        out = self._follow_at.get(key)
+        if out is None:
+            out = self._follow_at[key] = list(self.continuation(*key))
+        return out
+
+    def follow_text(self, cp: CrashPoint) -> str:
+        """follow_at(CP) as the text the driver reads."""
+        return history_text(self.model, self.follow_at(cp))
+
     def verdict(self, cp: CrashPoint, res) -> Verdict:
         """The verdict on answer RES (crashsim.runner_client.CheckResult) for a crash at CP."""
-        return judge_recovery(self.ops, self.history_point(cp), result_dict(res), self.follow,
+        return judge_recovery(self.ops, self.history_point(cp), result_dict(res), self.follow_at(cp),
                               model=self.model, sets=self.sets)
 
 
@@ -72,12 +94,14 @@ class ThreadedOracle(SequentialOracle):
         return threads.judge_state(self.model, self.history(cp), result_dict(res), self.follow)
 
 
-def oracle_for(model: Model, ops: list, trace: Trace, lines: list[str], sets_of, follow: list) -> SequentialOracle:
+def oracle_for(model: Model, ops: list, trace: Trace, lines: list[str], sets_of, follow: list,
+               continuation: Callable[[int, int | None], list] | None = None) -> SequentialOracle:
     """The oracle of history OPS (threaded or not) traced as TRACE with crash-free output LINES;
-    SETS_OF(ops, lines) computes a one-thread history's states per prefix."""
+    SETS_OF(ops, lines) computes a one-thread history's states per prefix. A threaded history
+    runs FOLLOW after every recovery; one thread's runs CONTINUATION(done, inflight) if given."""
     if threads.is_threaded(ops):
         return ThreadedOracle(model, ops, trace, lines, follow)
-    return SequentialOracle(model, ops, sets_of(ops, lines), follow)
+    return SequentialOracle(model, ops, sets_of(ops, lines), follow, continuation)
 
 
 __all__ = ["SequentialOracle", "ThreadedOracle", "oracle_for"]

@@ -112,7 +112,7 @@ class HangTally:
 
 
 def recheck(session: Session, trace: Trace, judge: HistoryJudge, tally: HangTally,
-            deferred: list[StateOutcome], follow_text: str, limit: tuple[int, int, int] | None
+            deferred: list[StateOutcome], limit: tuple[int, int, int] | None
             ) -> Iterator[tuple[StateOutcome, list[Finding]]]:
     """Check the DEFERRED outcomes (HangTally.take said so) again at their crash points, under
     LIMIT counted anew; yield each with its findings once the tally takes it. Before each point,
@@ -135,7 +135,8 @@ def recheck(session: Session, trace: Trace, judge: HistoryJudge, tally: HangTall
             outs = still
             if not outs:
                 continue
-            check = crash_states.state_checker(session, trace, index, follow_text, limit=limit)
+            # every state of a crash point ran the same follow-up (explore's followup of the point)
+            check = crash_states.state_checker(session, trace, index, outs[0].followup, limit=limit)
             for out, res in zip(outs, check([tuple(o.choice) for o in outs])):
                 out.result, out.cached_from, out.covers = res, None, 1
                 found = fold_state(judge.judge(out))

@@ -164,9 +164,15 @@ class Checker:
         outcome.elapsed = time.monotonic() - t0
         return outcome
 
-    def oracle(self, ops: list, trace: Trace, lines: list[str], follow: list) -> SequentialOracle:
-        """What crash states of OPS (traced as TRACE, crash-free output LINES) are judged against."""
-        return oracle_for(self.model, ops, trace, lines, self.sets, follow)
+    def oracle(self, ops: list, trace: Trace, lines: list[str], follow: list,
+               aimed: bool = True) -> SequentialOracle:
+        """What crash states of OPS (traced as TRACE, crash-free output LINES) are judged against:
+        with AIMED, each recovery runs the continuation aimed at its crash; without, FOLLOW
+        (replay: the operations its record ran)."""
+        ses = self.session
+        aimed = aimed and ses.settings.continuation is not None
+        return oracle_for(self.model, ops, trace, lines, self.sets, follow,
+                          (lambda done, inflight: ses.continuation(ops, done, inflight)) if aimed else None)
 
     def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
@@ -188,7 +194,6 @@ class Checker:
         first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
                         len(trace.events))
         s = self.settings
-        follow_text = history_text(self.model, outcome.followup)
         limit = hang_limit(s)
         hangs = HangTally()
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
@@ -202,7 +207,7 @@ class Checker:
                 add_finding(by_group, f)
         try:
             for out in explore(trace, options=s.options(), strategy=s.strategy, limit=s.limit, seed=s.seed,
-                               runner=runner, followup=follow_text,
+                               runner=runner, followup=oracle.follow_text,
                                first_state=self.session.free_state_id(), progress=progress,
                                start_event=first_op, stop=self.budget.expired,
                                relocatable=self.session.structure.own_pool, hang_limit=limit):
@@ -212,7 +217,7 @@ class Checker:
                     take(out, found)
                 else:
                     deferred.append(out)
-            for out, found in recheck(self.session, trace, judge, hangs, deferred, follow_text, limit):
+            for out, found in recheck(self.session, trace, judge, hangs, deferred, limit):
                 take(out, found)
             outcome.states_checked = runner.stats.states - checked_before
             if s.recovery_crashes and candidates:

@@ -42,7 +42,6 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
     index and choice), judging each second recovery by ORACLE at the original crash; the
     findings, one per group, counted into OUTCOME's coverage."""
     s = session.settings
-    follow_text = session.history_text(oracle.follow)
     found: dict[tuple[str, str], Finding] = {}
     picks = pick(candidates, s.recovery_crashes)
     for n, ((cp_index, choice), (cp, image)) in enumerate(zip(picks, images_at(session, trace, picks))):
@@ -54,6 +53,7 @@ def crash_recoveries(session: Session, trace: Trace, oracle: SequentialOracle,
         if not any(ev.kind in ("store", "ntstore") for ev in rtrace.events):
             continue      # recovery wrote nothing: crashing inside it changes nothing
         point = oracle.history_point(cp)
+        follow_text = oracle.follow_text(cp)    # the original crash's: recovery's crash is judged there
         runner = session.runner(rtrace)      # recovery may register its regions differently
         before = runner.stats.states
         scope = ("recovery", cp_index, tuple(choice))

@@ -60,6 +60,18 @@ class Session:
         s = self.structure
         return list(self.model.followup(ops, key_kind=s.key_kind, value_size=s.value_size, map_ops=s.map_ops))
 
+    def continuation(self, ops: list, done: int, inflight: int | None) -> list:
+        """What runs after recovering a crash of OPS with DONE operations completed and INFLIGHT
+        in flight: the model's continuation aimed at that crash (Settings.continuation keys next
+        to its key), or its follow-up if it has none; empty when follow-ups are off."""
+        if not self.settings.followup:
+            return []
+        if self.model.continuation is None:
+            return self.followup(ops)
+        s = self.structure
+        return list(self.model.continuation(ops, done, inflight, key_kind=s.key_kind, value_size=s.value_size,
+                                            map_ops=s.map_ops, neighbours=self.settings.continuation))
+
     # -- the runner ------------------------------------------------------------------------
 
     def runner(self, trace: Trace | None = None) -> Runner:

@@ -27,7 +27,7 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
     cp = f.point
     radices = cp.radices
     at = history_cp or cp
-    check = state_checker(session, trace, cp.index, session.history_text(oracle.follow))
+    check = state_checker(session, trace, cp.index, oracle.follow_text(at))
 
     def verdict(res):
         return oracle.verdict(at, res)
@@ -81,9 +81,9 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
     if f.recovery_of is None:
         f.needed = needed_pieces(check, verdict, cp, f.choice)
         if not f.needed and cp.op is not None:
-            follow = session.history_text(oracle.follow)
             f.needed_early = earliest_needed(
-                operation_points(session, trace, cp), lambda p: state_checker(session, trace, p.index, follow),
+                operation_points(session, trace, cp),
+                lambda p: state_checker(session, trace, p.index, oracle.follow_text(p)),
                 lambda p, res: oracle.verdict(p, res), f.cls)
 
 

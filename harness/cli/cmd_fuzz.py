@@ -86,6 +86,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
+    p.add_argument("--continuation", type=int, default=defaults.CONTINUATION, metavar="N",
+                   help=f"after each recovery, run the continuation aimed at the crash (every key looked up, "
+                        f"a scan, the rest of the history, the crashed key inserted, deleted and updated) "
+                        f"and insert N keys next to the crashed key (suggested "
+                        f"{defaults.SUGGESTED_CONTINUATION}; default: off, the short fixed follow-up)")
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
                    help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
                         f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
@@ -93,6 +98,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="who traces each history's run: the Clang pass's runtime (default), or Valgrind's "
                         "pmemcheck, which sees every store, also those of code the pass never compiled "
                         "(precompiled libraries); needs pmemcheck on PATH or $CRASHCHECK_PMEMCHECK")
+    p.add_argument("--shrink", type=int, default=defaults.SHRINK, metavar="N",
+                   help=f"histories tried while shrinking the failures of one batch of histories "
+                        f"(default {defaults.SHRINK}; 0: report a bug's history as first found, and shrink "
+                        f"only its crash state)")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--json", dest="json_out", help="write the results file here")
@@ -107,6 +116,8 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError("--bug names a seeded bug of one structure; give exactly one STRUCTURE")
     if args.limit < 1 or args.max_ops < 1:
         raise UsageError("--limit and --max-ops must be positive")
+    if args.shrink < 0:
+        raise UsageError(f"--shrink must be 0 or more histories, not {args.shrink}")
     max_jobs = MAX_JOBS_PER_CPU * (os.cpu_count() or 1)
     if args.dask is not None and args.jobs != defaults.JOBS:
         raise UsageError("--jobs and --dask both say where the work runs; give one")
@@ -118,6 +129,8 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
+    if args.continuation is not None and not 0 <= args.continuation <= defaults.MAX_CONTINUATION:
+        raise UsageError(f"--continuation must be between 0 and {defaults.MAX_CONTINUATION}, not {args.continuation}")
     if args.threads is None:
         args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1
     if not 1 <= args.threads <= MAX_THREADS:
@@ -171,11 +184,12 @@ def plan_of(args: argparse.Namespace) -> Plan:
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit,
-                        tracer=args.tracer)
+                        tracer=args.tracer, continuation=args.continuation)
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
-                    start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on)
+                    start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on,
+                    shrink_calls=args.shrink)
     return [(s, b, settings, config) for s, b in targets]
 
 

@@ -106,6 +106,10 @@ def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Setting
 
 def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
+    if rec["program"] is not None:
+        # a finding of `crashcheck run`: the user's program and commands, no structure
+        from harness.run.program_run import replay
+        return replay(rec)
     try:
         return _replay(args.record, rec)
     except DriverFailure as exc:
@@ -168,7 +172,7 @@ def _replay(path: str, rec: dict) -> int:
                 return 1
             print("not reproduced: the crash-free run now agrees with the model and keeps the invariants")
             return 0
-        oracle = checker.oracle(ops, trace, lines, follow)
+        oracle = checker.oracle(ops, trace, lines, follow, aimed=False)   # the follow-up the record ran
         history_cp = None
         if rec.get("recovery_of"):
             # a crash inside recovery: rebuild the original post-crash image, trace its recovery

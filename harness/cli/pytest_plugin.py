@@ -3,7 +3,9 @@
 Installed with the package (entry point `pytest11`). It gives:
 
 - the marker `@pytest.mark.crashcheck(STRUCTURE, model=..., seed=..., examples=... | budget=...,
-  limit=..., max_ops=...)`, which sets the defaults of the fixture below for one test;
+  limit=..., max_ops=..., shrink=...)` (shrink: histories tried while shrinking a batch's
+  failures, as `crashcheck fuzz --shrink`; a gate that only asks whether a bug is found can
+  take fewer), which sets the defaults of the fixture below for one test;
 - the fixture `crashcheck`, a Gate: `crashcheck.check(structure)` fuzzes it and fails the test,
   listing every unexpected bug and the HTML report's path; `crashcheck.run(structure, bug=...)`
   returns the result for tests that assert on it (e.g. that a seeded bug is found with its class);
@@ -39,7 +41,8 @@ OPT_REPORT_DIR = "--crashcheck-report-dir"
 MARKER = "crashcheck"
 # What a marker or run()/check() may set, with a one-line description for the error message.
 OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
-           "stop_on_class", "strategy", "recovery_crashes", "threads")
+           "stop_on_class", "strategy", "recovery_crashes", "threads", "shrink",
+           "continuation")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -68,6 +71,7 @@ def validate(opts: dict) -> None:
     """Fail the test on options that would make the gate check nothing or something else."""
     from crashsim.persistency import MODELS
     from crashsim.states import STRATEGIES
+    from harness.core import defaults
     from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
     from specs.oracle import CLASSES, CONCURRENT_CLASSES
 
@@ -88,6 +92,12 @@ def validate(opts: dict) -> None:
     v = opts.get("threads")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 4):
         _refuse(f"threads must be an integer from 1 to 4, not {v!r}")
+    v = opts.get("continuation")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= defaults.MAX_CONTINUATION):
+        _refuse(f"continuation must be an integer from 0 to {defaults.MAX_CONTINUATION}, not {v!r}")
+    v = opts.get("shrink")
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
+        _refuse(f"shrink must be 0 or more histories, not {v!r}")
     for name in ("limit", "max_ops"):
         if opts.get(name) is not None and opts[name] < 1:
             _refuse(f"{name} must be positive, not {opts[name]}")
@@ -130,7 +140,8 @@ class Gate:
         opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
-                "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None}
+                "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None,
+                "shrink": defaults.SHRINK, "continuation": defaults.CONTINUATION}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -176,14 +187,15 @@ class Gate:
         if opts["model"] not in s.models:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
-                            seed=opts["seed"], recovery_crashes=opts["recovery_crashes"])
+                            seed=opts["seed"], recovery_crashes=opts["recovery_crashes"],
+                            continuation=opts["continuation"])
         # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
         threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
         if threads > 1 and not s.thread_safe:
             _refuse(f"{structure} is not thread-safe, so it cannot be checked with {threads} threads")
         config = Config(examples=opts["examples"], budget=opts["budget"], max_ops=opts["max_ops"],
                         keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"],
-                        threads=threads)
+                        threads=threads, shrink_calls=opts["shrink"])
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
         try:

@@ -29,6 +29,9 @@ class Settings:
     # a shorter limit (harness/check/hangs.py; 0: every state gets the whole timeout)
     hang_after: int = field(default_factory=lambda: defaults.from_env("hang_after"))
     followup: bool = True
+    # Keys inserted next to the crashed operation's key in the continuation after recovery
+    # (specs/ordered_map.py continuation; `fuzz --continuation N`)
+    continuation: int | None = defaults.CONTINUATION   # None: the fixed follow-up
     clflush_guarantees: bool = False
     # Post-crash images per history whose own recovery is traced and crashed (0: off). Recovery
     # must be idempotent: a crash while it repairs or replays a log, then recovery again, must

@@ -148,9 +148,10 @@ def run_timeout_s(nops: int, base_ms: int, op_ms: int, cap_ms: int, deadline: fl
 
 
 def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeout_s: float,
-                   mem_bytes: int = 0) -> RunEnd:
+                   mem_bytes: int = 0, cwd: Path | None = None) -> RunEnd:
     """Run ARGV under supervision (see the module's design note); its stdout and stderr go to
-    OUTPUT. MEM_BYTES is the memory allowance (0: no address-space limit)."""
+    OUTPUT. MEM_BYTES is the memory allowance (0: no address-space limit); CWD its working folder
+    (default ours)."""
     shield = shutil.which("timeout")
     full = ([shield, "-s", "KILL", f"{timeout_s + 5:.3f}"] if shield else []) + list(argv)
     mem_limit = mem_bytes + AS_HEADROOM if mem_bytes else 0
@@ -171,7 +172,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     inherited_kb = _resident_kb()
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env,
+        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env, cwd=cwd,
                                 start_new_session=True, preexec_fn=None if prlimit else set_limits)
     finally:
         os.close(fd)

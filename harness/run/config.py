@@ -34,7 +34,7 @@ class Config:
     keys: str = defaults.KEYS
     mix: str = defaults.MIX
     batch: int = 8
-    shrink_calls: int = 40           # histories Hypothesis may try while shrinking, per batch
+    shrink_calls: int = defaults.SHRINK   # histories Hypothesis may try while shrinking, per batch
     jobs: int = defaults.JOBS
     stop_on_class: str | None = None  # end after the batch that first finds this class (unexpected)
     start: float | None = None       # time.monotonic() the first target's budget counts from

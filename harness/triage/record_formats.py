@@ -64,7 +64,14 @@ SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
 
 def _classes() -> tuple[str, ...]:
     from specs.oracle import CLASSES, CONCURRENT_CLASSES
-    return CLASSES + CONCURRENT_CLASSES
+    from harness.check.program_check import PROGRAM_CLASSES
+    return CLASSES + CONCURRENT_CLASSES + PROGRAM_CLASSES
+
+
+# program mode (`crashcheck run`): how to run the program and its commands again
+PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), "recover": (Opt(Text()), None),
+               "timeout_s": (Seconds(), 10.0), "run": (Nat(), 0), "run_seed": (Opt(Nat()), None),
+               "sched": (Opt(Text()), None), "operation": (Text(), "")})
 
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
@@ -90,6 +97,7 @@ RECORD = Obj({
     "load": (Nat(), 0),
     "followup": (List(Text()), list),
     "followup_outputs": (List(Text()), list),
+    "recovered_state": (Text(), ""),
     "crash": (CRASH, REQUIRED),
     "recovery_of": (Opt(Obj({"index": (Nat(), REQUIRED), "choice": (CHOICE, REQUIRED)})), None),
     "expected": (Bool(), False),
@@ -119,6 +127,8 @@ RECORD = Obj({
     "cause": (List(Text()), list),
     "symptoms": (List(SYMPTOM), list),
     "orders": (List(ORDER), list),
+    "program": (Opt(PROGRAM), None),
+    "output": (Text(), ""),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
@@ -188,6 +198,11 @@ def _consistent(rec: dict, path: str, where: str) -> None:
                              or max(rec["thread_of"]) > rec["threads"]):
         raise UsageError(f"{path}: not a valid bug record: {where}thread_of must give each operation of the "
                          f"history its thread (0 for the load phase, then 1..threads in order)")
+    prog = rec["program"]
+    if prog is not None and (not prog["argv"] or not 0 < prog["timeout_s"] <= 86400):
+        raise UsageError(f"{path}: not a valid bug record: {where}program "
+                         + ("argv names no program" if not prog["argv"] else
+                            f"timeout_s must be more than 0 and at most a day, not {prog['timeout_s']}"))
     for i, lane in enumerate(rec["lanes"]):
         if lane["ret"] is not None and lane["ret"] <= lane["call"]:
             raise UsageError(f"{path}: not a valid bug record: {where}lanes[{i}] returns at event {lane['ret']}, "

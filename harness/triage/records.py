@@ -5,7 +5,8 @@ the crash point and its source site, the lost and persisted stores with sites, e
 dumps in driver notation, leaked objects, the timeline of the operation in flight, a threaded
 run's lanes and scheduler switches (harness/triage/lanes.py), and a few lines of source around every site
 named; for a bug as reported, its cause, its other symptoms and its store orders
-(harness/triage/bugs.py). Every record of a run is built here, by build_record, and nowhere else.
+(harness/triage/bugs.py). Every record of a fuzz run is built here, by build_record, and nowhere else
+(`crashcheck run`'s records: harness/triage/program_records.py, from the same parts).
 Never judges anything (specs/) and never renders HTML.
 """
 from __future__ import annotations
@@ -163,8 +164,12 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "spec_model": model.name,
         "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
-        "followup": [model.op_text(op) for op in outcome.followup],
+        # what ran after this state's recovery: the continuation aimed at its crash (a verdict
+        # without one, e.g. of the crash-free run: the history's follow-up)
+        "followup": [model.op_text(op) for op in (verdict.followup if verdict and verdict.followup
+                                                    else outcome.followup)],
         "followup_outputs": list(verdict.followup_outputs) if verdict else [],
+        "recovered_state": verdict.recovered if verdict else "",
         "detail": f.detail + hang_words(f.hung, f.coverage[1] if f.coverage else None, settings.timeout_ms),
         "group": f.group[1],
         "occurrences": f.occurrences,

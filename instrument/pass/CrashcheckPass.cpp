@@ -266,7 +266,7 @@ public:
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
                     Fence, Asm, Pmem, PmemObjWrap, PmemObjCall, Load, ApiOpBegin, ApiOpEnd,
-                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc };
+                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc, ClientRequest };
   struct Point {
     Instruction *I;
     Kind K;
@@ -462,6 +462,13 @@ private:
       if (CB->isTerminator()) { // asm goto (callbr): no single point after it
         S.AsmUnknown++;
         return;
+      }
+      if (isClientRequest(*CB)) {
+        // A Valgrind client request (valgrind.h's magic sequence): the runtime
+        // reads the request block, so pmemcheck's EMIT_LOG markers (pmreorder's
+        // NAME.BEGIN / NAME.END) reach the trace as marks.
+        S.Api++;
+        return add(I, Kind::ClientRequest);
       }
       std::vector<std::string> Unknown;
       std::vector<AsmEvent> Events = parseAsmEvents(*CB, Unknown);
@@ -697,6 +704,10 @@ private:
       return;
     case Kind::PmAlloc:
       return rewritePmAlloc(*cast<CallBase>(I), Site);
+    case Kind::ClientRequest:
+      // operand 0 is the request block's address (valgrind.h: "a" (&_zzq_args[0]))
+      B.CreateCall(hook("__cc_client_request", {Ptr, Ptr}), {cast<CallBase>(I)->getArgOperand(0), Site});
+      return;
     }
   }
 
@@ -721,6 +732,15 @@ private:
     if (!CB.getType()->isVoidTy())
       CB.replaceAllUsesWith(New);
     ToErase.push_back(&CB);
+  }
+
+  // valgrind.h's amd64 client request: the rotate preamble, then xchg %rbx,%rbx,
+  // with the request block's address as its first operand (a pointer).
+  static bool isClientRequest(CallBase &CB) {
+    const InlineAsm *IA = cast<InlineAsm>(CB.getCalledOperand());
+    StringRef Text = IA->getAsmString();
+    return Text.contains("rolq $$3,") && Text.contains("rolq $$13,") && Text.contains("xchgq %rbx,%rbx") && CB.arg_size() >= 1 &&
+           CB.getArgOperand(0)->getType()->isPointerTy();
   }
 
   void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Constant *Site) {

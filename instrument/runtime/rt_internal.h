@@ -220,6 +220,7 @@ int cc_vg_active(void);
 void cc_vg_register_file(int fd, void *addr, size_t size);
 void cc_vg_region(void *addr, size_t size);
 void cc_vg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void __cc_client_request(const unsigned long *args, crashcheck_site_t site);
 void cc_vg_object(const char *what, const void *obj, size_t size, crashcheck_site_t site);
 
 static inline int cc_tid(void)

@@ -110,3 +110,15 @@ void cc_vg_object(const char *what, const void *obj, size_t size, crashcheck_sit
 	else
 		cc_vg_log("%s %#lx%s%s", what, (unsigned long)(uintptr_t)obj, where, inl);
 }
+
+/* __cc_client_request -- a Valgrind client request in code the pass compiled (valgrind.h's
+ * request block ARGS: the request number, then its arguments).  pmemcheck's EMIT_LOG text becomes
+ * a mark of the trace, so a program marked for pmreorder (NAME.BEGIN / NAME.END) is marked for
+ * crashcheck unchanged (`crashcheck run` reads such marks as operations).  Its number is
+ * VG_USERREQ_TOOL_BASE('P','C') + 30, spelled out: it does not depend on valgrind.h here. */
+#define CC_REQ_PMC_EMIT_LOG ((((unsigned long)'P' & 0xff) << 24 | ((unsigned long)'C' & 0xff) << 16) + 30)
+void __cc_client_request(const unsigned long *args, crashcheck_site_t site)
+{
+	if (args && args[0] == CC_REQ_PMC_EMIT_LOG && args[1])
+		__cc_mark((const char *)args[1], site);
+}

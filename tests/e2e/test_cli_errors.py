@@ -18,6 +18,8 @@ CASES = [
     (["fuzz", "wort", "--bug", "no-such-bug", "--examples", "1"], "wort has no seeded bug 'no-such-bug'"),
     (["fuzz", "wort", "woart", "--bug", "leak-old-value"], "give exactly one STRUCTURE"),
     (["fuzz", "wort", "--examples", "0"], "--examples must be positive"),
+    (["fuzz", "wort", "--continuation", "-1"], "--continuation must be between 0 and 64, not -1"),
+    (["fuzz", "wort", "--continuation", "65"], "--continuation must be between 0 and 64, not 65"),
     (["replay", "{tmp}/missing.json"], "no such bug record"),
     (["replay", "{notjson}"], "not a bug record"),
     (["report", "{notjson}", "-o", "{tmp}/x.html"], "not a results file"),

@@ -25,6 +25,7 @@ def built():
     ('"wort", exampels=4', "unknown option exampels"),
     ('"wort", model="pmem9"', "model 'pmem9' does not exist"),
     ('"wort", mix="heavy"', "mix 'heavy' does not exist"),
+    ('"wort", shrink=-1', "shrink must be 0 or more histories, not -1"),
     ('"nosuchtree", examples=2', "unknown structure 'nosuchtree'"),
     ('"wort", bug="nosuchbug", examples=2', "has no seeded bug 'nosuchbug'"),
 ])

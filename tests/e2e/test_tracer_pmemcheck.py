@@ -66,8 +66,10 @@ def test_both_tracers_see_the_same_pm_writes(pmemcheck, tmp_path, monkeypatch):
 
 
 def test_a_seeded_bug_is_found_through_pmemcheck_traces(pmemcheck, tmp_path):
+    # --shrink 4: what is checked is the finding, its site and its replay; every history tried
+    # while shrinking is one more run under Valgrind
     res = run_cli("fuzz", "wort", "--bug", "no-flush-link", "--tracer", "pmemcheck", "--examples", "24",
-                  "--stop-on", "lost-durable-write", "--json", tmp_path / "r.json", "--quiet",
+                  "--stop-on", "lost-durable-write", "--shrink", "4", "--json", tmp_path / "r.json", "--quiet",
                   env_extra={"CRASHCHECK_PMEMCHECK": pmemcheck}, timeout=900)
     assert res.returncode == 1, res.stderr
     r = json.loads((tmp_path / "r.json").read_text())

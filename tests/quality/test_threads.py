@@ -176,8 +176,9 @@ def test_crash_states_of_threaded_traces_are_judged(trees_built, crashcheck, tmp
     """A single-thread crash bug (PNewV persisted before the value) shows up in a crash state of a
     2-thread trace, judged by durable linearizability; its record replays (the same schedule, the
     same crash state) with the same class."""
+    # shrink=4: the record need not be minimal here, and each threaded try is a whole run
     result = crashcheck.run("hart", bug="pnewv-before-value", seed=1, examples=24, threads=2, limit=8,
-                            max_ops=24, stop_on_class="wrong-value")
+                            max_ops=24, stop_on_class="wrong-value", shrink=4)
     rec = next(b for b in result.unexpected if b["class"] == "wrong-value")
     assert rec["threads"] == 2 and rec["crash"]["index"] is not None and rec["schedule"]
     assert "no linearization of the completed operations plus in-flight ones ends in the recovered state" in rec["detail"]
@@ -193,7 +194,7 @@ def test_leaks_of_threaded_crash_states_are_found(trees_built, crashcheck):
     """The leak check runs on crash states of threaded traces: the update log persisted after
     the data it protects leaks the old value when two threads update."""
     result = crashcheck.run("hart", bug="ulog-after-data", seed=1, examples=24, threads=2, limit=4,
-                            max_ops=24, recovery_crashes=0, stop_on_class="leak")
+                            max_ops=24, recovery_crashes=0, stop_on_class="leak", shrink=4)
     rec = next(b for b in result.unexpected if b["class"] == "leak")
     assert rec["threads"] == 2 and rec["crash"]["index"] is not None and rec["leaks"]
     assert all(leak["size"] > 0 for leak in rec["leaks"]) and "unreachable after recovery" in rec["detail"]

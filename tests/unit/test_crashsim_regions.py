@@ -222,7 +222,7 @@ def test_a_second_libpmemobj_pool_is_part_of_the_images(instrument_built, tmp_pa
                "--ldflags", "-lpmemobj")
     rc, ok = _fuzz("pmobjcount", tmp_path, "--examples", "4")
     assert rc == 0 and ok["bugs"] == [] and ok["stats"]["crash_points"] > 20
-    rc, bad = _fuzz("pmobjcount", tmp_path, "--bug", "count-first", "--examples", "8")
+    rc, bad = _fuzz("pmobjcount", tmp_path, "--bug", "count-first", "--examples", "8", "--shrink", "4")
     [found] = bad["bugs"]
     assert rc == 1 and found["class"] == "wrong-value" and found["lost"][0]["site"]["func"] == "a_insert"
 

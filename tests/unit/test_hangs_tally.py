@@ -24,7 +24,8 @@ def result(sid: int, limit_ms: int | None = None, status: str = "timeout", signa
 
 
 def outcome(cp: CrashPoint, sid: int, res: CheckResult, cached_from: int | None = None, covers: int = 1):
-    return StateOutcome(cp, (sid,), sid, sid, cached_from, res, "", covers)
+    # every state ran the follow-up "lookup 1": a recheck sends the state's own again
+    return StateOutcome(cp, (sid,), sid, sid, cached_from, res, "lookup 1", covers)
 
 
 def found(way) -> list[Finding]:
@@ -74,7 +75,7 @@ def test_checked_again_until_the_point_hung_its_way_with_the_full_limit(monkeypa
         return check
     monkeypatch.setattr(hangs.crash_states, "state_checker", checker)
     judge = SimpleNamespace(judge=lambda out: found(C if out.result.first == 11 else B))
-    done = list(recheck(None, None, judge, tally, deferred, "lookup 1", (200, 1, 50)))
+    done = list(recheck(None, None, judge, tally, deferred, (200, 1, 50)))
     assert rounds == [[(2,), (3,)], [(3,)]]
     assert [o.id for o, _ in done] == [2, 3] and all(o.result.limit_ms is None for o, _ in done)
     assert tally.of(3, B) == Hung(2, 2, 0, None, 2, 1)
@@ -96,7 +97,7 @@ def test_a_recheck_that_hung_a_new_way_with_the_full_limit_settles_that_way_at_l
         return check
     monkeypatch.setattr(hangs.crash_states, "state_checker", checker)
     judge = SimpleNamespace(judge=lambda out: found(B))
-    done = list(recheck(None, None, judge, tally, deferred, "lookup 1", (200, 1, 50)))
+    done = list(recheck(None, None, judge, tally, deferred, (200, 1, 50)))
     assert checked == [(4, [(2,)])]
     assert sorted(o.id for o, _ in done) == [2, 3, 4]
     assert tally.of(5, B) == Hung(2, 0, 2, 50, 3, 2)

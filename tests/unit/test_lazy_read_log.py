@@ -159,3 +159,27 @@ def test_the_memo_masks_unread_bytes_and_needs_agreement_on_read_ones():
     # "partial": null (too many to list) counts every read line as read whole
     memo.add("4", {"read": [[0, 1]], "partial": None}, base, [], 9, result)
     assert memo.find("4", base, {0}, contents=agree) is None
+
+
+def test_a_followup_per_crash_point_is_part_of_what_an_answer_is_reused_for(lazyread, monkeypatch):
+    """The continuation after recovery is aimed at each crash (harness/check/crash_oracle.py), so
+    the followup differs between crash points, and its reads are the check's reads: an answer is
+    reused only for the same followup, and a followup that reads further tells apart the states a
+    shorter one could not (lazy's coverage counts stay what the whole check read)."""
+    w = TraceWriter(pool_size=POOL)
+    w.store(0, (16).to_bytes(8, "little"))        # word 0 names word 2
+    w.flush(0, "clwb")
+    w.fence("sfence")
+    w.store(16, (7).to_bytes(8, "little"))        # word 2, never flushed: pending from here on
+    w.fence("sfence")
+    w.store(40, (1).to_bytes(8, "little"))
+    w.fence("sfence")
+    monkeypatch.setenv("CRASHCHECK_LAZY_MEMO", "1")
+    with serve(lazyread, True) as r:
+        sim = Simulator(w.events(), w.image(), line_size=64, region_base=w.pool_base)
+        outs = list(explore(sim, strategy="lazy", runner=r, followup=lambda cp: "1" if cp.index < 2 else "2"))
+    assert {o.followup for o in outs} == {"1", "2"}
+    # each answer is that of a check that ran the state's own followup (1 or 2 steps of the chain)
+    assert all(len(o.result.result["read"]) == 2 * int(o.followup) for o in outs)
+    # the longer followup reads word 2, pending: both of its contents were checked
+    assert {o.result.result["read"][2] for o in outs if o.followup == "2"} == {0, 7}

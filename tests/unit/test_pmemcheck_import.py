@@ -288,3 +288,11 @@ def test_a_second_pool_opened_header_first_becomes_one_region(tmp_path):
     assert [(r.base, r.size) for r in trace.regions] == [(0x5200000, 0x2000), (0x6600000, 0x3000)]
     stores = [(e.region, e.off, e.data[0]) for e in trace.events if e.kind == "store"]
     assert stores == [(0, 0, 1), (1, 0x2000, 2), (1, 8, 3)]
+
+
+def test_a_source_compiled_by_its_absolute_path_keeps_that_path():
+    """Valgrind names such a frame `cwd//abs/path.c`: the site is /abs/path.c, not the two joined
+    (a record would otherwise name a file that does not exist)."""
+    from crashsim.pmemcheck_import import _parse_desc
+    assert _parse_desc("0x1094C3: main (/tmp/run//work/src/pmlog.c:64)") == ("main", "/work/src/pmlog.c", 64, "")
+    assert _parse_desc("0x1094C3: main (/tmp/run/src/pmlog.c:64)") == ("main", "/tmp/run/src/pmlog.c", 64, "")

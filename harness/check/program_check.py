@@ -1,0 +1,179 @@
+"""Program mode's judge: a post-crash image of a user's program, its own recovery and checker
+commands, and their verdict.
+
+Owns the commands (`--recover 'CMD {image}'`, `--checker 'CMD {image}'`: `{image}` is region 0's
+post-crash file, `{image1}`, `{image2}` ... the regions past it, in the order the program mapped
+them), writing one crash state's regions to files, running recovery then the checker on them
+(supervised: own process group, a timeout, output kept only as a tail, so a checker that hangs,
+crashes or prints megabytes is a finding and never a stall), and the verdict: exit 0 is
+consistent; any other end of either command is a finding of a class below. Also the check of
+the crash-free image (every store of the run persisted), which must pass before any crash state
+means anything. Never enumerates crash states (harness/check/program_explore.py) or builds records.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from crashsim.trace import Trace
+from crashsim.layout import Layout
+from harness.core.errors import UsageError
+from harness.core.supervise import RunEnd, run_supervised
+from harness.target.program import program_env
+
+# Classes of program findings: the checker said no (exit status), the checker died of a signal,
+# the checker did not finish; recovery's failures take the classes fuzz uses for them.
+PROGRAM_CLASSES = ("checker-failure", "checker-crash", "checker-hang")
+RECOVERY_CLASSES = ("recovery-crash", "recovery-hang")
+PLACEHOLDER = re.compile(r"\{image(\d*)\}")
+DEFAULT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Command:
+    """A user's command with `{image}` placeholders, split as a shell would (never run by one)."""
+    text: str
+    words: tuple[str, ...]
+    option: str
+
+    @staticmethod
+    def parse(text: str, option: str) -> "Command":
+        try:
+            words = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise UsageError(f"{option} {text!r}: {exc}") from None
+        if not words:
+            raise UsageError(f"{option} is empty: give a command with {{image}} where the image file goes")
+        if not any(PLACEHOLDER.search(w) for w in words):
+            raise UsageError(f"{option} {text!r} has no {{image}}: put {{image}} where the post-crash "
+                             "image file goes")
+        exe = words[0]
+        if not PLACEHOLDER.search(exe):
+            found = shutil.which(exe) if "/" not in exe else exe
+            if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+                raise UsageError(f"{option} {text!r}: {exe!r} is not an executable file"
+                                 + ("" if "/" in exe else " on PATH"))
+        return Command(text, words, option)
+
+    def regions_named(self) -> set[int]:
+        return {int(m[1] or 0) for w in self.words for m in PLACEHOLDER.finditer(w)}
+
+    def argv(self, files: list[Path]) -> list[str]:
+        return [PLACEHOLDER.sub(lambda m: str(files[int(m[1] or 0)]), w) for w in self.words]
+
+
+@dataclass
+class Verdict:
+    """What recovery and the checker made of one image."""
+    ok: bool
+    cls: str | None = None
+    how: str = ""          # in words: "the checker exited with status 1"
+    key: str = ""          # `how` without varying numbers: part of a finding's group
+    output: str = ""       # the tail of what the failing command printed
+
+    def same(self, other: "Verdict") -> bool:
+        return not other.ok and other.cls == self.cls
+
+
+def _verdict(stage: str, end: RunEnd) -> Verdict:
+    if end.status == "ok":
+        return Verdict(True)
+    hang = end.status in ("timeout", "stopped")
+    if stage == "recover":
+        cls = "recovery-hang" if hang else "recovery-crash"
+    else:
+        cls = "checker-hang" if hang else "checker-crash" if end.status in ("signal", "parent-killed") \
+            else "checker-failure"
+    return Verdict(False, cls, f"{'recovery' if stage == 'recover' else 'the checker'} {end.how()}",
+                   f"{stage}: {end.how_key()}", end.output)
+
+
+class ImageChecker:
+    """Writes crash states of one trace's regions to files in FOLDER and runs the commands."""
+
+    def __init__(self, trace: Trace, layout: Layout, checker: Command, recover: Command | None,
+                 folder: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.trace = trace
+        self.layout = layout
+        self.checker = checker
+        self.recover = recover
+        self.folder = folder
+        self.timeout_s = timeout_s
+        self.runs = 0                   # command runs (recovery and checker count one each)
+        nregions = len(layout.sizes)
+        for cmd in filter(None, (checker, recover)):
+            extra = sorted(n for n in cmd.regions_named() if n >= nregions)
+            if extra:
+                raise UsageError(f"{cmd.option} names {{image{extra[0]}}}, but the program mapped "
+                                 f"{nregions} PM region{'s' if nregions != 1 else ''} ({{image}}"
+                                 + "".join(f", {{image{i}}}" for i in range(1, nregions)) + ")")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.files = [folder / ("image" if i == 0 else f"image{i}") for i in range(nregions)]
+
+    def write(self, base, writes: list[tuple[int, bytes]]) -> None:
+        """Write the image BASE (the whole layout) with WRITES (image offsets) over it, one file per region."""
+        lay = self.layout
+        for path, off, size in zip(self.files, lay.offsets, lay.sizes):
+            buf = bytearray(memoryview(base)[off:off + size])
+            for woff, data in writes:
+                a, b = max(woff, off), min(woff + len(data), off + size)
+                if a < b:
+                    buf[a - off:b - off] = data[a - woff:b - woff]
+            # a new file each time: whatever the last commands left there (a file they still map,
+            # made read-only, or replaced by a folder) is not written through
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            path.write_bytes(buf)
+
+    def run(self) -> Verdict:
+        """Recovery (if any), then the checker, on the files written last."""
+        env = program_env({})
+        for stage, cmd in (("recover", self.recover), ("checker", self.checker)):
+            if cmd is None:
+                continue
+            self.runs += 1
+            end = run_supervised(cmd.argv(self.files), env=env, output=self.folder / f"{stage}.out",
+                                 timeout_s=self.timeout_s)
+            v = _verdict(stage, end)
+            if not v.ok:
+                return v
+        return Verdict(True)
+
+    def check(self, base, writes: list[tuple[int, bytes]]) -> Verdict:
+        self.write(base, writes)
+        return self.run()
+
+
+def crash_free_image(trace: Trace, layout: Layout) -> bytearray:
+    """The image the run leaves when nothing is lost: every region's initial bytes with every
+    store of the trace applied in order."""
+    image = bytearray(layout.total)
+    for region, off in zip(trace.regions, layout.offsets):
+        data = trace.region_image(region.index)
+        image[off:off + len(data)] = data
+    for ev in trace.events:
+        if ev.kind in ("store", "ntstore") and ev.region is not None and ev.off is not None \
+                and ev.region < len(layout.offsets):
+            start = layout.offsets[ev.region] + ev.off
+            image[start:start + len(ev.data)] = ev.data
+    return image
+
+
+def check_crash_free(trace: Trace, checker: ImageChecker) -> None:
+    """The commands must pass on the crash-free image, or they cannot judge crash states: a
+    UsageError naming what failed and the last line it printed."""
+    v = checker.check(crash_free_image(trace, checker.layout), [])
+    if not v.ok:
+        last = [ln for ln in v.output.strip().splitlines() if ln.strip()][-1:] or [""]
+        raise UsageError(f"{v.how} on the crash-free image (every store of the run persisted), so it "
+                         f"cannot judge crash images" + (f": {last[0][:200]}" if last[0] else ""))
+
+
+__all__ = ["Command", "DEFAULT_TIMEOUT_S", "ImageChecker", "PROGRAM_CLASSES", "RECOVERY_CLASSES", "Verdict",
+           "check_crash_free", "crash_free_image"]

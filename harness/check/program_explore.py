@@ -1,0 +1,168 @@
+"""Program mode's search over one trace: every crash point, the states a strategy picks there, each
+judged by the program's own commands (harness/check/program_check.py), failing states shrunk to
+their fewest lost stores, and the kept stores they need named.
+
+Owns the loop and its counts (crash points, legal and explored states, points sampled), the image
+cache (a state whose image equals one already judged gets that verdict without running anything),
+and shrinking: a failing state first lets each pending unit persist whole while the failure stays
+the same class, then keeps the longest prefix of each unit still losing stores; the result loses
+as few stores as one unit at a time can show (a local minimum). A failing state whose lost stores
+include every lost store of a finding already shrunk (same class) is counted as that finding's
+occurrence without being shrunk again. Returns findings; never builds records (harness/triage).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from crashsim.image import decode_writes
+from crashsim.persistency import ModelOptions, Piece
+from crashsim.simulate import CrashPoint, Simulator
+from crashsim.states import StateCodec, explored_count, select
+from crashsim.trace import Trace
+from harness.check.program_check import ImageChecker, Verdict
+
+
+@dataclass
+class ProgramFinding:
+    """One shrunk failing crash state (and how many failing states it stands for)."""
+    point: CrashPoint
+    choice: tuple[int, ...]
+    verdict: Verdict
+    lost: list[Piece]
+    kept: list[Piece]
+    coverage: tuple[int, int]           # (legal, explored) at its crash point
+    occurrences: int = 1
+    lost_seqs: frozenset[int] = field(default_factory=frozenset)
+    needed: list[Piece] = field(default_factory=list)   # kept stores the failure needs (lose one: it passes)
+
+
+@dataclass
+class ExploreStats:
+    crash_points: int = 0
+    states_legal: int = 0
+    states_explored: int = 0
+    points_sampled: int = 0
+    executions: int = 0               # states whose commands ran (not answered from the cache)
+
+
+def _full(cp: CrashPoint) -> list[int]:
+    return [u.choices - 1 for u in cp.units]
+
+
+def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
+           judge: Callable[[tuple[int, ...]], Verdict]) -> tuple[tuple[int, ...], Verdict]:
+    """CHOICE (failing with VERDICT) with as few lost stores as one unit at a time can keep failing
+    the same way (see the module note)."""
+    full = _full(cp)
+    cur = list(choice)
+    for j in range(len(cur)):
+        if cur[j] == full[j]:
+            continue
+        trial = cur.copy()
+        trial[j] = full[j]
+        v = judge(tuple(trial))
+        if verdict.same(v):
+            cur, verdict = trial, v
+    for j, unit in enumerate(cp.units):
+        if cur[j] == full[j] or unit.orders is not None:
+            continue          # (a memset's unordered subsets have no "longer prefix" order)
+        for k in range(full[j] - 1, cur[j], -1):
+            trial = cur.copy()
+            trial[j] = k
+            v = judge(tuple(trial))
+            if verdict.same(v):
+                cur, verdict = trial, v
+                break
+    return tuple(cur), verdict
+
+
+# Pending units tried when looking for the kept stores a failure needs (each try runs the commands).
+NEEDED_TRIES = 16
+
+
+def needed(cp: CrashPoint, choice: tuple[int, ...], judge: Callable[[tuple[int, ...]], Verdict]) -> list[Piece]:
+    """The kept stores of CHOICE that the failure needs: each unit's last kept store whose loss
+    makes the state pass (a failure that loses nothing is caused by what did persist: a change
+    published too early, a change its transaction never logged)."""
+    out = []
+    tries = 0
+    for j, unit in enumerate(cp.units):
+        if choice[j] == 0 or unit.orders is not None:
+            continue
+        if tries == NEEDED_TRIES:
+            break
+        tries += 1
+        trial = list(choice)
+        trial[j] -= 1
+        if judge(tuple(trial)).ok:
+            out.append(unit.pieces[choice[j] - 1])
+    return out
+
+
+def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
+            seed: int, on_point: Callable[[ExploreStats, int], None] | None = None
+            ) -> tuple[list[ProgramFinding], ExploreStats]:
+    """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
+    ON_POINT(stats, findings so far) is called after each crash point."""
+    sim = Simulator.from_trace(trace, options)
+    stats = ExploreStats()
+    findings: list[ProgramFinding] = []
+    verdicts: dict[int, Verdict] = {}       # image fingerprint -> verdict
+
+    for cp in sim.crash_points():
+        codec = StateCodec(cp, sim.image)
+        explored = explored_count(cp, strategy, limit, seed)
+        stats.crash_points += 1
+        stats.states_legal += cp.legal
+        stats.states_explored += explored
+        stats.points_sampled += explored < cp.legal
+
+        def judge(choice: tuple[int, ...]) -> Verdict:
+            fp, blob = codec.encode(choice)
+            v = verdicts.get(fp)
+            if v is None:
+                stats.executions += 1
+                v = verdicts[fp] = checker.check(sim.image.base, decode_writes(blob))
+            return v
+
+        for choice in select(cp, strategy, limit, seed):
+            v = judge(tuple(choice))
+            if v.ok:
+                continue
+            lost = frozenset(p.seq for p in cp.lost(choice))
+            known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
+            if known is not None:
+                known.occurrences += 1
+                continue
+            small, sv = shrink(cp, tuple(choice), v, judge)
+            lost_small = cp.lost(small)
+            seqs = frozenset(p.seq for p in lost_small)
+            same = next((f for f in findings if f.verdict.cls == sv.cls and f.lost_seqs == seqs
+                         and (seqs or f.point.index == cp.index)), None)
+            if same is not None:
+                same.occurrences += 1
+                continue
+            findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
+                                           (cp.legal, explored), 1, seqs, needed(cp, small, judge)))
+        if on_point is not None:
+            on_point(stats, len(findings))
+    return findings, stats
+
+
+def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int, ...], checker: ImageChecker
+             ) -> tuple[CrashPoint, Verdict] | None:
+    """Judge one crash state again (replay): crash point INDEX, state CHOICE. None when the trace
+    has no such crash point or the choice does not fit it."""
+    sim = Simulator.from_trace(trace, options)
+    for cp in sim.crash_points(wanted=lambda i: i == index):
+        if cp.index != index:
+            continue
+        if len(choice) != len(cp.units) or any(not 0 <= k < u.choices for k, u in zip(choice, cp.units)):
+            return None
+        _, blob = StateCodec(cp, sim.image).encode(choice)
+        return cp, checker.check(sim.image.base, decode_writes(blob))
+    return None
+
+
+__all__ = ["ExploreStats", "ProgramFinding", "explore", "image_at", "shrink"]

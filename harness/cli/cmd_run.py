@@ -1,0 +1,146 @@
+"""`crashcheck run [options] -- PROGRAM ARGS...`: check a user's own PM program with its own
+checker, no adapter (program mode, docs/program-mode.md).
+
+Owns the command line of program mode: the program and its commands checked before anything
+runs (one line and exit 2 for a program that does not exist, a command without `{image}`, a
+strategy program mode cannot take), the outputs (results file, bug records, HTML report, as fuzz
+writes them) and the summary. The work is harness/run/program_run.py's.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import signal
+import sys
+import time
+from pathlib import Path
+
+from crashsim.persistency import MODELS, ModelOptions
+from harness.check.program_check import DEFAULT_TIMEOUT_S, Command
+from harness.cli import options
+from harness.cli.outputs import check_outputs
+from harness.core import defaults
+from harness.core.errors import UsageError
+from harness.core.settings import Settings
+from harness.render.report import write_run
+from harness.run.program_run import ProgramRun, execute
+from harness.target.program import resolve
+
+STRATEGIES = ("bounded", "exhaustive")
+MAX_TIMEOUT_S = 86400          # a day per command and image: past it (or inf) nothing could be judged
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="check your own PM program with its own checker (no adapter)",
+                       description="Trace PROGRAM once, enumerate its crash points and the crash images "
+                                   "the persistency model allows, and run --recover (optional) and "
+                                   "--checker on each image: exit 0 means consistent, anything else is a "
+                                   "finding. {image} in a command is the post-crash pool file ({image1}, "
+                                   "{image2}, ... further files the program mapped).",
+                       usage="crashcheck run [options] --checker 'CMD {image}' -- PROGRAM [ARGS...]")
+    p.add_argument("--checker", required=True, metavar="'CMD {image}'",
+                   help="judges one image: exit 0 consistent, anything else (status, signal, hang) a finding")
+    p.add_argument("--recover", metavar="'CMD {image}'",
+                   help="the program's own recovery or open path, run on the image before the checker")
+    p.add_argument("--model", choices=MODELS, default=defaults.PERSISTENCY_MODEL,
+                   help=f"persistency model (default {defaults.PERSISTENCY_MODEL})")
+    p.add_argument("--strategy", choices=STRATEGIES + ("lazy",), default="bounded",
+                   help="which crash states to check: bounded (default) or exhaustive")
+    p.add_argument("--limit", type=options.positive, default=defaults.LIMIT,
+                   help=f"bounded: states per crash point (default {defaults.LIMIT})")
+    p.add_argument("--seed", type=options.seed, default=0,
+                   help="run seed: {seed} in ARGS of run N is SEED+N; bounded's sampling; schedules' seeds")
+    p.add_argument("--runs", type=options.positive, default=1, metavar="N",
+                   help="run the program N times, {seed} in its arguments replaced by each run's seed")
+    p.add_argument("--schedules", type=int, default=0, metavar="N",
+                   help="threaded programs: run each under N schedules of the deterministic scheduler")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds each command may take on one image (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--tracer", choices=defaults.TRACERS, default=defaults.TRACER,
+                   help="pass (a program built with crashcheck-cc, default) or pmemcheck (any binary)")
+    p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
+                   help=f"failure-atomic store unit (default {defaults.ATOMIC_UNIT})")
+    p.add_argument("--json", dest="json_out", help="write the results file here")
+    p.add_argument("--report", help="write the HTML report here")
+    p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM ARGS",
+                   help="the program and its arguments, after --")
+    p.set_defaults(func=run)
+
+
+def _check(args: argparse.Namespace) -> ProgramRun:
+    argv = list(args.program)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv:
+        raise UsageError("run: no program given (crashcheck run [options] --checker 'CMD {image}' -- PROGRAM ARGS...)")
+    if argv[0].startswith("-"):
+        raise UsageError(f"run: unknown option {argv[0]!r} (the program and its arguments go after --)")
+    if args.strategy == "lazy":
+        raise UsageError("run: --strategy lazy needs recovery whose reads crashcheck sees; program mode "
+                         "checks with bounded (default) or exhaustive")
+    if args.schedules < 0:
+        raise UsageError(f"run: --schedules must be 0 or more, not {args.schedules}")
+    if args.schedules and args.tracer == "pmemcheck":
+        raise UsageError("run: --schedules needs the deterministic scheduler, which only programs built "
+                         "with crashcheck-cc have (not --tracer pmemcheck)")
+    if not 0 < args.timeout <= MAX_TIMEOUT_S:
+        raise UsageError(f"run: --timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, not {args.timeout}")
+    ModelOptions(atomic_unit=args.atomic_unit).validate()
+    checker = Command.parse(args.checker, "--checker")
+    recover = Command.parse(args.recover, "--recover") if args.recover is not None else None
+    program = resolve(argv[0])
+    if args.tracer == "pmemcheck":
+        from harness.target.tracers import pmemcheck_command
+        pmemcheck_command()
+    settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
+                        atomic_unit=args.atomic_unit, tracer=args.tracer)
+    return ProgramRun([program] + argv[1:], checker, recover, settings, runs=args.runs,
+                      schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program))
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
+    job = _check(args)
+    json_out = Path(args.json_out) if args.json_out else None
+    bugdir = Path(args.bugdir) if args.bugdir else (json_out.with_suffix(".bugs") if json_out else Path("crashcheck-bugs"))
+    check_outputs(json_out, Path(args.report) if args.report else None, bugdir)
+    if not args.quiet:
+        job.progress = lambda line: print(f"crashcheck: {line}", file=sys.stderr)
+    command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["run"] else ""
+    def stop(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    old_term = signal.signal(signal.SIGTERM, stop)
+    try:
+        res = execute(job, bugdir, command)
+    except KeyboardInterrupt as exc:
+        # (the command running when it came was killed with its process group, supervise.py)
+        name = str(exc) or "SIGINT"
+        print(f"crashcheck: interrupted ({name}); nothing written", file=sys.stderr)
+        return 128 + signal.Signals[name].value
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+    res["stats"]["elapsed_s"] = round(time.monotonic() - t0, 2)
+    write_run(res, bugdir, json_out, args.report)
+    st = res["stats"]
+    sampled = st["points_sampled"]
+    print(f"{job.name}: {st['histories']} traced run{'s' if st['histories'] != 1 else ''}, "
+          f"{st['crash_points']} crash points, {st['states_explored']} crash states checked of "
+          f"{st['states_legal']} legal ({st['executions']} images judged, the rest repeated an image), "
+          f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
+    print("coverage: " + (f"bounded: {sampled} of {st['crash_points']} crash points sampled "
+                          f"(at most {job.settings.limit} states each); no bug among the states checked"
+                          if sampled else "every legal crash state of every crash point was checked")
+          if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
+                                                  if sampled else "every legal crash state checked"))
+    for b in res["bugs"]:
+        print(f"  {b['id']}: {b['detail']}")
+        print(f"    {b['group']}; {b['occurrences']} failing state{'s' if b['occurrences'] != 1 else ''}; "
+              f"{b['replay']}")
+    if json_out:
+        print(f"results: {json_out}")
+    if args.report:
+        print(f"report:  {args.report}")
+    return 1 if res["bugs"] else 0

@@ -1,0 +1,146 @@
+"""A program-mode run (`crashcheck run`): the program traced once per run and schedule, every
+trace's crash states judged by the program's own commands, the findings of all of them merged
+into one results file's worth of bugs.
+
+Owns the loop over runs (`--runs N`: `{seed}` in the arguments is the run's seed, seed + run
+number) and schedules (`--schedules N`: each run also under N seeds of the deterministic
+scheduler, random:SEED), the check that the commands pass on each run's crash-free image, the
+counts, and the results (docs/bug-record.md, with a `program` object), plus replaying one record.
+Never parses a command line and never renders (harness/cli/cmd_run.py writes the files).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from crashsim.layout import trace_layout
+from harness.check.program_check import Command, ImageChecker, check_crash_free
+from harness.check.program_explore import ExploreStats, explore, image_at
+from harness.core.errors import UsageError
+from harness.core.settings import Settings
+from harness.core.workdir import make_workdir
+from harness.target.program import trace_program, with_seed
+from harness.triage import program_records
+
+
+@dataclass
+class ProgramRun:
+    """What `crashcheck run` was asked to do."""
+    argv: list[str]                    # program (resolved) and its arguments, {seed} not replaced
+    checker: Command
+    recover: Command | None
+    settings: Settings
+    runs: int = 1
+    schedules: int = 0                 # 0: no scheduler
+    timeout_s: float = 10.0
+    name: str = ""
+    progress: Callable[[str], None] | None = None
+    stats: ExploreStats = field(default_factory=ExploreStats)
+
+
+def _sched(run: ProgramRun, k: int) -> str | None:
+    return None if run.schedules == 0 else f"random:{run.settings.seed + k}"
+
+
+def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
+    """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
+    t0 = time.monotonic()
+    s = run.settings
+    found: list[dict] = []
+    traced_runs = 0
+    with make_workdir(0) as tmp:
+        root = Path(tmp)
+        for r in range(run.runs):
+            seed = s.seed + r
+            argv = with_seed(run.argv, seed)
+            for k in range(max(1, run.schedules)):
+                sched = _sched(run, k)
+                traced = trace_program(argv, root / "run", tracer=s.tracer, sched=sched)
+                traced_runs += 1
+                checker = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
+                                       root / "check", run.timeout_s)
+                check_crash_free(traced.trace, checker)
+                findings, stats = explore(traced.trace, checker, options=s.options(), strategy=s.strategy,
+                                          limit=s.limit, seed=s.seed)
+                for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions"):
+                    setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
+                program = {"checker": run.checker.text, "recover": run.recover.text if run.recover else None,
+                           "timeout_s": run.timeout_s, "run": r, "run_seed": seed, "sched": sched}
+                for n, f in enumerate(findings):
+                    found.append(program_records.build(f, traced, name=run.name, settings=s, program=program,
+                                                       ident=f"{run.name}-{r}-{k}-{n}", bugdir=bugdir))
+                if run.progress:
+                    what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
+                    run.progress(f"{what}: {stats.crash_points} crash points, {stats.states_explored} states, "
+                                 f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
+    bugs = program_records.merge(found, bugdir)
+    elapsed = time.monotonic() - t0
+    st = run.stats
+    stats_json = {"histories": traced_runs, "partial_histories": 0, "crash_points": st.crash_points,
+                  "states_legal": st.states_legal if st.states_legal < 2 ** 53 else str(st.states_legal),
+                  "states_explored": st.states_explored, "states_checked": st.states_explored,
+                  "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
+                  "executions": st.executions, "hung_short": 0, "elapsed_s": round(elapsed, 2),
+                  "states_per_s": round(st.states_explored / elapsed, 1) if elapsed else 0.0}
+    return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": s.strategy,
+            "limit": s.limit, "seed": s.seed, "tracer": s.tracer, "assumptions": s.assumptions(),
+            "command": command, "complete": True, "interrupted": None, "stats": stats_json,
+            "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json,
+                               "unexpected": len(bugs), "expected": 0, "complete": True, "warnings": []}],
+            "program": {"argv": list(run.argv), "checker": run.checker.text,
+                        "recover": run.recover.text if run.recover else None, "runs": run.runs,
+                        "schedules": run.schedules, "timeout_s": run.timeout_s},
+            "bugs": bugs}
+
+
+def replay(rec: dict, out=None) -> int:
+    """Run a program record again: trace its program as recorded (the same arguments, the very
+    schedule), rebuild its crash state and judge it. 1: it reproduces (the same class or another
+    failure), 0: the state now passes, UsageError: the record no longer fits the trace."""
+    out = out or sys.stdout
+    prog = rec["program"]
+    settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"],
+                        atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", 8), tracer=rec["tracer"])
+    checker_cmd = Command.parse(prog["checker"], "the record's checker")
+    recover_cmd = Command.parse(prog["recover"], "the record's recover command") if prog["recover"] else None
+    from harness.target.program import resolve
+    argv = [resolve(prog["argv"][0])] + list(prog["argv"][1:])
+    crash = rec["crash"]
+    print(f"replaying {rec['id']}: {rec['class']} in {' '.join(prog['argv'])}, model {rec['model']}", file=out)
+    with make_workdir(0) as tmp:
+        root = Path(tmp)
+        traced = trace_program(argv, root / "run", tracer=settings.tracer, sched=prog["sched"],
+                               replay_schedule=rec["schedule"])
+        checker = ImageChecker(traced.trace, trace_layout(traced.trace), checker_cmd, recover_cmd,
+                               root / "check", prog["timeout_s"])
+        got = image_at(traced.trace, settings.options(), crash["index"], tuple(crash["choice"]), checker)
+        if got is None:
+            raise UsageError(f"{rec['id']}: the program's trace no longer has crash point {crash['index']} with "
+                             f"that crash state (the program or its build changed, or the record is corrupt)")
+        cp, v = got
+        kind = traced.trace.events[cp.event].kind if cp.event < len(traced.trace.events) else "end"
+        if crash["event"] is not None and (cp.event, kind) != (crash["event"], crash["kind"]):
+            raise UsageError(f"{rec['id']}: the crash does not replay as recorded: crash point {cp.index} is now "
+                             f"the {kind} at event {cp.event}, the record's was the {crash['kind']} at event "
+                             f"{crash['event']} (the program or its build changed)")
+    print(f"crash: before event #{cp.event} ({kind}), during {prog['operation'] or 'the run'}", file=out)
+    for p in cp.lost(tuple(crash["choice"])):
+        site = traced.trace.site(traced.trace.events[p.seq].site)
+        print(f"  lost   #{p.seq} {'r' + str(p.region) if p.region else ''}+{p.off:#x} {len(p.data)} bytes "
+              f"{p.data.hex()}  {site.describe() if site else '?'}", file=out)
+    if v.ok:
+        print("not reproduced: the commands now pass on this crash state", file=out)
+        return 0
+    if v.output.strip():
+        print("output:", file=out)
+        for line in v.output.strip().splitlines()[-10:]:
+            print(f"  {line}", file=out)
+    same = v.cls == rec["class"]
+    print(f"{'reproduced' if same else 'a different bug now'}: {v.cls}: {v.how}", file=out)
+    return 1
+
+
+__all__ = ["ProgramRun", "execute", "replay"]
