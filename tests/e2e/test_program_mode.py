@@ -29,12 +29,15 @@ pytestmark = pytest.mark.usefixtures("instrument_built")
 @pytest.fixture(scope="module")
 def pmlog(tmp_path_factory) -> dict[str, Path]:
     """examples/pmlog built with crashcheck-cc, correct and with its seeded bug."""
-    out = tmp_path_factory.mktemp("pmlog")
+    return _build_both(tmp_path_factory.mktemp("pmlog"), SOURCE, "pmlog", "PMLOG_BUG", "-lpmem")
+
+
+def _build_both(out: Path, src: Path, name: str, bug_macro: str, lib: str) -> dict[str, Path]:
+    """SRC built with crashcheck-cc into OUT as NAME (correct) and NAME-bug (-DBUG_MACRO)."""
     built = {}
-    for name, flags in (("pmlog", []), ("pmlog-bug", ["-DPMLOG_BUG"])):
-        exe = out / name
-        subprocess.run([CC, "-O1", *flags, SOURCE, "-lpmem", "-o", exe], check=True, capture_output=True)
-        built[name] = exe
+    for exe, flags in ((name, []), (f"{name}-bug", [f"-D{bug_macro}"])):
+        built[exe] = out / exe
+        subprocess.run([CC, "-O1", *flags, src, lib, "-o", built[exe]], check=True, capture_output=True)
     return built
 
 
@@ -179,10 +182,7 @@ def test_schedules_find_a_bug_that_needs_an_interleaving(tmp_path):
     a slot the other thread has not written yet, which only an interleaving (and a crash) shows.
     The finding records its schedule, and replay runs that very interleaving again."""
     src = ROOT / "examples" / "pmpair" / "pmpair.c"
-    built = {}
-    for name, flags in (("pair", []), ("pair-bug", ["-DPMPAIR_BUG"])):
-        built[name] = tmp_path / name
-        subprocess.run([CC, "-O1", *flags, src, "-lpmem", "-o", built[name]], check=True, capture_output=True)
+    built = _build_both(tmp_path, src, "pair", "PMPAIR_BUG", "-lpmem")
     checker = f"{built['pair']} check {{image}}"
     res = _run(tmp_path, "--schedules", "4", "--checker", checker, "--", built["pair-bug"], "append", "pool", "2")
     assert res.returncode == 1, res.stdout + res.stderr
@@ -205,10 +205,7 @@ def test_libpmemobj_program_with_transactions(tmp_path):
     destination outside the transaction's undo log; nothing need be lost for it to fail, so the
     bug is named by the kept store it needs: the unlogged change."""
     src = ROOT / "examples" / "pmbank" / "pmbank.c"
-    built = {}
-    for name, flags in (("bank", []), ("bank-bug", ["-DPMBANK_BUG"])):
-        built[name] = tmp_path / name
-        subprocess.run([CC, "-O1", *flags, src, "-lpmemobj", "-o", built[name]], check=True, capture_output=True)
+    built = _build_both(tmp_path, src, "bank", "PMBANK_BUG", "-lpmemobj")
     checker = f"{built['bank']} check {{image}}"
     res = _run(tmp_path, "--limit", "8", "--checker", checker, "--", built["bank-bug"], "run", "pool", "1")
     assert res.returncode == 1, res.stdout + res.stderr
@@ -271,10 +268,7 @@ def test_a_program_mapping_two_files_gets_one_placeholder_each(tmp_path):
     {image1} are the two post-crash files, and the bug is the flag (second file) persisted
     before the value (first file)."""
     src = ROOT / "tests" / "fixtures" / "twofiles" / "twofiles.c"
-    built = {}
-    for name, flags in (("two", []), ("two-bug", ["-DTWOFILES_BUG"])):
-        built[name] = tmp_path / name
-        subprocess.run([CC, "-O1", *flags, src, "-lpmem", "-o", built[name]], check=True, capture_output=True)
+    built = _build_both(tmp_path, src, "two", "TWOFILES_BUG", "-lpmem")
     checker = f"{built['two']} check {{image}} {{image1}}"
     res = _run(tmp_path, "--checker", checker, "--", built["two-bug"], "write", "a", "b")
     assert res.returncode == 1, res.stdout + res.stderr
