@@ -15,6 +15,12 @@
  * member, so later reads see the choice.  Bytes recovery wrote itself before
  * reading them are its own, never compared nor rewritten.
  *
+ * An execution naming the stored body (LAZY_BODY) runs in the reused check
+ * process (worker.h) when the body fits the shared copy kept for it: the
+ * worker parses the groups from that copy itself (its own tables are put back
+ * after every check, as its heap is), so an execution costs a wake-up and a
+ * restore instead of a fork.  Other executions fork a child of their own.
+ *
  * Branching is by deterministic re-execution, not by forking here: each
  * execution reports how many classes every branch point had, and the client
  * (crashsim/lazy.py) sends the sibling decision lists as new requests.  So a
@@ -135,10 +141,27 @@ static int grow(void **p, size_t *cap, size_t n, size_t elem)
  * execution naming it needs only its decisions set.
  */
 #define LZ_STORED UINT32_MAX
-static uint8_t *stored;
+static uint8_t *stored;                /* the body: shared_body, or heap_body when it does not fit */
+static uint8_t *heap_body;
 static size_t stored_len, stored_cap;
 static uint32_t stored_ls, stored_ngroups;
 static int have_stored, tables_stored;
+
+/* The shared copy of the stored body (ccr_lazy_setup maps it before the
+ * reused check process exists, so it is at the same address there): the
+ * worker parses it for an execution naming it (ccr_lazy_worker_begin).
+ * Its header is written after the body, so the worker never sees a header
+ * for a body that is still being copied (the runner copies between batches
+ * anyway). */
+#define LZ_SHARED_BODY ((size_t)4 << 20)
+struct lz_body_head {
+	uint64_t len;
+	uint32_t ls, ngroups;
+};
+static struct lz_body_head *shared_head;
+static uint8_t *shared_body;
+static struct lz_shared *shared_log;   /* the exploration log, mapped by ccr_lazy_setup */
+static int from_stored;                /* the request being served names the stored body */
 
 static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n);
 
@@ -162,17 +185,17 @@ static const char *parse_line_size(uint32_t ls)
  */
 const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 {
-	static struct lz_shared *shared;
-	if (shared == NULL) {
+	if (shared_log == NULL) {   /* ccr_lazy_setup could not map it: try again */
 		void *m = mmap(NULL, LZ_SHARED_BYTES, PROT_READ | PROT_WRITE,
 			       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (m == MAP_FAILED)
 			return "cannot map the lazy exploration log";
-		shared = m;
+		shared_log = m;
 		r->vm_stale = 1;
 	}
 	lz.active = 0;
-	lz.shared = shared;
+	lz.shared = shared_log;
+	from_stored = 0;
 	if (n < 12)
 		return "lazy spec shorter than its header";
 	uint32_t ls = rd32(p), ngroups = rd32(p + 4), ndec = rd32(p + 8);
@@ -200,6 +223,7 @@ const char *ccr_lazy_parse(struct runner *r, const uint8_t *p, size_t n)
 		lz.ndec = ndec;
 		lz.dec = p + pos;
 		lz.active = 1;
+		from_stored = 1;
 		return NULL;
 	}
 	lz.line_size = ls;
@@ -228,13 +252,20 @@ const char *ccr_lazy_store(struct runner *r, const uint8_t *p, size_t n)
 		return bad;
 	if (ngroups == LZ_STORED)
 		return "lazy body: too many groups";
-	if (n - 8 > stored_cap) {
-		/* kept and grown, never shrunk: a new allocation would make the
-		 * runner re-measure its address space for the next child */
-		if (grow((void **)&stored, &stored_cap, n - 8, 1) < 0)
-			return "out of memory";
-		r->vm_stale = 1;
-		grew = 0;
+	if (shared_head != NULL)
+		shared_head->len = 0;     /* no body for the worker until this one is whole */
+	if (shared_body != NULL && n - 8 <= LZ_SHARED_BODY) {
+		stored = shared_body;
+	} else {
+		if (n - 8 > stored_cap) {
+			/* kept and grown, never shrunk: a new allocation would make the
+			 * runner re-measure its address space for the next child */
+			if (grow((void **)&heap_body, &stored_cap, n - 8, 1) < 0)
+				return "out of memory";
+			r->vm_stale = 1;
+			grew = 0;
+		}
+		stored = heap_body;
 	}
 	memcpy(stored, p + 8, n - 8);
 	stored_len = n - 8;
@@ -249,11 +280,53 @@ const char *ccr_lazy_store(struct runner *r, const uint8_t *p, size_t n)
 	stored_ls = ls;
 	stored_ngroups = ngroups;
 	have_stored = tables_stored = 1;
+	if (stored == shared_body)
+		*shared_head = (struct lz_body_head){ stored_len, ls, ngroups };
 	return NULL;
 }
 
+/* ccr_lazy_worker_ok -- whether the LAZY request being served can run in the
+ * reused check process: it names the stored body, which the worker can read */
+int ccr_lazy_worker_ok(void)
+{
+	return lz.active && from_stored && stored == shared_body && shared_head != NULL &&
+	       shared_head->len == stored_len && shared_log != NULL;
+}
+
+/* ccr_lazy_decisions -- the decision list of the request being served */
+const uint8_t *ccr_lazy_decisions(uint32_t *ndec)
+{
+	*ndec = lz.ndec;
+	return lz.dec;
+}
+
+/*
+ * ccr_lazy_worker_begin -- in the reused check process, after the state's
+ * writes: the tables of the stored body (from its shared copy: the worker's
+ * own copy of the runner's may be stale, and is put back after every check),
+ * the decision list DEC (NDEC u16, unaligned), then as a forked child
+ * begins.  -1 if the shared body is missing or does not parse (it parsed in
+ * the runner: out of memory).
+ */
+int ccr_lazy_worker_begin(const uint8_t *dec, uint32_t ndec)
+{
+	if (shared_head == NULL || shared_head->len == 0 || shared_log == NULL)
+		return -1;
+	lz.shared = shared_log;
+	lz.line_size = shared_head->ls;
+	lz.ngroups = shared_head->ngroups;
+	if (parse_groups(NULL, shared_body, shared_head->len) != NULL)
+		return -1;
+	lz.dec = dec;
+	lz.ndec = ndec;
+	lz.active = 1;
+	ccr_lazy_child_begin();
+	return 0;
+}
+
 /* parse_groups -- lz's tables for lz.ngroups groups at P (N bytes, exactly
- * the groups); lz.line_size set.  NULL, or what is wrong (internal) */
+ * the groups); lz.line_size set; R NULL in the reused check process (the pool
+ * is lz's, set up before it started).  NULL, or what is wrong (internal) */
 static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
 {
 	size_t pos = 0;
@@ -280,7 +353,7 @@ static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
 		G->first = lz.nlines;
 		for (uint32_t i = 0; i < nl; i++) {
 			uint64_t off = rd64(p + pos + 8 * (size_t)i);
-			if (off % lz.line_size || off >= r->size || r->size - off < lz.line_size)
+			if (off % lz.line_size || off >= lz.pool_size || lz.pool_size - off < lz.line_size)
 				return "lazy spec: a line offset is unaligned or outside the pool";
 			struct lz_line *L = &lz.lines[lz.nlines++];
 			L->off = off;
@@ -316,7 +389,7 @@ static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
 			return "out of memory";
 		lz.scratch_cap = cap;
 	}
-	if (grew)
+	if (grew && r != NULL)
 		r->vm_stale = 1;
 	grew = 0;
 	for (uint32_t i = 0; i < lz.nlines; i++)
@@ -325,8 +398,8 @@ static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
 	for (uint32_t i = 1; i < lz.nlines; i++)
 		if (lz.lines[lz.sorted[i]].off == lz.lines[lz.sorted[i - 1]].off)
 			return "lazy spec: a line belongs to two groups";
-	lz.lo = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[0]].off : 0;
-	lz.hi = lz.nlines ? (uintptr_t)r->pool + lz.lines[lz.sorted[lz.nlines - 1]].off + lz.line_size : 0;
+	lz.lo = lz.nlines ? (uintptr_t)lz.pool + lz.lines[lz.sorted[0]].off : 0;
+	lz.hi = lz.nlines ? (uintptr_t)lz.pool + lz.lines[lz.sorted[lz.nlines - 1]].off + lz.line_size : 0;
 	lz.active = 1;
 	return NULL;
 }
@@ -576,6 +649,39 @@ void ccr_lazy_setup(struct runner *r)
 	void *w = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	lz.pool = r->pool;
 	lz.pool_size = r->size;
+	if (!ccr_lazy_supported())
+		goto read_log;
+	/* the exploration log and the stored body's shared copy, so the reused
+	 * check process (started later) has them at the same addresses */
+	void *log = mmap(NULL, LZ_SHARED_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *body = mmap(NULL, sizeof(struct lz_body_head) + LZ_SHARED_BODY, PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (log != MAP_FAILED)
+		shared_log = log;
+	if (log != MAP_FAILED && body != MAP_FAILED) {
+		shared_head = body;
+		shared_body = (uint8_t *)body + sizeof(struct lz_body_head);
+	} else if (body != MAP_FAILED) {
+		munmap(body, sizeof(struct lz_body_head) + LZ_SHARED_BODY);
+	}
+	/* tables of a usual size now, so the worker's copy rarely grows (a
+	 * grown heap is put back after each check, a new mapping retires it) */
+	size_t cap = 0;
+	if (grow((void **)&lz.groups, &lz.groups_cap, 256, sizeof(*lz.groups)) == 0 &&
+	    grow((void **)&lz.lines, &lz.lines_cap, 4096, sizeof(*lz.lines)) == 0) {
+		cap = lz.scratch_cap;
+		if (grow((void **)&lz.sorted, &cap, 4096, sizeof(uint32_t)) == 0) {
+			cap = lz.scratch_cap;
+			if (grow((void **)&lz.cls, &cap, 4096, sizeof(uint32_t)) == 0) {
+				cap = lz.scratch_cap;
+				if (grow((void **)&lz.rep, &cap, 4096, sizeof(uint32_t)) == 0)
+					lz.scratch_cap = cap;
+			}
+		}
+	}
+	grew = 0;
+read_log:
 	if (b == MAP_FAILED || w == MAP_FAILED) {
 		if (b != MAP_FAILED)
 			munmap(b, blocks * 8);
@@ -597,6 +703,15 @@ void ccr_lazy_teardown(struct runner *r)
 		munmap(lz.read_blocks, words * 8);
 	}
 	lz.read_bytes = lz.read_blocks = NULL;
+	if (shared_head != NULL)
+		munmap(shared_head, sizeof(struct lz_body_head) + LZ_SHARED_BODY);
+	if (shared_log != NULL)
+		munmap(shared_log, LZ_SHARED_BYTES);
+	shared_head = NULL;
+	shared_body = NULL;
+	shared_log = NULL;
+	lz.shared = NULL;
+	have_stored = tables_stored = 0;
 }
 
 /* ccr_lazy_groups -- the number of groups of the LAZY request being served */

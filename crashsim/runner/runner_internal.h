@@ -95,8 +95,12 @@ struct ccr_job {
 	size_t flen;
 	const uint8_t *writes;
 	size_t wlen;
-	int reads;          /* log the check's reads (a LAZY request without groups) */
+	int reads;          /* CCR_READS: log the check's reads (a LAZY request without groups);
+			     * CCR_LAZY: a LAZY request naming the stored body (lazy.c) */
+	const uint8_t *dec; /* CCR_LAZY: its decision list, NDEC u16 */
+	uint32_t ndec;
 };
+enum { CCR_READS = 1, CCR_LAZY = 2 };
 
 /* buf.c.  Each returns 0, or -1 when out of memory; growing a buffer marks
  * the runner's address-space size stale (R->vm_stale). */
@@ -138,6 +142,9 @@ int ccr_lazy_supported(void);
 const char *ccr_lazy_parse(struct runner *r, const uint8_t *spec, size_t n);
 const char *ccr_lazy_store(struct runner *r, const uint8_t *body, size_t n);
 void ccr_lazy_child_begin(void);
+int ccr_lazy_worker_ok(void);
+const uint8_t *ccr_lazy_decisions(uint32_t *ndec);
+int ccr_lazy_worker_begin(const uint8_t *dec, uint32_t ndec);
 void ccr_lazy_reads_on(void);
 void ccr_lazy_reset_log(void);
 void ccr_lazy_setup(struct runner *r);

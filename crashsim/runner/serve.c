@@ -93,7 +93,7 @@ static const char *state_body(struct runner *r, const uint8_t *body, size_t n, s
 	memcpy(&flen, body, 4);
 	if (flen > n - 4)
 		return "followup runs past the body";
-	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen, 0 };
+	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen, 0, NULL, 0 };
 	return ccr_check_writes(r, job->writes, job->wlen);
 }
 
@@ -200,15 +200,20 @@ static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n
 	writes += 4 + slen;
 	wlen -= 4 + slen;
 	const char *bad = ccr_check_writes(r, writes, wlen);
-	struct ccr_job job = { (const char *)body + 4, flen, writes, wlen, 1 };
+	struct ccr_job job = { (const char *)body + 4, flen, writes, wlen, CCR_READS, NULL, 0 };
 	struct ccr_end end;
 	int rc;
 	if (bad) {
 		rc = ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, bad);
-	} else if (ccr_lazy_groups() == 0 && !r->worker_off) {
-		/* no undetermined lines: one state, whose reads are logged, in
-		 * the reused check process (a batch of its own: the log is one) */
+	} else if ((ccr_lazy_groups() == 0 || ccr_lazy_worker_ok()) && !r->worker_off) {
+		/* no undetermined lines (one state, whose reads are logged), or
+		 * groups the worker can read (the stored body's shared copy): in
+		 * the reused check process, a batch of its own (the log is one) */
 		ccr_lazy_reset_log();
+		if (ccr_lazy_groups() != 0) {
+			job.reads = CCR_LAZY;
+			job.dec = ccr_lazy_decisions(&job.ndec);
+		}
 		if (ccr_worker_run(r, &job, 1, &end) == 1)
 			rc = ccr_answer_state(r, id, &end);
 		else

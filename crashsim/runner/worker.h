@@ -16,9 +16,11 @@
  *   exit and reap of even a tiny static process takes about 170 us of CPU,
  *   ten times a small tree's recovery and dump.  So eager states are checked
  *   one after another by one long-lived child, the worker, which puts itself
- *   back exactly as it was before every check.  LAZY requests with lazy
- *   lines, and states too big for the hand-over area, still fork (child.c);
- *   a LAZY request without them is one state whose reads are logged.
+ *   back exactly as it was before every check.  A LAZY request without lazy
+ *   lines is one state whose reads are logged; one with lazy lines that
+ *   names the stored body is explored in the worker too (lazy.c reads the
+ *   body from a shared copy).  Other LAZY requests with lazy lines, and
+ *   states too big for the hand-over area, still fork (child.c).
  *
  * How the worker is restored
  *   Once, when it starts, the worker copies every private writable mapping it
@@ -137,7 +139,8 @@ enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
 /* One state of a batch: its followup (NUL included) at data + off, its writes after it. */
 struct w_item {
 	uint64_t off, wlen;
-	uint32_t flen, reads;   /* reads: log the check's reads (lazy.c) */
+	uint32_t flen, reads;   /* reads: CCR_READS or CCR_LAZY (struct ccr_job) */
+	uint32_t ndec;          /* CCR_LAZY: u16 decisions after the writes */
 };
 
 /* What the worker leaves of a state it checked and restored itself after. */

@@ -103,6 +103,12 @@ fail:
 	return NULL;
 }
 
+/* job_bytes -- what JOB takes of the hand-over area (internal) */
+static size_t job_bytes(const struct ccr_job *job)
+{
+	return job->flen + 1 + job->wlen + 2 * (size_t)job->ndec;
+}
+
 /*
  * post -- copy as many of the N JOBS as fit (at least the first, which
  * must fit) into the shared area as a batch, rewind the capture files and
@@ -117,12 +123,15 @@ static int post(struct runner *r, const struct ccr_job *jobs, int n)
 	int most = r->out_map ? CCR_WORKER_BATCH : 1;
 	size_t off = 0;
 	int k = 0;
-	for (; k < n && k < most && off + jobs[k].flen + 1 + jobs[k].wlen <= W_REQ_BYTES; k++) {
-		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1), (uint32_t)jobs[k].reads };
+	for (; k < n && k < most && off + job_bytes(&jobs[k]) <= W_REQ_BYTES; k++) {
+		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1), (uint32_t)jobs[k].reads,
+					       jobs[k].ndec };
 		memcpy(sh->data + off, jobs[k].followup, jobs[k].flen);
 		sh->data[off + jobs[k].flen] = '\0';
 		memcpy(sh->data + off + jobs[k].flen + 1, jobs[k].writes, jobs[k].wlen);
-		off += jobs[k].flen + 1 + jobs[k].wlen;
+		if (jobs[k].ndec)
+			memcpy(sh->data + off + jobs[k].flen + 1 + jobs[k].wlen, jobs[k].dec, 2 * (size_t)jobs[k].ndec);
+		off += job_bytes(&jobs[k]);
 	}
 	if ((!r->out_map && lseek(r->res_fd, 0, SEEK_SET) < 0) || lseek(r->err_fd, 0, SEEK_SET) < 0)
 		return 0;
@@ -227,7 +236,7 @@ static void worker_ended(struct runner *r, int i, int timed_out, struct ccr_end 
  */
 int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct ccr_end *ends)
 {
-	if (r->worker_off || r->pool_fd < 0 || n < 1 || jobs[0].flen + 1 + jobs[0].wlen > W_REQ_BYTES)
+	if (r->worker_off || r->pool_fd < 0 || n < 1 || job_bytes(&jobs[0]) > W_REQ_BYTES)
 		return 0;
 	if (r->worker == NULL && worker_start(r) == NULL) {
 		fprintf(stderr, "crashcheck runner: cannot start a reused check process; forking per state\n");

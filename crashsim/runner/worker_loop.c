@@ -93,7 +93,12 @@ static int check_one(struct w_ctl *c, int i)
 	 * runner's deadline for it must read its started_ms) */
 	__atomic_store_n(&sh->cur, i, __ATOMIC_RELEASE);
 	ccr_apply_writes(c->rc.pool, sh->data + it->off + it->flen, it->wlen);
-	if (it->reads)   /* undone by the restore, as the runtime's globals are */
+	/* undone by the restore, as the runtime's globals are; a body that does
+	 * not parse here parsed in the runner: out of memory, as exit 125 */
+	if (it->reads == CCR_LAZY &&
+	    ccr_lazy_worker_begin(sh->data + it->off + it->flen + it->wlen, it->ndec) < 0)
+		_exit(125);
+	else if (it->reads == CCR_READS)
 		ccr_lazy_reads_on();
 	if (c->rc.out_map) {
 		cookie_io_functions_t io = { .write = out_write };

@@ -8,7 +8,9 @@
  * strlen, writes a word and reads it back (bytes the check wrote itself are
  * not the crash's), and does an atomic add.  The result lists everything it
  * read, so two states give the same result exactly when the check could not
- * tell them apart: what lazy exploration's classes must respect.
+ * tell them apart: what lazy exploration's classes must respect.  A followup
+ * with a 'p' in it ("6p") also reports the process that ran the check (which
+ * shows whether an execution ran in the reused check process or a fork).
  *
  *   lazyread serve SIZE    serve at $CRASHCHECK_POOL_ADDR (hex) or 0x600000000000
  */
@@ -54,7 +56,10 @@ static int check(void *ctx, const char *followup, FILE *out)
 		}
 		at = (size_t)(w >> 3) % words;
 	}
-	fprintf(out, "]}\n");
+	if (followup && strchr(followup, 'p'))
+		fprintf(out, "],\"pid\":%d}\n", (int)getpid());
+	else
+		fprintf(out, "]}\n");
 	return 0;
 }
 

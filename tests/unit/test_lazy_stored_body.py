@@ -32,9 +32,9 @@ def lazyread(tmp_path_factory):
     return build_fixture("lazyread", tmp_path_factory.mktemp("stored"), instrumented=True)
 
 
-def _runner(lazyread) -> Runner:
+def _runner(lazyread, reuse: bool = True) -> Runner:
     base = TraceWriter(pool_size=POOL).pool_base
-    env = dict(os.environ, CRASHCHECK_POOL_ADDR=f"{base:x}")
+    env = dict(os.environ, CRASHCHECK_POOL_ADDR=f"{base:x}", CRASHCHECK_RUNNER_REUSE="1" if reuse else "0")
     return Runner([str(lazyread), "serve", str(POOL)], pool_base=base, pool_size=POOL, env=env)
 
 
@@ -74,6 +74,27 @@ def test_stored_body_gives_the_same_executions_as_the_whole_spec(lazyread, monke
     executions = sum(1 for x in whole if x[1] is not None)
     assert executions > len({x[0] for x in whole})      # points with more than one execution
     assert stored_bytes < whole_bytes
+
+
+def test_executions_naming_the_stored_body_run_in_the_reused_check_process(lazyread, monkeypatch):
+    """No fork per execution: every execution of a point that names the stored body is checked by
+    the one reused process (the check reports its pid), with the answers a fork per execution
+    gives (CRASHCHECK_RUNNER_REUSE=0), read log and classes included."""
+    monkeypatch.setattr(Runner, "lazy_body_supported", property(lambda self: True))
+    runs = {}
+    for reuse in (True, False):
+        with _runner(lazyread, reuse) as r:
+            assert r.hello["reuse"] is reuse
+            runs[reuse] = [(o.point.index, o.decisions, o.covers, o.result.status, o.result.result, o.result.lazy)
+                           for o in explore(_trace(3), strategy="lazy", runner=r, cache=False,
+                                            executions=1 << 10, followup="6p")]
+    grouped = [x for x in runs[True] if x[1] is not None and x[2] > 1]     # executions with groups
+    assert len(grouped) > 10
+    assert len({x[4]["pid"] for x in grouped}) == 1
+    forked = [x for x in runs[False] if x[1] is not None and x[2] > 1]
+    assert len({x[4]["pid"] for x in forked}) == len(forked)
+    strip = [[x[:4] + ({k: v for k, v in x[4].items() if k != "pid"},) + x[5:] for x in runs[k]] for k in (True, False)]
+    assert strip[0] == strip[1]
 
 
 def _spec_naming_body(ls: int, decisions: list[int]) -> bytes:
