@@ -124,6 +124,11 @@ class ImageState:
             hist = self._history[slot] = []
         hist.append(p)
 
+    def masked(self, p: Piece) -> bool:
+        """Whether a later guaranteed piece may cut P (its slot keeps a history); else mask(P)
+        is P's whole range."""
+        return (p.img - p.img % self.unit) in self._history
+
     def mask(self, p: Piece) -> list[tuple[int, int]]:
         """Byte ranges [a, b) (image offsets) of P not overwritten by a later guaranteed piece."""
         start, end = p.img, p.img + len(p.data)

@@ -113,6 +113,28 @@ class Leaf:
             yield tuple(choice)
 
 
+class SingleLeaf(Leaf):
+    """The class of one state checked on its own: its allowed variants are worked out only when
+    asked (every state of a point's bounded sample gets one; few are ever asked)."""
+
+    def __init__(self, choice: tuple[int, ...], groups: list[Group], nunits: int) -> None:
+        self.decisions, self.branches, self.covers = (), (), 1
+        self.choice, self.groups, self.nunits = choice, groups, nunits
+        self._allowed: list[list[int] | None] | None = None
+
+    @property
+    def allowed(self) -> list[list[int] | None]:
+        if self._allowed is None:
+            allowed: list[list[int] | None] = []
+            for g in self.groups:
+                v = 0
+                for j, m in zip(g.units, g.radices):      # mixed radix, first unit slowest
+                    v = v * (m + 1) + self.choice[j]
+                allowed.append([v])
+            self._allowed = allowed
+        return self._allowed
+
+
 class LazyPlan:
     """The lazy plan of one crash point (valid while the image is at CP's guaranteed state)."""
 
@@ -183,27 +205,36 @@ class LazyPlan:
         incrementally along a unit's prefixes, and once for a group that an earlier crash point
         of the same exploration had with the same pieces, masks and guaranteed bytes (CACHE)."""
         ls, units = self.cp.line_size, self.cp.units
-        at = {off: i * ls for i, off in enumerate(g.lines)}
         base = b"".join(bytes(image.base[off:off + ls]) for off in g.lines)
+        regions = image.regions
+        masks = {}                 # piece id -> its unmasked ranges, if a later durable piece may cut it
+        for j in g.units:
+            for p in units[j].pieces:
+                if p.region in regions and image.masked(p):
+                    masks[p.id] = tuple(image.mask(p))
+        key = None
+        if self._cache is not None:
+            # Within one trace a piece id names its bytes and place, and the units' choices
+            # follow from their pieces: ids, cut ranges and the guaranteed bytes decide the
+            # contents (cheaper to hash than the bytes they write, looked up at every point)
+            key = (tuple(tuple(p.id for p in units[j].pieces) for j in g.units),
+                   tuple(masks.items()), base)
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        at = {off: i * ls for i, off in enumerate(g.lines)}
         writes: dict[int, list[tuple[int, bytes]]] = {}     # piece id -> (position, bytes)
         for j in g.units:
             for p in units[j].pieces:
                 out = writes[p.id] = []
-                if p.region not in image.regions:
+                if p.region not in regions:
                     continue
-                for a, b in image.mask(p):
+                for a, b in masks.get(p.id) or ((p.img, p.img + len(p.data)),):
                     while a < b:                             # a range may span lines
                         line = a - a % ls
                         end = min(b, line + ls)
                         out.append((at[line] + a - line, p.data[a - p.img:end - p.img]))
                         a = end
-        key = None
-        if self._cache is not None:
-            key = (tuple((tuple(p.id for p in units[j].pieces), units[j].orders) for j in g.units),
-                   tuple((i, tuple(w)) for i, w in writes.items()), base)
-            hit = self._cache.get(key)
-            if hit is not None:
-                return hit
         if len(g.units) == 1 and units[g.units[0]].orders is None:
             # one unit persisting as a prefix: variant k is variant k-1 plus piece k
             buf, contents = bytearray(base), [base]
@@ -265,14 +296,7 @@ class LazyPlan:
 
     def single(self, choice: Sequence[int]) -> Leaf:
         """The one-state class of CHOICE (a state checked on its own)."""
-        allowed: list[list[int] | None] = []
-        for g in self.groups:
-            ks = tuple(choice[j] for j in g.units)
-            v = 0
-            for k, m in zip(ks, g.radices):           # mixed radix, first unit slowest
-                v = v * (m + 1) + k
-            allowed.append([v])
-        return Leaf((), (), allowed, 1, tuple(choice), self.groups, len(self.cp.units))
+        return SingleLeaf(tuple(choice), self.groups, len(self.cp.units))
 
     def _choice(self, allowed: list[list[int] | None]) -> tuple[int, ...]:
         """The class member with the fewest lost pieces (first in order among equals)."""

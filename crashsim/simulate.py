@@ -62,6 +62,7 @@ next crash point is requested; consume a crash point's states before advancing t
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -127,6 +128,15 @@ def unordered_choices(pieces: Sequence[Piece]) -> tuple[tuple[int, ...], ...] | 
         i = j
     if not runs:
         return None
+    return _orders(n, tuple(runs.items()))
+
+
+@functools.lru_cache(maxsize=256)
+def _orders(n: int, runs_items: tuple[tuple[int, int], ...]) -> tuple[tuple[int, ...], ...]:
+    """unordered_choices' answer for N pieces with RUNS_ITEMS (start, end) unordered runs: it
+    depends on nothing else, and a pending memset is met again at every crash point until it
+    is flushed (where code never flushes, at every point of the trace), so it is built once."""
+    runs = dict(runs_items)
     out: list[tuple[int, ...]] = []
     pos = 0
     while pos <= n:
