@@ -59,6 +59,8 @@ class Finding:
     # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
     # recovery was repairing when it crashed), in the history's trace.
     origin_lost: list[Piece] = field(default_factory=list)
+    # A finding about stores without any crash state (code-pointer-in-pm): their trace events.
+    stores: list[int] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:

@@ -33,6 +33,7 @@ from harness.check import threads
 from harness.core.budget import Budget, OutOfTime
 from harness.check.ranking import fold_state
 from harness.check.crash_oracle import SequentialOracle, oracle_for
+from harness.check.code_pointers import code_pointer_findings
 from harness.check.crash_free import crash_free_findings
 from harness.core.errors import DriverFailure
 from harness.check.hangs import HangTally, hang_limit, recheck
@@ -85,10 +86,12 @@ class Checker:
     def trace_recovery(self, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
         return trace_recovery(self.session, crashed, image, tag)
 
-    def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
+    def crash_free_findings(self, ops: list, lines: list[str], trace: Trace | None = None) -> list[Finding]:
+        """What the crash-free run shows; with its TRACE, a code address it stored in PM first."""
+        first = code_pointer_findings(trace)
         if threads.is_threaded(ops):
-            return threads.judge(self.model, ops, lines)[0]
-        return crash_free_findings(self.model, ops, lines)
+            return first + threads.judge(self.model, ops, lines)[0]
+        return first + crash_free_findings(self.model, ops, lines)
 
     def followup(self, ops: list) -> list:
         return self.session.followup(ops)
@@ -159,6 +162,8 @@ class Checker:
             crashes = crashes and checked and self.structure.has_pm
         else:
             outcome.findings = self.crash_free_findings(ops, lines)
+        # a code address in PM: every crash state would crash recovery, none saying why
+        outcome.findings = code_pointer_findings(trace) + outcome.findings
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
         outcome.elapsed = time.monotonic() - t0

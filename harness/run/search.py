@@ -308,7 +308,7 @@ class Search:
         if diff is None:
             first = determinism.findings_key(f for f in outcome.findings if f.point is None)
             diff = determinism.findings_difference(
-                first, determinism.findings_key(checker.crash_free_findings(ops, lines)))
+                first, determinism.findings_key(checker.crash_free_findings(ops, lines, again)))
         if diff is not None:
             self._nondeterministic(ops, outcome, outcome.trace, diff)
 
