@@ -120,6 +120,7 @@ class HistoryOutcome:
     elapsed: float = 0.0
     partial: bool = False        # the budget ran out (or a stop came) before every state was checked
     not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
+    pending_hint: str = ""       # a crash point's legal states exploded: where its pending lines are (pending.py)
     hung_short: int = 0          # checks judged hung under the shorter limit (harness/check/hangs.py)
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines

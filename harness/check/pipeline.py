@@ -37,6 +37,7 @@ from harness.check.code_pointers import code_pointer_findings
 from harness.check.crash_free import crash_free_findings
 from harness.core.errors import DriverFailure
 from harness.check.hangs import HangTally, hang_limit, recheck
+from harness.check.pending import pending_hint
 from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.check.judging import HistoryJudge
@@ -203,8 +204,12 @@ class Checker:
         hangs = HangTally()
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
+        biggest: list[CrashPoint] = []     # the crash point with the most legal states
+
         def take(out, found) -> None:
             outcome.coverage.count(out)
+            if not biggest or out.point.legal > biggest[0].legal:
+                biggest[:] = [out.point]
             if out.fp not in seen_images and worth_crashing(out, found):
                 seen_images.add(out.fp)
                 candidates.append((out.point.index, tuple(out.choice)))
@@ -235,6 +240,10 @@ class Checker:
         # a verdict search that ran out of budget (durable linearizability) is never a pass
         outcome.not_checked = outcome.not_checked or judge.unchecked > 0
         outcome.coverage.close()
+        if biggest:
+            texts = [self.model.op_text(op) for op in ops]
+            shown = "; ".join(texts[:6]) + ("; ..." if len(texts) > 6 else "")
+            outcome.pending_hint = pending_hint(trace, biggest[0], f"`{shown}`") or ""
         outcome.hung_short = hangs.short_checks
         outcome.findings = list(by_group.values())
         for f in outcome.findings:
