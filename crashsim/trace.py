@@ -17,6 +17,7 @@ MAGIC = b"CCTRACE\0"
 VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)   # 2 added the compact store8 event, 3 the site's flags and chain
 SITE_OWN = 1                    # a site flag: named in one of the structure's own files
+SITE_CODE_POINTER = 2           # a site flag: a store of a code address (vtable or function pointer)
 HEADER = struct.Struct("<8sIIQQIIII16x")
 CHUNK = struct.Struct("<IIQ")
 CHUNK_MAGIC = 0x56454343
@@ -55,6 +56,7 @@ class Site:
     # first, each "file:line in function": a std::atomic store is named by the structure's line
     chain: tuple[str, ...] = ()
     own: bool = False           # in one of the files `crashcheck build` named as the structure's
+    code_pointer: bool = False  # the pass saw a code address (vtable or function pointer) stored here
 
     def as_dict(self) -> dict:
         """The JSON form used by `trace show --json`, bug records and reports."""
@@ -66,6 +68,8 @@ class Site:
             out["via"] = list(self.chain)
         if self.own:
             out["own"] = True
+        if self.code_pointer:
+            out["code_pointer"] = True
         return out
 
     def describe(self) -> str:
@@ -265,7 +269,8 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path,
                 chain, pos = _read_str(buf, pos, "helper chain")
             # (a debug-info name like trees/artcow/../woart/x.c is one file: named once)
             sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc,
-                              tuple(chain.split("\n")) if chain else (), bool(flags & SITE_OWN)))
+                              tuple(chain.split("\n")) if chain else (), bool(flags & SITE_OWN),
+                              bool(flags & SITE_CODE_POINTER)))
     except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
     except _BadText as exc:

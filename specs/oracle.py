@@ -47,6 +47,9 @@ CLASSES = (
     # leaving a process running), or did not finish in time (a loop, a sleep, stopping itself).
     "operation-crash",
     "operation-hang",
+    # The traced run stored a code address (a vtable or function pointer) into PM: invalid after
+    # a restart, so its crash states are not checked (harness/check/code_pointers.py).
+    "code-pointer-in-pm",
     # The same history, run twice, did not do the same (a different trace, result or finding):
     # the structure lets the clock, rand(), addresses or uninitialised memory into what it writes
     # or returns (harness/check/determinism.py). Not a verdict on a crash state: found by harness/run/search.py.

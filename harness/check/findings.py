@@ -59,6 +59,8 @@ class Finding:
     # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
     # recovery was repairing when it crashed), in the history's trace.
     origin_lost: list[Piece] = field(default_factory=list)
+    # A finding about stores without any crash state (code-pointer-in-pm): their trace events.
+    stores: list[int] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:
@@ -118,6 +120,7 @@ class HistoryOutcome:
     elapsed: float = 0.0
     partial: bool = False        # the budget ran out (or a stop came) before every state was checked
     not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
+    pending_hint: str = ""       # a crash point's legal states exploded: where its pending lines are (pending.py)
     hung_short: int = 0          # checks judged hung under the shorter limit (harness/check/hangs.py)
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines

@@ -33,9 +33,11 @@ from harness.check import threads
 from harness.core.budget import Budget, OutOfTime
 from harness.check.ranking import fold_state
 from harness.check.crash_oracle import SequentialOracle, oracle_for
+from harness.check.code_pointers import code_pointer_findings
 from harness.check.crash_free import crash_free_findings
 from harness.core.errors import DriverFailure
 from harness.check.hangs import HangTally, hang_limit, recheck
+from harness.check.pending import pending_hint
 from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
                               result_dict)
 from harness.check.judging import HistoryJudge
@@ -85,10 +87,12 @@ class Checker:
     def trace_recovery(self, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
         return trace_recovery(self.session, crashed, image, tag)
 
-    def crash_free_findings(self, ops: list, lines: list[str]) -> list[Finding]:
+    def crash_free_findings(self, ops: list, lines: list[str], trace: Trace | None = None) -> list[Finding]:
+        """What the crash-free run shows; with its TRACE, a code address it stored in PM first."""
+        first = code_pointer_findings(trace)
         if threads.is_threaded(ops):
-            return threads.judge(self.model, ops, lines)[0]
-        return crash_free_findings(self.model, ops, lines)
+            return first + threads.judge(self.model, ops, lines)[0]
+        return first + crash_free_findings(self.model, ops, lines)
 
     def followup(self, ops: list) -> list:
         return self.session.followup(ops)
@@ -159,6 +163,8 @@ class Checker:
             crashes = crashes and checked and self.structure.has_pm
         else:
             outcome.findings = self.crash_free_findings(ops, lines)
+        # a code address in PM: every crash state would crash recovery, none saying why
+        outcome.findings = code_pointer_findings(trace) + outcome.findings
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
         outcome.elapsed = time.monotonic() - t0
@@ -198,8 +204,12 @@ class Checker:
         hangs = HangTally()
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
+        biggest: list[CrashPoint] = []     # the crash point with the most legal states
+
         def take(out, found) -> None:
             outcome.coverage.count(out)
+            if not biggest or out.point.legal > biggest[0].legal:
+                biggest[:] = [out.point]
             if out.fp not in seen_images and worth_crashing(out, found):
                 seen_images.add(out.fp)
                 candidates.append((out.point.index, tuple(out.choice)))
@@ -230,6 +240,10 @@ class Checker:
         # a verdict search that ran out of budget (durable linearizability) is never a pass
         outcome.not_checked = outcome.not_checked or judge.unchecked > 0
         outcome.coverage.close()
+        if biggest:
+            texts = [self.model.op_text(op) for op in ops]
+            shown = "; ".join(texts[:6]) + ("; ..." if len(texts) > 6 else "")
+            outcome.pending_hint = pending_hint(trace, biggest[0], f"`{shown}`") or ""
         outcome.hung_short = hangs.short_checks
         outcome.findings = list(by_group.values())
         for f in outcome.findings:

@@ -163,7 +163,7 @@ def _replay(path: str, rec: dict) -> int:
             return 1
         if crash.get("index") is None:
             # found by the crash-free run: run it again and see whether it still fails
-            found = checker.crash_free_findings(ops, lines)
+            found = checker.crash_free_findings(ops, lines, trace)
             if found and found[0].cls == rec["class"]:
                 print(f"reproduced without any crash: {found[0].cls}: {found[0].detail}")
                 return 1

@@ -18,8 +18,8 @@ from harness.cli import stdout_guard
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
 COMMAND_MODULES = ["harness.cli.cmd_list", "harness.cli.cmd_fuzz", "harness.cli.cmd_campaign", "harness.cli.cmd_run", "harness.cli.cmd_replay", "harness.cli.cmd_report",
-                   "harness.cli.cmd_build", "harness.cli.cmd_trace", "harness.cli.cmd_stats", "harness.cli.cmd_states",
-                   "harness.cli.cmd_doctor"]
+                   "harness.cli.cmd_build", "harness.cli.cmd_init", "harness.cli.cmd_trace", "harness.cli.cmd_stats",
+                   "harness.cli.cmd_states", "harness.cli.cmd_doctor"]
 
 
 def one_line(text: str) -> str:

@@ -141,6 +141,9 @@ def _crash_text(bug: dict) -> str:
     if bug.get("class") == "nondeterminism":
         return ("No crash: the same history, run twice, did not do the same (the detail says where "
                 "the runs parted).")
+    if bug.get("class") == "code-pointer-in-pm":
+        return ("No crash needed: the run stored a code address into PM (below), which no later "
+                "process can use; its crash states were not checked.")
     if crash.get("index") is None:
         return ("No crash needed: the run without any crash already fails (a result the model "
                 "disagrees with, or the structure's own check right after an operation).")
@@ -165,7 +168,8 @@ def prepare(results: dict) -> dict:
     for raw in results.get("bugs", []):
         bug = dict(raw)
         # fields of newer records (a journal or an older results file may lack them)
-        for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None)):
+        for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None),
+                              ("code_pointers", [])):
             bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
         bug["diff_note"] = ""

@@ -64,6 +64,8 @@ from harness.run.results import Entry, Progress, Stats, TargetResult
 from harness.target import structures
 from harness.triage.records import build_record
 
+PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
+
 # A crash-free check costs a small part of a full one (no crash states): while a batch shrinks a
 # failure of the crash-free run, each try counts this much of a shrink call.
 CRASH_FREE_TRY = 0.1
@@ -226,6 +228,9 @@ class Search:
             self.progress(Progress.of(self.structure, self.bug, self.stats,
                                       sum(1 for e in self.registry.values() if not e.finding.expected),
                                       time.monotonic() - self.t0))
+        if outcome.pending_hint and not any(w.startswith(PENDING) for w in self.warnings):
+            # once per target: why a history's crash states explode (harness/check/pending.py)
+            self.warnings.append(PENDING + outcome.pending_hint)
         decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
                              {f.group for f in outcome.findings}, outcome.partial)
         self.decided[key] = decision
@@ -308,7 +313,7 @@ class Search:
         if diff is None:
             first = determinism.findings_key(f for f in outcome.findings if f.point is None)
             diff = determinism.findings_difference(
-                first, determinism.findings_key(checker.crash_free_findings(ops, lines)))
+                first, determinism.findings_key(checker.crash_free_findings(ops, lines, again)))
         if diff is not None:
             self._nondeterministic(ops, outcome, outcome.trace, diff)
 

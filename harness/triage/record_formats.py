@@ -32,7 +32,7 @@ FORMAT = 1                     # the "crashcheck" field of results files and bug
 
 _PLACE = {"file": (Text(), ""), "line": (Nat(), 0), "column": (Nat(), 0), "func": (Text(), "")}
 SITE = Obj({**_PLACE, "inlined_at": (Opt(Obj(_PLACE)), None), "via": (List(Text()), list),
-            "own": (Bool(), False)})
+            "own": (Bool(), False), "code_pointer": (Bool(), False)})
 STORE = Obj({"seq": (Nat(), REQUIRED), "off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED),
              "data": (Text(), ""), "site": (Opt(SITE), None), "region": (Nat(), 0)})
 LEAK = Obj({"off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED), "site": (Opt(SITE), None)})
@@ -107,6 +107,7 @@ RECORD = Obj({
     "occurrences": (Nat(), 1),
     "lost": (List(STORE), list),
     "persisted": (List(STORE), list),
+    "code_pointers": (List(STORE), list),
     "sites": (List(Text()), list),
     "expected_states": (List(DUMP), list),
     "actual": (Opt(DUMP), None),

@@ -59,6 +59,16 @@ def _store(trace: Trace, p: Piece) -> dict:
     return out
 
 
+def _event_store(trace: Trace, seq: int) -> dict:
+    """Store event SEQ of TRACE, whole, in the shape of a lost or persisted piece."""
+    ev = trace.events[seq]
+    out = {"seq": seq, "off": ev.off, "size": ev.size, "data": bytes(ev.data).hex(),
+           "site": site_dict(trace, ev.site)}
+    if ev.region:
+        out["region"] = ev.region
+    return out
+
+
 def _timeline(trace: Trace, f: Finding) -> list[dict]:
     """Events of the operation in flight (or the last one begun) up to the crash, then the crash
     marker and the events right after it that never happened."""
@@ -176,6 +186,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "crash": None,
         "lost": [],
         "persisted": [],
+        "code_pointers": [],
         "sites": [],
         "expected_states": [state_json(model, s) for s in verdict.expected] if verdict else [],
         "actual": state_json(model, verdict.actual) if verdict else None,
@@ -231,6 +242,10 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
     else:
         record["crash"] = {"event": None, "index": None, "kind": "none", "op": None, "done": len(outcome.ops),
                            "inflight": None, "site": None, "choice": []}
+    if f.stores and trace is not None:
+        # code-pointer-in-pm: the stores of code addresses into PM, named with their sources
+        record["code_pointers"] = [_event_store(trace, seq) for seq in f.stores[:16]]
+        record["sources"] = _sources([s["site"] for s in record["code_pointers"][:6]])
     if members:
         view = (lambda m: m[0], lambda m: m[1])
         record["cause"] = list(bugs.cause(members[0][1], members[0][0]))

@@ -26,6 +26,9 @@
 //     runtime maps its pool as a region and logs what the library wrote,
 //     from a shadow of the pool, at the call's site)
 //   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
+//   a store of a code address (a vtable pointer, a function pointer: storesCodeAddress) is
+//   logged as any store, at a site of its own flagged SITE_CODE_POINTER (the harness reports
+//   one that reaches PM as code-pointer-in-pm)
 //   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
 //   with CRASHCHECK_PASS_PM_MALLOC=1 at compile time (crashcheck build --pm-malloc), an
 //   allocation call whose first frame in the user's code is one of the structure's files
@@ -351,7 +354,81 @@ private:
   }
 
   void add(Instruction &I, Kind K, unsigned Sub = 0) {
-    Points.push_back({&I, K, Sites.siteOf(I), Sub, {}});
+    Points.push_back({&I, K, Sites.siteOf(I, storesCodeAddress(I) ? SITE_CODE_POINTER : 0), Sub, {}});
+  }
+
+  // A value that is the address of code: a function, a vtable (_ZTV, the address a
+  // constructor writes as the object's vtable pointer), a function pointer loaded from a
+  // constant table of functions, or a choice between such.  Such an address is valid in one
+  // process only (the next one maps the program elsewhere), so it must never be in PM.
+  static bool isCodeAddress(const Value *V, unsigned Depth = 0) {
+    if (Depth > 3)
+      return false;
+    V = V->stripPointerCasts();
+    if (const auto *CE = dyn_cast<ConstantExpr>(V); CE && CE->getOpcode() == Instruction::PtrToInt)
+      V = CE->getOperand(0)->stripPointerCasts();
+    if (const auto *PI = dyn_cast<PtrToIntInst>(V))
+      V = PI->getOperand(0)->stripPointerCasts();
+    if (isa<Constant>(V)) {
+      const Value *Obj = getUnderlyingObject(V);
+      if (const auto *GA = dyn_cast<GlobalAlias>(Obj))
+        Obj = GA->getAliasee()->stripPointerCasts();
+      if (isa<Function>(Obj))
+        return true;
+      const auto *GV = dyn_cast<GlobalVariable>(Obj);
+      return GV && GV->getName().startswith("_ZTV");
+    }
+    if (const auto *LI = dyn_cast<LoadInst>(V)) {
+      // a function pointer read from a constant table of functions
+      const auto *GV = dyn_cast<GlobalVariable>(getUnderlyingObject(LI->getPointerOperand()));
+      if (!GV || !GV->isConstant() || !GV->hasDefinitiveInitializer() || !LI->getType()->isPointerTy())
+        return false;
+      bool Any = false;
+      std::vector<const Constant *> Work{GV->getInitializer()};
+      while (!Work.empty()) {
+        const Constant *C = Work.back();
+        Work.pop_back();
+        if (C->getType()->isPointerTy()) {
+          if (C->isNullValue())
+            continue;
+          if (!isa<Function>(getUnderlyingObject(C->stripPointerCasts())))
+            return false;
+          Any = true;
+        } else if (isa<ConstantAggregate>(C)) {
+          for (const Use &U : C->operands())
+            Work.push_back(cast<Constant>(U.get()));
+        }
+      }
+      return Any;
+    }
+    if (const auto *SI = dyn_cast<SelectInst>(V))
+      return isCodeAddress(SI->getTrueValue(), Depth + 1) && isCodeAddress(SI->getFalseValue(), Depth + 1);
+    if (const auto *PN = dyn_cast<PHINode>(V)) {
+      for (const Value *In : PN->incoming_values())
+        if (!isCodeAddress(In, Depth + 1))
+          return false;
+      return PN->getNumIncomingValues() > 0;
+    }
+    return false;
+  }
+
+  // I stores a code address (isCodeAddress), or is a store clang tags as a vtable pointer's
+  // (TBAA "vtable pointer": a constructor's, or a vtable pointer copied from another object).
+  static bool storesCodeAddress(const Instruction &I) {
+    const Value *V = nullptr;
+    if (const auto *SI = dyn_cast<StoreInst>(&I)) {
+      if (const MDNode *T = SI->getMetadata(LLVMContext::MD_tbaa); T && T->getNumOperands() >= 2)
+        if (const auto *Ty = dyn_cast<MDNode>(T->getOperand(1)); Ty && Ty->getNumOperands() >= 1)
+          if (const auto *Name = dyn_cast<MDString>(Ty->getOperand(0)); Name && Name->getString() == "vtable pointer")
+            return true;
+      V = SI->getValueOperand();
+    } else if (const auto *RI = dyn_cast<AtomicRMWInst>(&I)) {
+      if (RI->getOperation() == AtomicRMWInst::Xchg)
+        V = RI->getValOperand();
+    } else if (const auto *CI = dyn_cast<AtomicCmpXchgInst>(&I)) {
+      V = CI->getNewValOperand();
+    }
+    return V && isCodeAddress(V);
   }
 
   // An atomic: its PM hook (if any) is followed by a scheduling point.

@@ -124,7 +124,7 @@ static std::string frameText(const DILocation *F) {
   return Text + (SP ? SP->getName().str() : "?");
 }
 
-unsigned SiteTable::siteOf(const Instruction &I) {
+unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
   const DILocation *Inner = located(I);
   // A store inside a helper (std::atomic's store in bits/atomic_base.h,
   // inlined into <atomic>'s, inlined into the structure) is named by the
@@ -134,7 +134,7 @@ unsigned SiteTable::siteOf(const Instruction &I) {
   for (const DILocation *F = Inner; F && F != Loc; F = F->getInlinedAt())
     Chain += (Chain.empty() ? "" : "\n") + frameText(F);
   std::string File, Func = functionOf(Loc, I), InlFile, InlFunc;
-  unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0, Flags = 0;
+  unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0, Flags = Extra;
   if (Loc) {
     File = fileOf(Loc->getScope());
     Line = Loc->getLine();

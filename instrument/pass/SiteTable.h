@@ -26,7 +26,10 @@
 namespace crashcheck {
 
 // Site flags (struct crashcheck_site.flags, docs/trace-format.md).
-enum : unsigned { SITE_OWN = 1 };  // named in one of the structure's own files
+enum : unsigned {
+  SITE_OWN = 1,          // named in one of the structure's own files
+  SITE_CODE_POINTER = 2, // a store of a code address (a vtable or function pointer)
+};
 
 /// FILE is someone else's code (the standard library, glibc; with
 /// CRASHCHECK_PASS_SOURCE_ROOTS, anything outside the user's folders).
@@ -44,8 +47,8 @@ public:
   explicit SiteTable(llvm::Module &M) : M(M) {}
 
   /// Index of the site of instruction I (its debug location, or its
-  /// function's name when there is none), creating it on first use.
-  unsigned siteOf(const llvm::Instruction &I);
+  /// function's name when there is none) with EXTRA flags, creating it on first use.
+  unsigned siteOf(const llvm::Instruction &I, unsigned Extra = 0);
 
   /// Emit the array; call once, after every siteOf and before ref.
   void finalize();
