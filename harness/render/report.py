@@ -165,7 +165,8 @@ def prepare(results: dict) -> dict:
     for raw in results.get("bugs", []):
         bug = dict(raw)
         # fields of newer records (a journal or an older results file may lack them)
-        for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None)):
+        for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None),
+                              ("classes", []), ("without_crash", ""), ("shrink", None)):
             bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
         bug["diff_note"] = ""
