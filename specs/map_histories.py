@@ -38,6 +38,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from specs import threshold_histories
@@ -106,11 +108,66 @@ def _byte_keys(n: int) -> st.SearchStrategy[list[bytes]]:
                                         min_size=n, max_size=n)).map(build)
 
 
+def histories(*, reserved_keys: Sequence[bytes] = (), distinct_values: bool = False, **opts):
+    """The map histories of `drawn_histories` (OPTS), made to respect what the structure declares
+    (expect.json, docs/trees.md "Expectations"): no key of RESERVED_KEYS (keys it cannot store,
+    such as 0 marking an empty slot), and with DISTINCT_VALUES every value written once only
+    (code that takes a value for a pointer or compares neighbours' values). See `respect`."""
+    drawn = drawn_histories(**opts)
+    if not reserved_keys and not distinct_values:
+        return drawn
+    reserved = frozenset(reserved_keys)
+    return drawn.map(lambda ops: respect(ops, reserved, distinct_values))
+
+
+def respect(ops: list[Op], reserved: frozenset = frozenset(), distinct_values: bool = False) -> list[Op]:
+    """OPS with every reserved key replaced by the nearest free key above it (below it at the top of
+    the domain; a byte key gets a 0x01 byte added), the same one wherever it appears, so the
+    history keeps its shape; and, with DISTINCT_VALUES, every value written a second time replaced
+    by the next number not written yet, in the same width and notation as the drawn ones. The
+    load phase is kept."""
+    taken = {op.key for op in ops if op.kind != "scan"}
+    moved: dict[bytes, bytes] = {}
+
+    def free_key(key: bytes) -> bytes:
+        if key not in moved:
+            cand = key
+            while cand in reserved or cand in taken:
+                if len(cand) == 8:
+                    x = int.from_bytes(cand, "big")
+                    x = x + 1 if x < (1 << 64) - 1 and int.from_bytes(key, "big") < (1 << 63) else x - 1
+                    cand = x.to_bytes(8, "big")
+                else:
+                    cand = cand + b"\x01"
+            moved[key] = cand
+            taken.add(cand)
+        return moved[key]
+    used: set[bytes] = set()
+    top = 0
+    for op in ops:
+        if op.value and len(op.value) >= 8:
+            top = max(top, int.from_bytes(op.value[:8], "little"))
+    out = []
+    for op in ops:
+        # (a scan may start at any key)
+        key = op.key if op.kind == "scan" else free_key(op.key) if op.key in reserved else op.key
+        value = op.value
+        if distinct_values and op.kind in ("insert", "update") and value:
+            if value in used:
+                top += 1
+                width = len(value)
+                value = (top.to_bytes(8, "little") * (width // 8) if width % 8 == 0
+                         else top.to_bytes(8, "little")[:width].ljust(width, b"\0"))
+            used.add(value)
+        out.append(replace(op, key=key, value=value))
+    return with_load(out, getattr(ops, "load", 0))
+
+
 @st.composite
-def histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
-              key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
-              max_keys: int = 8, map_ops: Sequence[str] | None = None,
-              thresholds: Sequence[int] = ()) -> list[Op]:
+def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
+                    key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
+                    max_keys: int = 8, map_ops: Sequence[str] | None = None,
+                    thresholds: Sequence[int] = (), **_) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
     of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
     multiple of 8 in that range. MAP_OPS: the operations the structure has (`driver info`

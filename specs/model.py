@@ -32,6 +32,11 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                threads must each follow a protocol (a range-lock thread releases
                                what it holds); without it the harness deals one drawn history's
                                operations out to the threads at random (harness/check/threads.py)
+    shape(op)               -> optional: where OP sits in its domain, in words ("lookup at 0",
+                               "trylock from 0 to the maximum"): a wrong answer of the crash-free
+                               run is one bug per shape of the operation that gave it (with what
+                               came back and what the model allows), so two causes that both show
+                               in one kind of operation stay two bugs; without it, the op's kind
     validate(op, limits)    -> why a structure with LIMITS (its `driver info`: key_kind,
                                value_size, value_min, ...) cannot run OP, or None (replay checks a
                                record's operations with it before running them)
@@ -111,6 +116,7 @@ class Model:
     histories: Callable[..., Any] | None = None
     thread_histories: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
+    shape: Callable[[Op], str] | None = None
     doc: str = field(default="", compare=False)
 
     # -- helpers over the functions above (not part of what a model author writes) ----------
@@ -198,6 +204,25 @@ def prefix_states(model: Model, ops: Sequence[Op], outputs: Sequence[Output | No
     return out
 
 
+def op_kind(model: Model, op: Op) -> str:
+    """The kind of an operation (its first word in the model's notation)."""
+    return getattr(op, "kind", None) or (model.op_text(op).split() or ["?"])[0]
+
+
+def answer_shape(model: Model, op: Op, got: str, allowed: Sequence[Output]) -> str:
+    """What makes wrong answers of runs without crash one bug: the shape of the operation that
+    answered wrong (Model.shape, else its kind), the kind of answer it gave and the kinds the
+    model allows (the first word of each: `notfound for value`, `ok for fail`). A lookup at 0
+    that loses its key and a trylock that wrongly succeeds are other mistakes than a lookup in
+    the middle or a trylock that wrongly fails."""
+    shape = model.shape(op) if model.shape is not None else op_kind(model, op)
+
+    def kind(text: str) -> str:
+        return (str(text).split() or ["nothing"])[0]
+    want = "/".join(dict.fromkeys(kind(model.output_text(o)) for o in allowed)) or "nothing"
+    return f"{shape}: {kind(got)} for {want}"
+
+
 def replay(model: Model, ops: Sequence[Op], got: Sequence[str], start: Sequence[State]
            ) -> tuple[int, list[State], list[Output]] | None:
     """Run OPS from the states START, requiring the driver outputs GOT (text lines). None if every
@@ -231,5 +256,5 @@ def replay_outputs(model: Model, ops: Sequence[Op], outputs: Sequence[Output], s
     return None
 
 
-__all__ = ["Mismatch", "Model", "Workload", "advance", "generic_classify", "prefix_states", "replay",
+__all__ = ["answer_shape", "op_kind", "Mismatch", "Model", "Workload", "advance", "generic_classify", "prefix_states", "replay",
            "replay_outputs", "run", "with_load"]

@@ -8,7 +8,7 @@ would show it: it is a finding of its own, with no crash point.
 from __future__ import annotations
 
 from harness.check.findings import Finding, address_free
-from specs.model import Model, prefix_states, replay
+from specs.model import Model, answer_shape, prefix_states, replay
 
 
 def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Finding]:
@@ -26,7 +26,7 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
             before = prefix_states(model, ops[:i], [model.parse_output(r) for r in results])[-1]
             allowed = list(dict.fromkeys(o for st in before for o, _ in model.step(st, ops[i])))
         f = Finding("wrong-value", f"without any crash, `{model.op_text(ops[i])}` returned `{got}`, "
-                    f"the model {allowed_text(model, allowed)}", ("no-crash", op_kind(model, ops[i])))
+                    f"the model {allowed_text(model, allowed)}", ("no-crash", answer_shape(model, ops[i], got, allowed)))
         f.symptoms = rule_symptoms(texts)
         return [f]
     if len(results) > len(ops):
@@ -42,6 +42,16 @@ def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Findi
         f.symptoms = rule_symptoms(texts[1:], skip=address_free(texts[0] if texts else ""))
         return [f]
     return []
+
+
+def first_failing_op(model: Model, ops: list, lines: list[str]) -> int | None:
+    """The first operation of a run without crash (result LINES) after which a rule broke, else the
+    first that answered what the model does not allow, or None: where its failure began."""
+    results = [line for line in lines if not line.startswith("!")]
+    broke = [int(x.split(" ", 2)[1]) for x in lines if x.startswith("!invariant ") and x.split(" ", 2)[1].isdigit()]
+    bad = replay(model, ops, results, [model.init()])
+    found = broke[:1] + ([bad[0]] if bad is not None else [])
+    return min(found) if found else None
 
 
 def rule_symptoms(texts: list[str], skip: str | None = None) -> list[Finding]:
@@ -62,9 +72,4 @@ def allowed_text(model: Model, allowed: list) -> str:
     return " or ".join(f"`{model.output_text(o)}`" for o in allowed) or "nothing"
 
 
-def op_kind(model: Model, op) -> str:
-    """The kind of an operation (its first word in the model's notation): part of a group."""
-    return getattr(op, "kind", None) or (model.op_text(op).split() or ["?"])[0]
-
-
-__all__ = ["allowed_text", "crash_free_findings", "op_kind", "rule_symptoms"]
+__all__ = ["allowed_text", "crash_free_findings", "first_failing_op", "rule_symptoms"]

@@ -61,6 +61,14 @@ class Finding:
     origin_lost: list[Piece] = field(default_factory=list)
     # A finding about stores without any crash state (code-pointer-in-pm): their trace events.
     stores: list[int] = field(default_factory=list)
+    # After shrinking, for a state that loses and needs nothing and fails only after recovery: the
+    # finding of the same operations run without any crash, when they fail the same way there
+    # (harness/check/without_crash.py): the failure is that crash-free bug's.
+    without_crash: "Finding | None" = None
+    # A failure of a run without crash: the source lines of the stores its first failing operation
+    # (the first to break a rule, else to answer wrong) made that no earlier one had (new_stores):
+    # the code path where it went wrong, which harness/triage/bugs.py makes one bug.
+    new_stores: tuple[str, ...] = ()
 
     @property
     def lost(self) -> list[Piece]:
@@ -163,6 +171,31 @@ def site_key(trace: Trace, site_id: int, caller: bool = False) -> str:
     return f"{site.file}:{site.line}"
 
 
+def new_stores(trace: Trace, op_index: int | None) -> tuple[str, ...]:
+    """The source lines (file:line) of the stores operation OP_INDEX of TRACE made that nothing
+    before it made (set-up and earlier operations), sorted: the code path that operation took
+    first. A failure of a run without crash, like a crash state's lost stores, is one mistake per
+    such path (a split that packs a prefix wrong fails on whichever insert splits first). () when
+    the operation stored nothing new (a read) or OP_INDEX is None."""
+    if op_index is None:
+        return ()
+    before: set[str] = set()
+    mine: set[str] = set()
+    cur = None
+    for ev in trace.events:
+        if ev.kind == "op_begin":
+            cur = ev.addr
+            if cur > op_index:
+                break
+        elif ev.kind in ("store", "ntstore"):
+            key = site_key(trace, ev.site)
+            if cur == op_index:
+                mine.add(key)
+            elif cur is None or cur < op_index:
+                before.add(key)
+    return tuple(sorted(mine - before))
+
+
 def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     """Findings with the same class and the same first lost store (or, with nothing lost, the
     same crash site) are one bug; broken invariants are one bug per broken rule (the first
@@ -246,4 +279,4 @@ def crash_site(trace: Trace, cp: CrashPoint) -> int:
 
 
 __all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",
-           "crash_site", "finding_group", "oracle_point", "result_dict", "site_key", "store_site"]
+           "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key", "store_site"]

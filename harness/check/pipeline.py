@@ -12,6 +12,7 @@ each:
   harness/check/crash_states.py      going back to given crash states (shrinking, replay)
   harness/check/state_shrink.py      the fewest lost stores that still fail
   harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
+  harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
@@ -34,18 +35,19 @@ from harness.core.budget import Budget, OutOfTime
 from harness.check.ranking import fold_state
 from harness.check.crash_oracle import SequentialOracle, oracle_for
 from harness.check.code_pointers import code_pointer_findings
-from harness.check.crash_free import crash_free_findings
+from harness.check.crash_free import crash_free_findings, first_failing_op
 from harness.core.errors import DriverFailure
 from harness.check.hangs import HangTally, hang_limit, recheck
 from harness.check.pending import pending_hint
-from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, oracle_point,
-                              result_dict)
+from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
+                              oracle_point, result_dict)
 from harness.check.judging import HistoryJudge
 from harness.check.recovery_crashes import crash_recoveries, worth_crashing
 from harness.check.session import Session, history_text
 from harness.check.schedule_shrink import shown, shrink_schedule, switches
 from harness.core.settings import Settings
 from harness.check.state_shrink import shrink_state
+from harness.check.without_crash import without_crash
 from harness.target.structures import Structure
 from harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
 from specs.model import prefix_states
@@ -163,6 +165,10 @@ class Checker:
             crashes = crashes and checked and self.structure.has_pm
         else:
             outcome.findings = self.crash_free_findings(ops, lines)
+            if outcome.findings:
+                at = new_stores(trace, first_failing_op(self.model, ops, lines))
+                for f in outcome.findings:
+                    f.new_stores = at
         # a code address in PM: every crash state would crash recovery, none saying why
         outcome.findings = code_pointer_findings(trace) + outcome.findings
         if not outcome.findings and crashes:
@@ -291,6 +297,8 @@ class Checker:
                                 "traces (the structure or its driver is not deterministic)")
         shrink_state(self.session, trace, oracle, f)
         f.group = finding_group(trace, f)
+        if not threads.is_threaded(outcome.ops):
+            f.without_crash = without_crash(self, outcome.ops, oracle, f)
 
 
 def coverage_key(f: Finding):

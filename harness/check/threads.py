@@ -22,12 +22,12 @@ from typing import TypeGuard
 
 from hypothesis import strategies as st
 
-from harness.check.crash_free import allowed_text, op_kind
+from harness.check.crash_free import allowed_text
 from harness.check.findings import Finding, address_free
 from specs import linearizability
 from specs.history import History
 from specs.oracle import Verdict, judge_durable
-from specs.model import Model, Workload, replay_outputs
+from specs.model import Model, Workload, answer_shape, replay_outputs
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}
@@ -282,7 +282,7 @@ def sequential_wrong_value(model: Model, ops: Threaded, history: History) -> Fin
                    f"overlapping (so no interleaving explains it), `{model.op_text(o.op)}` (thread {o.thread}, "
                    f"operation {o.id}) returned `{model.output_text(o.output)}`, the model "
                    f"{allowed_text(model, allowed)}",
-                   ("no-crash", op_kind(model, o.op)))
+                   ("no-crash", answer_shape(model, o.op, model.output_text(o.output), allowed)))
 
 
 def op_events(trace) -> tuple[dict[int, int], dict[int, int]]:

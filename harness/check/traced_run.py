@@ -23,7 +23,7 @@ from harness.target import tracers
 from harness.core import workdir as workdirs
 from harness.core.budget import OutOfTime
 from harness.core.errors import DriverFailure, SetupError
-from harness.check.crash_free import op_kind
+from specs.model import op_kind
 from harness.check.findings import Finding
 from harness.check.session import Session, clean_env
 from harness.core.supervise import RunEnd, run_supervised, run_timeout_s

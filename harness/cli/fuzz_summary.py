@@ -86,8 +86,14 @@ def print_summary(console: Console, res: dict) -> None:
         where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
         console.print(f"  {tag}{b['class']}: {b['detail']}{where}", highlight=False, markup=False)
         console.print(f"      history: {'; '.join(b['history'])}", highlight=False, markup=False)
+        shrink = b.get("shrink")
+        if shrink:
+            console.print(f"      shrunk:  history {shrink['history']}, crash state {shrink['crash_state']}",
+                          highlight=False, markup=False)
+        if b.get("without_crash"):
+            console.print(f"      no crash needed: {b['without_crash']}", highlight=False, markup=False)
         if b.get("symptoms"):
-            also = sorted({s["class"] for s in b["symptoms"]})
+            also = b["classes"][1:] if len(b.get("classes") or []) > 1 else sorted({s["class"] for s in b["symptoms"]})
             console.print(f"      also:    {', '.join(also)} ({len(b['symptoms'])} other symptom"
                           f"{'s' if len(b['symptoms']) != 1 else ''} of this bug)", highlight=False, markup=False)
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)

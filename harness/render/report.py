@@ -169,7 +169,8 @@ def prepare(results: dict) -> dict:
         bug = dict(raw)
         # fields of newer records (a journal or an older results file may lack them)
         for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None),
-                              ("code_pointers", [])):
+                              ("code_pointers", []),
+                              ("classes", []), ("without_crash", ""), ("shrink", None)):
             bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
         bug["diff_note"] = ""

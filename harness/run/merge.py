@@ -100,7 +100,8 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
         result.records.append(build_record(
             structure=structure, bug=bug, settings=settings, outcome=entry.outcome, finding=entry.finding,
             ident=ident, bugdir=bugdir, members=[(e.finding, e.outcome.trace) for _, e in members],
-            first_seen_s=min(e.first_seen for _, e in members)))
+            first_seen_s=min(e.first_seen for _, e in members),
+            shrink={"history": entry.history_shrink, "crash_state": entry.state_shrink}))
 
 
 def _fold_followup_deaths(merged: dict[tuple[str, str], Entry]) -> None:

@@ -120,6 +120,10 @@ class Entry:
     rank: tuple = ()                 # (size, batch, call): the lowest is the example kept
     found_at: tuple[int, int] = (0, 0)   # (batch, call) of the group's first example
     unshrunk: bool = False           # reported as first seen: its crash state was not shrunk
+    # How far it was shrunk (docs/bug-record.md `shrink`): its history by Hypothesis in the batch
+    # its example came from, and its crash state (harness/check/state_shrink.py)
+    history_shrink: str = "not tried"
+    state_shrink: str = "not tried"
 
 
 @dataclass

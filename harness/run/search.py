@@ -65,6 +65,8 @@ from harness.target import structures
 from harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
+# How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
+SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
 
 # A crash-free check costs a small part of a full one (no crash states): while a batch shrinks a
 # failure of the crash-free run, each try counts this much of a shrink call.
@@ -121,6 +123,8 @@ class Search:
         self.crash_free = False
         self.decided: dict[str, _Decision] = {}   # history -> its first check and decision
         self.probed = False                # it has run one history's crash-free run twice
+        # batch -> (the classes it shrank, how its shrinking ended: SHRUNK / CUT)
+        self.batch_shrink: dict[int, tuple[frozenset, str]] = {}
 
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
@@ -169,17 +173,22 @@ class Search:
                          phases=[Phase.generate, Phase.shrink], report_multiple_bugs=True,
                          suppress_health_check=list(HealthCheck), print_blob=False)(
             hseed(self.settings.seed * 100_003 + batch_no)(given(strategy)(prop)))
+        how = SHRUNK
         try:
             with strategies.held_engine_clock():
                 test()
         except (OutOfTime, KeyboardInterrupt, Abort):
+            how = CUT
             raise
         except ShrinkSpent:
-            pass
+            how = CUT if self.config.shrink_calls > 0 else NOT_TRIED
         except BaseException as exc:      # noqa: BLE001 - sorted by batch_end
             warning = batch_end(exc)
             if warning:
                 self.warnings.append(f"batch {batch_no}: {warning}")
+        finally:
+            if self.shrinking:
+                self.batch_shrink[batch_no] = (frozenset(self.shrinking), how)
 
     def _property(self, ops) -> None:
         """Hypothesis's property: check OPS, keep what it shows, and fail (raise a Found) for a new
@@ -343,14 +352,24 @@ class Search:
 
     # -- after the batches ------------------------------------------------------------------
 
+    def _history_shrink(self, entry: Entry) -> str:
+        """How far ENTRY's history was shrunk: by the batch its example came from, if that batch
+        shrank its class (else, not tried: it came out small on its own, or beside another class)."""
+        classes, how = self.batch_shrink.get(entry.rank[1] if len(entry.rank) > 1 else -1, (frozenset(), NOT_TRIED))
+        return how if entry.finding.cls in classes and not entry.finding.expected else NOT_TRIED
+
     def _shrink_states(self) -> None:
         """Shrink the crash state of every example kept (the merge joins those that turn out to
         be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
         reported as first seen. Shrinking traces each history again: a trace that differs from the
         first is a nondeterminism finding, and the bug stays as first seen."""
         for entry in sorted(self.registry.values(), key=lambda e: e.rank):
+            entry.history_shrink = self._history_shrink(entry)
+            has_state = entry.finding.point is not None and entry.finding.cls != "leak"
+            # (a leak's crash state is kept as found: what leaked is what matters)
+            entry.state_shrink = NOT_TRIED if entry.finding.point is not None else NO_STATE
             if self.interrupted or self.error or self.budget.expired():
-                entry.unshrunk = entry.finding.point is not None and entry.finding.cls != "leak"
+                entry.unshrunk = has_state
                 continue
             before, kept = entry.outcome.trace, replace(entry.finding)
             failed = None
@@ -366,9 +385,13 @@ class Search:
             if diff is not None:
                 self.batch_no, self.call = entry.found_at
                 self._nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
+            if failed is None and has_state:
+                entry.state_shrink = SHRUNK
             if failed is not None:
                 if isinstance(failed, ValueError) and diff is None:
                     raise failed          # not the structure's doing: an internal error
                 entry.unshrunk = True
+                if has_state and diff is None and not isinstance(failed, DriverFailure):
+                    entry.state_shrink = CUT      # out of time, or stopped, part way
                 if diff is not None:      # report it as found, in the trace it was found in
                     entry.outcome.trace, entry.finding = before, kept

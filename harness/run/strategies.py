@@ -110,10 +110,14 @@ def for_target(structure: Structure, config: Config, model: Model | None = None)
     its adapter has, the capacities histories must cross); with config.threads > 1, threaded
     histories. MODEL: the structure's model, when the caller has it loaded already."""
     model = model or structure.model()
+    # keys it cannot store and whether values must differ (expect.json): only when declared, so
+    # a model that takes neither option is never given them
+    declared = {k: v for k, v in (("reserved_keys", structure.reserved_keys),
+                                  ("distinct_values", structure.distinct_values)) if v}
     strategy = histories(model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                          key_kind=structure.key_kind, value_size=structure.value_size,
                          value_min=structure.value_min, map_ops=structure.map_ops,
-                         thresholds=structure.thresholds)
+                         thresholds=structure.thresholds, **declared)
     if config.threads > 1:
         # a model whose threads follow a protocol (the range lock) draws its own sections
         own = model.thread_histories

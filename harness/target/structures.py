@@ -19,9 +19,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from harness.core.errors import UsageError
-from harness.core.schema import REQUIRED, List, Nat, Obj, Opt, SchemaError, Text
+from harness.core.schema import REQUIRED, Bool, List, Nat, Obj, Opt, SchemaError, Text
 from harness.core.user_files import read_json
 from specs.oracle import CLASSES, CONCURRENT_CLASSES
+from specs.ordered_map import parse_token
 
 ROOT = Path(__file__).resolve().parents[2]
 # crashcheck's own built parts (pass, runtime, runner, built-in trees): $CRASHCHECK_BUILD, or the
@@ -70,6 +71,8 @@ class Structure:
     models: tuple[str, ...] = MODELS
     model_file: Path | None = None   # a user's reference model (crashcheck build --model FILE.py)
     thresholds: tuple[int, ...] = ()  # expect.json "thresholds": capacities histories must cross
+    reserved_keys: tuple[bytes, ...] = ()   # expect.json "reserved_keys": keys it cannot store
+    distinct_values: bool = False     # expect.json "distinct_values": no value written twice
 
     def driver(self, bug: str | None = None) -> Path:
         """The traced driver, or a seeded-bug variant's."""
@@ -218,7 +221,10 @@ EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (
                                   "reason": (Text(), "")})), list),
               # capacities the structure's histories must cross (specs/map_histories.py): a unit
               # (chunk, node) that holds KEYS keys; up to MAX_THRESHOLD
-              "thresholds": (List(Obj({"keys": (Nat(1), REQUIRED), "what": (Text(), "")})), list)})
+              "thresholds": (List(Obj({"keys": (Nat(1), REQUIRED), "what": (Text(), "")})), list),
+              # keys it cannot store (0 marking an empty slot, 2^64-1, LONG_MAX), in the driver's key
+              # notation, and whether every value written must differ: the generator respects both
+              "reserved_keys": (List(Text()), list), "distinct_values": (Bool(), False)})
 META = Obj({"folder": (Opt(Text()), None), "bugs": (Opt(Text()), None), "model_file": (Opt(Text()), None)})
 
 
@@ -249,14 +255,23 @@ def read_bugs(path: Path) -> list[SeededBug]:
 MAX_THRESHOLD = 256
 
 
-def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple[list[SeededBug], list[dict], str, tuple[int, ...]]:
+def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple:
+    """FOLDER's seeded bugs and expectations: (bugs, known, model, thresholds, reserved keys,
+    distinct values), checked, or UsageError naming the file and the field."""
     bugs = read_bugs(bugs_file or folder / "bugs.json")
     path = folder / "expect.json"
     expect = _checked(EXPECT, path, {})
     thresholds = tuple(sorted({t["keys"] for t in expect["thresholds"]}))
     if thresholds and thresholds[-1] > MAX_THRESHOLD:
         raise UsageError(f"{path}: thresholds: {thresholds[-1]} keys is more than the {MAX_THRESHOLD} a history may load")
-    return bugs, expect["known"], expect["model"], thresholds
+    reserved = []
+    for i, text in enumerate(expect["reserved_keys"]):
+        try:
+            reserved.append(parse_token(text, is_key=True))
+        except ValueError:
+            raise UsageError(f"{path}: reserved_keys[{i}]: {text[:40]!r} is not a key (a decimal 64-bit "
+                             "integer, or x:HEX for a byte key)") from None
+    return bugs, expect["known"], expect["model"], thresholds, tuple(reserved), expect["distinct_values"]
 
 
 def builtin_names() -> list[str]:
@@ -280,15 +295,16 @@ def all_names() -> list[str]:
 def get(name: str) -> Structure:
     if name in builtin_names():
         folder = ROOT / "trees" / name
-        bugs, known, model, thresholds = _catalog(folder)
+        bugs, known, model, thresholds, reserved, distinct = _catalog(folder)
         return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, expect_model=model,
-                         thresholds=thresholds)
+                         thresholds=thresholds, reserved_keys=reserved, distinct_values=distinct)
     build = user_build(name) if STRUCTURE_NAME.match(name) else None
     if build is not None:
         meta = _checked(META, build / "meta.json", {})
         folder = Path(meta["folder"] or build)
-        bugs, known, model, thresholds = _catalog(folder, Path(meta["bugs"]) if meta["bugs"] else None)
+        bugs, known, model, thresholds, reserved, distinct = _catalog(
+            folder, Path(meta["bugs"]) if meta["bugs"] else None)
         return Structure(name, folder, build, False, bugs, known, expect_model=model,
                          model_file=Path(meta["model_file"]) if meta["model_file"] else None,
-                         thresholds=thresholds)
+                         thresholds=thresholds, reserved_keys=reserved, distinct_values=distinct)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -14,7 +14,9 @@ folded per crash state (harness/check/ranking.py fold_state):
     the earliest crash point of its operation, Finding.needed_early), findings of one group (one
     broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
     follow-up operation) and a finding whose group is another's symptom, or one of whose rules
-    another state broke too (`merge`); a leak of an object the operation in flight allocated
+    another state broke too (`merge`); a finding whose state loses and needs no store and whose
+    failure the same operations show without any crash counts with that crash-free finding's
+    groups (Finding.without_crash: a logic mistake the continuation reached); a leak of an object the operation in flight allocated
     joins a bug whose stores that matter write into an object of that allocation site
     (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
@@ -165,6 +167,16 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         f = finding(item)
         # (a rule broken after a crash inside recovery is the rule broken after any crash)
         keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+        # a failure the same operations show without any crash (harness/check/without_crash.py) is
+        # that crash-free finding's bug: its wrong answer's shape and its rules
+        twin = f.without_crash
+        if twin is not None:
+            keys += [("group", _plain(g)) for g in [twin.group] + [s.group for s in twin.symptoms]]
+        # a run without crash that fails: the new code path of its first failing operation
+        # (harness/check/findings.py new_stores), as a crash state's stores that matter
+        for run in ([f] if f.point is None else []) + ([twin] if twin is not None else []):
+            if run.new_stores:
+                keys.append(("new stores", run.new_stores))
         # every rule one crash state breaks is that state's bug, not only the first one reported
         keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
         # one follow-up operation returning the same wrong output after recoveries the oracle
@@ -248,6 +260,18 @@ def symptoms(members: list, finding, trace) -> list[dict]:
     return out
 
 
+def classes(members: list, finding) -> list[str]:
+    """Every class the bug of MEMBERS shows, its primary's first, then the others once each in the
+    order of harness/check/ranking.py (what a person fixes first)."""
+    seen = {finding(members[0]).cls}
+    for it in members:
+        f = finding(it)
+        seen.add(f.cls)
+        seen.update(s.cls for s in f.symptoms)
+    first = finding(members[0]).cls
+    return [first] + sorted(seen - {first}, key=rank)
+
+
 def orders(members: list, finding, trace) -> list[dict]:
     """The distinct store orders of MEMBERS that failed (the primary's first)."""
     out, seen = [], set()
@@ -262,4 +286,4 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["anchor", "broken_rules", "cause", "fresh_objects", "merge", "order", "orders", "symptoms"]
+__all__ = ["anchor", "broken_rules", "cause", "classes", "fresh_objects", "merge", "order", "orders", "symptoms"]

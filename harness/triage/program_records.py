@@ -85,6 +85,8 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         "sched": program.get("sched"), "schedule": traced.schedule,
         "cause": sorted(set(sites) | {site_key(trace, trace.events[p.seq].site) for p in finding.needed}),
         "symptoms": [], "orders": [],
+        # a program has no history to shrink; its failing state is always shrunk (program_explore.shrink)
+        "shrink": {"history": "not tried", "crash_state": "done"},
         "output": v.output[-OUTPUT_CHARS:],
         "program": {**program, "argv": list(traced.argv), "operation": where},
     }

@@ -78,6 +78,9 @@ PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), 
 SYMPTOM = Obj({"class": (Text(_classes()), REQUIRED), "detail": (Text(), ""), "group": (Text(), ""),
                "occurrences": (Nat(), 1), "same_state": (Bool(), False),
                "lost": (List(Text()), list), "persisted": (List(Text()), list)})
+# how far a bug was shrunk (harness/run/search.py): its history, its crash state
+_HOW = ("done", "cut by the budget", "not tried")
+SHRINK = Obj({"history": (Text(_HOW), "not tried"), "crash_state": (Text(_HOW + ("no crash state",)), "not tried")})
 ORDER = Obj({"persisted": (List(Text()), list), "lost": (List(Text()), list),
              "class": (Text(_classes()), REQUIRED)})
 
@@ -98,6 +101,7 @@ RECORD = Obj({
     "followup": (List(Text()), list),
     "followup_outputs": (List(Text()), list),
     "recovered_state": (Text(), ""),
+    "without_crash": (Text(), ""),
     "crash": (CRASH, REQUIRED),
     "recovery_of": (Opt(Obj({"index": (Nat(), REQUIRED), "choice": (CHOICE, REQUIRED)})), None),
     "expected": (Bool(), False),
@@ -127,6 +131,8 @@ RECORD = Obj({
     "assumptions": (Opt(ASSUMPTIONS), None),
     "cause": (List(Text()), list),
     "symptoms": (List(SYMPTOM), list),
+    "shrink": (Opt(SHRINK), None),
+    "classes": (List(Text(_classes())), list),
     "orders": (List(ORDER), list),
     "program": (Opt(PROGRAM), None),
     "output": (Text(), ""),

@@ -144,11 +144,12 @@ def _hung(f: Finding) -> dict | None:
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path,
                  members: list[tuple[Finding, Trace | None]] | None = None,
-                 first_seen_s: float | None = None) -> dict:
+                 first_seen_s: float | None = None, shrink: dict | None = None) -> dict:
     """The record of FINDING (of OUTCOME) under the id IDENT. MEMBERS: the findings of the bug it
     shows, as merged (harness/triage/bugs.py merge; FINDING's first, each with its history's
     trace): the record then says the bug's cause, its other symptoms and its store orders.
-    FIRST_SEEN_S: seconds into the run it was first seen."""
+    FIRST_SEEN_S: seconds into the run it was first seen. SHRINK: how far its history and crash
+    state were shrunk (harness/run/search.py), else neither was tried (a bug as first seen)."""
     f = finding
     model = outcome.model or registry.get("ordered_map")
     # A crash inside recovery lives in the trace of that recovery run.
@@ -180,9 +181,14 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
                                                     else outcome.followup)],
         "followup_outputs": list(verdict.followup_outputs) if verdict else [],
         "recovered_state": verdict.recovered if verdict else "",
+        # the same operations fail the same way without any crash (harness/check/without_crash.py)
+        "without_crash": f.without_crash.detail if f.without_crash is not None else "",
         "detail": f.detail + hang_words(f.hung, f.coverage[1] if f.coverage else None, settings.timeout_ms),
         "group": f.group[1],
         "occurrences": f.occurrences,
+        "shrink": dict(shrink) if shrink else {"history": "not tried",
+                                                "crash_state": "not tried" if f.point is not None
+                                                else "no crash state"},
         "crash": None,
         "lost": [],
         "persisted": [],
@@ -250,6 +256,7 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         view = (lambda m: m[0], lambda m: m[1])
         record["cause"] = list(bugs.cause(members[0][1], members[0][0]))
         record["symptoms"] = bugs.symptoms(members, *view)
+        record["classes"] = bugs.classes(members, view[0])
         record["orders"] = bugs.orders(members, *view)
     if first_seen_s is not None:
         record["first_seen_s"] = round(first_seen_s, 2)
