@@ -1,4 +1,5 @@
-"""`crashcheck trace show|stats FILE`: print a trace, one event a line, or its counts.
+"""`crashcheck trace show|stats|perf FILE`: print a trace, one event a line, its counts, or its
+flushes and fences that did nothing (crashsim/perf.py).
 
 Owns the human and JSON views of a trace; the format itself is crashsim/trace.py's.
 """
@@ -26,6 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     stats.add_argument("--top", type=options.positive, default=20, help="sites to list (default 20)")
     stats.add_argument("--json", action="store_true", help="one JSON object")
     stats.set_defaults(func=run_stats)
+    perf = tsub.add_parser("perf", help="flushes and fences that made nothing durable, per site "
+                                        "(never a bug: a cost on the hot path)")
+    perf.add_argument("file")
+    perf.add_argument("--top", type=options.positive, default=20, help="sites to list (default 20)")
+    perf.add_argument("--json", action="store_true", help="one JSON object")
+    perf.set_defaults(func=run_perf)
     imp = tsub.add_parser("import", help="turn a pmemcheck store log into a trace (docs/pmemcheck.md)")
     imp.add_argument("log", help="log of valgrind --tool=pmemcheck --log-stores=yes --log-file=LOG")
     imp.add_argument("-o", "--output", required=True, metavar="TRACE", help="trace file to write")
@@ -158,6 +165,24 @@ def run_stats(args: argparse.Namespace) -> int:
     for row in stats["sites"][:args.top]:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(row["kinds"].items()))
         print(f"  {row['total']:>8}  {row['where']}  [{kinds}]")
+    return 0
+
+
+def run_perf(args: argparse.Namespace) -> int:
+    from crashsim.perf import useless_persistence
+    trace = _load(args.file)
+    rows, totals = useless_persistence(trace)
+    if args.json:
+        print(json.dumps({"totals": totals, "sites": [r.as_json(trace) for r in rows]}))
+        return 0
+    print(f"{totals['flushes']} flushes, {totals['fences']} persistence fences; did nothing: "
+          f"{totals['flush-clean-line']} flushes of a clean line, {totals['flush-repeated']} repeated "
+          f"flushes, {totals['fence-idle']} fences with nothing to order")
+    for r in rows[:args.top]:
+        site = trace.site(r.site)
+        print(f"  {r.count:>8}  {r.kind:<17} {r.sub:<10} {site.describe() if site else '?'}")
+    if len(rows) > args.top:
+        print(f"  ... {len(rows) - args.top} more sites (--top)")
     return 0
 
 

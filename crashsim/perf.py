@@ -1,0 +1,89 @@
+"""Useless persistence in a trace: flushes and fences that make nothing durable.
+
+Owns finding, in one trace, the persistence instructions whose work was already done or had
+nothing to do, per source site. Never a bug (the structure stays crash consistent), but each
+costs a slow instruction on the hot path (Witcher counted 158 such performance bugs in public PM
+code; pmemcheck reports some too). Three kinds:
+
+  flush-clean-line    a flush of a line no cached store wrote since that line was last flushed
+                      and fenced (or since the trace began): nothing to write back
+  flush-repeated      a second flush of a line by the same thread before its fence, with no store
+                      to the line in between: the first flush already wrote it back
+  fence-idle          an sfence or mfence of a thread that issued no flush and no non-temporal
+                      store since its previous fence: nothing to order for persistence (an mfence
+                      may still be there for ordering between threads; it is listed all the same,
+                      as its own `sub`)
+
+Only stores and flushes of PM regions count. Fences that are locked instructions or seq_cst atomics are
+not persistence fences here (the code wrote them for atomicity) and are never listed.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .trace import Trace
+
+KINDS = ("flush-clean-line", "flush-repeated", "fence-idle")
+FENCES = frozenset({"sfence", "mfence"})
+
+
+@dataclass
+class UselessSite:
+    kind: str           # one of KINDS
+    site: int           # the flush's or fence's site id in the trace
+    sub: str            # clwb, clflushopt, clflush, sfence, mfence
+    count: int
+
+    def as_json(self, trace: Trace) -> dict:
+        s = trace.site(self.site)
+        return {"kind": self.kind, "sub": self.sub, "count": self.count,
+                "where": s.describe() if s else "?",
+                "file": s.file if s else "", "line": s.line if s else 0}
+
+
+def useless_persistence(trace: Trace) -> tuple[list[UselessSite], dict[str, int]]:
+    """The flushes and fences of TRACE that did nothing (module doc), counted per (kind, site,
+    instruction), most frequent first; and the totals: flushes and fences of each kind, and the
+    flushes and persistence fences in all."""
+    ls = trace.line_size
+    dirty: set[int] = set()                    # lines a cached store wrote since their last flush
+    flushed_by: dict[int, set[int]] = {}       # thread -> lines it flushed since its last fence, still clean
+    busy: set[int] = set()                     # threads with a flush or NT store since their last fence
+    counts: Counter[tuple[str, int, str]] = Counter()
+    flushes = fences = 0
+    for ev in trace.events:
+        if ev.kind == "store" and ev.region is not None:
+            first, last = ev.addr - ev.addr % ls, (ev.end - 1) - (ev.end - 1) % ls
+            for line in range(first, last + 1, ls):
+                dirty.add(line)
+                for lines in flushed_by.values():
+                    lines.discard(line)
+        elif ev.kind == "ntstore" and ev.region is not None:
+            busy.add(ev.tid)
+        elif ev.kind == "flush" and ev.region is not None:
+            flushes += 1
+            line = ev.addr - ev.addr % ls
+            mine = flushed_by.setdefault(ev.tid, set())
+            busy.add(ev.tid)
+            if line in dirty:
+                dirty.discard(line)
+                mine.add(line)
+            elif line in mine:
+                counts[("flush-repeated", ev.site, ev.sub)] += 1
+            else:
+                counts[("flush-clean-line", ev.site, ev.sub)] += 1
+        elif ev.kind == "fence" and ev.sub in FENCES:
+            fences += 1
+            if ev.tid not in busy:
+                counts[("fence-idle", ev.site, ev.sub)] += 1
+            busy.discard(ev.tid)
+            flushed_by.pop(ev.tid, None)
+    rows = [UselessSite(kind, site, sub, n) for (kind, site, sub), n in counts.items()]
+    rows.sort(key=lambda r: (-r.count, KINDS.index(r.kind), r.site, r.sub))
+    totals = {kind: sum(r.count for r in rows if r.kind == kind) for kind in KINDS}
+    totals.update(flushes=flushes, fences=fences)
+    return rows, totals
+
+
+__all__ = ["KINDS", "UselessSite", "useless_persistence"]
