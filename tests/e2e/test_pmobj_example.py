@@ -151,6 +151,7 @@ def _check_states(native: Path, trace: Path, copy: bool) -> tuple[list, float]:
     t = read_trace(trace)
     region = t.regions[0]
     env = {k: v for k, v in os.environ.items() if k not in ("CRASHCHECK_TRACE", "CRASHCHECK_OWN_POOL_COPY")}
+    env["PMEM_IS_PMEM_FORCE"] = "1"      # as fuzz runs checks (harness/check/session.py)
     if copy:
         env["CRASHCHECK_OWN_POOL_COPY"] = "1"
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
