@@ -166,7 +166,7 @@ def _check_states(native: Path, trace: Path, copy: bool) -> tuple[list, float]:
 def test_states_are_checked_in_place_at_a_fraction_of_a_file_each(pmobj_built, tmp_path):
     """The check process hands libpmemobj the image it already holds (trees/common/own_image.c)
     instead of a file written per state: the same answers for every state, at well under the CPU
-    (a file per state also retired the reused check process after every state: a fork each)."""
+    (the file was written, faulted in through libpmemobj's mapping, closed and freed per state)."""
     import subprocess
     folder = ROOT / "build" / "user" / "pmobj_hash"
     value = lambda i: "x:" + (i.to_bytes(8, "little") * 2).hex()   # noqa: E731

@@ -6,9 +6,9 @@
  * address, a private copy-on-write mapping of the runner's base image with
  * the state's writes in it, put back after every check (crashsim/runner,
  * worker.h).  Writing it out to a file for every state and having the
- * structure map that file cost a file of pool size per state, and left a new
- * mapping behind, which retires the reused check process (a fork per state).
- * Instead the structure is given an empty file of the pool's size, and while
+ * structure map that file cost a file of pool size per state (written, then
+ * faulted in page by page through a shared mapping, synced, closed and
+ * freed).  Instead the structure is given an empty file of the pool's size, and while
  * it is open every mapping of that file is answered with the pool mapping
  * itself (mmap below); unmapping and syncing it are no-ops.  So the
  * structure's recovery reads and writes the very image the runner wrote, in
@@ -69,9 +69,10 @@ int cc_own_image_begin(void *pool, size_t size, char *path, size_t pathlen, char
 		return -1;
 	}
 	close(fd);
-	/* what the structure allocates while it opens the image stays on the heap, not in mappings
-	 * of their own, which the reused check process could not put back without retiring (a
-	 * fork per state); malloc's settings are the check process's, put back after the check */
+	/* the structure is left open after the check (cc_check_image): what it allocated must be
+	 * on the heap, not in mappings of their own, which the reused check process could not put
+	 * back without retiring (a new process for the next state); malloc's settings are the
+	 * check process's, put back after the check */
 	mallopt(M_MMAP_THRESHOLD, 32 << 20);
 	redirect.dev = st.st_dev;
 	redirect.ino = st.st_ino;
