@@ -127,13 +127,14 @@ def test_after_repeated_hangs_the_timeout_is_shorter(pmlog, tmp_path):
     script = tmp_path / "checker.sh"
     script.write_text(f"#!/bin/sh\n{pmlog['pmlog']} check \"$1\" 2>/dev/null && exit 0\necho stuck\nsleep 30\n")
     script.chmod(0o755)
-    res = _run(tmp_path, "--timeout", "2", "--limit", "2", "--checker", f"{script} {{image}}",
+    res = _run(tmp_path, "--timeout", "3", "--limit", "2", "--checker", f"{script} {{image}}",
                "--", pmlog["pmlog-bug"], "append", "pool", "2")
     assert res.returncode == 1, res.stdout + res.stderr
     results = json.loads((tmp_path / "out.json").read_text())
     assert {b["class"] for b in results["bugs"]} == {"checker-hang"}
     st = results["stats"]
-    assert st["hung_short"] >= 4 and st["runs_timeout_shortened"] == 1, st
+    # (a hang under the shorter limit that had not printed its line yet is checked again in full)
+    assert st["hung_short"] >= 2 and st["runs_timeout_shortened"] == 1, st
     assert "got a shorter one" in res.stdout and f"{st['hung_short']} hangs answered under it" in res.stdout
 
 
