@@ -18,9 +18,11 @@ import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from crashsim.trace import Trace
 from crashsim.layout import Layout
+from harness.core import defaults
 from harness.core.errors import UsageError
 from harness.core.supervise import RunEnd, run_supervised
 from harness.target.program import program_env
@@ -113,6 +115,48 @@ class ImageChecker:
                                  + "".join(f", {{image{i}}}" for i in range(1, nregions)) + ")")
         folder.mkdir(parents=True, exist_ok=True)
         self.files = [folder / ("image" if i == 0 else f"image{i}") for i in range(nregions)]
+        # Hangs: once HANG_AFTER commands of this run used the whole timeout, the others get a
+        # shorter one (a hanging checker must not cost the whole timeout at every state); one that
+        # runs out of it is a hang only when it hung the way a full-timeout one did (the same
+        # stage, the same output), else it gets the whole timeout again (defaults.hang_short_ms)
+        self.hang_after = defaults.from_env("hang_after")
+        self.hangs: list[tuple[str, str]] = []     # (stage, output) of each full-timeout hang
+        self.slowest_ok = 0.0                      # seconds: the slowest command that passed
+        self.hung_short = 0                        # hangs answered under the shorter limit
+        self.rechecked = 0                         # runs out of it run again with the whole timeout
+        self.on_shorten: Callable[[str], None] | None = None   # told once when the limit shortens
+
+    @property
+    def short_s(self) -> float | None:
+        """The shorter per-command timeout in force (None: every command gets the whole timeout):
+        an eighth of it, at least 50 ms, and at least 4 times the slowest command that passed."""
+        if not self.hang_after or len(self.hangs) < self.hang_after:
+            return None
+        short = max(defaults.hang_short_ms(int(self.timeout_s * 1000)) / 1000, 4 * self.slowest_ok)
+        return short if short < self.timeout_s else None
+
+    def _run_one(self, stage: str, cmd: Command, env: dict[str, str]) -> RunEnd:
+        """One command with the timeout in force (see __init__ on hangs)."""
+        argv, out = cmd.argv(self.files), self.folder / f"{stage}.out"
+        short = self.short_s
+        end = run_supervised(argv, env=env, output=out, timeout_s=short or self.timeout_s)
+        if short is not None and end.status in ("timeout", "stopped"):
+            if (stage, end.output) in self.hangs:
+                self.hung_short += 1
+                return end
+            self.rechecked += 1
+            end = run_supervised(argv, env=env, output=out, timeout_s=self.timeout_s)
+        if end.status == "ok":
+            self.slowest_ok = max(self.slowest_ok, end.elapsed)
+        elif end.status in ("timeout", "stopped") and end.timeout_s >= self.timeout_s:
+            before = self.short_s
+            self.hangs.append((stage, end.output))
+            if before is None and self.short_s is not None and self.on_shorten is not None:
+                self.on_shorten(f"{len(self.hangs)} commands used the whole {self.timeout_s:g} s timeout: the "
+                                f"other crash states of this run get {self.short_s:.2f} s (one that runs out of "
+                                f"it without hanging the same way gets the whole timeout again; "
+                                f"CRASHCHECK_HANG_AFTER=0 gives every state all of it)")
+        return end
 
     def write(self, base, writes: list[tuple[int, bytes]]) -> None:
         """Write the image BASE (the whole layout) with WRITES (image offsets) over it, one file per region."""
@@ -138,8 +182,7 @@ class ImageChecker:
             if cmd is None:
                 continue
             self.runs += 1
-            end = run_supervised(cmd.argv(self.files), env=env, output=self.folder / f"{stage}.out",
-                                 timeout_s=self.timeout_s)
+            end = self._run_one(stage, cmd, env)
             v = _verdict(stage, end)
             if not v.ok:
                 return v

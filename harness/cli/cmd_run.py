@@ -135,6 +135,12 @@ def run(args: argparse.Namespace) -> int:
                           if sampled else "every legal crash state of every crash point was checked")
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
                                                   if sampled else "every legal crash state checked"))
+    if st.get("runs_timeout_shortened"):
+        n = st["runs_timeout_shortened"]
+        print(f"hangs: in {n} traced run{'s' if n != 1 else ''} the checks after the first "
+              f"{defaults.from_env('hang_after')} that used the whole {job.timeout_s:g} s timeout got a shorter one "
+              f"({st['hung_short']} hang{'s' if st['hung_short'] != 1 else ''} answered under it; "
+              f"CRASHCHECK_HANG_AFTER=0 gives every state all of it)")
     for b in res["bugs"]:
         print(f"  {b['id']}: {b['detail']}")
         print(f"    {b['group']}; {b['occurrences']} failing state{'s' if b['occurrences'] != 1 else ''}; "

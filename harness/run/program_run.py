@@ -51,6 +51,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     s = run.settings
     found: list[dict] = []
     traced_runs = 0
+    hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
     with make_workdir(0) as tmp:
         root = Path(tmp)
         for r in range(run.runs):
@@ -62,11 +63,14 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 traced_runs += 1
                 checker = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
                                        root / "check", run.timeout_s)
+                checker.on_shorten = run.progress
                 check_crash_free(traced.trace, checker)
                 findings, stats = explore(traced.trace, checker, options=s.options(), strategy=s.strategy,
                                           limit=s.limit, seed=s.seed)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
+                hung_short += checker.hung_short
+                shortened += checker.short_s is not None
                 program = {"checker": run.checker.text, "recover": run.recover.text if run.recover else None,
                            "timeout_s": run.timeout_s, "run": r, "run_seed": seed, "sched": sched}
                 for n, f in enumerate(findings):
@@ -83,7 +87,8 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "states_legal": st.states_legal if st.states_legal < 2 ** 53 else str(st.states_legal),
                   "states_explored": st.states_explored, "states_checked": st.states_explored,
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
-                  "executions": st.executions, "hung_short": 0, "elapsed_s": round(elapsed, 2),
+                  "executions": st.executions, "hung_short": hung_short,
+                  "runs_timeout_shortened": shortened, "elapsed_s": round(elapsed, 2),
                   "states_per_s": round(st.states_explored / elapsed, 1) if elapsed else 0.0}
     return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": s.strategy,
             "limit": s.limit, "seed": s.seed, "tracer": s.tracer, "assumptions": s.assumptions(),

@@ -138,3 +138,45 @@ def test_build_without_the_library_shows_the_linker(pmobj_built, tmp_path):
     res = run_cli("build", "pmobj_nolib", src / "pmobj_hash.c", "--adapter", src / "adapter.c")
     assert res.returncode == 2
     assert "undefined reference to `pmemobj_" in res.stderr or "undefined symbol: pmemobj_" in res.stderr
+
+
+def _check_states(native: Path, trace: Path, copy: bool) -> tuple[list, float]:
+    """Every state of TRACE (bounded, no image cache) checked by NATIVE's runner: their answers
+    in order, and the CPU seconds of the runner and its check processes."""
+    import os
+    import resource
+    from crashsim.explore import explore
+    from crashsim.runner_client import Runner
+    from crashsim.trace import read_trace
+    t = read_trace(trace)
+    region = t.regions[0]
+    env = {k: v for k, v in os.environ.items() if k not in ("CRASHCHECK_TRACE", "CRASHCHECK_OWN_POOL_COPY")}
+    env["PMEM_IS_PMEM_FORCE"] = "1"      # as fuzz runs checks (harness/check/session.py)
+    if copy:
+        env["CRASHCHECK_OWN_POOL_COPY"] = "1"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    runner = Runner([str(native), "serve", "--size", str(region.size)], pool_size=region.size, env=env)
+    answers = [(o.result.status, o.result.result) for o in
+               explore(t, strategy="bounded", limit=12, seed=1, runner=runner, cache=False, relocatable=True)]
+    runner.close()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return answers, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def test_states_are_checked_in_place_at_a_fraction_of_a_file_each(pmobj_built, tmp_path):
+    """The check process hands libpmemobj the image it already holds (trees/common/own_image.c)
+    instead of a file written per state: the same answers for every state, at well under the CPU
+    (the file was written, faulted in through libpmemobj's mapping, closed and freed per state)."""
+    import subprocess
+    folder = ROOT / "build" / "user" / "pmobj_hash"
+    value = lambda i: "x:" + (i.to_bytes(8, "little") * 2).hex()   # noqa: E731
+    (tmp_path / "history").write_text("".join(f"insert {k} {value(k)}\n" for k in (5, 9, 2, 7)) +
+                                      f"update 9 {value(11)}\n")
+    env = {"CRASHCHECK_TRACE": str(tmp_path / "t.trace"), "PATH": "/usr/bin:/bin"}
+    subprocess.run([str(folder / "driver"), "run", "--pool", str(tmp_path / "pool"), "--create",
+                    str(tmp_path / "history")], check=True, env=env, stdout=subprocess.DEVNULL)
+    copied, copy_cpu = _check_states(folder / "driver-native", tmp_path / "t.trace", copy=True)
+    in_place, cpu = _check_states(folder / "driver-native", tmp_path / "t.trace", copy=False)
+    assert len(in_place) > 40 and in_place == copied
+    assert all(status == "ok" and res["recovered"] for status, res in in_place)
+    assert cpu * 1.5 < copy_cpu, (cpu, copy_cpu)

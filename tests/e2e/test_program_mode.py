@@ -121,6 +121,23 @@ def test_checker_that_hangs_crashes_or_floods_is_a_finding(pmlog, tmp_path, how,
     assert all(len(b["output"]) <= 4096 for b in bugs)
 
 
+def test_after_repeated_hangs_the_timeout_is_shorter(pmlog, tmp_path):
+    """A checker that hangs on every bad image costs the whole timeout twice, then the shorter
+    limit (a hang the same way as the full-timeout ones), and the run says so."""
+    script = tmp_path / "checker.sh"
+    script.write_text(f"#!/bin/sh\n{pmlog['pmlog']} check \"$1\" 2>/dev/null && exit 0\necho stuck\nsleep 30\n")
+    script.chmod(0o755)
+    res = _run(tmp_path, "--timeout", "3", "--limit", "2", "--checker", f"{script} {{image}}",
+               "--", pmlog["pmlog-bug"], "append", "pool", "2")
+    assert res.returncode == 1, res.stdout + res.stderr
+    results = json.loads((tmp_path / "out.json").read_text())
+    assert {b["class"] for b in results["bugs"]} == {"checker-hang"}
+    st = results["stats"]
+    # (a hang under the shorter limit that had not printed its line yet is checked again in full)
+    assert st["hung_short"] >= 2 and st["runs_timeout_shortened"] == 1, st
+    assert "got a shorter one" in res.stdout and f"{st['hung_short']} hangs answered under it" in res.stdout
+
+
 @pytest.mark.parametrize("checker, program, words", [
     ("{pmlog} check pool", "{pmlog}", "has no {image}"),
     ("{pmlog} check {image}", "/no/such/program", "does not exist"),

@@ -229,7 +229,10 @@ struct cc_adapter {
 	 *                  (which does not exist) and return the handle;
 	 *   open_file   -- open the pool image in PATH (a post-crash image:
 	 *                  the library's own recovery runs here), rebuilding
-	 *                  DRAM state as far as needed to call recover.
+	 *                  DRAM state as far as needed to call recover.  In a
+	 *                  check PATH is an empty file whose mappings are the
+	 *                  image (own_image.c): its bytes are there only
+	 *                  through mmap (read() sees zeros).
 	 * Both return NULL on failure (reason on stderr).  Only a tracer that
 	 * sees the library's stores can trace such a structure: the pass when
 	 * the pool comes from libpmemobj's pmemobj_create/pmemobj_open (the
