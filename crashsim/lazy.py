@@ -229,7 +229,8 @@ class LazyPlan:
                 out = writes[p.id] = []
                 if p.region not in regions:
                     continue
-                for a, b in masks.get(p.id) or ((p.img, p.img + len(p.data)),):
+                # (a piece cut whole by later durable ones has no range left: () is its mask)
+                for a, b in masks[p.id] if p.id in masks else ((p.img, p.img + len(p.data)),):
                     while a < b:                             # a range may span lines
                         line = a - a % ls
                         end = min(b, line + ls)

@@ -27,7 +27,7 @@ def bug_report(tmp_path_factory, instrument_built):
     out = tmp_path_factory.mktemp("report")
     # a build folder of its own: the gate (tests/quality) builds pmhash into build/user, and a
     # driver rebuilt under a running fuzz ends it with "changed during the run"
-    builds = tmp_path_factory.mktemp("builds")
+    builds = out / "builds"     # (replay finds it through CRASHCHECK_BUILDS too)
     res = cli("build", "pmhash", str(EXAMPLE / "pmhash.c"), "--adapter", str(EXAMPLE / "adapter.c"),
               "--out", str(builds))
     assert res.returncode == 0, res.stderr
@@ -65,7 +65,7 @@ def test_results_file_has_the_documented_shape(bug_report):
     # known-by-design leak is reported, marked expected
     assert any(x["expected"] and x["class"] == "leak" for x in res["bugs"])
     # the record replays
-    rep = run_cli("replay", b["replay"].split()[-1])
+    rep = run_cli("replay", b["replay"].split()[-1], env_extra={"CRASHCHECK_BUILDS": str(bug_report / "builds")})
     assert rep.returncode == 1 and "reproduced: invariant-violation" in rep.stdout, rep.stdout + rep.stderr
 
 
