@@ -324,6 +324,25 @@ int ccr_lazy_worker_begin(const uint8_t *dec, uint32_t ndec)
 	return 0;
 }
 
+/* grow_scratch -- lz's scratch arrays (sorted lines, class and representative
+ * of each variant) for at least NEED entries; -1 when out of memory (internal) */
+static int grow_scratch(size_t need)
+{
+	if (need <= lz.scratch_cap)
+		return 0;
+	size_t cap = lz.scratch_cap;
+	if (grow((void **)&lz.sorted, &cap, need, sizeof(uint32_t)) < 0)
+		return -1;
+	cap = lz.scratch_cap;
+	if (grow((void **)&lz.cls, &cap, need, sizeof(uint32_t)) < 0)
+		return -1;
+	cap = lz.scratch_cap;
+	if (grow((void **)&lz.rep, &cap, need, sizeof(uint32_t)) < 0)
+		return -1;
+	lz.scratch_cap = cap;
+	return 0;
+}
+
 /* parse_groups -- lz's tables for lz.ngroups groups at P (N bytes, exactly
  * the groups); lz.line_size set; R NULL in the reused check process (the pool
  * is lz's, set up before it started).  NULL, or what is wrong (internal) */
@@ -376,19 +395,8 @@ static const char *parse_groups(struct runner *r, const uint8_t *p, size_t n)
 		return "lazy spec: too many variants for the exploration log";
 	/* scratch arrays grow and are kept: a new allocation would make the
 	 * runner re-measure its address space (RLIMIT_AS) for the next child */
-	size_t need = lz.nlines > maxvar ? lz.nlines : maxvar;
-	if (need > lz.scratch_cap) {
-		size_t cap = lz.scratch_cap;
-		if (grow((void **)&lz.sorted, &cap, need, sizeof(uint32_t)) < 0)
-			return "out of memory";
-		cap = lz.scratch_cap;
-		if (grow((void **)&lz.cls, &cap, need, sizeof(uint32_t)) < 0)
-			return "out of memory";
-		cap = lz.scratch_cap;
-		if (grow((void **)&lz.rep, &cap, need, sizeof(uint32_t)) < 0)
-			return "out of memory";
-		lz.scratch_cap = cap;
-	}
+	if (grow_scratch(lz.nlines > maxvar ? lz.nlines : maxvar) < 0)
+		return "out of memory";
 	if (grew && r != NULL)
 		r->vm_stale = 1;
 	grew = 0;
@@ -637,22 +645,14 @@ void ccr_lazy_reset_log(void)
 }
 
 /*
- * ccr_lazy_setup -- map the read log for the runner's pool, before any
- * child or the reused check process exists (they share it); without it
- * answers say "read": null (nothing is reused)
+ * share_tables -- the exploration log and the stored body's shared copy,
+ * mapped before the reused check process exists so it has them at the same
+ * addresses, and lz's tables at a usual size, so the worker's copy rarely
+ * grows (a grown heap is put back after each check, a new mapping retires
+ * it); what cannot be had now is done without (internal)
  */
-void ccr_lazy_setup(struct runner *r)
+static void share_tables(void)
 {
-	/* whole lines of the largest size (LZ_MAX_LINE), so a last line cut by the pool's end is not */
-	size_t blocks = (r->size + LZ_MAX_LINE - 1) / LZ_MAX_LINE * (LZ_MAX_LINE / 64), words = (blocks + 63) / 64;
-	void *b = mmap(NULL, blocks * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	void *w = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	lz.pool = r->pool;
-	lz.pool_size = r->size;
-	if (!ccr_lazy_supported())
-		goto read_log;
-	/* the exploration log and the stored body's shared copy, so the reused
-	 * check process (started later) has them at the same addresses */
 	void *log = mmap(NULL, LZ_SHARED_BYTES, PROT_READ | PROT_WRITE,
 			 MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	void *body = mmap(NULL, sizeof(struct lz_body_head) + LZ_SHARED_BODY, PROT_READ | PROT_WRITE,
@@ -665,23 +665,27 @@ void ccr_lazy_setup(struct runner *r)
 	} else if (body != MAP_FAILED) {
 		munmap(body, sizeof(struct lz_body_head) + LZ_SHARED_BODY);
 	}
-	/* tables of a usual size now, so the worker's copy rarely grows (a
-	 * grown heap is put back after each check, a new mapping retires it) */
-	size_t cap = 0;
 	if (grow((void **)&lz.groups, &lz.groups_cap, 256, sizeof(*lz.groups)) == 0 &&
-	    grow((void **)&lz.lines, &lz.lines_cap, 4096, sizeof(*lz.lines)) == 0) {
-		cap = lz.scratch_cap;
-		if (grow((void **)&lz.sorted, &cap, 4096, sizeof(uint32_t)) == 0) {
-			cap = lz.scratch_cap;
-			if (grow((void **)&lz.cls, &cap, 4096, sizeof(uint32_t)) == 0) {
-				cap = lz.scratch_cap;
-				if (grow((void **)&lz.rep, &cap, 4096, sizeof(uint32_t)) == 0)
-					lz.scratch_cap = cap;
-			}
-		}
-	}
+	    grow((void **)&lz.lines, &lz.lines_cap, 4096, sizeof(*lz.lines)) == 0)
+		grow_scratch(4096);   /* (out of memory now: they grow when needed) */
 	grew = 0;
-read_log:
+}
+
+/*
+ * ccr_lazy_setup -- map the read log for the runner's pool, before any
+ * child or the reused check process exists (they share it); without it
+ * answers say "read": null (nothing is reused)
+ */
+void ccr_lazy_setup(struct runner *r)
+{
+	/* whole lines of the largest size (LZ_MAX_LINE), so a last line cut by the pool's end is not */
+	size_t blocks = (r->size + LZ_MAX_LINE - 1) / LZ_MAX_LINE * (LZ_MAX_LINE / 64), words = (blocks + 63) / 64;
+	void *b = mmap(NULL, blocks * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	void *w = mmap(NULL, words * 8, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	lz.pool = r->pool;
+	lz.pool_size = r->size;
+	if (ccr_lazy_supported())
+		share_tables();
 	if (b == MAP_FAILED || w == MAP_FAILED) {
 		if (b != MAP_FAILED)
 			munmap(b, blocks * 8);
