@@ -60,7 +60,7 @@ def results_by_point(events, image, opts, runner, strategy):
     return out
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(actions=st.lists(action, min_size=1, max_size=14), opts=options,
        initial=st.binary(min_size=POOL, max_size=POOL))
 # a memset over an NT store over two plain ones: the plain pieces are cut whole by the durable NT
