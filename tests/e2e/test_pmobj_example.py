@@ -92,13 +92,14 @@ def test_the_fast_path_bug_is_found_under_the_pass(pmobj_built, tmp_path):
 
 
 def test_the_correct_map_passes(pmobj, tmp_path):
-    res = run_cli("fuzz", "pmobj_hash", "--tracer", "pmemcheck", "--examples", "2", "--limit", "8",
+    # one history: each run under pmemcheck (the history's, its probe's, recoveries') is seconds (CI time)
+    res = run_cli("fuzz", "pmobj_hash", "--tracer", "pmemcheck", "--examples", "1", "--limit", "8",
                   "--json", tmp_path / "r.json", "--quiet", env_extra=pmobj, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
     r = json.loads((tmp_path / "r.json").read_text())
     assert r["strategy"] == "bounded"          # its default: lazy cannot see libpmemobj's reads
     st = r["stats"]
-    assert st["histories"] == 2 and st["crash_points"] > 50 and st["states_checked"] > 100
+    assert st["histories"] == 1 and st["crash_points"] > 10 and st["states_checked"] > 20
     assert r["bugs"] == []
 
 
