@@ -145,6 +145,8 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
         if plan is not None and plan.feasible:
             states: list[tuple[int, ...]] = []
             outcome = program_lazy.search(plan, offsets, limit, lambda c: (states.append(c), run(c)[1])[1])
+            # a failing execution fails for every state of its class: they are its occurrences
+            weight = {leaf.choice: leaf.covers for leaf in outcome.leaves}
             stats.lazy_points += 1
             stats.lazy_executions += outcome.executions
             stats.lazy_legal += cp.legal
@@ -157,6 +159,7 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
                 states += extra
                 explored = min(cp.legal, explored + outcome.unknown + len(extra))
         else:
+            weight = {}
             states = select(cp, "bounded" if lazy else strategy, limit, seed)
             explored = explored_count(cp, "bounded" if lazy else strategy, limit, seed)
         stats.states_explored += explored
@@ -168,8 +171,9 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
                 continue
             lost = frozenset(p.seq for p in cp.lost(choice))
             known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
+            times = weight.get(tuple(choice), 1)
             if known is not None:
-                known.occurrences += 1
+                known.occurrences += times
                 continue
             small, sv = shrink(cp, tuple(choice), v, judge)
             lost_small = cp.lost(small)
@@ -177,10 +181,10 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
             same = next((f for f in findings if f.verdict.cls == sv.cls and f.lost_seqs == seqs
                          and (seqs or f.point.index == cp.index)), None)
             if same is not None:
-                same.occurrences += 1
+                same.occurrences += times
                 continue
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
-                                           (cp.legal, explored), 1, seqs, needed(cp, small, judge)))
+                                           (cp.legal, explored), times, seqs, needed(cp, small, judge)))
         if on_point is not None:
             on_point(stats, len(findings))
     return findings, stats

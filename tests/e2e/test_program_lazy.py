@@ -55,6 +55,8 @@ def test_lazy_covers_every_state_with_fewer_runs_and_finds_the_same_bug(pmlog, t
     code_l, out, _, lz = _run(tmp_path, "--strategy", "lazy", "--checker", checker, *prog)
     assert code_x == code_l == 1
     assert _bugs(lz) == _bugs(ex) and lz["bugs"]
+    # a failing class counts all its states: as many failing states as exhaustive saw
+    assert [b["occurrences"] for b in lz["bugs"]] == [b["occurrences"] for b in ex["bugs"]]
     st, sx = lz["stats"], ex["stats"]
     assert st["lazy_fallback"] is None and st["lazy_points"] > 0
     # the points searched lazily: fewer runs than they have legal states, and fewer images overall
