@@ -103,7 +103,9 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "lazy_executions": st.lazy_executions, "lazy_states_legal": st.lazy_legal, "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2),
                   "states_per_s": round(st.states_explored / elapsed, 1) if elapsed else 0.0}
-    return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": s.strategy,
+    # lazy asked for but no run could follow the commands' reads: the results say what was done
+    strategy = "bounded" if s.strategy == "lazy" and fallbacks and not st.lazy_points else s.strategy
+    return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": strategy,
             "limit": s.limit, "seed": s.seed, "tracer": s.tracer, "assumptions": s.assumptions(),
             "command": command, "complete": True, "interrupted": None, "stats": stats_json,
             "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json,

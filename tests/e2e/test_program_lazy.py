@@ -88,4 +88,5 @@ def test_a_checker_without_the_pass_falls_back_to_bounded_saying_why(pmlog, tmp_
     assert code == 1 and {b["class"] for b in res["bugs"]} == {"checker-failure"}
     why = "the checker is not built with crashcheck-cc: it logged no reads"
     assert res["stats"]["lazy_fallback"] == why and res["stats"]["lazy_points"] == 0
+    assert res["strategy"] == "bounded"      # what was done (the report's coverage line says so)
     assert [ln for ln in out.splitlines() if ln.startswith("lazy:")] == [f"lazy: not used, checked with bounded: {why}"]
