@@ -260,6 +260,11 @@ class LazyPlan:
             self._cache[key] = contents, per_line
         return contents, per_line
 
+    def variant_contents(self, gi: int) -> list[bytes]:
+        """Every variant's contents of group GI's lines, concatenated in line order (a reader of
+        recovery's reads outside the runner: harness/check/program_lazy.py)."""
+        return self._contents(self.groups[gi], self._image)[0]
+
     def pending_lines(self) -> set[int]:
         """The pool lines (indices) whose contents the crash state decides."""
         ls = self.cp.line_size

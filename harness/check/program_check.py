@@ -25,6 +25,8 @@ from crashsim.layout import Layout
 from harness.core import defaults
 from harness.core.errors import UsageError
 from harness.core.supervise import RunEnd, run_supervised
+from harness.check import program_reads
+from harness.check.program_reads import Reads
 from harness.target.program import program_env
 
 # Classes of program findings: the checker said no (exit status), the checker died of a signal,
@@ -125,6 +127,10 @@ class ImageChecker:
         self.hung_short = 0                        # hangs answered under the shorter limit
         self.rechecked = 0                         # runs out of it run again with the whole timeout
         self.on_shorten: Callable[[str], None] | None = None   # told once when the limit shortens
+        # --strategy lazy: each command logs its reads of the image (program_reads); last_reads
+        # holds those of the last check, recovery's first (None: not asked, or a command hung)
+        self.log_reads = False
+        self.last_reads: list[Reads] | None = None
 
     @property
     def short_s(self) -> float | None:
@@ -139,12 +145,17 @@ class ImageChecker:
         """One command with the timeout in force (see __init__ on hangs)."""
         argv, out = cmd.argv(self.files), self.folder / f"{stage}.out"
         short = self.short_s
+        if self.log_reads:
+            env = {**env, **program_reads.env(self._log(stage), self.files)}
+            program_reads.clear(self._log(stage))
         end = run_supervised(argv, env=env, output=out, timeout_s=short or self.timeout_s)
         if short is not None and end.status in ("timeout", "stopped"):
             if (stage, end.output) in self.hangs:
                 self.hung_short += 1
                 return end
             self.rechecked += 1
+            if self.log_reads:
+                program_reads.clear(self._log(stage))
             end = run_supervised(argv, env=env, output=out, timeout_s=self.timeout_s)
         if end.status == "ok":
             self.slowest_ok = max(self.slowest_ok, end.elapsed)
@@ -175,18 +186,30 @@ class ImageChecker:
                 path.unlink()
             path.write_bytes(buf)
 
+    def _log(self, stage: str) -> Path:
+        return self.folder / f"{stage}.reads"
+
     def run(self) -> Verdict:
         """Recovery (if any), then the checker, on the files written last."""
         env = program_env({})
+        reads: list[Reads] | None = [] if self.log_reads else None
+        self.last_reads = None
+        v = Verdict(True)
         for stage, cmd in (("recover", self.recover), ("checker", self.checker)):
             if cmd is None:
                 continue
             self.runs += 1
             end = self._run_one(stage, cmd, env)
             v = _verdict(stage, end)
+            if reads is not None:
+                who = "recovery" if stage == "recover" else "the checker"
+                # a hang was cut short: what it would have read after the kill is not known
+                reads.append(Reads([], f"{who} hung") if end.status in ("timeout", "stopped")
+                             else program_reads.collect(self._log(stage), cmd.regions_named(), who))
             if not v.ok:
-                return v
-        return Verdict(True)
+                break
+        self.last_reads = reads
+        return v
 
     def check(self, base, writes: list[tuple[int, bytes]]) -> Verdict:
         self.write(base, writes)

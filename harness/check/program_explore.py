@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from crashsim.image import decode_writes
+from crashsim.lazy import EAGER_BELOW, LazyPlan
 from crashsim.persistency import ModelOptions, Piece
 from crashsim.simulate import CrashPoint, Simulator
 from crashsim.states import StateCodec, explored_count, select
 from crashsim.trace import Trace
+from harness.check import program_lazy
 from harness.check.program_check import ImageChecker, Verdict
+from harness.check.program_reads import Reads
 
 
 @dataclass
@@ -44,6 +47,9 @@ class ExploreStats:
     states_explored: int = 0
     points_sampled: int = 0
     executions: int = 0               # states whose commands ran (not answered from the cache)
+    lazy_points: int = 0              # crash points searched by the commands' reads (lazy)
+    lazy_executions: int = 0          # the states those searches judged
+    lazy_legal: int = 0               # the legal states of those points
 
 
 def _full(cp: CrashPoint) -> list[int]:
@@ -104,36 +110,70 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
             seed: int, on_point: Callable[[ExploreStats, int], None] | None = None
             ) -> tuple[list[ProgramFinding], ExploreStats]:
     """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
-    ON_POINT(stats, findings so far) is called after each crash point."""
+    ON_POINT(stats, findings so far) is called after each crash point. Lazy (the checker's
+    reads logged: checker.log_reads) searches each point by what the commands read
+    (harness/check/program_lazy.py); a point it cannot finish gets the bounded sample's states
+    its classes did not cover."""
     sim = Simulator.from_trace(trace, options)
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
-    verdicts: dict[int, Verdict] = {}       # image fingerprint -> verdict
+    # image fingerprint -> verdict, and the commands' reads (lazy: None when not trusted)
+    verdicts: dict[int, tuple[Verdict, list[Reads] | None]] = {}
+    lazy = strategy == "lazy"
+    plans: dict = {}                        # LazyPlan's cache of group contents across points
+    offsets = checker.layout.offsets
 
     for cp in sim.crash_points():
         codec = StateCodec(cp, sim.image)
-        explored = explored_count(cp, strategy, limit, seed)
         stats.crash_points += 1
         stats.states_legal += cp.legal
+
+        def run(choice: tuple[int, ...]) -> tuple[Verdict, list[Reads] | None]:
+            fp, blob = codec.encode(choice)
+            got = verdicts.get(fp)
+            if got is None:
+                stats.executions += 1
+                v = checker.check(sim.image.base, decode_writes(blob))
+                reads = checker.last_reads
+                got = verdicts[fp] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
+            return got
+
+        def judge(choice: tuple[int, ...]) -> Verdict:
+            return run(choice)[0]
+
+        plan = LazyPlan(cp, sim.image, plans) if lazy and cp.legal > EAGER_BELOW else None
+        if plan is not None and plan.feasible:
+            states: list[tuple[int, ...]] = []
+            outcome = program_lazy.search(plan, offsets, limit, lambda c: (states.append(c), run(c)[1])[1])
+            # a failing execution fails for every state of its class: they are its occurrences
+            weight = {leaf.choice: leaf.covers for leaf in outcome.leaves}
+            stats.lazy_points += 1
+            stats.lazy_executions += outcome.executions
+            stats.lazy_legal += cp.legal
+            explored = outcome.covered
+            if not outcome.complete(cp.legal):
+                # partial: the bounded sample's states no class covers, one by one
+                leaves = outcome.leaves
+                extra = [tuple(c) for c in select(cp, "bounded", limit, seed)
+                         if not any(leaf.contains(c) for leaf in leaves)]
+                states += extra
+                explored = min(cp.legal, explored + outcome.unknown + len(extra))
+        else:
+            weight = {}
+            states = select(cp, "bounded" if lazy else strategy, limit, seed)
+            explored = explored_count(cp, "bounded" if lazy else strategy, limit, seed)
         stats.states_explored += explored
         stats.points_sampled += explored < cp.legal
 
-        def judge(choice: tuple[int, ...]) -> Verdict:
-            fp, blob = codec.encode(choice)
-            v = verdicts.get(fp)
-            if v is None:
-                stats.executions += 1
-                v = verdicts[fp] = checker.check(sim.image.base, decode_writes(blob))
-            return v
-
-        for choice in select(cp, strategy, limit, seed):
+        for choice in states:
             v = judge(tuple(choice))
             if v.ok:
                 continue
             lost = frozenset(p.seq for p in cp.lost(choice))
             known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
+            times = weight.get(tuple(choice), 1)
             if known is not None:
-                known.occurrences += 1
+                known.occurrences += times
                 continue
             small, sv = shrink(cp, tuple(choice), v, judge)
             lost_small = cp.lost(small)
@@ -141,10 +181,10 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
             same = next((f for f in findings if f.verdict.cls == sv.cls and f.lost_seqs == seqs
                          and (seqs or f.point.index == cp.index)), None)
             if same is not None:
-                same.occurrences += 1
+                same.occurrences += times
                 continue
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
-                                           (cp.legal, explored), 1, seqs, needed(cp, small, judge)))
+                                           (cp.legal, explored), times, seqs, needed(cp, small, judge)))
         if on_point is not None:
             on_point(stats, len(findings))
     return findings, stats

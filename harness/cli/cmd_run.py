@@ -27,7 +27,7 @@ from harness.render.report import write_run
 from harness.run.program_run import ProgramRun, execute
 from harness.target.program import resolve
 
-STRATEGIES = ("bounded", "exhaustive")
+STRATEGIES = ("bounded", "exhaustive", "lazy")
 MAX_TIMEOUT_S = 86400          # a day per command and image: past it (or inf) nothing could be judged
 
 
@@ -45,8 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the program's own recovery or open path, run on the image before the checker")
     p.add_argument("--model", choices=MODELS, default=defaults.PERSISTENCY_MODEL,
                    help=f"persistency model (default {defaults.PERSISTENCY_MODEL})")
-    p.add_argument("--strategy", choices=STRATEGIES + ("lazy",), default="bounded",
-                   help="which crash states to check: bounded (default) or exhaustive")
+    p.add_argument("--strategy", choices=STRATEGIES, default="bounded",
+                   help="which crash states to check: bounded (default), exhaustive, or lazy (by what "
+                        "commands built with crashcheck-cc read; bounded otherwise, saying why)")
     p.add_argument("--limit", type=options.positive, default=defaults.LIMIT,
                    help=f"bounded: states per crash point (default {defaults.LIMIT})")
     p.add_argument("--seed", type=options.seed, default=0,
@@ -78,9 +79,6 @@ def _check(args: argparse.Namespace) -> ProgramRun:
         raise UsageError("run: no program given (crashcheck run [options] --checker 'CMD {image}' -- PROGRAM ARGS...)")
     if argv[0].startswith("-"):
         raise UsageError(f"run: unknown option {argv[0]!r} (the program and its arguments go after --)")
-    if args.strategy == "lazy":
-        raise UsageError("run: --strategy lazy needs recovery whose reads crashcheck sees; program mode "
-                         "checks with bounded (default) or exhaustive")
     if args.schedules < 0:
         raise UsageError(f"run: --schedules must be 0 or more, not {args.schedules}")
     if args.schedules and args.tracer == "pmemcheck":
@@ -99,6 +97,18 @@ def _check(args: argparse.Namespace) -> ProgramRun:
                         atomic_unit=args.atomic_unit, tracer=args.tracer)
     return ProgramRun([program] + argv[1:], checker, recover, settings, runs=args.runs,
                       schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program))
+
+
+def _lazy_line(strategy: str, st: dict) -> str:
+    """The summary's line on how lazy went ("" when not asked for): by the commands' reads, or
+    bounded and why."""
+    if strategy != "lazy":
+        return ""
+    if st.get("lazy_fallback"):
+        return f"lazy: not used, checked with bounded: {st['lazy_fallback']}\n"
+    return (f"lazy: {st['lazy_points']} crash points searched by what the commands read "
+            f"({st['lazy_executions']} states judged for their {st['lazy_states_legal']} legal ones), "
+            f"the others state by state\n")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -135,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
                           if sampled else "every legal crash state of every crash point was checked")
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
                                                   if sampled else "every legal crash state checked"))
+    print(_lazy_line(job.settings.strategy, st) or "", end="")
     if st.get("runs_timeout_shortened"):
         n = st["runs_timeout_shortened"]
         print(f"hangs: in {n} traced run{'s' if n != 1 else ''} the checks after the first "

@@ -52,6 +52,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     found: list[dict] = []
     traced_runs = 0
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
+    fallbacks: list[str] = []         # why lazy could not be used (a run checked bounded instead)
     with make_workdir(0) as tmp:
         root = Path(tmp)
         for r in range(run.runs):
@@ -64,10 +65,20 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 checker = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
                                        root / "check", run.timeout_s)
                 checker.on_shorten = run.progress
+                strategy = s.strategy
+                checker.log_reads = strategy == "lazy"
                 check_crash_free(traced.trace, checker)
-                findings, stats = explore(traced.trace, checker, options=s.options(), strategy=s.strategy,
+                why = lazy_unavailable(checker)
+                if why:
+                    strategy, checker.log_reads = "bounded", False
+                    if why not in fallbacks:
+                        fallbacks.append(why)
+                        if run.progress:
+                            run.progress(f"lazy: {why}: checking with bounded instead")
+                findings, stats = explore(traced.trace, checker, options=s.options(), strategy=strategy,
                                           limit=s.limit, seed=s.seed)
-                for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions"):
+                for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
+                             "lazy_points", "lazy_executions", "lazy_legal"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
                 shortened += checker.short_s is not None
@@ -88,9 +99,13 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "states_explored": st.states_explored, "states_checked": st.states_explored,
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
-                  "runs_timeout_shortened": shortened, "elapsed_s": round(elapsed, 2),
+                  "runs_timeout_shortened": shortened, "lazy_points": st.lazy_points,
+                  "lazy_executions": st.lazy_executions, "lazy_states_legal": st.lazy_legal, "lazy_fallback": "; ".join(fallbacks) or None,
+                  "elapsed_s": round(elapsed, 2),
                   "states_per_s": round(st.states_explored / elapsed, 1) if elapsed else 0.0}
-    return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": s.strategy,
+    # lazy asked for but no run could follow the commands' reads: the results say what was done
+    strategy = "bounded" if s.strategy == "lazy" and fallbacks and not st.lazy_points else s.strategy
+    return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": strategy,
             "limit": s.limit, "seed": s.seed, "tracer": s.tracer, "assumptions": s.assumptions(),
             "command": command, "complete": True, "interrupted": None, "stats": stats_json,
             "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json,
@@ -99,6 +114,14 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                         "recover": run.recover.text if run.recover else None, "runs": run.runs,
                         "schedules": run.schedules, "timeout_s": run.timeout_s},
             "bugs": bugs}
+
+
+def lazy_unavailable(checker: ImageChecker) -> str:
+    """Why lazy cannot follow the commands' reads, from their logs of the crash-free check ("":
+    it can, or lazy was not asked for)."""
+    if not checker.log_reads or checker.last_reads is None:
+        return ""
+    return next((r.why for r in checker.last_reads if not r.ok), "")
 
 
 def replay(rec: dict, out=None) -> int:
@@ -148,4 +171,4 @@ def replay(rec: dict, out=None) -> int:
     return 1
 
 
-__all__ = ["ProgramRun", "execute", "replay"]
+__all__ = ["ProgramRun", "execute", "lazy_unavailable", "replay"]

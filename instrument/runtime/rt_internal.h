@@ -143,6 +143,10 @@ extern cc_lazy_fn cc_lazy_load, cc_lazy_store;
 void cc_lazy_install(cc_lazy_fn load, cc_lazy_fn store);
 void __cc_check_load(const void *addr, uint64_t size);
 
+/* rt_readlog.c: the read log of a program-mode command (crashcheck run --strategy lazy) */
+void cc_readlog_mapped(const char *path, void *addr, size_t len);
+void cc_readlog_opaque(const char *path);
+
 /* CC_LAZY_STORE -- in a lazy checker child, report a store and return
  * (tracing is off there) */
 #define CC_LAZY_STORE(addr, size) \

@@ -262,6 +262,7 @@ cc_objpool *__cc_wrap_pmemobj_create(const char *path, const char *layout, size_
 	int supplied = supplied_image(image, sizeof(image));
 	if (supplied)
 		return supplied > 0 ? open_supplied(image, layout, site) : NULL;
+	cc_readlog_opaque(path);
 	cc_objpool *pop = pmemobj_create(path, layout, poolsize, mode);
 	size_t size;
 	if (pop && !traced())
@@ -273,6 +274,7 @@ cc_objpool *__cc_wrap_pmemobj_create(const char *path, const char *layout, size_
 
 cc_objpool *__cc_wrap_pmemobj_open(const char *path, const char *layout, crashcheck_site_t site)
 {
+	cc_readlog_opaque(path);   /* a command logging its reads: libpmemobj's are not seen */
 	char image[64];
 	int supplied = supplied_image(image, sizeof(image));
 	if (supplied)
@@ -304,6 +306,8 @@ void *__cc_wrap_pmem_map_file(const char *path, size_t len, int flags, mode_t mo
 			   : pmem_map_file(path, len, flags, mode, &mapped, is_pmemp);
 	if (supplied)
 		unlink(image);
+	else if (p)
+		cc_readlog_mapped(path, p, mapped);   /* a program-mode command logging its reads */
 	if (mapped_lenp)
 		*mapped_lenp = mapped;
 	if (p && (traced() || cc_supply_next() != UINT_MAX) && cc_register_region(p, mapped, NULL) != 0)

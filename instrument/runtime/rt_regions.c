@@ -249,6 +249,7 @@ void *crashcheck_pool_open(const char *path, size_t size, uintptr_t addr, int fl
 		munmap(p, size);
 		return NULL;
 	}
+	cc_readlog_mapped(path, p, size);   /* a program-mode command logging its reads */
 	return p;
 }
 
