@@ -69,6 +69,9 @@ class Finding:
     # (the first to break a rule, else to answer wrong) made that no earlier one had (new_stores):
     # the code path where it went wrong, which harness/triage/bugs.py makes one bug.
     new_stores: tuple[str, ...] = ()
+    # After shrinking, for a failure about ordering: the fix searched on the trace and proven
+    # there (harness/check/fix_search.py FixResult); None when the finding is not about ordering.
+    fix: Any = None
 
     @property
     def lost(self) -> list[Piece]:

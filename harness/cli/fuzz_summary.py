@@ -12,6 +12,7 @@ import signal
 from rich.console import Console
 
 from harness.core.counts import big
+from harness.triage.fix_record import fix_line
 
 
 def why_none(res: dict, row: dict) -> str:
@@ -96,6 +97,8 @@ def print_summary(console: Console, res: dict) -> None:
             also = b["classes"][1:] if len(b.get("classes") or []) > 1 else sorted({s["class"] for s in b["symptoms"]})
             console.print(f"      also:    {', '.join(also)} ({len(b['symptoms'])} other symptom"
                           f"{'s' if len(b['symptoms']) != 1 else ''} of this bug)", highlight=False, markup=False)
+        if b.get("fix"):
+            console.print(f"      {fix_line(b['fix'])}", highlight=False, markup=False)
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 

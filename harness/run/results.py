@@ -124,6 +124,9 @@ class Entry:
     # its example came from, and its crash state (harness/check/state_shrink.py)
     history_shrink: str = "not tried"
     state_shrink: str = "not tried"
+    # a few other failing histories of its group (their ops): a fix proven on the example is
+    # checked on them too (harness/check/fix_search.py)
+    others: list = field(default_factory=list)
 
 
 @dataclass
