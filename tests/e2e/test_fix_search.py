@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import run_cli
-from harness.check.fix_search import Edit, passes
+from harness.check.fix_search import Edit, passes, search_fix
 from harness.check.pipeline import Checker
 from harness.core.settings import Settings
 from harness.render.report import load_results, render
@@ -90,6 +90,8 @@ def test_a_logic_error_gets_no_fix(tmp_path):
         out, f = _finding(checker, _ops("insert 1 10", "insert 128 20", "insert 129 1", "lookup 128", load=0),
                           "wrong-value")
         assert f.point is None and f.fix is None
+        # asked directly, the search declines it: no crash state, nothing about ordering
+        assert search_fix(checker.session, out.trace, checker.oracle(out.ops, out.trace, [], out.followup), f) is None
         rec = build_record(structure="heart", bug="pack-keybyte-7bit", settings=checker.settings, outcome=out,
                            finding=f, ident="x", bugdir=Path("bugs"))
     assert rec["fix"] is None and fix_line(rec["fix"]) == ""
