@@ -49,6 +49,7 @@ from harness.core.settings import Settings
 from harness.check.state_shrink import shrink_state
 from harness.check.without_crash import without_crash
 from harness.check.fix_search import prove, search_fix
+from harness.check.perf_tally import PerfTally
 from harness.target.structures import Structure
 from harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
 from specs.model import prefix_states
@@ -165,6 +166,8 @@ class Checker:
             outcome.not_checked = not checked
             crashes = crashes and checked and self.structure.has_pm
         else:
+            if self.settings.perf:
+                outcome.perf = PerfTally.of(trace, [self.model.op_text(op).split(" ")[0] for op in ops])
             outcome.findings = self.crash_free_findings(ops, lines)
             if outcome.findings:
                 at = new_stores(trace, first_failing_op(self.model, ops, lines))

@@ -44,6 +44,8 @@ class Settings:
     tracer: str = defaults.TRACER
     # Search a fix of every ordering finding on its trace and prove it (harness/check/fix_search.py)
     fixes: bool = True
+    # Tally flushes and fences that did nothing over the run's histories (`fuzz --perf`)
+    perf: bool = False
 
     def options(self) -> ModelOptions:
         return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees,

@@ -20,6 +20,7 @@ from harness.core.counts import big
 from harness.triage.records import region_prefix
 from harness.render.fix_view import fix_view
 from harness.render.lanes_svg import render_lanes
+from harness.render.perf_view import perf_view
 from harness.core.paths import HEADERS
 from harness.render.timeline import render_timeline
 
@@ -210,7 +211,7 @@ def render(results: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(source=_source, stores=_stores, site_text=site_text, max_switches=MAX_SWITCHES,
-                       fix_view=fix_view)
+                       fix_view=fix_view, perf_view=perf_view)
     env.filters["big"] = big
     return env.get_template("report.html.j2").render(**prepare(results))
 

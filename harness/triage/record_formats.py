@@ -150,6 +150,11 @@ RECORD = Obj({
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
              "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+# `fuzz --perf`: flushes and fences that did nothing (harness/check/perf_tally.py)
+PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Nat()), dict),
+            "sites": (List(Obj({"kind": (Text(), REQUIRED), "sub": (Text(), ""), "where": (Text(), ""),
+                                "func": (Text(), ""), "count": (Nat(), 0)})), list),
+            "by_operation": (Map(Obj({"ops": (Nat(), 0)})), dict)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),
@@ -162,7 +167,7 @@ RESULTS = Obj({
     "per_structure": (Opt(List(Obj({"structure": (Text(), REQUIRED), "bug": (Opt(Text()), None),
                                     "stats": (STATS, REQUIRED), "unexpected": (Nat(), 0),
                                     "expected": (Nat(), 0),
-                                    "warnings": (List(Text()), list)}))), None),
+                                    "warnings": (List(Text()), list), "perf": (Opt(PERF), None)}))), None),
     "bugs": (List(RECORD), REQUIRED),
 })
 
