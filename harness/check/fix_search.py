@@ -56,7 +56,9 @@ class Edit:
               commit          before the store at ANCHOR, a flush of every line its thread wrote
                               since its last fence and a fence; after it, its own line(s) and a fence
     anchor    file:line the edit goes at (before or after it)
-    other     a second line the edit names (persist-before, move-fence), else ""
+    other     a second line the edit names (persist-before, move-fence); for flush-after and
+              persist-after, "call": ANCHOR is the line that called (inlined) the function
+              holding the store, and the edit goes after that call returned; else ""
     """
     kind: str
     anchor: str
@@ -82,7 +84,7 @@ class Edit:
 class Candidate:
     edits: tuple[Edit, ...]
     rank: int            # 0: at the lost store's own code; 1: at the store that depends on it
-    position: int        # the edit's event index in the failing history (later is preferred)
+    position: float      # the edit's event index in the failing history (later is preferred)
 
     @property
     def key(self) -> tuple:
@@ -128,8 +130,43 @@ def _keys(trace: Trace) -> list[str]:
     return out
 
 
+def _calls_at(trace: Trace, ev: Event) -> str | None:
+    s = trace.site(ev.site)
+    return f"{s.inlined_file}:{s.inlined_line}" if s is not None and s.inlined_line else None
+
+
 def _is_pm_store(ev: Event) -> bool:
     return ev.kind in STORES and ev.region is not None
+
+
+def _calls(trace: Trace) -> list[str | None]:
+    """file:line of the call each event's code was inlined at (None: not inlined)."""
+    return [_calls_at(trace, ev) for ev in trace.events]
+
+
+def _after_calls(trace: Trace, e: Edit, out: TraceEdit) -> None:
+    """E (flush-after or persist-after "call") at every execution of the call at its anchor: after
+    the last event of each run of events inlined there, the lines its stores wrote flushed."""
+    calls, ev = _calls(trace), trace.events
+    i = 0
+    while i < len(ev):
+        if calls[i] != e.anchor:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(ev) and calls[j + 1] == e.anchor:
+            j += 1
+        flushes: dict[int, Event] = {}
+        for x in ev[i:j + 1]:
+            if _is_pm_store(x):
+                for f in flush_events(trace, x, x.site):
+                    flushes.setdefault(f.addr, f)
+        if flushes:
+            last = ev[j]
+            out.insert_after(j, [flushes[a] for a in sorted(flushes)])
+            if e.kind == "persist-after":
+                out.insert_after(j, [fence_event(last.tid, last.site, last.seq)])
+        i = j + 1
 
 
 def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
@@ -138,7 +175,9 @@ def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
     ev = trace.events
     out = TraceEdit()
     for e in edits:
-        if e.kind in ("flush-after", "persist-after"):
+        if e.kind in ("flush-after", "persist-after") and e.other == "call":
+            _after_calls(trace, e, out)
+        elif e.kind in ("flush-after", "persist-after"):
             for i, x in enumerate(ev):
                 if keys[i] == e.anchor and _is_pm_store(x):
                     out.insert_after(i, flush_events(trace, x, x.site))
@@ -192,7 +231,7 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
     ls = trace.line_size
     out: dict[tuple[Edit, ...], Candidate] = {}
 
-    def add(edits: tuple[Edit, ...], rank: int, position: int) -> None:
+    def add(edits: tuple[Edit, ...], rank: int, position: float) -> None:
         if edits not in out:
             out[edits] = Candidate(edits, rank, position)
 
@@ -216,9 +255,22 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
                          if ev[j].kind == "fence" and ev[j].tid == x.tid and ev[j].sub in FENCES), None)
         if flush_at is not None and keys[flush_at] != "?":
             add((Edit("fence-after", keys[flush_at]),), 0, flush_at)
-        if fence_at is not None or (f.point.kind == "fence" and crash < len(ev) and ev[crash].tid == x.tid):
+        fenced = fence_at is not None or (f.point.kind == "fence" and crash < len(ev) and ev[crash].tid == x.tid)
+        if fenced:
             add((Edit("flush-after", s_key),), 0, s)
         add((Edit("persist-after", s_key),), 0, s)
+        # the store is in a function inlined into its caller: the edit may go after the call
+        # instead, in the function that decides to persist (a helper used elsewhere stays as it is)
+        site = trace.site(x.site)
+        call = f"{site.inlined_file}:{site.inlined_line}" if site is not None and site.inlined_line else None
+        if call is not None and call != s_key:
+            end = s
+            while end + 1 < len(ev) and _calls_at(trace, ev[end + 1]) == call:
+                end += 1
+            # (after the call returns is later than after the store inside it)
+            if fenced:
+                add((Edit("flush-after", call, "call"),), 0, end + 0.5)
+            add((Edit("persist-after", call, "call"),), 0, end + 0.5)
         for d_key, d in deps:
             if d < s:
                 continue
@@ -358,11 +410,14 @@ def statement(trace: Trace | None, e: Edit) -> str:
 def describe(edits: tuple[Edit, ...]) -> str:
     """The edits in words: `add a flush after wort.c:81`."""
     words = {"flush-after": "add a flush of the stored line after", "fence-after": "add a fence after",
-             "persist-after": "add a flush and a fence after", "fence-before": "add a fence before",
+             "persist-after": "add a flush and a fence after", "flush-after call": "add a flush of the "
+             "lines it stored after the call at", "persist-after call": "add a flush of the lines it stored "
+             "and a fence after the call at", "fence-before": "add a fence before",
              "persist-before": "add a flush of {other} and a fence before",
              "move-fence": "move the fence of {other} before",
              "commit": "persist what is written before it, then it (a commit), at"}
-    return "; ".join(f"{words[e.kind].format(other=e.other)} {e.anchor}" for e in edits)
+    return "; ".join(f"{words[e.kind + (' call' if e.other == 'call' else '')].format(other=e.other)} {e.anchor}"
+                     for e in edits)
 
 
 __all__ = ["Candidate", "Edit", "FixResult", "about_ordering", "address_of", "candidates", "describe",
