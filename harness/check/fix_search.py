@@ -55,6 +55,10 @@ class Edit:
               move-fence      the fence at OTHER moved to just before the store at ANCHOR
               commit          before the store at ANCHOR, a flush of every line its thread wrote
                               since its last fence and a fence; after it, its own line(s) and a fence
+              flush-object    before the fence at ANCHOR, a flush of every line of the objects
+                              its thread allocated and wrote since its previous fence (else of the
+                              object the latest store at OTHER wrote into): a new node flushed in
+                              part (one line of several) before the fence that should make it durable
     anchor    file:line the edit goes at (before or after it)
     other     a second line the edit names (persist-before, move-fence); for flush-after and
               persist-after, "call": ANCHOR is the line that called (inlined) the function
@@ -72,7 +76,7 @@ class Edit:
     def instructions(self) -> int:
         """How many instructions the edit adds or moves (fewest first)."""
         return {"flush-after": 1, "fence-after": 1, "fence-before": 1, "move-fence": 1,
-                "persist-after": 2, "persist-before": 2, "commit": 4}[self.kind]
+                "persist-after": 2, "persist-before": 2, "flush-object": 2, "commit": 4}[self.kind]
 
     def as_json(self) -> dict:
         file, _, line = self.anchor.rpartition(":")
@@ -169,6 +173,39 @@ def _after_calls(trace: Trace, e: Edit, out: TraceEdit) -> None:
         i = j + 1
 
 
+def _flush_objects(trace: Trace, keys: list[str], e: Edit, out: TraceEdit) -> None:
+    """E (flush-object) at every execution of its fence: every line of each object its thread
+    allocated and stored into since its previous fence flushed before it (a new node published
+    after this fence must be durable whole), or without one, of the object the latest store at
+    E.other wrote into."""
+    ls = trace.line_size
+    allocs: list[tuple[int, int]] = []            # (addr, size) of the allocations so far
+    fresh: dict[int, list[tuple[int, int]]] = {}  # thread -> objects it allocated since its last fence
+    written: dict[int, set[tuple[int, int]]] = {}  # thread -> of those, the ones it stored into
+    latest: dict[int, Event] = {}
+    for i, x in enumerate(trace.events):
+        if x.kind == "alloc" and x.size:
+            allocs.append((x.addr, x.size))
+            fresh.setdefault(x.tid, []).append((x.addr, x.size))
+        elif _is_pm_store(x):
+            if keys[i] == e.other:
+                latest[x.tid] = x
+            obj = next((o for o in fresh.get(x.tid, ()) if o[0] <= x.addr < o[0] + o[1]), None)
+            if obj is not None:
+                written.setdefault(x.tid, set()).add(obj)
+        elif x.kind == "fence" and x.sub in FENCES:
+            objs = sorted(written.pop(x.tid, set()))
+            fresh.pop(x.tid, None)
+            st = latest.pop(x.tid, None)
+            if keys[i] != e.anchor:
+                continue
+            if not objs and st is not None:
+                objs = [next(((a, n) for a, n in reversed(allocs) if a <= st.addr < a + n), (st.addr, st.size))]
+            lines = sorted({line for a, n in objs for line in range(a - a % ls, a + n, ls)})
+            out.insert_before(i, [Event(x.seq, x.tid, "flush", "clwb", line, ls, b"", x.site, 0, None)
+                                  for line in lines])
+
+
 def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
     """EDITS applied to every execution of their lines in TRACE."""
     keys = _keys(trace)
@@ -183,6 +220,8 @@ def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
                     out.insert_after(i, flush_events(trace, x, x.site))
                     if e.kind == "persist-after":
                         out.insert_after(i, [fence_event(x.tid, x.site, x.seq)])
+        elif e.kind == "flush-object":
+            _flush_objects(trace, keys, e, out)
         elif e.kind == "fence-after":
             for i, x in enumerate(ev):
                 if keys[i] == e.anchor and x.kind == "flush":
@@ -256,6 +295,9 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
         if flush_at is not None and keys[flush_at] != "?":
             add((Edit("fence-after", keys[flush_at]),), 0, flush_at)
         fenced = fence_at is not None or (f.point.kind == "fence" and crash < len(ev) and ev[crash].tid == x.tid)
+        if fence_at is not None and keys[fence_at] != "?":
+            # the fence that should have made it durable: flush the whole object before it
+            add((Edit("flush-object", keys[fence_at], s_key),), 0, fence_at)
         if fenced:
             add((Edit("flush-after", s_key),), 0, s)
         add((Edit("persist-after", s_key),), 0, s)
@@ -389,6 +431,18 @@ def address_of(text: str) -> str:
     return "ADDR"
 
 
+def _object_size(trace: Trace | None, e: Edit) -> str:
+    """The size of the object a flush-object edit flushes at its first execution in TRACE."""
+    if trace is None:
+        return "SIZE"
+    edit = TraceEdit()
+    _flush_objects(trace, _keys(trace), e, edit)
+    for i in sorted(edit.before):
+        lines = edit.before[i]
+        return str(len(lines) * trace.line_size)
+    return "SIZE"
+
+
 def statement(trace: Trace | None, e: Edit) -> str:
     """The C statement(s) the edit adds, for people (x86 intrinsics; the structure's own persist
     helper does the same)."""
@@ -401,6 +455,11 @@ def statement(trace: Trace | None, e: Edit) -> str:
         return f"_mm_clwb({addr}); _mm_sfence();"
     if e.kind == "persist-before":
         return f"_mm_clwb({address_of(_source_line(e.other))}); _mm_sfence();"
+    if e.kind == "flush-object":
+        size = _object_size(trace, e)
+        obj = address_of(_source_line(e.anchor))
+        return (f"for (size_t o = 0; o < {size}; o += {trace.line_size if trace else 64}) "
+                f"_mm_clwb((char *){obj} + o);  /* the whole object, not one line */")
     if e.kind == "move-fence":
         return f"{_source_line(e.other).strip() or '_mm_sfence();'}  /* moved from {e.other} */"
     return (f"/* persist what this store publishes */ _mm_sfence();  ...  "
@@ -415,6 +474,7 @@ def describe(edits: tuple[Edit, ...]) -> str:
              "and a fence after the call at", "fence-before": "add a fence before",
              "persist-before": "add a flush of {other} and a fence before",
              "move-fence": "move the fence of {other} before",
+             "flush-object": "flush every line of the new object ({other} stores into it) before the fence at",
              "commit": "persist what is written before it, then it (a commit), at"}
     return "; ".join(f"{words[e.kind + (' call' if e.other == 'call' else '')].format(other=e.other)} {e.anchor}"
                      for e in edits)

@@ -34,9 +34,9 @@ def fix_json(fix: FixResult | None) -> dict | None:
     if not fix.found:
         return out
     edits = []
-    for e in fix.edits:
+    for i, e in enumerate(fix.edits):
         j = e.as_json()
-        j["statement"] = statement(None, e)
+        j["statement"] = fix.statements[i] if i < len(fix.statements) else statement(None, e)
         j["lines"] = _excerpt(j["file"], j["line"])
         edits.append(j)
     first = edits[0]
