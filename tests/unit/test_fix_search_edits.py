@@ -100,3 +100,31 @@ def test_an_edit_after_a_call_goes_after_the_inlined_function(tmp_path):
                                 ("store", None)]
     cp = _point(edited, "op_end", 0)
     assert [a - trace.pool_base for a in cp.pending_lines] == [128]
+
+
+def test_flush_object_flushes_the_new_object_whole_before_the_fence(tmp_path):
+    w = TraceWriter(pool_size=4096)
+    build = w.site("n.c", 5, "build")
+    flush = w.site("w.c", 95, "grow")
+    fence = w.site("w.c", 96, "grow")
+    swing = w.site("w.c", 99, "grow")
+    w.op_begin(0)
+    w.alloc(0x100, 192)
+    for off in (0x100, 0x140, 0x180):               # a node of three lines
+        w.store(off, b"n" * 8, site=build)
+    w.flush(0x100, site=flush)                      # one line only: the bug
+    w.fence(site=fence)
+    w.store(0x400, b"p" * 8, site=swing)            # published
+    w.flush(0x400)
+    w.fence()
+    w.op_end(0)
+    path = tmp_path / "o.trace"
+    w.write(path)
+    trace = read_trace(path)
+    assert [a - trace.pool_base for a in _point(trace, "op_end", 0).pending_lines] == [0x140, 0x180]
+    f = Finding("invariant-violation", "", ("invariant-violation", ""), point=_point(trace, "op_end", 0),
+                choice=(0, 0))
+    edits = [c.edits for c in candidates(trace, f)]
+    assert (Edit("flush-object", "w.c:96", "n.c:5"),) in edits
+    edited = trace_edit(trace, (Edit("flush-object", "w.c:96", "n.c:5"),)).apply(trace)
+    assert _point(edited, "op_end", 0).pending_lines == []
