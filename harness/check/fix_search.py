@@ -36,7 +36,7 @@ from harness.check.session import Session
 from harness.core.budget import OutOfTime
 
 # candidates tried per finding, and seconds spent, before the search says it found none
-MAX_CANDIDATES = 10
+MAX_CANDIDATES = 32
 MAX_SECONDS = 60.0
 STORES = ("store", "ntstore")
 FENCES = ("sfence", "mfence")
@@ -108,6 +108,9 @@ class FixResult:
     seconds: float = 0.0
     complete: bool = True           # every legal state of each history was checked (no sampled point)
     reason: str = ""                # without edits: why none
+    # the candidates after the one found, not tried: the next to try when the fix fails on
+    # another history of the bug (harness/run/fix_checks.py)
+    remaining: list[tuple[Edit, ...]] = field(default_factory=list)
 
     @property
     def found(self) -> bool:
@@ -371,7 +374,7 @@ def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Find
     result = FixResult()
     history = [oracle.model.op_text(op) for op in oracle.ops]
     cands = candidates(trace, f)
-    for c in cands:
+    for n, c in enumerate(cands):
         if result.tried >= max_candidates or time.monotonic() - t0 > max_seconds:
             result.reason = (f"no candidate passed within the budget ({result.tried} of {len(cands)} "
                              f"tried, {max_candidates} candidates / {max_seconds:.0f} s)")
@@ -386,6 +389,7 @@ def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Find
             result.edits, result.complete = c.edits, complete
             result.statements = [statement(trace, e) for e in c.edits]
             result.proven_for.append(history)
+            result.remaining = [x.edits for x in cands[n + 1:]]
             break
         result.rejected.append(f"{describe(c.edits)}: {why}")
     else:

@@ -11,6 +11,7 @@ from typing import Callable
 
 from crashsim.runner_client import Stopped
 from harness.check.findings import Finding, HistoryOutcome
+from harness.check.fix_search import describe, statement
 from harness.check.pipeline import Checker
 from harness.core.budget import OutOfTime
 from harness.core.errors import DriverFailure
@@ -31,22 +32,50 @@ def keep_other(entry: Entry, outcome: HistoryOutcome, f: Finding, replaces: bool
         entry.others.append(other.ops)
 
 
+# candidates tried on the histories when a fix fails on one of them
+NEXT_CANDIDATES = 8
+
+
 def check_fixes(checker: Checker, entries, stop: Callable[[], bool]) -> None:
     """Check every fix found for ENTRIES' examples on their other failing histories, until STOP
-    (or the run's time) says no more."""
+    (or the run's time) says no more. A fix that fails on one of them gives way to the next
+    candidate of its search that passes on the example and on every one of them, if any does
+    within NEXT_CANDIDATES; else it stays, with the histories it failed on."""
     for entry in entries:
         fix = entry.finding.fix
-        if fix is None or not fix.found:
+        if fix is None or not fix.found or not entry.others:
             continue
-        for ops in entry.others:
-            if stop() or checker.budget.expired():
-                return
-            try:
-                ok = checker.prove_fix(ops, fix.edits)
-            except (Stopped, OutOfTime, DriverFailure, ValueError):
-                continue
+        verdicts = _on_all(checker, entry.others, fix.edits, stop)
+        if any(ok is False for ok in verdicts):
+            for edits in fix.remaining[:NEXT_CANDIDATES]:
+                if stop() or checker.budget.expired():
+                    break
+                fix.tried += 1
+                if checker.prove_fix(entry.outcome.ops, edits) is not True:
+                    continue
+                again = _on_all(checker, entry.others, edits, stop)
+                if all(ok is True for ok in again):
+                    fix.rejected.append(f"{describe(fix.edits)}: fails on another history of the bug")
+                    fix.edits, verdicts = edits, again
+                    fix.statements = [statement(entry.outcome.trace, e) for e in edits]
+                    break
+        for ops, ok in zip(entry.others, verdicts):
             if ok is not None:
                 (fix.proven_for if ok else fix.failed_for).append([checker.model.op_text(op) for op in ops])
+
+
+def _on_all(checker: Checker, histories: list, edits, stop: Callable[[], bool]) -> list[bool | None]:
+    """Whether EDITS make every crash state of each of HISTORIES pass (None: not known)."""
+    out: list[bool | None] = []
+    for ops in histories:
+        if stop() or checker.budget.expired():
+            out.append(None)
+            continue
+        try:
+            out.append(checker.prove_fix(ops, edits))
+        except (Stopped, OutOfTime, DriverFailure, ValueError):
+            out.append(None)
+    return out
 
 
 __all__ = ["OTHER_HISTORIES", "check_fixes", "keep_other"]
