@@ -20,17 +20,16 @@ show without any crash (harness/check/without_crash.py). Never builds records or
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from crashsim.explore import explore
 from crashsim.runner_client import Stopped
-from crashsim.trace import Event, Trace
-from crashsim.trace_edit import TraceEdit, fence_event, flush_events
+from crashsim.trace import Trace
 from harness.check.crash_oracle import SequentialOracle
-from harness.check.findings import Finding, site_key
+from harness.check.findings import Finding
+from harness.check.fix_edits import FENCES, Edit, calls_at, trace_edit, trace_keys
+from harness.check.fix_words import address_of, describe, statement
 from harness.check.judging import HistoryJudge
 from harness.check.session import Session
 from harness.core.budget import OutOfTime
@@ -38,50 +37,6 @@ from harness.core.budget import OutOfTime
 # candidates tried per finding, and seconds spent, before the search says it found none
 MAX_CANDIDATES = 32
 MAX_SECONDS = 60.0
-STORES = ("store", "ntstore")
-FENCES = ("sfence", "mfence")
-
-
-@dataclass(frozen=True)
-class Edit:
-    """One change of the code, in source terms.
-
-    kind      flush-after     a flush of the line(s) the store at ANCHOR wrote, after it
-              fence-after     a fence after the flush at ANCHOR
-              persist-after   a flush of the store's line(s) and a fence, after the store at ANCHOR
-              fence-before    a fence before the store at ANCHOR
-              persist-before  a flush of the line(s) the latest store at OTHER wrote, and a fence,
-                              before the store at ANCHOR
-              move-fence      the fence at OTHER moved to just before the store at ANCHOR
-              commit          before the store at ANCHOR, a flush of every line its thread wrote
-                              since its last fence and a fence; after it, its own line(s) and a fence
-              flush-object    before the fence at ANCHOR, a flush of every line of the objects
-                              its thread allocated and wrote since its previous fence (else of the
-                              object the latest store at OTHER wrote into): a new node flushed in
-                              part (one line of several) before the fence that should make it durable
-    anchor    file:line the edit goes at (before or after it)
-    other     a second line the edit names (persist-before, move-fence); for flush-after and
-              persist-after, "call": ANCHOR is the line that called (inlined) the function
-              holding the store, and the edit goes after that call returned; else ""
-    """
-    kind: str
-    anchor: str
-    other: str = ""
-
-    @property
-    def where(self) -> str:
-        return "after" if self.kind in ("flush-after", "fence-after", "persist-after") else "before"
-
-    @property
-    def instructions(self) -> int:
-        """How many instructions the edit adds or moves (fewest first)."""
-        return {"flush-after": 1, "fence-after": 1, "fence-before": 1, "move-fence": 1,
-                "persist-after": 2, "persist-before": 2, "flush-object": 2, "commit": 4}[self.kind]
-
-    def as_json(self) -> dict:
-        file, _, line = self.anchor.rpartition(":")
-        return {"kind": self.kind, "file": file, "line": int(line or 0), "where": self.where,
-                "other": self.other}
 
 
 @dataclass
@@ -123,152 +78,12 @@ def about_ordering(f: Finding) -> bool:
             and bool(f.lost) and f.without_crash is None)
 
 
-# -- building the edits on a trace ----------------------------------------------------------
-
-def _keys(trace: Trace) -> list[str]:
-    """file:line of every event (a store or flush inside a header helper: its caller's line)."""
-    cache: dict[int, str] = {}
-    out = []
-    for ev in trace.events:
-        k = cache.get(ev.site)
-        if k is None:
-            k = cache[ev.site] = site_key(trace, ev.site)
-        out.append(k)
-    return out
-
-
-def _calls_at(trace: Trace, ev: Event) -> str | None:
-    s = trace.site(ev.site)
-    return f"{s.inlined_file}:{s.inlined_line}" if s is not None and s.inlined_line else None
-
-
-def _is_pm_store(ev: Event) -> bool:
-    return ev.kind in STORES and ev.region is not None
-
-
-def _calls(trace: Trace) -> list[str | None]:
-    """file:line of the call each event's code was inlined at (None: not inlined)."""
-    return [_calls_at(trace, ev) for ev in trace.events]
-
-
-def _after_calls(trace: Trace, e: Edit, out: TraceEdit) -> None:
-    """E (flush-after or persist-after "call") at every execution of the call at its anchor: after
-    the last event of each run of events inlined there, the lines its stores wrote flushed."""
-    calls, ev = _calls(trace), trace.events
-    i = 0
-    while i < len(ev):
-        if calls[i] != e.anchor:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(ev) and calls[j + 1] == e.anchor:
-            j += 1
-        flushes: dict[int, Event] = {}
-        for x in ev[i:j + 1]:
-            if _is_pm_store(x):
-                for f in flush_events(trace, x, x.site):
-                    flushes.setdefault(f.addr, f)
-        if flushes:
-            last = ev[j]
-            out.insert_after(j, [flushes[a] for a in sorted(flushes)])
-            if e.kind == "persist-after":
-                out.insert_after(j, [fence_event(last.tid, last.site, last.seq)])
-        i = j + 1
-
-
-def _flush_objects(trace: Trace, keys: list[str], e: Edit, out: TraceEdit) -> None:
-    """E (flush-object) at every execution of its fence: every line of each object its thread
-    allocated and stored into since its previous fence flushed before it (a new node published
-    after this fence must be durable whole), or without one, of the object the latest store at
-    E.other wrote into."""
-    ls = trace.line_size
-    allocs: list[tuple[int, int]] = []            # (addr, size) of the allocations so far
-    fresh: dict[int, list[tuple[int, int]]] = {}  # thread -> objects it allocated since its last fence
-    written: dict[int, set[tuple[int, int]]] = {}  # thread -> of those, the ones it stored into
-    latest: dict[int, Event] = {}
-    for i, x in enumerate(trace.events):
-        if x.kind == "alloc" and x.size:
-            allocs.append((x.addr, x.size))
-            fresh.setdefault(x.tid, []).append((x.addr, x.size))
-        elif _is_pm_store(x):
-            if keys[i] == e.other:
-                latest[x.tid] = x
-            obj = next((o for o in fresh.get(x.tid, ()) if o[0] <= x.addr < o[0] + o[1]), None)
-            if obj is not None:
-                written.setdefault(x.tid, set()).add(obj)
-        elif x.kind == "fence" and x.sub in FENCES:
-            objs = sorted(written.pop(x.tid, set()))
-            fresh.pop(x.tid, None)
-            st = latest.pop(x.tid, None)
-            if keys[i] != e.anchor:
-                continue
-            if not objs and st is not None:
-                objs = [next(((a, n) for a, n in reversed(allocs) if a <= st.addr < a + n), (st.addr, st.size))]
-            lines = sorted({line for a, n in objs for line in range(a - a % ls, a + n, ls)})
-            out.insert_before(i, [Event(x.seq, x.tid, "flush", "clwb", line, ls, b"", x.site, 0, None)
-                                  for line in lines])
-
-
-def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
-    """EDITS applied to every execution of their lines in TRACE."""
-    keys = _keys(trace)
-    ev = trace.events
-    out = TraceEdit()
-    for e in edits:
-        if e.kind in ("flush-after", "persist-after") and e.other == "call":
-            _after_calls(trace, e, out)
-        elif e.kind in ("flush-after", "persist-after"):
-            for i, x in enumerate(ev):
-                if keys[i] == e.anchor and _is_pm_store(x):
-                    out.insert_after(i, flush_events(trace, x, x.site))
-                    if e.kind == "persist-after":
-                        out.insert_after(i, [fence_event(x.tid, x.site, x.seq)])
-        elif e.kind == "flush-object":
-            _flush_objects(trace, keys, e, out)
-        elif e.kind == "fence-after":
-            for i, x in enumerate(ev):
-                if keys[i] == e.anchor and x.kind == "flush":
-                    out.insert_after(i, [fence_event(x.tid, x.site, x.seq)])
-        elif e.kind in ("fence-before", "persist-before", "commit", "move-fence"):
-            latest: dict[int, Event] = {}            # persist-before: thread -> its latest OTHER store
-            dirty: dict[int, dict[int, Event]] = {}  # commit: thread -> line -> a store writing it
-            for i, x in enumerate(ev):
-                if e.kind == "commit" and x.kind == "fence":
-                    dirty.pop(x.tid, None)
-                if not _is_pm_store(x):
-                    continue
-                here = keys[i] == e.anchor
-                if e.kind == "persist-before" and keys[i] == e.other and not here:
-                    latest[x.tid] = x
-                if e.kind == "commit" and not here:
-                    for f in flush_events(trace, x, x.site):
-                        dirty.setdefault(x.tid, {})[f.addr] = x
-                if not here:
-                    continue
-                if e.kind == "persist-before":
-                    prev = latest.get(x.tid)
-                    if prev is not None:
-                        out.insert_before(i, flush_events(trace, prev, x.site))
-                elif e.kind == "commit":
-                    seen = set()
-                    for line, st in sorted(dirty.pop(x.tid, {}).items()):
-                        out.insert_before(i, [f for f in flush_events(trace, st, x.site)
-                                              if f.addr == line and line not in seen])
-                        seen.add(line)
-                    out.insert_after(i, flush_events(trace, x, x.site) + [fence_event(x.tid, x.site, x.seq)])
-                out.insert_before(i, [fence_event(x.tid, x.site, x.seq)])
-            if e.kind == "move-fence":
-                out.remove |= {i for i, x in enumerate(ev)
-                               if keys[i] == e.other and x.kind == "fence" and x.sub in FENCES}
-    return out
-
-
 # -- the candidates -------------------------------------------------------------------------
 
 def candidates(trace: Trace, f: Finding) -> list[Candidate]:
     """The edits that could forbid F's failing state, in the order they are tried."""
     ev = trace.events
-    keys = _keys(trace)
+    keys = trace_keys(trace)
     crash = f.point.event
     ls = trace.line_size
     out: dict[tuple[Edit, ...], Candidate] = {}
@@ -310,7 +125,7 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
         call = f"{site.inlined_file}:{site.inlined_line}" if site is not None and site.inlined_line else None
         if call is not None and call != s_key:
             end = s
-            while end + 1 < len(ev) and _calls_at(trace, ev[end + 1]) == call:
+            while end + 1 < len(ev) and calls_at(trace, ev[end + 1]) == call:
                 end += 1
             # (after the call returns is later than after the store inside it)
             if fenced:
@@ -407,81 +222,6 @@ def prove(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple
     except (Stopped, OutOfTime):
         return None
 
-
-# -- saying it ------------------------------------------------------------------------------
-
-_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.>-]*)\s*\(\s*([^,()]+(?:\([^()]*\))?[^,()]*)\s*,")
-_ASSIGN = re.compile(r"^\s*(?:[\w\s\*]+\s+)?([\w\[\]\.\->\*\s]+?)\s*(?:[-+*/|&^]?=)(?!=)")
-
-
-def _source_line(key: str) -> str:
-    file, _, line = key.rpartition(":")
-    try:
-        return Path(file).read_text(errors="replace").splitlines()[int(line) - 1]
-    except (OSError, ValueError, IndexError):
-        return ""
-
-
-def address_of(text: str) -> str:
-    """The address a source line stores to, guessed from its text: the first argument of a call
-    statement (`store8(slot, ref)`), or `&` the left side of an assignment; ADDR when neither."""
-    m = _CALL.match(text)
-    if m:
-        return m.group(1).strip()
-    m = _ASSIGN.match(text)
-    if m:
-        lhs = m.group(1).strip().lstrip("*").strip()
-        return f"&{lhs}" if lhs else "ADDR"
-    return "ADDR"
-
-
-def _object_size(trace: Trace | None, e: Edit) -> str:
-    """The size of the object a flush-object edit flushes at its first execution in TRACE."""
-    if trace is None:
-        return "SIZE"
-    edit = TraceEdit()
-    _flush_objects(trace, _keys(trace), e, edit)
-    for i in sorted(edit.before):
-        lines = edit.before[i]
-        return str(len(lines) * trace.line_size)
-    return "SIZE"
-
-
-def statement(trace: Trace | None, e: Edit) -> str:
-    """The C statement(s) the edit adds, for people (x86 intrinsics; the structure's own persist
-    helper does the same)."""
-    addr = address_of(_source_line(e.anchor))
-    if e.kind == "flush-after":
-        return f"_mm_clwb({addr});"
-    if e.kind == "fence-after" or e.kind == "fence-before":
-        return "_mm_sfence();"
-    if e.kind == "persist-after":
-        return f"_mm_clwb({addr}); _mm_sfence();"
-    if e.kind == "persist-before":
-        return f"_mm_clwb({address_of(_source_line(e.other))}); _mm_sfence();"
-    if e.kind == "flush-object":
-        size = _object_size(trace, e)
-        obj = address_of(_source_line(e.anchor))
-        return (f"for (size_t o = 0; o < {size}; o += {trace.line_size if trace else 64}) "
-                f"_mm_clwb((char *){obj} + o);  /* the whole object, not one line */")
-    if e.kind == "move-fence":
-        return f"{_source_line(e.other).strip() or '_mm_sfence();'}  /* moved from {e.other} */"
-    return (f"/* persist what this store publishes */ _mm_sfence();  ...  "
-            f"_mm_clwb({addr}); _mm_sfence();")
-
-
-def describe(edits: tuple[Edit, ...]) -> str:
-    """The edits in words: `add a flush after wort.c:81`."""
-    words = {"flush-after": "add a flush of the stored line after", "fence-after": "add a fence after",
-             "persist-after": "add a flush and a fence after", "flush-after call": "add a flush of the "
-             "lines it stored after the call at", "persist-after call": "add a flush of the lines it stored "
-             "and a fence after the call at", "fence-before": "add a fence before",
-             "persist-before": "add a flush of {other} and a fence before",
-             "move-fence": "move the fence of {other} before",
-             "flush-object": "flush every line of the new object ({other} stores into it) before the fence at",
-             "commit": "persist what is written before it, then it (a commit), at"}
-    return "; ".join(f"{words[e.kind + (' call' if e.other == 'call' else '')].format(other=e.other)} {e.anchor}"
-                     for e in edits)
 
 
 __all__ = ["Candidate", "Edit", "FixResult", "about_ordering", "address_of", "candidates", "describe",
