@@ -13,6 +13,7 @@ each:
   harness/check/state_shrink.py      the fewest lost stores that still fail
   harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
+  harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
