@@ -14,7 +14,9 @@ from crashsim.trace_edit import TraceEdit
 from harness.check.fix_edits import Edit, flush_objects, trace_keys
 
 
-_CALL = re.compile(r"^\s*(?:[A-Za-z_][\w.>-]*)\s*\(\s*([^,()]+(?:\([^()]*\))?[^,()]*)\s*,")
+_CALL = re.compile(r"^\s*(?:return\s+)?(?!(?:if|while|for|switch|sizeof)\b)[A-Za-z_][\w.>-]*\s*\(")
+_LABEL = re.compile(r"^\s*(?:case\s+[^:]+|default|[A-Za-z_]\w*)\s*:(?!:)\s*")
+_CAST = re.compile(r"^\(\s*(?:const\s+|struct\s+|unsigned\s+)*[A-Za-z_]\w*\s*\**\s*\)")
 _ASSIGN = re.compile(r"^\s*(?:[\w\s\*]+\s+)?([\w\[\]\.\->\*\s]+?)\s*(?:[-+*/|&^]?=)(?!=)")
 
 
@@ -26,16 +28,41 @@ def _source_line(key: str) -> str:
         return ""
 
 
+def _first_argument(text: str, start: int) -> str:
+    """The first argument of the call whose '(' is at START in TEXT, casts taken off."""
+    depth, i = 0, start
+    while i < len(text):
+        c = text[i]
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        elif c == "," and depth == 1:
+            break
+        i += 1
+    arg = text[start + 1:i].strip()
+    return _CAST.sub("", arg).strip()
+
+
 def address_of(text: str) -> str:
     """The address a source line stores to, guessed from its text: the first argument of a call
-    statement (`store8(slot, ref)`), or `&` the left side of an assignment; ADDR when neither."""
-    m = _CALL.match(text)
+    statement (`store8(slot, ref)`, also after a `case X:` label, casts taken off), or `&` the left
+    side of an assignment; ADDR when neither."""
+    body = _LABEL.sub("", text)
+    m = _ASSIGN.match(body)
+    lhs = body[:m.end()].rstrip("=+-*/|&^ \t").strip() if m else ""
+    if lhs and "(" not in lhs:
+        if lhs.startswith("*"):                     # a store through a pointer: the pointer
+            return lhs.lstrip("*").strip()
+        if re.match(r"^[\w\s]+[\s*]+\**[A-Za-z_]\w*$", lhs) and not re.match(r"^[A-Za-z_]\w*$", lhs):
+            # a pointer declared and set from a call: what it points to is what was stored
+            return lhs.replace("*", " ").split()[-1]
+        return f"&{lhs}"
+    m = _CALL.search(body)
     if m:
-        return m.group(1).strip()
-    m = _ASSIGN.match(text)
-    if m:
-        lhs = m.group(1).strip().lstrip("*").strip()
-        return f"&{lhs}" if lhs else "ADDR"
+        return _first_argument(body, m.end() - 1) or "ADDR"
     return "ADDR"
 
 

@@ -75,7 +75,10 @@ def test_address_of_a_source_line():
     assert address_of("\tstore8(slot, ref);") == "slot"
     assert address_of("    n->key = k;") == "&n->key"
     assert address_of("\tleaf->value[i] = v;") == "&leaf->value[i]"
-    assert address_of("}") == "ADDR"
+    assert address_of("}") == "ADDR" and address_of("\tif (x == y)") == "ADDR"
+    assert address_of("\tcase N4: fill_n4((struct art_node4 *)n, e); break;") == "n"
+    assert address_of("\t*ref = nu;") == "ref"
+    assert address_of("\tstruct art_value *v = art_value_alloc(val);") == "v"
 
 
 def test_an_edit_after_a_call_goes_after_the_inlined_function(tmp_path):
