@@ -2,9 +2,11 @@
 
 Owns, for a shrunk finding whose failing crash state loses stores, the search for the smallest
 change of the code's persistence instructions that forbids the failure, and its proof: each
-candidate is an edit of the source lines (add a flush of the lost store's line, a fence, both; add
-them before the store that depends on it; move an existing fence above that store; make that store
-the commit of a two-step update: persist what came before, publish, persist the publication),
+candidate is an edit of the source lines (add a flush of the lost store's line, a fence, both,
+after the store or after the call of the inlined function holding it; flush the new objects whole
+before the fence that follows it; add them before the store that depends on it; move an existing
+fence above that store; make that store the commit of a two-step update: persist what came before,
+publish, persist the publication; harness/check/fix_edits.py),
 applied to every execution of those lines in the traced history (crashsim/trace_edit.py). The
 edited trace is simulated and every crash state of the history is checked again, with the same
 runner, oracle and judge as fuzzing (the lazy strategy, so one execution per class of states). A
