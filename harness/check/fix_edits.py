@@ -85,18 +85,37 @@ def _calls(trace: Trace) -> list[str | None]:
     return [calls_at(trace, ev) for ev in trace.events]
 
 
+def call_end(trace: Trace, calls: list[str | None], i: int, anchor: str) -> int:
+    """The last event of the execution of the call at ANCHOR that event I begins: the events
+    inlined at ANCHOR and those of helpers inlined into the called function (a persist helper,
+    which the trace names by the called function's line), up to the first event of anything else
+    (the caller's next line, another function, an operation boundary). A function the callee calls
+    without inlining it ends the run there: the trace does not say who called it."""
+    ev = trace.events
+    first = trace.site(ev[i].site)
+    callee = first.func if first is not None else None
+    j = i
+    while j + 1 < len(ev):
+        nxt = ev[j + 1]
+        if nxt.kind in ("op_begin", "op_end") or nxt.tid != ev[i].tid:
+            break
+        s = trace.site(nxt.site)
+        if not (calls[j + 1] == anchor or (s is not None and callee and callee in (s.func, s.inlined_func))):
+            break
+        j += 1
+    return j
+
+
 def _after_calls(trace: Trace, e: Edit, out: TraceEdit) -> None:
     """E (flush-after or persist-after "call") at every execution of the call at its anchor: after
-    the last event of each run of events inlined there, the lines its stores wrote flushed."""
+    its last event (call_end), the lines its stores wrote flushed (and a fence)."""
     calls, ev = _calls(trace), trace.events
     i = 0
     while i < len(ev):
         if calls[i] != e.anchor:
             i += 1
             continue
-        j = i
-        while j + 1 < len(ev) and calls[j + 1] == e.anchor:
-            j += 1
+        j = call_end(trace, calls, i, e.anchor)
         flushes: dict[int, Event] = {}
         for x in ev[i:j + 1]:
             if is_pm_store(x):
@@ -197,4 +216,4 @@ def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
     return out
 
 
-__all__ = ["Edit", "FENCES", "STORES", "calls_at", "flush_objects", "is_pm_store", "trace_edit", "trace_keys"]
+__all__ = ["Edit", "FENCES", "STORES", "call_end", "calls_at", "flush_objects", "is_pm_store", "trace_edit", "trace_keys"]

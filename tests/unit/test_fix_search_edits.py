@@ -85,10 +85,13 @@ def test_an_edit_after_a_call_goes_after_the_inlined_function(tmp_path):
     w = TraceWriter(pool_size=4096)
     inner = w.site("h.c", 5, "write_value", inlined_file="a.c", inlined_line=20, inlined_func="update")
     inner2 = w.site("h.c", 6, "write_value", inlined_file="a.c", inlined_line=20, inlined_func="update")
+    helper = w.site("persist.h", 50, "cc_flush_line", inlined_file="h.c", inlined_line=7,
+                    inlined_func="write_value")
     link = w.site("a.c", 21, "update")
     w.op_begin(0)
     w.store(0, b"v" * 8, site=inner)
     w.store(64, b"w" * 8, site=inner2)
+    w.flush(0, site=helper)                   # a helper inlined into the called function: still the call
     w.store(128, b"p" * 8, site=link)
     w.fence()
     w.op_end(0)
@@ -97,10 +100,10 @@ def test_an_edit_after_a_call_goes_after_the_inlined_function(tmp_path):
     trace = read_trace(path)
     edited = trace_edit(trace, (Edit("persist-after", "a.c:20", "call"),)).apply(trace)
     kinds = [(ev.kind, ev.addr - trace.pool_base if ev.kind == "flush" else None) for ev in edited.events]
-    # both lines the call stored flushed once, then a fence, after its last store, before the link
+    # both lines the call stored flushed once, then a fence, after its last event, before the link
     at = kinds.index(("store", None))
-    assert kinds[at:at + 6] == [("store", None), ("store", None), ("flush", 0), ("flush", 64), ("fence", None),
-                                ("store", None)]
+    assert kinds[at:at + 7] == [("store", None), ("store", None), ("flush", 0), ("flush", 0), ("flush", 64),
+                                ("fence", None), ("store", None)]
     cp = _point(edited, "op_end", 0)
     assert [a - trace.pool_base for a in cp.pending_lines] == [128]
 
