@@ -69,6 +69,9 @@ class Finding:
     # (the first to break a rule, else to answer wrong) made that no earlier one had (new_stores):
     # the code path where it went wrong, which harness/triage/bugs.py makes one bug.
     new_stores: tuple[str, ...] = ()
+    # After shrinking, for a failure about ordering: the fix searched on the trace and proven
+    # there (harness/check/fix_search.py FixResult); None when the finding is not about ordering.
+    fix: Any = None
 
     @property
     def lost(self) -> list[Piece]:
@@ -133,6 +136,7 @@ class HistoryOutcome:
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
+    perf: Any = None             # `fuzz --perf`: its trace's useless persistence (harness/check/perf_tally.py)
 
     # the coverage counts, under the names fuzz statistics use
     @property

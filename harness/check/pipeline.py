@@ -13,6 +13,7 @@ each:
   harness/check/state_shrink.py      the fewest lost stores that still fail
   harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
+  harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashsim.explore into the runner and hands
@@ -48,6 +49,8 @@ from harness.check.schedule_shrink import shown, shrink_schedule, switches
 from harness.core.settings import Settings
 from harness.check.state_shrink import shrink_state
 from harness.check.without_crash import without_crash
+from harness.check.fix_search import prove, search_fix
+from harness.check.perf_tally import PerfTally
 from harness.target.structures import Structure
 from harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
 from specs.model import prefix_states
@@ -164,6 +167,8 @@ class Checker:
             outcome.not_checked = not checked
             crashes = crashes and checked and self.structure.has_pm
         else:
+            if self.settings.perf:
+                outcome.perf = PerfTally.of(trace, [self.model.op_text(op).split(" ")[0] for op in ops])
             outcome.findings = self.crash_free_findings(ops, lines)
             if outcome.findings:
                 at = new_stores(trace, first_failing_op(self.model, ops, lines))
@@ -299,6 +304,19 @@ class Checker:
         f.group = finding_group(trace, f)
         if not threads.is_threaded(outcome.ops):
             f.without_crash = without_crash(self, outcome.ops, oracle, f)
+            if self.settings.fixes and not self.budget.expired():
+                f.fix = search_fix(self.session, trace, oracle, f)
+
+    def prove_fix(self, ops: list, edits: tuple) -> bool | None:
+        """Whether the fix EDITS (harness/check/fix_search.py, found on another history) makes
+        every crash state of history OPS pass; None when it cannot tell (the history does not
+        fail without it either, is threaded, or the time ran out)."""
+        if threads.is_threaded(ops) or self.budget.expired():
+            return None
+        trace, lines = self.trace(ops)
+        if self.crash_free_findings(ops, lines, trace):
+            return None
+        return prove(self.session, trace, self.oracle(ops, trace, lines, self.followup(ops)), edits)
 
 
 def coverage_key(f: Finding):

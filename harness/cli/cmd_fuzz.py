@@ -104,6 +104,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"only its crash state)")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
+    p.add_argument("--perf", action="store_true",
+                   help="also count the flushes and fences that did nothing (a clean line, a line flushed "
+                        "already, a fence with nothing to order), per source site and per operation, over "
+                        "every history: a section of the summary and the report, never a bug")
     p.add_argument("--json", dest="json_out", help="write the results file here")
     p.add_argument("--report", help="write the HTML report here")
     p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
@@ -184,7 +188,7 @@ def plan_of(args: argparse.Namespace) -> Plan:
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit,
-                        tracer=args.tracer, continuation=args.continuation)
+                        tracer=args.tracer, continuation=args.continuation, perf=getattr(args, "perf", False))
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,

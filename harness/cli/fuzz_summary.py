@@ -12,6 +12,8 @@ import signal
 from rich.console import Console
 
 from harness.core.counts import big
+from harness.check.perf_tally import perf_line
+from harness.triage.fix_record import fix_line
 
 
 def why_none(res: dict, row: dict) -> str:
@@ -73,6 +75,8 @@ def print_summary(console: Console, res: dict) -> None:
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)
+        if row.get("perf"):
+            console.print(f"  {perf_line(row['perf'])}", highlight=False, markup=False)
         for warning in row.get("warnings") or []:
             console.print(f"  warning: {warning}", highlight=False, markup=False)
         if row.get("unshrunk"):
@@ -96,6 +100,8 @@ def print_summary(console: Console, res: dict) -> None:
             also = b["classes"][1:] if len(b.get("classes") or []) > 1 else sorted({s["class"] for s in b["symptoms"]})
             console.print(f"      also:    {', '.join(also)} ({len(b['symptoms'])} other symptom"
                           f"{'s' if len(b['symptoms']) != 1 else ''} of this bug)", highlight=False, markup=False)
+        if b.get("fix"):
+            console.print(f"      {fix_line(b['fix'])}", highlight=False, markup=False)
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 

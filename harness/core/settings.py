@@ -42,6 +42,10 @@ class Settings:
     atomic_unit: int = defaults.ATOMIC_UNIT
     # Who traces the driver's runs: the pass's own runtime, or Valgrind's pmemcheck (harness/target/tracers.py)
     tracer: str = defaults.TRACER
+    # Search a fix of every ordering finding on its trace and prove it (harness/check/fix_search.py)
+    fixes: bool = True
+    # Tally flushes and fences that did nothing over the run's histories (`fuzz --perf`)
+    perf: bool = False
 
     def options(self) -> ModelOptions:
         return ModelOptions(model=self.model, clflush_guarantees=self.clflush_guarantees,

@@ -18,7 +18,9 @@ from markupsafe import Markup, escape
 
 from harness.core.counts import big
 from harness.triage.records import region_prefix
+from harness.render.fix_view import fix_view
 from harness.render.lanes_svg import render_lanes
+from harness.render.perf_view import perf_view
 from harness.core.paths import HEADERS
 from harness.render.timeline import render_timeline
 
@@ -170,7 +172,7 @@ def prepare(results: dict) -> dict:
         # fields of newer records (a journal or an older results file may lack them)
         for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None),
                               ("code_pointers", []),
-                              ("classes", []), ("without_crash", ""), ("shrink", None)):
+                              ("classes", []), ("without_crash", ""), ("shrink", None), ("fix", None)):
             bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
         bug["diff_note"] = ""
@@ -208,7 +210,8 @@ def prepare(results: dict) -> dict:
 def render(results: dict) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.globals.update(source=_source, stores=_stores, site_text=site_text, max_switches=MAX_SWITCHES)
+    env.globals.update(source=_source, stores=_stores, site_text=site_text, max_switches=MAX_SWITCHES,
+                       fix_view=fix_view, perf_view=perf_view)
     env.filters["big"] = big
     return env.get_template("report.html.j2").render(**prepare(results))
 

@@ -9,6 +9,7 @@ what it owns), from the top:
   dask_executor, executors   where units run: Dask; this process, local worker processes
   batch            one unit of work (Share) and fuzz_batch, which runs its Search anywhere
   search, merge    one share's search (Search); joining shares into a target's bugs
+  fix_checks       a fix proven on a bug's example checked on its other failing histories
   strategies, found, results, journal, wire
                    the histories drawn; what the search says to Hypothesis; the typed results
                    (Stats, Progress, TargetResult, Results and the results file); the journal;

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from harness.check.findings import Finding, HistoryOutcome
+from harness.check.perf_tally import PerfTally
 from harness.core.errors import UsageError
 from harness.core.settings import Settings
 from harness.target import structures
@@ -41,6 +42,7 @@ class Stats:
     not_checked: int = _count("not_checked")        # threaded: linearizability search out of budget
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
+    perf: PerfTally | None = None    # `fuzz --perf`: useless persistence over the histories (not a count)
 
     @staticmethod
     def counts() -> list[str]:
@@ -52,6 +54,8 @@ class Stats:
             if f.metadata.get("count"):
                 source = f.metadata["outcome"]
                 setattr(self, f.name, getattr(self, f.name) + (1 if source is None else getattr(outcome, source)))
+        if getattr(outcome, "perf", None) is not None:
+            self.perf = PerfTally().add(self.perf).add(outcome.perf)
 
     def add(self, other: "Stats") -> None:
         """Add the stats of another share of the same target (shares run at once: the longest
@@ -60,10 +64,14 @@ class Stats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
         self.threads = max(self.threads, other.threads)
+        if other.perf is not None:
+            self.perf = PerfTally().add(self.perf).add(other.perf)
 
     def as_json(self) -> dict:
         out: dict = {}
         for f in fields(self):
+            if f.name == "perf":
+                continue          # its own section of the row (Results.as_json)
             value = getattr(self, f.name)
             if f.name == "states_legal" and value >= EXACT_LIMIT:
                 value = str(value)
@@ -124,6 +132,9 @@ class Entry:
     # its example came from, and its crash state (harness/check/state_shrink.py)
     history_shrink: str = "not tried"
     state_shrink: str = "not tried"
+    # a few other failing histories of its group (their ops): a fix proven on the example is
+    # checked on them too (harness/check/fix_search.py)
+    others: list = field(default_factory=list)
 
 
 @dataclass
@@ -182,6 +193,8 @@ class Results:
                          "first_unexpected_s": r.first_unexpected_s,
                          "complete": r.complete, "unshrunk": r.unshrunk,
                          "warnings": list(r.warnings)})
+            if r.stats.perf is not None:
+                rows[-1]["perf"] = r.stats.perf.as_json()
             bugs.extend(r.records)
         # targets run one after the other (or compete for the same slots): their times add up
         total.elapsed_s = round(sum(row["stats"]["elapsed_s"] for row in rows), 2)

@@ -58,6 +58,7 @@ from harness.core.errors import DriverFailure, UsageError
 from harness.core.settings import Settings
 from harness.run import strategies
 from harness.run.config import Config, batches
+from harness.run.fix_checks import check_fixes, keep_other
 from harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
 from harness.run.journal import Journal
 from harness.run.results import Entry, Progress, Stats, TargetResult
@@ -269,6 +270,7 @@ class Search:
                                            rank, (self.batch_no, self.call))
         else:
             entry.occurrences += f.occurrences
+            keep_other(entry, outcome, f, rank < entry.rank)
             if rank < entry.rank:
                 entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
         if f.group not in self.journaled and self.journal is not None:
@@ -395,3 +397,4 @@ class Search:
                     entry.state_shrink = CUT      # out of time, or stopped, part way
                 if diff is not None:      # report it as found, in the trace it was found in
                     entry.outcome.trace, entry.finding = before, kept
+        check_fixes(self.checker, self.registry.values(), lambda: bool(self.interrupted or self.error))

@@ -83,6 +83,15 @@ _HOW = ("done", "cut by the budget", "not tried")
 SHRINK = Obj({"history": (Text(_HOW), "not tried"), "crash_state": (Text(_HOW + ("no crash state",)), "not tried")})
 ORDER = Obj({"persisted": (List(Text()), list), "lost": (List(Text()), list),
              "class": (Text(_classes()), REQUIRED)})
+# an ordering bug's fix, proven on the trace (harness/triage/fix_record.py)
+FIX_EDIT = Obj({"kind": (Text(), REQUIRED), "file": (Text(), ""), "line": (Nat(), 0),
+                "where": (Text(("after", "before")), "after"), "other": (Text(), ""),
+                "statement": (Text(), ""), "lines": (List(Tuple((Nat(), Text()))), list)})
+FIX = Obj({"found": (Bool(), REQUIRED), "tried": (Nat(), 0), "search_s": (Seconds(), 0.0),
+           "rejected": (List(Text()), list), "reason": (Text(), ""), "file": (Text(), ""), "line": (Nat(), 0),
+           "where": (Text(("after", "before")), "after"), "statement": (Text(), ""), "text": (Text(), ""),
+           "edits": (List(FIX_EDIT), list), "proven_for": (List(List(Text())), list),
+           "failed_for": (List(List(Text())), list), "general": (Bool(), False), "complete": (Bool(), True)})
 
 RECORD = Obj({
     "crashcheck": (Nat(), FORMAT),
@@ -136,10 +145,16 @@ RECORD = Obj({
     "orders": (List(ORDER), list),
     "program": (Opt(PROGRAM), None),
     "output": (Text(), ""),
+    "fix": (Opt(FIX), None),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
              "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+# `fuzz --perf`: flushes and fences that did nothing (harness/check/perf_tally.py)
+PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Nat()), dict),
+            "sites": (List(Obj({"kind": (Text(), REQUIRED), "sub": (Text(), ""), "where": (Text(), ""),
+                                "func": (Text(), ""), "count": (Nat(), 0)})), list),
+            "by_operation": (Map(Obj({"ops": (Nat(), 0)})), dict)})
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),
@@ -152,7 +167,7 @@ RESULTS = Obj({
     "per_structure": (Opt(List(Obj({"structure": (Text(), REQUIRED), "bug": (Opt(Text()), None),
                                     "stats": (STATS, REQUIRED), "unexpected": (Nat(), 0),
                                     "expected": (Nat(), 0),
-                                    "warnings": (List(Text()), list)}))), None),
+                                    "warnings": (List(Text()), list), "perf": (Opt(PERF), None)}))), None),
     "bugs": (List(RECORD), REQUIRED),
 })
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from crashsim.persistency import Piece
 from crashsim.trace import Trace
 from harness.triage import bugs, lanes
+from harness.triage.fix_record import fix_json
 from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
 from harness.check import threads
 from harness.check.hangs import hang_words
@@ -214,6 +215,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "lanes": [],
         "preemptions": [],
         "lanes_crash": None,
+        # an ordering bug's fix, proven on the trace (harness/check/fix_search.py); null otherwise
+        "fix": fix_json(f.fix),
     }
     if threaded is not None and outcome.run_trace is not None:
         run = outcome.run_trace
