@@ -104,6 +104,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"only its crash state)")
     p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
                    help="end the run once a bug of this class is found (not an expected one)")
+    p.add_argument("--no-fix", dest="fixes", action="store_false",
+                   help="do not search a fix for ordering bugs (the search proves each candidate by checking "
+                        "the history again: seconds per bug)")
     p.add_argument("--perf", action="store_true",
                    help="also count the flushes and fences that did nothing (a clean line, a line flushed "
                         "already, a fence with nothing to order), per source site and per operation, over "
@@ -188,7 +191,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
     targets = _check_args(args)
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         recovery_crashes=args.recovery_crashes, atomic_unit=args.atomic_unit,
-                        tracer=args.tracer, continuation=args.continuation, perf=getattr(args, "perf", False))
+                        tracer=args.tracer, continuation=args.continuation, perf=getattr(args, "perf", False),
+                        fixes=getattr(args, "fixes", True))
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
                     max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,

@@ -42,7 +42,7 @@ MARKER = "crashcheck"
 # What a marker or run()/check() may set, with a one-line description for the error message.
 OPTIONS = ("structure", "bug", "model", "seed", "examples", "budget", "limit", "max_ops", "keys", "mix",
            "stop_on_class", "strategy", "recovery_crashes", "threads", "shrink",
-           "continuation")
+           "continuation", "fix")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -95,6 +95,9 @@ def validate(opts: dict) -> None:
     v = opts.get("continuation")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= defaults.MAX_CONTINUATION):
         _refuse(f"continuation must be an integer from 0 to {defaults.MAX_CONTINUATION}, not {v!r}")
+    v = opts.get("fix")
+    if v is not None and not isinstance(v, bool):
+        _refuse(f"fix must be True or False, not {v!r}")
     v = opts.get("shrink")
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
         _refuse(f"shrink must be 0 or more histories, not {v!r}")
@@ -141,7 +144,7 @@ class Gate:
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
                 "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None,
-                "shrink": defaults.SHRINK, "continuation": defaults.CONTINUATION}
+                "shrink": defaults.SHRINK, "continuation": defaults.CONTINUATION, "fix": True}
         opts.update(self.defaults)
         opts.update({k: v for k, v in overrides.items() if v is not None})
         cli_seed = self.config.getoption(OPT_SEED)
@@ -188,7 +191,7 @@ class Gate:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
                             seed=opts["seed"], recovery_crashes=opts["recovery_crashes"],
-                            continuation=opts["continuation"])
+                            continuation=opts["continuation"], fixes=opts["fix"])
         # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
         threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
         if threads > 1 and not s.thread_safe:

@@ -85,6 +85,13 @@ def test_fix_found_proven_and_a_wrong_candidate_rejected(tmp_path):
     assert "_mm_clwb(v-&gt;bytes); _mm_sfence();" in rows[at + 1][1] and "suggested fix" in rows[at + 1][1]
 
 
+def test_no_fix_is_searched_when_the_run_says_so():
+    """`fuzz --no-fix` and the gate's fix=False: the same ordering finding, no search."""
+    with Checker(structures.get("artcow"), "value-no-flush", Settings(recovery_crashes=0, fixes=False)) as checker:
+        _, f = _finding(checker, _ops("insert 1 10", "insert 2 20", "update 1 11"), "wrong-value")
+        assert f.point is not None and f.lost and f.fix is None
+
+
 def test_a_logic_error_gets_no_fix(tmp_path):
     with Checker(structures.get("heart"), "pack-keybyte-7bit", Settings(recovery_crashes=0)) as checker:
         out, f = _finding(checker, _ops("insert 1 10", "insert 128 20", "insert 129 1", "lookup 128", load=0),

@@ -26,6 +26,7 @@ def built():
     ('"wort", model="pmem9"', "model 'pmem9' does not exist"),
     ('"wort", mix="heavy"', "mix 'heavy' does not exist"),
     ('"wort", shrink=-1', "shrink must be 0 or more histories, not -1"),
+    ('"wort", fix="no"', "fix must be True or False, not 'no'"),
     ('"nosuchtree", examples=2', "unknown structure 'nosuchtree'"),
     ('"wort", bug="nosuchbug", examples=2', "has no seeded bug 'nosuchbug'"),
 ])
