@@ -133,6 +133,7 @@ class HistoryOutcome:
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
+    warnings: list[str] = field(default_factory=list)  # threaded: unconfirmed persistency races
 
     # the coverage counts, under the names fuzz statistics use
     @property

@@ -118,10 +118,15 @@ void __cc_fence(uint32_t kind, crashcheck_site_t site)
 	CC_SCHED_POINT(cc_hook_site(site));
 }
 
+/* cc_trace_loads -- log the loads the pass instrumented: on unless CRASHCHECK_TRACE_LOADS=0
+ * (rt_trace.c reads it), so a driver built with loads for threaded runs (where the harness
+ * looks for persistency races in them) traces a single-threaded run without them */
+int cc_trace_loads = 1;
+
 /* __cc_load -- a load of SIZE bytes (only with load instrumentation) */
 void __cc_load(const void *addr, uint64_t size, crashcheck_site_t site)
 {
-	if (!FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
+	if (!cc_trace_loads || !FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
 		return;
 	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
 	CC_SCHED_POINT(cc_hook_site(site));

@@ -155,6 +155,7 @@ void __cc_check_load(const void *addr, uint64_t size);
 
 /* rt_threads.c */
 extern int cc_mt_mode;
+extern int cc_trace_loads;    /* CRASHCHECK_TRACE_LOADS (rt_hooks.c) */
 extern __thread int cc_tl_tid;
 int cc_assign_tid(void);
 int cc_next_tid(void);
