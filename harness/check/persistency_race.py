@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from crashsim.persistency import ModelOptions, split_points
 from crashsim.simulate import CrashPoint, Simulator
 from crashsim.trace import Trace
+from harness.core.paths import display
 
 CLASS = "persistency-race"
 # pairs confirmed per history at most (each is one recovery)
@@ -70,8 +71,8 @@ def site_text(trace: Trace, site: int) -> str:
     if s is None:
         return "?"
     if s.inlined_line:
-        return f"{s.inlined_file}:{s.inlined_line}"
-    return f"{s.file}:{s.line}"
+        return f"{display(s.inlined_file)}:{s.inlined_line}"
+    return f"{display(s.file)}:{s.line}"
 
 
 def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: int = 0) -> list[Pair]:

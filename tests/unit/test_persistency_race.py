@@ -109,3 +109,11 @@ def test_a_load_of_a_word_overwritten_by_its_own_thread_is_not_a_pair(tmp_path):
         w.op_end(1, tid=1)
     trace, _ = _trace(tmp_path, build)
     assert _pairs(trace) == []
+
+
+def test_a_confirmed_race_names_the_bug_it_merges_with():
+    """A persistency race and the lost write its crash shows are one bug (they share the lost
+    store); the race names it, since it also says which load of which thread made it."""
+    from harness.check.ranking import rank, tier
+    assert tier("persistency-race") < tier("lost-durable-write") == tier("invariant-violation")
+    assert rank("persistency-race") < rank("invariant-violation")
