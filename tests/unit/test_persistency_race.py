@@ -117,3 +117,13 @@ def test_a_confirmed_race_names_the_bug_it_merges_with():
     from harness.check.ranking import rank, tier
     assert tier("persistency-race") < tier("lost-durable-write") == tier("invariant-violation")
     assert rank("persistency-race") < rank("invariant-violation")
+
+
+def test_a_thread_safe_adapter_is_built_with_loads(tmp_path):
+    """`crashcheck build` compiles the traced code of an adapter that sets `.threads` with loads
+    (as trees/build.mk does for the built-in trees), and only that one."""
+    from harness.target.build_compile import declares_threads
+    for text, want in (("\t.threads = 1,      /* safe */\n", True), ("\t.threads = 0,\n", False),
+                       ("/* .threads = 1 would say so */\n", False), ("\t.name = \"x\",\n", False)):
+        (tmp_path / "a.c").write_text("const struct cc_adapter cc_adapter = {\n" + text + "};\n")
+        assert declares_threads(tmp_path / "a.c") is want, text
