@@ -408,6 +408,11 @@ void cc_sched_point(uint32_t site)
  * written again (a reader holding a leaf that is freed, reallocated and refilled) */
 void cc_sched_access(uint32_t site, uintptr_t addr, uint64_t size, int write)
 {
+	/* a load is a point under stale only: the random walk and PCT keep the steps they were tuned
+	 * on (PCT draws its change points from about 50 steps an operation, which loads would
+	 * spread over a run several times longer) */
+	if (!write && ccs_strat != S_STALE)
+		return;
 	struct sthread *t = modelled_at(site, "pm_access");
 	if (!t)
 		return;
