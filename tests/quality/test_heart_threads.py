@@ -28,8 +28,7 @@ RUNS = {
     "commit-plain-store": dict(seed=1, examples=40),
     "split-plain-store": dict(seed=1, examples=40),
     "grow-no-version": dict(seed=2, examples=150, mix="insert-heavy", max_ops=30),
-    # default history length since the stale schedule parks a reader on a leaf's words (issue 36)
-    "free-no-epoch": dict(seed=1, examples=250),
+    "free-no-epoch": dict(seed=1, examples=150, max_ops=30),
 }
 
 
