@@ -41,6 +41,9 @@ class Stats:
     not_checked: int = _count("not_checked")        # threaded: linearizability search out of budget
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
+    # capacity points a probe run observed (harness/check/capacity.py), each with the number of
+    # checked histories that crossed it inside their checked part
+    capacity: dict = field(default_factory=dict)
 
     @staticmethod
     def counts() -> list[str]:
@@ -60,6 +63,8 @@ class Stats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
         self.threads = max(self.threads, other.threads)
+        for label, n in other.capacity.items():
+            self.capacity[label] = self.capacity.get(label, 0) + n
 
     def as_json(self) -> dict:
         out: dict = {}
@@ -76,7 +81,7 @@ class Stats:
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
 # not checked are told per target.
-TOTAL_LEAVES_OUT = ("not_checked", "threads")
+TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity")   # (capacity: per structure)
 
 
 @dataclass
