@@ -2,7 +2,7 @@
 (examples/smallbt): the probe run observes its root split at 60 keys (no expect.json declares it),
 histories cross it inside checked operations, and the seeded bug there is found at default settings
 as one bug of its catalog class; the correct smallbt gains no finding. Plain histories hold at most
-56 keys, so without the probe the root split is never crash-checked (bench/README.md shows the run
+48 distinct keys, so without the probe the root split is never crash-checked (bench/README.md shows the run
 before the probe: 0 bugs in 60 s)."""
 import json
 from pathlib import Path
