@@ -11,7 +11,9 @@
 LLVM        ?= $(CRASHCHECK_LLVM)
 LLVM_SELECTED := $(shell instrument/select-llvm '$(LLVM)' '$(LLVM_CONFIG)')
 ifeq ($(LLVM_SELECTED),)
+ifneq ($(MAKECMDGOALS),clean)
 $(error no usable LLVM (see the line above))
+endif
 endif
 LLVM_CONFIG := $(word 1,$(LLVM_SELECTED))
 CLANG       ?= $(word 2,$(LLVM_SELECTED))
