@@ -3,7 +3,7 @@
 Owns the compiler commands of `crashcheck build` (harness/cli/cmd_build.py owns its command line and
 what it registers). Each source is compiled by its language: `.c` as C (-std=gnu11) and `.cc`
 `.cpp` `.cxx` `.c++` `.C` as C++ (-std=gnu++20), with crashcheck-cc / crashcheck-c++ for the
-traced drivers and clang-16 / clang++-16 for the native one; a driver with any C++ source is
+traced drivers and, for the native one, the clang the pass was built for (harness/target/toolchain.py); a driver with any C++ source is
 linked by the C++ compiler. trees/common (driver, pool, allocator) is compiled once per flavour
 (traced, native) and linked into every variant; the structure's sources and the adapter are
 compiled per variant, with the seeded bug's -D define. The user's --cflags reach the structure's
@@ -34,7 +34,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.target import link_errors
+from harness.target import link_errors, toolchain
 from harness.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,12 +105,14 @@ def compilers(traced: bool) -> dict[str, str]:
     if traced:
         return {"c": str(ROOT / "instrument" / "bin" / "crashcheck-cc"),
                 "c++": str(ROOT / "instrument" / "bin" / "crashcheck-c++")}
-    return {"c": "clang-16", "c++": "clang++-16"}
+    tc = toolchain.current()
+    return {"c": tc.clang, "c++": tc.clangxx}
 
 
 def missing_tools(plan: Plan) -> str | None:
     """What is not installed or built, or None."""
-    need = ["clang-16"] + (["clang++-16"] if plan.cxx else [])
+    tc = toolchain.current()
+    need = [tc.clang] + ([tc.clangxx] if plan.cxx else [])
     for tool in need:
         if shutil.which(tool) is None:
             return f"{tool} is missing; run scripts/setup first"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core import workdir
-from harness.target import structures, tracers
+from harness.target import structures, toolchain, tracers
 
 SETUP = "run scripts/setup in crashcheck's folder (apt packages, .venv, make)"
 
@@ -50,16 +50,23 @@ def _run(argv: list[str], timeout: float = 10.0) -> str | None:
 
 
 def _compilers() -> list[Probe]:
+    # the clang the pass was built for (build/toolchain.env, or the CRASHCHECK_CLANG override);
+    # another LLVM's clang cannot load the pass
+    tc = toolchain.current()
     out = []
-    for exe, what in (("clang-16", "C"), ("clang++-16", "C++")):
+    for exe, what in ((tc.clang, "C"), (tc.clangxx, "C++")):
         version = _run([exe, "--version"]) if shutil.which(exe) else None
-        out.append(Probe(exe, version is not None,
-                         version or f"not on PATH: {what} structures cannot be built",
-                         "apt install clang-16 (Debian 12, Ubuntu 24.04: also in apt.llvm.org)", required=True))
-    llvm = _run(["llvm-config-16", "--version"]) if shutil.which("llvm-config-16") else None
-    out.append(Probe("llvm-config-16", llvm is not None,
+        ok = version is not None and f"clang version {tc.major}." in version
+        detail = (version if ok else f"{version}, but the pass was built for LLVM {tc.major}" if version
+                  else f"not on PATH: {what} structures cannot be built")
+        fix = (f"unset CRASHCHECK_CLANG / CRASHCHECK_CLANGXX, or rebuild the pass for this clang: make LLVM=N"
+               if version else f"apt install clang-{tc.major} (Debian 12, Ubuntu 24.04: also in apt.llvm.org), "
+               "or rebuild the pass for the clang you have: make LLVM=N (14 to 19)")
+        out.append(Probe(exe, ok, detail, fix, required=True))
+    llvm = _run([tc.llvm_config, "--version"]) if shutil.which(tc.llvm_config) else None
+    out.append(Probe(tc.llvm_config, llvm is not None,
                      f"LLVM {llvm}" if llvm else "not on PATH: the pass cannot be rebuilt",
-                     "apt install llvm-16-dev"))
+                     f"apt install llvm-{tc.major}-dev"))
     return out
 
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AsmEvents.h"
+#include "Compat.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/DataLayout.h"
@@ -91,7 +92,7 @@ public:
     const InlineAsm *IA = cast<InlineAsm>(CB.getCalledOperand());
     int ArgNo = 0;
     for (const InlineAsm::ConstraintInfo &C : IA->ParseConstraints()) {
-      if (C.Type == InlineAsm::isClobber || C.Type == InlineAsm::isLabel)
+      if (C.Type == InlineAsm::isClobber || isLabelConstraint(C))
         continue;
       Operand Op{-1, C.isIndirect, C.Codes.empty() ? "" : C.Codes[0]};
       if (C.Type == InlineAsm::isInput || C.isIndirect)
@@ -121,7 +122,7 @@ public:
     std::string Prefix; // "66" for a pending .byte 0x66, "lock" for lock
     for (const std::string &I : Insns) {
       StringRef S(I);
-      if (S.startswith(".byte")) {
+      if (startsWith(S, ".byte")) {
         std::vector<unsigned> Bytes;
         if (!parseBytes(S.drop_front(5), Bytes)) {
           Unknown.push_back(I);
@@ -245,7 +246,7 @@ private:
   // from the mnemonic's size suffix.
   unsigned sizeOf(const AsmEvent &E, StringRef Mnemonic, unsigned Default) {
     if (E.ArgIsPointee) {
-      if (Type *T = CB.getParamElementType(E.Arg)) {
+      if (Type *T = paramElementType(CB, E.Arg)) {
         const DataLayout &DL = CB.getModule()->getDataLayout();
         return (unsigned)DL.getTypeStoreSize(T).getFixedValue();
       }
@@ -262,11 +263,11 @@ private:
   // Width of a source operand of movnti: a register name or $N's type.
   unsigned sourceWidth(StringRef S) {
     S = S.trim();
-    if (S.startswith("%xmm")) return 16;
-    if (S.startswith("%ymm")) return 32;
-    if (S.startswith("%zmm")) return 64;
-    if (S.startswith("%r")) return 8;
-    if (S.startswith("%e")) return 4;
+    if (startsWith(S, "%xmm")) return 16;
+    if (startsWith(S, "%ymm")) return 32;
+    if (startsWith(S, "%zmm")) return 64;
+    if (startsWith(S, "%r")) return 8;
+    if (startsWith(S, "%e")) return 4;
     int N = operandNumber(S);
     if (N >= 0 && N < (int)Ops.size() && Ops[N].Arg >= 0) {
       Type *T = CB.getArgOperand(Ops[N].Arg)->getType();
@@ -308,7 +309,7 @@ private:
         Events.push_back(E);
       return;
     }
-    if (Mn.startswith("movnt") || Mn.startswith("vmovnt")) {
+    if (startsWith(Mn, "movnt") || startsWith(Mn, "vmovnt")) {
       AsmEvent E{AsmEvent::NTStore};
       if (Opnds.size() != 2 || !address(Opnds[1], E)) {
         Unknown.push_back(Whole);
@@ -322,7 +323,7 @@ private:
         Events.push_back(E);
       return;
     }
-    if (Prefix == "lock" || Mn.startswith("xchg")) {
+    if (Prefix == "lock" || startsWith(Mn, "xchg")) {
       // The memory operand of a locked instruction is the one with a
       // memory constraint or parentheses; a register-only xchg is no store.
       for (const std::string &O : Opnds) {

@@ -60,6 +60,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "AsmEvents.h"
+#include "Compat.h"
 #include "SiteTable.h"
 
 #include "llvm/Analysis/ValueTracking.h"
@@ -78,7 +79,10 @@
 #include "llvm/Transforms/Utils/BasicBlockUtils.h"
 #include "llvm/Transforms/Utils/Local.h"
 
+#include "llvm/Support/Path.h"
+
 #include <cstdlib>
+#include <dlfcn.h>
 #include <map>
 #include <set>
 
@@ -235,7 +239,7 @@ public:
   Instrumenter(Module &M, bool Loads, bool Sched, bool CheckLoads, bool PmMalloc, bool AllocOnly)
       : M(M), Sites(M), Loads(Loads), Sched(Sched), CheckLoads(CheckLoads), PmMalloc(PmMalloc),
         AllocOnly(AllocOnly), Ctx(M.getContext()) {
-    Ptr = PointerType::getUnqual(Ctx);
+    Ptr = voidPtrType(Ctx);
     I32 = Type::getInt32Ty(Ctx);
     I64 = Type::getInt64Ty(Ctx);
     VoidTy = Type::getVoidTy(Ctx);
@@ -244,7 +248,7 @@ public:
   bool run() {
     // Phase 1 + 2: classify and choose; remember each point with its site.
     for (Function &F : M) {
-      if (F.isDeclaration() || F.getName().startswith("__cc_"))
+      if (F.isDeclaration() || startsWith(F.getName(), "__cc_"))
         continue;
       for (Instruction &I : instructions(F))
         classify(I);
@@ -315,10 +319,10 @@ private:
     } else if ((Name == "strcpy" || Name == "stpcpy") && N >= 2) {
       addRead(CB, CB.getArgOperand(1), nullptr, ~0ull);
     } else if ((Name == "memcpy" || Name == "memmove" || Name == "__memcpy_chk" ||
-                Name == "__memmove_chk" || Name.startswith("pmem_memcpy") ||
-                Name.startswith("pmem_memmove")) && N >= 3) {
+                Name == "__memmove_chk" || startsWith(Name, "pmem_memcpy") ||
+                startsWith(Name, "pmem_memmove")) && N >= 3) {
       addRead(CB, CB.getArgOperand(1), CB.getArgOperand(2));
-    } else if ((Name.startswith("pmemobj_memcpy") || Name == "pmemobj_memmove") && N >= 4) {
+    } else if ((startsWith(Name, "pmemobj_memcpy") || Name == "pmemobj_memmove") && N >= 4) {
       addRead(CB, CB.getArgOperand(2), CB.getArgOperand(3));
     }
   }
@@ -335,7 +339,7 @@ private:
     IRBuilder<> B(Then);
     B.SetCurrentDebugLocation(C.I->getDebugLoc());
     Value *Len = C.Len ? i64(B, C.Len) : ConstantInt::get(I64, C.Size);
-    B.CreateCall(hook("__cc_check_load", {Ptr, I64}), {C.Ptr, Len});
+    callHook(B, hook("__cc_check_load", {Ptr, I64}), {C.Ptr, Len});
   }
 
   // Stack and global variables are never PM: skip accesses that provably
@@ -376,7 +380,7 @@ private:
       if (isa<Function>(Obj))
         return true;
       const auto *GV = dyn_cast<GlobalVariable>(Obj);
-      return GV && GV->getName().startswith("_ZTV");
+      return GV && startsWith(GV->getName(), "_ZTV");
     }
     if (const auto *LI = dyn_cast<LoadInst>(V)) {
       // a function pointer read from a constant table of functions
@@ -573,7 +577,7 @@ private:
       S.PmemObj++;
       return add(I, Kind::PmemObjWrap);      // libpmem's pool: a traced region, no shadow
     }
-    if (Name.startswith("pmemobj_") && Callee->isDeclaration() && !pmemobjPure().count(Name.str())) {
+    if (startsWith(Name, "pmemobj_") && Callee->isDeclaration() && !pmemobjPure().count(Name.str())) {
       S.PmemObj++;
       if (pmemobjWrapped().count(Name.str()) && !Callee->isVarArg())
         return add(I, Kind::PmemObjWrap);
@@ -615,6 +619,7 @@ private:
       A = B.CreateIntToPtr(A, Ptr);
     else if (!A->getType()->isPointerTy())
       return nullptr;
+    A = B.CreatePointerCast(A, Ptr);   // LLVM 14: an i8* for the byte GEP below
     if (E.Disp)
       A = B.CreateGEP(Type::getInt8Ty(Ctx), A, ConstantInt::get(I64, E.Disp));
     return A;
@@ -675,7 +680,7 @@ private:
     }
     if (!Val)
       Val = ConstantInt::get(I64, 0);
-    B.CreateCall(hook("__cc_sched_atomic", {Ptr, I32, I64, Ptr}), {Addr, Op, Val, Sites.ref(P.Site)});
+    callHook(B, hook("__cc_sched_atomic", {Ptr, I32, I64, Ptr}), {Addr, Op, Val, Sites.ref(P.Site)});
   }
 
   void rewriteHook(Point &P) {
@@ -696,9 +701,9 @@ private:
       auto *SI = cast<StoreInst>(I);
       unsigned N = storeSize(SI->getValueOperand()->getType());
       if (N == 8)
-        B.CreateCall(hook("__cc_store8", {Ptr, Ptr}), {SI->getPointerOperand(), Site});
+        callHook(B, hook("__cc_store8", {Ptr, Ptr}), {SI->getPointerOperand(), Site});
       else
-        B.CreateCall(hook("__cc_store", {Ptr, I64, I32, Ptr}),
+        callHook(B, hook("__cc_store", {Ptr, I64, I32, Ptr}),
                      {SI->getPointerOperand(), ConstantInt::get(I64, N),
                       ConstantInt::get(I32, PLAIN), Site});
       return;
@@ -707,7 +712,7 @@ private:
     case Kind::AtomicStore: {
       auto *SI = cast<StoreInst>(I);
       bool NT = P.K == Kind::NTStore;
-      B.CreateCall(hook(NT ? "__cc_ntstore" : "__cc_store", {Ptr, I64, I32, Ptr}),
+      callHook(B, hook(NT ? "__cc_ntstore" : "__cc_store", {Ptr, I64, I32, Ptr}),
                    {SI->getPointerOperand(),
                     ConstantInt::get(I64, storeSize(SI->getValueOperand()->getType())),
                     ConstantInt::get(I32, SI->isAtomic() ? ATOMIC : PLAIN), Site});
@@ -715,7 +720,7 @@ private:
     }
     case Kind::SeqCstStore: {
       auto *SI = cast<StoreInst>(I);
-      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+      callHook(B, hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
                    {SI->getPointerOperand(),
                     ConstantInt::get(I64, storeSize(SI->getValueOperand()->getType())),
                     ConstantInt::get(I32, ATOMIC), ConstantInt::get(I32, 1), Site});
@@ -723,7 +728,7 @@ private:
     }
     case Kind::RMW: {
       auto *RI = cast<AtomicRMWInst>(I);
-      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+      callHook(B, hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
                    {RI->getPointerOperand(), ConstantInt::get(I64, storeSize(RI->getType())),
                     ConstantInt::get(I32, RMW), ConstantInt::get(I32, 1), Site});
       return;
@@ -731,7 +736,7 @@ private:
     case Kind::CmpXchg: {
       auto *CI = cast<AtomicCmpXchgInst>(I);
       Value *Ok = B.CreateZExt(B.CreateExtractValue(CI, 1), I32);
-      B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+      callHook(B, hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
                    {CI->getPointerOperand(),
                     ConstantInt::get(I64, storeSize(CI->getNewValOperand()->getType())),
                     ConstantInt::get(I32, CMPXCHG), Ok, Site});
@@ -740,20 +745,20 @@ private:
     case Kind::MemOp: {
       auto *CB = cast<CallBase>(I);
       Value *Dst = CB->getArgOperand(0), *Len = CB->getArgOperand(2);
-      B.CreateCall(hook("__cc_store", {Ptr, I64, I32, Ptr}),
+      callHook(B, hook("__cc_store", {Ptr, I64, I32, Ptr}),
                    {Dst, i64(B, Len), ConstantInt::get(I32, P.Sub), Site});
       return;
     }
     case Kind::Flush:
-      B.CreateCall(hook("__cc_flush", {Ptr, I32, Ptr}),
+      callHook(B, hook("__cc_flush", {Ptr, I32, Ptr}),
                    {cast<CallBase>(I)->getArgOperand(0), ConstantInt::get(I32, P.Sub), Site});
       return;
     case Kind::Fence:
-      B.CreateCall(hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, P.Sub), Site});
+      callHook(B, hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, P.Sub), Site});
       return;
     case Kind::Load: {
       auto *LI = cast<LoadInst>(I);
-      B.CreateCall(hook("__cc_load", {Ptr, I64, Ptr}),
+      callHook(B, hook("__cc_load", {Ptr, I64, Ptr}),
                    {LI->getPointerOperand(), ConstantInt::get(I64, storeSize(LI->getType())),
                     Site});
       return;
@@ -763,7 +768,7 @@ private:
     case Kind::Pmem:
       return rewritePmem(B, *cast<CallBase>(I), Site);
     case Kind::PmemObjCall:
-      B.CreateCall(hook("__cc_lib_return", {Ptr}), {Site});
+      callHook(B, hook("__cc_lib_return", {Ptr}), {Site});
       return;
     case Kind::PmemObjWrap:
       return rewritePmemObjWrap(*cast<CallBase>(I), Site);
@@ -774,7 +779,7 @@ private:
     case Kind::ApiFree:
       return rewriteApi(*cast<CallBase>(I), P.K, Site);
     case Kind::ApiHere:
-      I->replaceAllUsesWith(Site);
+      I->replaceAllUsesWith(ConstantExpr::getPointerCast(Site, I->getType()));
       ToErase.push_back(I);
       return;
     case Kind::SchedOnly:
@@ -783,7 +788,7 @@ private:
       return rewritePmAlloc(*cast<CallBase>(I), Site);
     case Kind::ClientRequest:
       // operand 0 is the request block's address (valgrind.h: "a" (&_zzq_args[0]))
-      B.CreateCall(hook("__cc_client_request", {Ptr, Ptr}), {cast<CallBase>(I)->getArgOperand(0), Site});
+      callHook(B, hook("__cc_client_request", {Ptr, Ptr}), {cast<CallBase>(I)->getArgOperand(0), Site});
       return;
     }
   }
@@ -805,7 +810,7 @@ private:
     }
     IRBuilder<> B(&CB);
     B.SetCurrentDebugLocation(CB.getDebugLoc());
-    CallInst *New = B.CreateCall(hook(C.Runtime, Types, CB.getType()), Args);
+    CallInst *New = callHook(B, hook(C.Runtime, Types, CB.getType()), Args);
     if (!CB.getType()->isVoidTy())
       CB.replaceAllUsesWith(New);
     ToErase.push_back(&CB);
@@ -824,20 +829,20 @@ private:
     for (const AsmEvent &E : P.Asm) {
       switch (E.K) {
       case AsmEvent::Fence:
-        B.CreateCall(hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, E.Sub), Site});
+        callHook(B, hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, E.Sub), Site});
         break;
       case AsmEvent::Flush:
         if (Value *A = asmAddress(B, CB, E))
-          B.CreateCall(hook("__cc_flush", {Ptr, I32, Ptr}), {A, ConstantInt::get(I32, E.Sub), Site});
+          callHook(B, hook("__cc_flush", {Ptr, I32, Ptr}), {A, ConstantInt::get(I32, E.Sub), Site});
         break;
       case AsmEvent::NTStore:
         if (Value *A = asmAddress(B, CB, E))
-          B.CreateCall(hook("__cc_ntstore", {Ptr, I64, I32, Ptr}),
+          callHook(B, hook("__cc_ntstore", {Ptr, I64, I32, Ptr}),
                        {A, ConstantInt::get(I64, E.Size), ConstantInt::get(I32, ASM), Site});
         break;
       case AsmEvent::LockedStore:
         if (Value *A = asmAddress(B, CB, E))
-          B.CreateCall(hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
+          callHook(B, hook("__cc_locked_store", {Ptr, I64, I32, I32, Ptr}),
                        {A, ConstantInt::get(I64, E.Size), ConstantInt::get(I32, ASM),
                         ConstantInt::get(I32, 1), Site});
         break;
@@ -853,7 +858,7 @@ private:
       Value *V = CB.getArgOperand(N);
       return T->isPointerTy() ? V : B.CreateZExtOrTrunc(V, T);
     };
-    B.CreateCall(hook("__cc_pmem", {Ptr, I64, I32, I32, I32, Ptr}),
+    callHook(B, hook("__cc_pmem", {Ptr, I64, I32, I32, I32, Ptr}),
                  {Arg(C.AddrArg, Ptr), Arg(C.LenArg, I64), ConstantInt::get(I32, C.Stored),
                   ConstantInt::get(I32, C.Mode), Arg(C.FlagsArg, I32), Site});
   }
@@ -871,7 +876,7 @@ private:
     FunctionCallee W = M.getOrInsertFunction(Name, FunctionType::get(FT->getReturnType(), Types, false));
     IRBuilder<> B(&CB);
     B.SetCurrentDebugLocation(CB.getDebugLoc());
-    CallInst *New = B.CreateCall(W, Args);
+    CallInst *New = callHook(B, W, Args);
     // Keep the argument attributes (zeroext, noundef, ...) the ABI lowering put
     // there; the site, last, has none.
     New->setAttributes(CB.getAttributes());
@@ -895,7 +900,7 @@ private:
                        : K == Kind::ApiMark  ? "__cc_mark"
                        : K == Kind::ApiAlloc ? "crashcheck_alloc_at"
                                              : "crashcheck_free_at";
-    B.CreateCall(hook(Name, Types), Args);
+    callHook(B, hook(Name, Types), Args);
     ToErase.push_back(&CB);
   }
 
@@ -962,7 +967,42 @@ struct CrashcheckPass : PassInfoMixin<CrashcheckPass> {
 
 } // namespace
 
+// The LLVM of the clang that loaded the plugin: LLVMGetVersion (LLVM 16 on), else the version in
+// the name of the library that holds llvm::errs (libLLVM-15.so, libLLVM.so.19.1); 0 if unknown
+// (a statically linked clang).
+static unsigned hostLLVMMajor() {
+  using GetVersion = void (*)(unsigned *, unsigned *, unsigned *);
+  if (void *F = dlsym(RTLD_DEFAULT, "LLVMGetVersion")) {
+    unsigned Major = 0, Minor = 0, Patch = 0;
+    reinterpret_cast<GetVersion>(F)(&Major, &Minor, &Patch);
+    return Major;
+  }
+  Dl_info Info;
+  raw_fd_ostream &(*Errs)() = &errs;
+  if (!dladdr(reinterpret_cast<void *>(Errs), &Info) || !Info.dli_fname)
+    return 0;
+  StringRef Lib = sys::path::filename(Info.dli_fname);
+  for (StringRef Prefix : {"libLLVM-", "libLLVM.so."})
+    if (startsWith(Lib, Prefix)) {
+      unsigned Major = 0;
+      Lib.drop_front(Prefix.size()).take_while([](char C) { return C >= '0' && C <= '9'; })
+          .getAsInteger(10, Major);
+      return Major;
+    }
+  return 0;
+}
+
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo llvmGetPassPluginInfo() {
+  // The plugin uses the LLVM inside the clang that loads it; another LLVM's clang would crash
+  // in the registration below.  Say so in one line and stop (exit 2), before touching it.
+  unsigned Host = hostLLVMMajor();
+  if (Host && Host != LLVM_VERSION_MAJOR) {
+    errs() << "crashcheck-pass: built for LLVM " << LLVM_VERSION_MAJOR << " but loaded by clang "
+           << Host << "; compile with clang-" << LLVM_VERSION_MAJOR
+           << " (crashcheck-cc picks it), or rebuild the pass: make LLVM=" << Host << "\n";
+    errs().flush();
+    std::_Exit(2);
+  }
   return {LLVM_PLUGIN_API_VERSION, "crashcheck", "0.1", [](PassBuilder &PB) {
             PB.registerOptimizerLastEPCallback(
                 [](ModulePassManager &MPM, OptimizationLevel) { MPM.addPass(CrashcheckPass()); });

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "SiteTable.h"
+#include "Compat.h"
 
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
@@ -59,7 +60,7 @@ bool isHelperFile(const std::string &File) {
   static const char *System[] = {"/usr/include/", "/usr/lib/", "/usr/local/include/",
                                  "/usr/local/lib/", "/lib/", "/opt/"};
   for (const char *P : System)
-    if (StringRef(File).startswith(P))
+    if (startsWith(File, P))
       return true;
   return File.find("/include/c++/") != std::string::npos;
 }
@@ -178,15 +179,17 @@ Constant *SiteTable::stringConstant(const std::string &S) {
                                 GlobalValue::PrivateLinkage, Data, "__cc_str");
   GV->setUnnamedAddr(GlobalValue::UnnamedAddr::Global);
   GV->setAlignment(Align(1));
-  Strings.emplace(S, GV);
-  return GV;
+  // the record's field is a void * (LLVM 14: an i8*, not the array's [N x i8]*)
+  Constant *P = ConstantExpr::getPointerCast(GV, voidPtrType(Ctx));
+  Strings.emplace(S, P);
+  return P;
 }
 
 void SiteTable::finalize() {
   if (Sites.empty())
     return;
   LLVMContext &Ctx = M.getContext();
-  Type *Ptr = PointerType::getUnqual(Ctx);
+  Type *Ptr = voidPtrType(Ctx);
   Type *I32 = Type::getInt32Ty(Ctx);
   Type *I64 = Type::getInt64Ty(Ctx);
   // struct crashcheck_site: 4 pointers, 4 x u32, the chain, u64 flags = 64 bytes.
@@ -218,7 +221,9 @@ Constant *SiteTable::ref(unsigned I) const {
   LLVMContext &Ctx = M.getContext();
   Type *I32 = Type::getInt32Ty(Ctx);
   Constant *Idx[] = {ConstantInt::get(I32, 0), ConstantInt::get(I32, I)};
-  return ConstantExpr::getInBoundsGetElementPtr(Array->getValueType(), Array, Idx);
+  // as a void * (a no-op from LLVM 15; LLVM 14's hooks take an i8*)
+  return ConstantExpr::getPointerCast(
+      ConstantExpr::getInBoundsGetElementPtr(Array->getValueType(), Array, Idx), voidPtrType(Ctx));
 }
 
 } // namespace crashcheck

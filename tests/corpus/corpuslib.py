@@ -55,16 +55,21 @@ class Program:
     complete: bool = True
     per_thread: bool = False
     cpu: list[str] = field(default_factory=list)   # /proc/cpuinfo flags the program needs
-    expect: list[tuple[tuple[str, ...], str, str]] = field(default_factory=list)  # (levels, range, event)
+    expect: list[tuple[tuple[str, ...], str, str, tuple[int, int]]] = field(default_factory=list)
+    # (levels, range, event, LLVM majors [from, to) it holds for)
 
     @property
     def loads(self) -> bool:
         return "--crashcheck-loads" in self.cflags
 
-    def expected(self, level: str) -> list[dict]:
+    def expected(self, level: str, llvm: int | None = None) -> list[dict]:
+        """The events at LEVEL with the pass of LLVM major LLVM (default: the build's, llvm_major())."""
+        llvm = llvm_major() if llvm is None else llvm
         out = []
-        for levels, each, text in self.expect:
+        for levels, each, text, (lo, hi) in self.expect:
             if levels and level not in levels:
+                continue
+            if not lo <= llvm < hi:
                 continue
             for i in range(each):
                 out.append(self._event(text, i))
@@ -108,6 +113,19 @@ class Program:
             raise CorpusError(f"{self.path.name}: no /* {value} */ marker in the source") from None
 
 
+def llvm_major() -> int:
+    """The LLVM the pass under test was built with: $CRASHCHECK_BUILD's (or build/'s) toolchain
+    record, as crashcheck-cc reads it; 16 for a build from before the record."""
+    build = Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
+    try:
+        for line in (build / "toolchain.env").read_text().splitlines():
+            if line.startswith("LLVM_MAJOR="):
+                return int(line.split("=", 1)[1])
+    except (OSError, ValueError):
+        pass
+    return 16
+
+
 def parse_program(path: Path) -> Program:
     text = path.read_text()
     markers: dict[str, int] = {}
@@ -126,15 +144,19 @@ def parse_program(path: Path) -> Program:
             continue
         if "=>" in line:
             head, _, event = line.partition("=>")
-            levels, each = [], 1
+            levels, each, llvm = [], 1, [0, 1000]
             for tok in head.split():
                 if tok in LEVELS:
                     levels.append(tok)
                 elif tok.startswith("i<"):
                     each = int(tok[2:], 0)
+                elif tok.startswith("llvm>=") and tok[6:].isdigit():
+                    llvm[0] = int(tok[6:])
+                elif tok.startswith("llvm<") and tok[5:].isdigit():
+                    llvm[1] = int(tok[5:])
                 else:
                     raise CorpusError(f"{path.name}: bad prefix {tok!r} in {line!r}")
-            prog.expect.append((tuple(levels), each, event.strip()))
+            prog.expect.append((tuple(levels), each, event.strip(), (llvm[0], llvm[1])))
             continue
         key, colon, value = line.partition(":")
         value = value.strip()

@@ -7,6 +7,7 @@ Never a traceback.
 import json
 
 from cli_run import run_cli
+from harness.target import toolchain
 
 
 def _probes(res) -> dict:
@@ -17,11 +18,12 @@ def test_this_machine_is_ready_and_every_part_is_reported():
     res = run_cli("doctor", "--json", timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
     probes = _probes(res)
-    for name in ("clang-16", "clang++-16", "crashcheck pass", "crashcheck runtime and runner", "built-in structures",
+    tc = toolchain.current()      # the clang the pass was built for (clang-16 by default)
+    for name in (tc.clang, tc.clangxx, "crashcheck pass", "crashcheck runtime and runner", "built-in structures",
                  "libpmem", "libpmemobj", "pmemcheck", "hypothesis", "jinja2", "distributed",
                  "PAGEMAP_SCAN", "memfd_create", "/proc/self/pagemap", "work folder", "users' builds"):
         assert name in probes, name
-    assert probes["crashcheck pass"]["ok"] and probes["clang-16"]["detail"].lower().find("clang version 16") >= 0
+    assert probes["crashcheck pass"]["ok"] and f"clang version {tc.major}." in probes[tc.clang]["detail"].lower()
     assert probes["libpmem"]["ok"]
 
 
@@ -45,3 +47,18 @@ def test_optional_parts_missing_still_exit_0_and_a_bad_work_folder_exits_1(tmp_p
     assert res.returncode == 1 and "Traceback" not in res.stderr
     [line] = [ln for ln in res.stdout.splitlines() if " work folder " in ln and not ln.startswith("crashcheck")]
     assert line.startswith("MISSING") and "is a file, not a folder" in line
+
+
+def test_a_clang_of_another_llvm_than_the_pass_is_named_with_the_fix():
+    import shutil
+
+    import pytest
+    tc = toolchain.current()
+    other = next((f"clang-{v}" for v in ("19", "14", "16") if int(v) != tc.major and shutil.which(f"clang-{v}")), None)
+    if other is None:
+        pytest.skip("only one clang installed")
+    res = run_cli("doctor", timeout=120, env_extra={"CRASHCHECK_CLANG": other})
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    [line] = [ln for ln in res.stdout.splitlines() if ln.split()[1:2] == [other]]
+    assert line.startswith("MISSING") and f"but the pass was built for LLVM {tc.major}" in line
+    assert "make LLVM=N" in line
