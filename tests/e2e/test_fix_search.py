@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from browser import launch, require_chromium
 from cli_run import run_cli
 from harness.check.fix_search import Edit, passes, search_fix
 from harness.check.pipeline import Checker
@@ -26,7 +27,6 @@ from specs.model import with_load
 
 ROOT = Path(__file__).resolve().parents[2]
 MAP = registry.get("ordered_map")
-CHROMIUM = "/usr/bin/chromium"
 STORE = "trees/art_engine/art_nodes.c:212"          # memcpy(v->bytes, ...) in art_value_alloc
 
 
@@ -114,13 +114,10 @@ def test_fuzz_summary_and_report_show_the_fix(tmp_path, instrument_built):
     assert f"fix: add a flush and a fence after {STORE}" in res.stdout, res.stdout
     [bug] = [b for b in json.loads((tmp_path / "r.json").read_text())["bugs"] if b["class"] == "wrong-value"]
     assert bug["fix"]["found"] and len(bug["fix"]["proven_for"]) >= 1
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: run scripts/setup (it installs it)")
+    require_chromium()
     from playwright.sync_api import sync_playwright
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-            "--disable-background-networking", "--disable-component-update"])
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1200, "height": 900})
             page.goto((tmp_path / "report.html").as_uri())

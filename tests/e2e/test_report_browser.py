@@ -11,12 +11,12 @@ import re
 from pathlib import Path
 
 import pytest
+from browser import launch, require_chromium
 from cli_run import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("CRASHCHECK_ARTIFACTS", ROOT / "out" / "test-artifacts"))
 EXAMPLE = ROOT / "examples" / "pmhash"
-CHROMIUM = "/usr/bin/chromium"
 
 
 cli = run_cli
@@ -76,14 +76,11 @@ def test_report_is_self_contained(bug_report):
 
 
 def test_report_in_chromium(bug_report):
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: run scripts/setup (it installs it)")
+    require_chromium()
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-            "--disable-background-networking", "--disable-component-update"])
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.goto((bug_report / "report.html").as_uri())
@@ -125,12 +122,6 @@ def inlined_report(tmp_path_factory, instrument_built):
     return out
 
 
-def _chromium(p):
-    return p.chromium.launch(executable_path=CHROMIUM, args=[
-        "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-        "--disable-background-networking", "--disable-component-update"])
-
-
 def test_inlined_store_shows_its_own_line(inlined_report):
     """The record names the store's own line in write_split_header, inlined into another function
     of wort.c; the report's box highlights that line, the inlining under it, and the timeline of
@@ -146,12 +137,11 @@ def test_inlined_store_shows_its_own_line(inlined_report):
         text = src[site["line"] - 1] if site["file"] == "trees/wort/wort.c" else \
             src[site["inlined_at"]["line"] - 1]
         assert "n->hdr" in text, (site, text)           # the store, in write_split_header
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: run scripts/setup (it installs it)")
+    require_chromium()
     from playwright.sync_api import sync_playwright
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = _chromium(p)
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             page.goto((inlined_report / "report.html").as_uri())
