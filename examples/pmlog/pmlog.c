@@ -91,17 +91,24 @@ static int append(const char *path, unsigned long n, unsigned long seed)
 	return 0;
 }
 
+/* map_pool -- the pool file PATH mapped whole (its length in *MAPPED), or NULL having said why */
+static char *map_pool(const char *path, size_t *mapped)
+{
+	int is_pmem;
+	char *pool = pmem_map_file(path, 0, 0, 0, mapped, &is_pmem);
+	if (!pool)
+		perror(path);
+	return pool;
+}
+
 /* recover -- the count is cut back to the records that are whole (what a careful open path would
  * do); with it even the seeded bug leaves a consistent log, at the price of appends it loses */
 static int recover(const char *path)
 {
 	size_t mapped;
-	int is_pmem;
-	char *pool = pmem_map_file(path, 0, 0, 0, &mapped, &is_pmem);
-	if (!pool) {
-		perror(path);
+	char *pool = map_pool(path, &mapped);
+	if (!pool)
 		return 2;
-	}
 	struct header *h = (struct header *)pool;
 	struct record *r = (struct record *)(pool + sizeof(struct header));
 	if (h->magic == MAGIC) {
@@ -148,12 +155,9 @@ static int check_pool(const char *pool)
 static int check(const char *path)
 {
 	size_t mapped;
-	int is_pmem;
-	char *pool = pmem_map_file(path, 0, 0, 0, &mapped, &is_pmem);
-	if (!pool) {
-		perror(path);
+	char *pool = map_pool(path, &mapped);
+	if (!pool)
 		return 2;
-	}
 	int r = 1;
 	if (mapped != POOL_SIZE)
 		fprintf(stderr, "%s: %zu bytes, not a pool of %d\n", path, mapped, POOL_SIZE);
