@@ -117,14 +117,8 @@ class Search(DeterminismProbes):
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
-            # where the structure's path changes as it grows and shrinks, unless it declares its
-            # capacities (harness/check/capacity.py): histories cross them inside checked operations
-            self.capacity = capacity.observe(checker) if self.config.threads == 1 else []
-            for p in self.capacity:
-                self.stats.capacity.setdefault(p.label, 0)
-            strategy = strategies.for_target(self.target, self.config, checker.model,
-                                             tuple((p.on, p.keys, p.index) for p in self.capacity))
             try:
+                strategy = self._strategy(checker)
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -147,6 +141,17 @@ class Search(DeterminismProbes):
         return TargetResult(self.structure, self.bug, self.stats, first_unexpected_s=self.first_unexpected_s,
                             interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
                             warnings=self.warnings)
+
+    def _strategy(self, checker: Checker):
+        """The histories to draw. Where the structure's path changes as it grows and shrinks is
+        observed first (harness/check/capacity.py), unless it declares its capacities, so that
+        histories cross those points inside checked operations. The probe's traced run counts
+        against the budget: a budget that ends during it ends the run like any other check."""
+        self.capacity = capacity.observe(checker) if self.config.threads == 1 else []
+        for p in self.capacity:
+            self.stats.capacity.setdefault(p.label, 0)
+        return strategies.for_target(self.target, self.config, checker.model,
+                                     tuple((p.on, p.keys, p.index) for p in self.capacity))
 
     # -- one batch --------------------------------------------------------------------------
 
