@@ -95,16 +95,17 @@ def _where(new: set, trace: Trace | None) -> str:
     return ""
 
 
-def observe(checker) -> list[CapacityPoint]:
+def observe(checker, deadline: float | None = None) -> list[CapacityPoint]:
     """The capacity points of CHECKER's structure, from one traced crash-free run of the probe's
-    history; none for a structure that declares thresholds, is not a map, or whose probe run fails
-    (the fuzz run finds out why on its own)."""
+    history, ended at DEADLINE (time.monotonic()) if it is not done; none for a structure that
+    declares thresholds, is not a map, or whose probe run fails or runs out of time (the fuzz run
+    finds out why on its own)."""
     s = checker.structure
     if s.thresholds or checker.model.name != "ordered_map" or not s.has_pm:
         return []
     ops = probe_history(s.key_kind, s.value_size, s.map_ops, s.reserved_keys)
     try:
-        trace, _lines = checker.trace(ops)
+        trace, _lines = checker.trace(ops, deadline)
     except Exception:      # noqa: BLE001 - a failing probe only means no points are known
         return []
     return points(ops, op_marks(trace), trace)

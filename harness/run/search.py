@@ -73,6 +73,9 @@ SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no
 CRASH_FREE_TRY = 0.1
 
 
+PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
+
+
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     text = outcome.model.op_text if outcome.model is not None else str
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
@@ -146,8 +149,14 @@ class Search(DeterminismProbes):
         """The histories to draw. Where the structure's path changes as it grows and shrinks is
         observed first (harness/check/capacity.py), unless it declares its capacities, so that
         histories cross those points inside checked operations. The probe's traced run counts
-        against the budget: a budget that ends during it ends the run like any other check."""
-        self.capacity = capacity.observe(checker) if self.config.threads == 1 else []
+        against the budget: a budget that ends during it ends the run like any other check. It
+        gets at most PROBE_S, and a tenth of a time budget: it takes 0.3 s for the built-in trees,
+        and a structure whose insert hangs would spend the whole run's timeout there (7 s of a
+        10 s budget) before a single history was checked."""
+        budget = self.config.budget
+        probe_s = PROBE_S if not budget else min(PROBE_S, max(1.0, budget / 10))
+        self.capacity = (capacity.observe(checker, time.monotonic() + probe_s)
+                         if self.config.threads == 1 else [])
         for p in self.capacity:
             self.stats.capacity.setdefault(p.label, 0)
         return strategies.for_target(self.target, self.config, checker.model,
