@@ -27,7 +27,9 @@ TREES_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -fno-omit-frame-pointer \
                 -Itrees/common -Iinstrument/include -Icrashsim/runner $(TREES_EXTRA_CFLAGS)
 
 ifneq ($(wildcard $(TREES_WRAPPER)),)
-TREES_TRACE_CC   := $(TREES_WRAPPER)
+# the wrapper takes the pass and runtime of this build (make BUILD=..., a pip install's own folder),
+# not the checkout's build/ it would use by default
+TREES_TRACE_CC   := CRASHCHECK_BUILD=$(abspath $(BUILD)) $(TREES_WRAPPER)
 TREES_TRACE_DEPS := $(TREES_WRAPPER) $(TREES_PASS) $(TREES_RT)
 TREES_TRACE_LIBS :=
 else
