@@ -75,6 +75,11 @@ def test_pip_install_outside_the_checkout(llvm, tmp_path):
     version = _run(["crashcheck-cc", "--version"], cwd=work, env=env)
     assert version.returncode == 0 and f"clang version {llvm}." in version.stdout, version.stdout + version.stderr
 
+    # doctor finds the installed parts (and, were one missing, would say to reinstall, not to run
+    # a checkout's scripts/setup)
+    doctor = _run(["crashcheck", "doctor"], cwd=work, env=env)
+    assert doctor.returncode == 0 and str(build / "libcrashcheck_pass.so") in doctor.stdout, doctor.stdout
+
     # no top-level leak
     for name in ("harness", "crashsim", "specs"):
         leak = _run([py, "-c", f"import {name}"], cwd=work, env=env)
