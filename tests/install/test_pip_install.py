@@ -53,6 +53,10 @@ def test_pip_install_outside_the_checkout(llvm, tmp_path):
     work.mkdir()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     env = _env(venv)
+    # today's pip: its build environment differs from the bundled one's (a python3 on PATH that
+    # could not read the trees' bugs.json, so no seeded-bug driver was built)
+    res = _run([venv / "bin" / "pip", "install", "-q", "--upgrade", "pip"], cwd=work, env=env)
+    assert res.returncode == 0, res.stderr
     before = _status()
 
     start = time.monotonic()
@@ -72,6 +76,7 @@ def test_pip_install_outside_the_checkout(llvm, tmp_path):
     toolchain = (build / "toolchain.env").read_text()
     assert f"LLVM_MAJOR={llvm}\n" in toolchain, toolchain
     assert (build / "libcrashcheck_pass.so").is_file() and (build / "trees" / "wort" / "driver").is_file()
+    assert (build / "trees" / "wort" / "driver-bug-no-flush-link").is_file()     # the seeded bugs too
     version = _run(["crashcheck-cc", "--version"], cwd=work, env=env)
     assert version.returncode == 0 and f"clang version {llvm}." in version.stdout, version.stdout + version.stderr
 
