@@ -95,6 +95,14 @@ def test_pip_install_outside_the_checkout(llvm, tmp_path):
                 "--json", work / "wort.json"], cwd=work, env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     assert json.loads((work / "wort.json").read_text())["stats"]["histories"] >= 4
+    # its records (wort's expected leaks) show the source lines, named as in a checkout
+    # (trees/wort/wort.c), not by the folder pip built from
+    records = [json.loads(p.read_text()) for p in (work / "wort.bugs").glob("*.json")]
+    assert records and all(r["sources"] for r in records)
+    for r in records:
+        for where in r["sources"].values():
+            assert not where["file"].startswith("/") and where["lines"], where
+        assert str(ROOT) not in json.dumps(r)
 
     # a user's structure, copied out of the checkout
     shutil.copytree(PMHASH, work / "pmhash")
