@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashsim.simulate import Simulator
-from crashsim.trace import NO_SITE, Trace
-from specs.capacity_probe import MAX_POINT, probe_history
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import NO_SITE, Trace
+from crashcheck.specs.capacity_probe import MAX_POINT, probe_history
 
 KIND_WARMUP = 8         # operations of a kind that only learn its ordinary path
 # Lines the probe's run may leave pending at its end, under the run's persistency model, for its

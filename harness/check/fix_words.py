@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 
-from crashsim.trace import Trace
-from crashsim.trace_edit import TraceEdit
-from harness.check.fix_edits import Edit, flush_objects, trace_keys
-from harness.core.paths import source
+from crashcheck.crashsim.trace import Trace
+from crashcheck.crashsim.trace_edit import TraceEdit
+from crashcheck.harness.check.fix_edits import Edit, flush_objects, trace_keys
+from crashcheck.harness.core.paths import source
 
 
 _CALL = re.compile(r"^\s*(?:return\s+)?(?!(?:if|while|for|switch|sizeof)\b)[A-Za-z_][\w.>-]*\s*\(")

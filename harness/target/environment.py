@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import workdir
-from harness.target import structures, toolchain, tracers
+from crashcheck.harness.core import workdir
+from crashcheck.harness.target import structures, toolchain, tracers
 
 # how to get crashcheck's own parts: a checkout builds them (its Makefile), an installation by
 # pip came with them and gets them again the same way

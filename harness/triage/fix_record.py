@@ -9,8 +9,8 @@ Never searches or proves anything.
 from __future__ import annotations
 
 
-from harness.check.fix_search import FixResult, describe, statement
-from harness.core.paths import source
+from crashcheck.harness.check.fix_search import FixResult, describe, statement
+from crashcheck.harness.core.paths import source
 
 CONTEXT = 3
 KEEP_REJECTED = 5

@@ -6,11 +6,11 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from specs import linearizability as lin
-from specs import ordered_map, range_lock
-from specs.history import History, Operation
-from specs.model import Model
-from specs.range_lock import U64_MAX
+from crashcheck.specs import linearizability as lin
+from crashcheck.specs import ordered_map, range_lock
+from crashcheck.specs.history import History, Operation
+from crashcheck.specs.model import Model
+from crashcheck.specs.range_lock import U64_MAX
 
 MAP = ordered_map.MODEL
 LOCK = range_lock.MODEL
