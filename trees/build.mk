@@ -27,9 +27,10 @@ TREES_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -fno-omit-frame-pointer \
                 -Itrees/common -Iinstrument/include -Icrashsim/runner $(TREES_EXTRA_CFLAGS)
 
 ifneq ($(wildcard $(TREES_WRAPPER)),)
-# the wrapper takes the pass and runtime of this build (make BUILD=..., a pip install's own folder),
-# not the checkout's build/ it would use by default
-TREES_TRACE_CC   := CRASHCHECK_BUILD=$(abspath $(BUILD)) $(TREES_WRAPPER)
+# the wrapper takes the pass and runtime this build links with (the folder of PASS_SO: make
+# BUILD=..., a pip install's own folder, or build/ when a bench puts only its drivers elsewhere
+# with PASS_SO and RUNTIME_A), not the checkout's build/ it would use by default
+TREES_TRACE_CC   := CRASHCHECK_BUILD=$(abspath $(dir $(TREES_PASS))) $(TREES_WRAPPER)
 TREES_TRACE_DEPS := $(TREES_WRAPPER) $(TREES_PASS) $(TREES_RT)
 TREES_TRACE_LIBS :=
 else
