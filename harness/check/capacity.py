@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashcheck.crashsim.simulate import Simulator
 from crashcheck.crashsim.trace import NO_SITE, Trace
 from crashcheck.specs.capacity_probe import MAX_POINT, probe_history
 
@@ -117,19 +116,10 @@ def observe(checker, deadline: float | None = None) -> list[CapacityPoint]:
     except Exception:      # noqa: BLE001 - a failing probe only means no points are known
         return []
     out = points(ops, op_marks(trace), trace)
-    if out and pending_at_end(trace, checker.settings.options()) > PENDING_MAX:
+    # the lines the probe's run leaves pending at its last crash point, under the run's model
+    if out and len(checker.point_at(trace, -1).pending_lines) > PENDING_MAX:
         return []
     return out
-
-
-def pending_at_end(trace: Trace, options) -> int:
-    """Lines the traced run leaves pending at its last crash point under OPTIONS' model."""
-    sim = Simulator.from_trace(trace, options)
-    last = sim.count_crash_points() - 1
-    end = None
-    for cp in sim.crash_points(wanted=lambda i: i == last):
-        end = cp
-    return len(end.pending_lines) if end is not None else 0
 
 
 def crossed(pts: list[CapacityPoint], ops: list, trace: Trace | None, load: int) -> list[CapacityPoint]:

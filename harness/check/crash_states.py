@@ -19,8 +19,11 @@ from crashcheck.harness.check.session import Session
 
 
 def point_at(session: Session, trace: Trace, cp_index: int) -> CrashPoint:
-    """Crash point CP_INDEX of TRACE; ValueError if the trace has no such point."""
+    """Crash point CP_INDEX of TRACE (negative: counted from its last, as a list's index);
+    ValueError if the trace has no such point."""
     sim = Simulator.from_trace(trace, session.settings.options())
+    if cp_index < 0:
+        cp_index += sim.count_crash_points()
     for cp in sim.crash_points(wanted=lambda k: k == cp_index):
         if cp.index == cp_index:
             return cp
