@@ -18,7 +18,8 @@ given with them, which a header-only structure's code is compiled from inside th
 pool: malloc and its relatives, memalign, valloc, pvalloc, C++ new/new[] and their deletes
 (CRASHCHECK_PASS_PM_MALLOC; the untraced driver runs the pass for that alone,
 CRASHCHECK_PASS_ALLOC_ONLY). The adapter's own calls and the standard library's internals called
-from the adapter stay the C library's.
+from the adapter stay the C library's, but the adapter gets `-include pm_free.h`: its free and
+realloc of a pool object (a scan's result the structure allocated) go to the pool.
 
 A compiler that fails raises BuildFailure with its complete output, which the command prints
 before its one-line error. Outputs are written under a private name and renamed into place, so a
@@ -152,6 +153,8 @@ def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
         cmd += [f"-fpass-plugin={pass_plugin()}"]
     if plan.pm_malloc and src in plan.sources:
         cmd += ["-include", str(ROOT / "trees" / "common" / "pm_malloc.h")]
+    elif plan.pm_malloc and src == plan.adapter:
+        cmd += ["-include", str(ROOT / "trees" / "common" / "pm_free.h")]
     return cmd
 
 

@@ -54,3 +54,22 @@ def test_the_redirected_objects_count_for_leak_checks(minikv, tmp_path):
     site = leak["leaks"][0]["site"]
     assert (Path(site["file"]).name, site["line"], site["func"]) == ("minikv.c", ALLOC_LINE, "minikv_insert")
     assert any(op.startswith("delete") for op in leak["history"])
+
+
+def test_the_adapter_may_free_what_the_structure_allocated(instrument_built, tmp_path):
+    # pmhash's scan mallocs its result array and the adapter frees it. Built with --pm-malloc the
+    # array is a pool object; the adapter's free went to the C library and aborted the driver
+    # ("free(): invalid pointer"). pm_free.h, forced into the adapter, gives it back to the pool.
+    pmhash = ROOT / "examples" / "pmhash"
+    built = build_once("pmhash_pm", pmhash / "pmhash.c", "--adapter", pmhash / "adapter.c", "--pm-malloc")
+    trace = tmp_path / "t"
+    res = subprocess.run([built / "driver", "run", "--pool", tmp_path / "p", "--size", "8m", "--create", "-"],
+                         input="insert 5 7\ninsert 6 8\nscan 0 10\nscan 0 10\n", capture_output=True, text=True,
+                         env={"CRASHCHECK_TRACE": str(trace), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split()[:2] == ["ok", "ok"], res.stdout
+    shown = run_cli("trace", "show", trace, "--json")
+    events = [json.loads(line) for line in shown.stdout.splitlines()]
+    allocs = {e["off"] for e in events if e["kind"] == "alloc"}
+    frees = [e["off"] for e in events if e["kind"] == "free"]
+    assert len(frees) >= 2 and set(frees) <= allocs        # each scan's array went back to the pool

@@ -69,6 +69,15 @@ void *cc_pm_realloc_at(void *p, size_t n, crashcheck_site_t site)
 	return q;
 }
 
+/* cc_pm_realloc_kept -- the adapter's realloc (pm_free.h): a pool object stays in the pool,
+ * anything else (NULL included) is the C library's */
+void *cc_pm_realloc_kept(void *p, size_t n, crashcheck_site_t site)
+{
+	if (p && pm_contains(p))
+		return cc_pm_realloc_at(p, n, site);
+	return realloc(p, n);
+}
+
 /* cc_pm_aligned_at -- N bytes aligned to ALIGN: slots of 64 bytes and more are 64-aligned,
  * objects above MAX_SMALL start a chunk */
 void *cc_pm_aligned_at(size_t align, size_t n, crashcheck_site_t site)

@@ -52,6 +52,8 @@ void *cc_pm_aligned_at(size_t align, size_t n, crashcheck_site_t site);
 int cc_pm_posix_memalign_at(void **out, size_t align, size_t n, crashcheck_site_t site);
 /* cc_pm_free -- pm_free for a pool object, the C library's free for anything else */
 void cc_pm_free(void *p);
+/* cc_pm_realloc_kept -- the adapter's realloc (pm_free.h): P stays in the pool or in the C library's heap */
+void *cc_pm_realloc_kept(void *p, size_t n, crashcheck_site_t site);
 
 #ifdef __cplusplus
 }
