@@ -15,6 +15,7 @@ import sys
 from crashcheck.harness.core import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
 from crashcheck.crashsim.errors import CrashcheckError
 from crashcheck.harness.cli import stdout_guard
+from crashcheck.harness.core import strays
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
 COMMAND_MODULES = ["crashcheck.harness.cli.cmd_list", "crashcheck.harness.cli.cmd_fuzz", "crashcheck.harness.cli.cmd_campaign", "crashcheck.harness.cli.cmd_run", "crashcheck.harness.cli.cmd_replay", "crashcheck.harness.cli.cmd_report",
@@ -72,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     stdout_guard.install()
     try:
-        return _run(argv)
+        with strays.collected():       # a daemon the code under test started dies with the command
+            return _run(argv)
     finally:
         sys.stdout = real_stdout
 

@@ -8,7 +8,8 @@ Design
 - The driver runs in its own session and process group, under limits (RLIMIT_AS, RLIMIT_CPU,
   RLIMIT_FSIZE, no core dumps) and a wall-clock deadline. At the deadline, and again after every
   run however it ended, the whole group is SIGKILLed, so a grandchild the structure forked cannot
-  outlive the run. A stopped process (SIGSTOP) is hung: nobody would ever continue it. A run
+  outlive the run. (One that left the group with setsid() is killed when the command ends:
+  harness/core/strays.py.) A stopped process (SIGSTOP) is hung: nobody would ever continue it. A run
   still going after STOP_POLL_S is checked for one every STOP_POLL_S (from /proc), and ends as
   "stopped" at once instead of at the deadline.
 - Its stdout and stderr go to one file, never a pipe: a grandchild that keeps them open cannot
@@ -32,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from crashcheck.harness.core import strays
 from crashcheck.specs.oracle import signal_name
 
 OUTPUT_TAIL_BYTES = 4096
@@ -152,6 +154,8 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     """Run ARGV under supervision (see the module's design note); its stdout and stderr go to
     OUTPUT. MEM_BYTES is the memory allowance (0: no address-space limit); CWD its working folder
     (default ours)."""
+    if strays.TOKEN in os.environ:     # a daemon it starts is found by it after the command
+        env = {**env, strays.TOKEN: os.environ[strays.TOKEN]}
     shield = shutil.which("timeout")
     full = ([shield, "-s", "KILL", f"{timeout_s + 5:.3f}"] if shield else []) + list(argv)
     mem_limit = mem_bytes + AS_HEADROOM if mem_bytes else 0

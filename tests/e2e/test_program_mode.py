@@ -321,3 +321,17 @@ def test_an_edited_program_record_does_not_replay(pmlog, tmp_path, edit, words):
     rep = _main("replay", tmp_path / "edited.json")
     lines = rep.stderr.strip().splitlines()
     assert rep.returncode == 2 and len(lines) == 1 and words in lines[0], rep.stdout + rep.stderr
+
+
+def test_a_daemon_the_checker_starts_dies_with_the_run(pmlog, tmp_path):
+    # setsid leaves the run's process group and session, so the group's SIGKILL misses it; the
+    # run token in its environment finds it when the command ends (harness/core/strays.py)
+    marker = "47.375"
+    script = tmp_path / "checker.sh"
+    script.write_text(f"#!/bin/sh\nsetsid -f sleep {marker} >/dev/null 2>&1 </dev/null\n"
+                      f"exec {pmlog['pmlog']} check \"$1\"\n")
+    script.chmod(0o755)
+    res = _run(tmp_path, "--limit", "2", "--checker", f"{script} {{image}}", "--", pmlog["pmlog"], "append", "pool", "1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    time.sleep(0.2)
+    assert not _sleeping(marker), "the checker's daemon outlived the run"
