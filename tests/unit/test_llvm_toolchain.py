@@ -1,8 +1,8 @@
 """Which LLVM: instrument/select-llvm's choice, the toolchain record a build leaves
 (build/toolchain.env) and its readers (crashcheck-cc, harness/target/toolchain.py).
 
-Cheap: no pass is built here (tests/unit/test_instrument_llvm_versions.py, slow, builds and runs
-the corpus with another LLVM).
+Cheap: no pass is built here (tests/llvm_builds.py builds another LLVM's, which the corpus runs
+against: tests/unit/test_instrument_corpus.py).
 """
 from __future__ import annotations
 
