@@ -5,7 +5,7 @@
 # Each folder owns its own fragment; this file only ties them together.
 
 # Which LLVM (14 to 19): make LLVM=19, make LLVM_CONFIG=/path/to/llvm-config, or CRASHCHECK_LLVM=19 in
-# the environment; default llvm-config-16 if present, else the newest found.  instrument/select-llvm
+# the environment; default llvm-config-16 if present, else llvm-config on PATH (14..19), else the newest found.  instrument/select-llvm
 # decides, and picks the clang of the same LLVM (CLANG=/CLANGXX= on the command line override it).
 # BUILD: where everything goes (make BUILD=build-llvm19 LLVM=19 keeps a second LLVM's build apart).
 LLVM        ?= $(CRASHCHECK_LLVM)

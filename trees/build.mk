@@ -3,12 +3,18 @@
 #   driver-native       clang -O2 -g, no pass, linked with the runtime (speed baseline, tests)
 #   driver              built with instrument/bin/crashcheck-cc (the pass) at -O2: traced runs
 #   driver-bug-<name>   one per entry of trees/<t>/bugs.json, like driver plus -D<define>
-# Every binary is one clang command over the tree's .c files, the .c files of the shared folders
-# the tree names in trees/<t>/shared.txt (if any; e.g. art_engine/ for WOART and ART+CoW, with
-# each folder also on the include path) and trees/common/*.c.  A shared folder has no adapter.c,
-# so it is no tree itself; its code is compiled into each tree that names it, with that tree's
-# flags, so a seeded bug's -D reaches the shared code too.  When the wrapper is missing, the
-# traced variants are built natively so work on the trees can go on.
+# Every binary links the tree's .c files, the .c files of the shared folders the tree names in
+# trees/<t>/shared.txt (if any; e.g. art_engine/ for WOART and ART+CoW, with each folder also on
+# the include path) and trees/common/*.c, each compiled on its own into build/trees-obj/ (the
+# same compiles one clang command over them all would make).  A shared folder has no adapter.c,
+# so it is no tree itself; its code is compiled for each tree that names it, with that tree's
+# flags.  Compiled once and linked into many binaries (a build of every tree was ~65 full compiles
+# of the same files, most of scripts/setup's time): trees/common once per flavour (native,
+# traced), a tree's own and shared sources once per flavour, and for a seeded bug only the files
+# its -D<define> can change -- those whose text names the define, all of the tree's when one of
+# its headers does, all of them with trees/common's when a header or source there does (a define
+# acts only where its name is written; none is pasted together with ##).  When the wrapper is
+# missing, the traced variants are built natively so work on the trees can go on.
 # Included by the top-level Makefile (which defines BUILD, CLANG and instrument's variables).
 
 TREES_RT      := $(or $(RUNTIME_A),$(BUILD)/libcrashcheck_rt.a)
@@ -32,12 +38,35 @@ ifneq ($(wildcard $(TREES_WRAPPER)),)
 # with PASS_SO and RUNTIME_A), not the checkout's build/ it would use by default
 TREES_TRACE_CC   := CRASHCHECK_BUILD=$(abspath $(dir $(TREES_PASS))) $(TREES_WRAPPER)
 TREES_TRACE_DEPS := $(TREES_WRAPPER) $(TREES_PASS) $(TREES_RT)
+TREES_TRACE_OBJ_DEPS := $(TREES_WRAPPER) $(TREES_PASS)
 TREES_TRACE_LIBS :=
 else
 TREES_TRACE_CC   := $(CLANG)
 TREES_TRACE_DEPS := $(TREES_RT)
+TREES_TRACE_OBJ_DEPS :=
 TREES_TRACE_LIBS := $(TREES_RT) -lpthread -ldl
 endif
+# a change of LLVM (the clang in toolchain.env) recompiles the native objects too
+TREES_NATIVE_OBJ_DEPS := $(wildcard $(or $(TOOLCHAIN),$(BUILD)/toolchain.env))
+
+# trees_obj -- the object of source $(3) for folder $(1) of build/trees-obj/ (common, a tree, or
+# a tree's bug-<name>) in flavour $(2) (native, traced)
+TREES_OBJ := $(BUILD)/trees-obj
+trees_obj = $(patsubst %.c,$(TREES_OBJ)/$(1)/$(2)/%.o,$(3))
+
+# trees_mention -- those of the files $(2) whose text names the define $(1) (a whole word)
+trees_mention = $(if $(strip $(2)),$(shell grep -lw -e '$(1)' $(2)))
+
+# trees/common, once per flavour, with no tree's flags (no shared folder on its include path: its
+# own folder comes first, so its includes find the same files)
+TREES_COMMON_NATIVE := $(call trees_obj,common,native,$(TREES_COMMON_SRCS))
+TREES_COMMON_TRACED := $(call trees_obj,common,traced,$(TREES_COMMON_SRCS))
+$(TREES_COMMON_NATIVE): $(TREES_OBJ)/common/native/%.o: %.c $(TREES_COMMON_HDRS) $(TREES_NATIVE_OBJ_DEPS)
+	@mkdir -p $(@D)
+	$(CLANG) $(TREES_CFLAGS) -c $< -o $@
+$(TREES_COMMON_TRACED): $(TREES_OBJ)/common/traced/%.o: %.c $(TREES_COMMON_HDRS) $(TREES_TRACE_OBJ_DEPS)
+	@mkdir -p $(@D)
+	$(TREES_TRACE_CC) $(TREES_CFLAGS) -c $< -o $@
 
 # trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json, read with $(PYTHON)
 # (make PYTHON=...: pip's build passes its own interpreter). A catalog it cannot read stops the
@@ -56,33 +85,61 @@ trees_shared = $(strip $(foreach d,$(if $(wildcard trees/$(1)/shared.txt),$(shel
 
 TREES_TARGETS :=
 
-# TREE_RULES -- the native and traced drivers of tree $(1)
+# TREE_RULES -- the objects and the native and traced drivers of tree $(1)
 define TREE_RULES
 TREES_$(1)_SHARED := $$(call trees_shared,$(1))
-TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.c)) \
-                   $$(TREES_COMMON_SRCS)
+# its own and its shared folders' sources (compiled with its flags), in link order
+TREES_$(1)_OWN := $$(wildcard trees/$(1)/*.c) $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.c))
 TREES_$(1)_CFLAGS := $$(TREES_CFLAGS) $$(addprefix -Itrees/,$$(TREES_$(1)_SHARED))
-# The tree's own and its shared folders' sources and headers: a change in a shared folder
-# rebuilds every tree that names it.
-TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/$(1)/*.h trees/$(1)/shared.txt) \
-                   $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.h)) $$(TREES_COMMON_HDRS)
+# its own and its shared folders' headers: a change in one recompiles each of the tree's sources
+# (and so rebuilds every driver of every tree that names the folder)
+TREES_$(1)_HDRS := $$(wildcard trees/$(1)/*.h trees/$(1)/shared.txt) \
+                   $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.h))
+TREES_$(1)_NATIVE := $$(call trees_obj,$(1),native,$$(TREES_$(1)_OWN))
+TREES_$(1)_TRACED := $$(call trees_obj,$(1),traced,$$(TREES_$(1)_OWN))
 
-$(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_DEPS) $$(TREES_RT)
+$$(TREES_$(1)_NATIVE): $(TREES_OBJ)/$(1)/native/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) $$(TREES_NATIVE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(CLANG) $$(TREES_$(1)_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_RT) -lpthread -ldl
+	$$(CLANG) $$(TREES_$(1)_CFLAGS) -c $$< -o $$@
 
-$(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_DEPS) $$(TREES_TRACE_DEPS)
+$$(TREES_$(1)_TRACED): $(TREES_OBJ)/$(1)/traced/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) $$(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -c $$< -o $$@
+
+$(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_NATIVE) $$(TREES_COMMON_NATIVE) $$(TREES_RT)
+	@mkdir -p $$(@D)
+	$$(CLANG) -o $$@ $$(TREES_$(1)_NATIVE) $$(TREES_COMMON_NATIVE) $$(TREES_RT) -lpthread -ldl
+
+$(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_TRACED) $$(TREES_COMMON_TRACED) $$(TREES_TRACE_DEPS)
+	@mkdir -p $$(@D)
+	$$(TREES_TRACE_CC) -o $$@ $$(TREES_$(1)_TRACED) $$(TREES_COMMON_TRACED) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-native $(BUILD)/trees/$(1)/driver
 endef
 
-# BUG_RULE -- driver-bug-$(2) of tree $(1), built with -D$(3)
+# trees_touched -- the sources of tree $(1) that the define $(2) can change (see the top)
+trees_touched = $(strip \
+  $(if $(call trees_mention,$(2),$(TREES_COMMON_SRCS) $(TREES_COMMON_HDRS)),$(TREES_$(1)_OWN) $(TREES_COMMON_SRCS),\
+  $(if $(call trees_mention,$(2),$(filter %.h,$(TREES_$(1)_HDRS))),$(TREES_$(1)_OWN),\
+  $(call trees_mention,$(2),$(TREES_$(1)_OWN)))))
+
+# BUG_RULE -- driver-bug-$(2) of tree $(1), built with -D$(3): the sources it changes compiled
+# again with it, the others' traced objects reused
 define BUG_RULE
-$(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_DEPS) trees/$(1)/bugs.json $$(TREES_TRACE_DEPS)
+TREES_$(1)_BUG_$(2)_TOUCHED := $$(call trees_touched,$(1),$$(firstword $$(subst =, ,$(3))))
+TREES_$(1)_BUG_$(2)_OBJS := $$(call trees_obj,$(1)/bug-$(2),traced,$$(TREES_$(1)_BUG_$(2)_TOUCHED))
+TREES_$(1)_BUG_$(2)_LINK := $$(foreach s,$$(TREES_$(1)_OWN) $$(TREES_COMMON_SRCS),$$(if \
+    $$(filter $$(s),$$(TREES_$(1)_BUG_$(2)_TOUCHED)),$$(call trees_obj,$(1)/bug-$(2),traced,$$(s)),$$(if \
+    $$(filter $$(s),$$(TREES_COMMON_SRCS)),$$(call trees_obj,common,traced,$$(s)),$$(call trees_obj,$(1),traced,$$(s)))))
+
+$$(TREES_$(1)_BUG_$(2)_OBJS): $(TREES_OBJ)/$(1)/bug-$(2)/traced/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) \
+                               trees/$(1)/bugs.json $$(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -D$(3) -c $$< -o $$@
+
+$(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_BUG_$(2)_LINK) $$(TREES_TRACE_DEPS)
+	@mkdir -p $$(@D)
+	$$(TREES_TRACE_CC) -o $$@ $$(TREES_$(1)_BUG_$(2)_LINK) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-bug-$(2)
 endef

@@ -1,9 +1,11 @@
 """The instrumentation corpus: parse each program's expectations, build, run, compare.
 
-Owns: reading the expectation block of tests/corpus/*.c (format in README.md), building every
-program at every level with crashcheck-cc (in parallel, once per session), running one build
-with CRASHCHECK_TRACE, and turning trace events into comparable one-line records. Never
-decides what a construct should produce: that is the data in each program.
+Owns: reading the expectation block of tests/corpus/*.c (format in README.md), building a
+program at a level with crashcheck-cc for a pass build (build/, or another LLVM's build-llvmN/:
+tests/llvm_builds.py), once per test process and only when a test asks for it (pytest -n's
+workers each build only the programs of their own tests), running one build with
+CRASHCHECK_TRACE, and turning trace events into comparable one-line records. Never decides what
+a construct should produce: that is the data in each program.
 """
 from __future__ import annotations
 
@@ -11,7 +13,6 @@ import os
 import re
 import signal
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -113,10 +114,10 @@ class Program:
             raise CorpusError(f"{self.path.name}: no /* {value} */ marker in the source") from None
 
 
-def llvm_major() -> int:
-    """The LLVM the pass under test was built with: $CRASHCHECK_BUILD's (or build/'s) toolchain
-    record, as crashcheck-cc reads it; 16 for a build from before the record."""
-    build = Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
+def llvm_major(build: Path | None = None) -> int:
+    """The LLVM the pass under test was built with: BUILD's (default $CRASHCHECK_BUILD's, or
+    build/'s) toolchain record, as crashcheck-cc reads it; 16 for a build from before the record."""
+    build = build or Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
     try:
         for line in (build / "toolchain.env").read_text().splitlines():
             if line.startswith("LLVM_MAJOR="):
@@ -207,31 +208,54 @@ class Build:
     error: str = ""     # compiler output when the build failed
 
 
-def compile_one(prog: Program, level: str, out: Path) -> Build:
+def _env(build: Path | None) -> dict[str, str]:
+    """The environment of crashcheck-cc for the pass in BUILD (None: the one it finds itself)."""
+    env = dict(os.environ)
+    env.pop("CRASHCHECK_PASS_STATS", None)
+    if build is not None:
+        env["CRASHCHECK_BUILD"] = str(build)
+        env.pop("CRASHCHECK_CLANG", None)
+        env.pop("CRASHCHECK_CLANGXX", None)
+    return env
+
+
+def compile_one(prog: Program, level: str, out: Path, build: Path | None = None) -> Build:
+    """PROG at LEVEL into OUT, with the pass and runtime of BUILD (default: crashcheck-cc's own)."""
+    out.mkdir(parents=True, exist_ok=True)
     exe = out / f"{prog.name}.{level}"
     cc = CXX if prog.path.suffix == ".cpp" else CC
     cmd = [str(cc), f"-{level}", "-Wall", "-Werror", "-I", str(CORPUS), *prog.cflags,
            str(prog.path), "-o", str(exe), *prog.ldflags]
-    env = dict(os.environ)
-    env.pop("CRASHCHECK_PASS_STATS", None)
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    res = subprocess.run(cmd, capture_output=True, text=True, env=_env(build), timeout=120)
     if res.returncode != 0:
         return Build(prog, level, exe, f"{' '.join(cmd)}\n{res.stdout}{res.stderr}")
     return Build(prog, level, exe)
 
 
-_BUILDS: dict[Path, dict[tuple[str, str], Build]] = {}
+class Builds:
+    """The corpus built into OUT with the pass of BUILD, a program at a level compiled the first
+    time a test asks for it: `builds[(name, level)]`. The LLVM it was built for: `llvm`."""
+
+    def __init__(self, out: Path, build: Path | None = None) -> None:
+        self.out, self.build = out, build
+        self.llvm = llvm_major(build)
+        self._programs = {p.name: p for p in programs()}
+        self._done: dict[tuple[str, str], Build] = {}
+
+    def __getitem__(self, key: tuple[str, str]) -> Build:
+        if key not in self._done:
+            name, level = key
+            self._done[key] = compile_one(self._programs[name], level, self.out, self.build)
+        return self._done[key]
 
 
-def build_all(out: Path) -> dict[tuple[str, str], Build]:
-    """Every corpus program at each of its levels, compiled once per OUT folder, in parallel."""
-    if out in _BUILDS:
-        return _BUILDS[out]
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = [(p, lv) for p in programs() for lv in p.levels]
-    with ThreadPoolExecutor(max_workers=max(2, (os.cpu_count() or 2) + 1)) as pool:
-        builds = list(pool.map(lambda j: compile_one(j[0], j[1], out), jobs))
-    _BUILDS[out] = {(b.program.name, b.level): b for b in builds}
+_BUILDS: dict[Path, Builds] = {}
+
+
+def builds(out: Path, build: Path | None = None) -> Builds:
+    """The corpus's builds in OUT with the pass of BUILD: one Builds per OUT folder."""
+    if out not in _BUILDS:
+        _BUILDS[out] = Builds(out, build)
     return _BUILDS[out]
 
 
@@ -286,14 +310,15 @@ def describe(rec: dict) -> str:
     return " ".join(parts)
 
 
-def build_support(name: str, out: Path) -> Path:
-    """tests/corpus/support/NAME.c built at -O2 into OUT (once); fails the caller on error."""
+def build_support(name: str, out: Path, build: Path | None = None) -> Path:
+    """tests/corpus/support/NAME.c built at -O2 into OUT (once) with the pass of BUILD (default:
+    crashcheck-cc's own); fails the caller on error."""
     exe = out / f"support-{name}"
     if not exe.exists():
         out.mkdir(parents=True, exist_ok=True)
         cmd = [str(CC), "-O2", "-Wall", "-Werror", str(CORPUS / "support" / f"{name}.c"),
                "-o", str(exe)]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        res = subprocess.run(cmd, capture_output=True, text=True, env=_env(build), timeout=120)
         if res.returncode != 0:
             raise CorpusError(f"{' '.join(cmd)} failed:\n{res.stdout}{res.stderr}")
     return exe

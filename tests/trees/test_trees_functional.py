@@ -152,25 +152,63 @@ def test_no_tree_includes_another_folders_files():
 
 def test_a_change_in_shared_code_rebuilds_every_driver_of_the_trees_naming_it(trees_built):
     """`make -n -W <engine file> trees`: every driver of WOART and ART+CoW (every seeded bug's too) is
-    rebuilt from the engine's sources with the tree's own flags, and no other tree's driver is."""
+    linked again, and no other tree's; the engine's sources are compiled again with the tree's own
+    flags, for a seeded bug whose define the changed file names with that -D too, and no other
+    tree's file is (trees/build.mk compiles each file once per flavour and links the objects)."""
     users = sorted(p.parent.name for p in (ROOT / "trees").glob("*/shared.txt") if "art_engine" in shared_folders(p.parent.name))
     assert users == ["artcow", "woart"]
+    engine_c = sorted(p.name for p in (ROOT / "trees" / "art_engine").glob("*.c"))
     for changed in ("art_nodes.h", "art_tree.c"):
         res = subprocess.run(["make", "-n", "-W", f"trees/art_engine/{changed}", "trees"], cwd=ROOT,
                              capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
-        commands = {line.split(" -o ")[1].split()[0]: line for line in res.stdout.splitlines() if " -o build/trees/" in line}
+        outputs = {line.split(" -o ")[1].split()[0]: line for line in res.stdout.splitlines() if " -o build/" in line}
+        links = {t: line for t, line in outputs.items() if t.startswith("build/trees/")}
+        compiles = {t: line for t, line in outputs.items() if t.startswith("build/trees-obj/")}
+        assert set(outputs) == set(links) | set(compiles), outputs
         want = {f"build/trees/{t}/{d}" for t in users for d in ["driver", "driver-native"] + [
             f"driver-bug-{b['name']}" for b in catalog(t)]}
-        assert set(commands) == want, changed
-        for target, line in commands.items():
+        assert set(links) == want, changed
+        for target, line in links.items():
             tree, binary = target.split("/")[2:]
-            assert "-Itrees/art_engine" in line and "trees/art_engine/art_nodes.c" in line, line
-            assert f"trees/{tree}/adapter.c" in line and not any(f"trees/{t}/" in line for t in users if t != tree)
-            bug = binary.removeprefix("driver-bug-") if binary.startswith("driver-bug-") else None
+            objs = f"build/trees-obj/{tree}/"
+            assert f"{objs}native/trees/{tree}/adapter.o" in line if binary == "driver-native" else (
+                "/trees/" + tree + "/adapter.o" in line), line
+            assert "trees/art_engine/art_nodes.o" in line and "trees/common/driver.o" in line, line
+            assert not any(f"build/trees-obj/{t}/" in line for t in users if t != tree), line
+        for target, line in compiles.items():
+            tree, where = target.split("/")[2:4]
+            # a header may be included by any of the tree's files: those are compiled again too
+            own = " -c trees/art_engine/" in line or (changed.endswith(".h") and f" -c trees/{tree}/" in line)
+            assert tree in users and "-Itrees/art_engine" in line and own, line
+            bug = where.removeprefix("bug-") if where.startswith("bug-") else None
             if bug:
                 define = next(b["define"] for b in catalog(tree) if b["name"] == bug)
                 assert f" -D{define} " in line, line
+        # the changed file (a header: every engine source) in both flavours of both trees
+        sources = engine_c if changed.endswith(".h") else [changed]
+        for tree in users:
+            for flavour in ("native", "traced"):
+                for src in sources:
+                    assert f"build/trees-obj/{tree}/{flavour}/trees/art_engine/{src[:-2]}.o" in compiles, (tree, src)
+            for bug in catalog(tree):
+                text = (ROOT / "trees" / "art_engine" / changed).read_text()
+                if bug["define"] in text:
+                    assert any(f"build/trees-obj/{tree}/bug-{bug['name']}/" in t for t in compiles), bug
+
+
+def test_a_seeded_bug_recompiles_only_the_files_naming_its_define(trees_built):
+    """A seeded-bug driver reuses the traced objects of the files its -D cannot change: only the
+    files whose text names the define are compiled with it (all of the tree's when a header does)."""
+    res = subprocess.run(["make", "-n", "-B", "build/trees/wort/driver-bug-no-flush-link",
+                          "build/trees/heart/driver-bug-pack-keybyte-7bit"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    with_d = sorted(line.split(" -c ")[1].split()[0] for line in res.stdout.splitlines() if " -DBUG_" in line)
+    heart = sorted(f"trees/heart/{p.name}" for p in (ROOT / "trees" / "heart").glob("*.c"))
+    assert with_d == sorted(["trees/wort/wort.c", *heart]), with_d     # heart's define is in heart_internal.h
+    link = next(line for line in res.stdout.splitlines() if "-o build/trees/wort/driver-bug-no-flush-link" in line)
+    assert "build/trees-obj/wort/bug-no-flush-link/traced/trees/wort/wort.o" in link
+    assert "build/trees-obj/wort/traced/trees/wort/wort_recover.o" in link, link
 
 
 USER_ERRORS = [

@@ -2,7 +2,9 @@
 
 Each program in tests/corpus/ exercises one construct and states, in its header comment, the exact
 events it must leave in the trace (format: tests/corpus/README.md). This file only builds, runs
-and compares; the expectations are data.
+and compares; the expectations are data. Every case runs with the default pass (build/) and with
+the pass built for a second LLVM (`llvm19`: tests/llvm_builds.py, $CRASHCHECK_TEST_LLVM), whose
+exact events the same data states (an event that differs says `llvm>=N` / `llvm<N`).
 """
 from __future__ import annotations
 
@@ -10,16 +12,27 @@ from pathlib import Path
 
 import pytest
 
+import llvm_builds
 from corpus import corpuslib
 from crashcheck.crashsim.trace import read_trace
 
 PROGRAMS = corpuslib.programs()
 CASES = [pytest.param(p, lv, id=f"{p.name}-{lv}") for p in PROGRAMS for lv in p.levels]
+PASSES = [pytest.param(None, id="default")] + [pytest.param(v, id=f"llvm{v}") for v in llvm_builds.OTHER]
 
 
 @pytest.fixture(scope="session")
 def corpus_builds(instrument_built, tmp_path_factory):
-    return corpuslib.build_all(tmp_path_factory.getbasetemp() / "corpus-builds")
+    return corpuslib.builds(tmp_path_factory.getbasetemp() / "corpus-builds")
+
+
+@pytest.fixture(scope="session", params=PASSES)
+def pass_builds(request, corpus_builds, tmp_path_factory):
+    """The corpus with the default pass, or with the pass built for another LLVM."""
+    if request.param is None:
+        return corpus_builds
+    build = llvm_builds.build(request.param)
+    return corpuslib.builds(tmp_path_factory.getbasetemp() / f"corpus-builds-llvm{request.param}", build)
 
 
 def test_corpus_is_well_formed():
@@ -33,11 +46,11 @@ def test_corpus_is_well_formed():
 
 
 @pytest.mark.parametrize("prog, level", CASES)
-def test_corpus(prog: corpuslib.Program, level: str, corpus_builds, tmp_path: Path):
+def test_corpus(prog: corpuslib.Program, level: str, pass_builds, tmp_path: Path):
     missing = [f for f in prog.cpu if f not in corpuslib.cpu_flags()]
     if missing:
         pytest.skip(f"this CPU lacks {', '.join(missing)}")
-    build = corpus_builds[(prog.name, level)]
+    build = pass_builds[(prog.name, level)]
     assert not build.error, f"build failed:\n{build.error}"
 
     res, tr = corpuslib.run(build.exe, tmp_path)
@@ -60,7 +73,7 @@ def test_corpus(prog: corpuslib.Program, level: str, corpus_builds, tmp_path: Pa
         if site.inlined_line:
             assert Path(site.inlined_file).resolve() == prog.path, site.describe()
 
-    expected = prog.expected(level)
+    expected = prog.expected(level, pass_builds.llvm)
     actual = [corpuslib.actual_record(trace, ev) for ev in trace.events]
     if prog.per_thread:
         # Threads interleave freely; each thread's own events are in program order, none lost.

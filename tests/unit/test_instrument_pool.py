@@ -2,21 +2,28 @@
 
 Driven by tests/corpus/support/pool_errors.c, which prints "ok ADDRESS" or
 "error: <crashcheck_last_error()>". Each case runs with and without tracing: the errors must not
-depend on it.
+depend on it; and with the runtime built by the default LLVM and by a second one (llvm19).
 """
 from __future__ import annotations
 
 import pytest
 
+import llvm_builds
 from corpus import corpuslib
 
 ADDR = 0x6A0000000000     # away from the default, so the cases cannot collide with it
 SIZE = 1 << 20
 
 
-@pytest.fixture(scope="session")
-def pool_errors(instrument_built, tmp_path_factory):
-    return corpuslib.build_support("pool_errors", tmp_path_factory.getbasetemp() / "support-builds")
+@pytest.fixture(scope="session", params=[None, *llvm_builds.OTHER],
+                ids=["default", *(f"llvm{v}" for v in llvm_builds.OTHER)])
+def pool_errors(request, instrument_built, tmp_path_factory):
+    """pool_errors built with the default pass and runtime, and with another LLVM's (tests/llvm_builds.py)."""
+    if request.param is None:
+        return corpuslib.build_support("pool_errors", tmp_path_factory.getbasetemp() / "support-builds")
+    build = llvm_builds.build(request.param)
+    return corpuslib.build_support("pool_errors", tmp_path_factory.getbasetemp() / f"support-builds-llvm{request.param}",
+                                   build)
 
 
 def run(exe, work, *args, trace=True, env=None):

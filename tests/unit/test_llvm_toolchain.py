@@ -1,8 +1,8 @@
 """Which LLVM: instrument/select-llvm's choice, the toolchain record a build leaves
 (build/toolchain.env) and its readers (crashcheck-cc, harness/target/toolchain.py).
 
-Cheap: no pass is built here (tests/unit/test_instrument_llvm_versions.py, slow, builds and runs
-the corpus with another LLVM).
+Cheap: no pass is built here (tests/llvm_builds.py builds another LLVM's, which the corpus runs
+against: tests/unit/test_instrument_corpus.py).
 """
 from __future__ import annotations
 
@@ -29,6 +29,38 @@ def test_the_default_is_llvm_16_and_a_version_picks_its_clang():
         pytest.skip("llvm-config-16 not installed")
     assert select().stdout.split() == ["llvm-config-16", "clang-16", "clang++-16", "16"]
     assert select("", "llvm-config-16").stdout.split()[1:] == ["clang-16", "clang++-16", "16"]
+
+
+def _fake_llvm(folder: Path, version: str, *names: str) -> Path:
+    """FOLDER holding llvm-config programs NAMES of LLVM VERSION, with their clang beside them, and
+    head (select-llvm's one outside tool): a PATH with no other LLVM."""
+    folder.mkdir(exist_ok=True)
+    for name in names:
+        (folder / name).write_text(f"#!/bin/sh\ncase \"$1\" in --version) echo {version};; --bindir) echo {folder};; esac\n")
+    for name in ("clang", "clang++"):
+        (folder / name).write_text("#!/bin/sh\nexit 0\n")
+    for p in folder.iterdir():
+        p.chmod(0o755)
+    (folder / "head").symlink_to(shutil.which("head"))
+    return folder
+
+
+def test_without_llvm_16_the_llvm_config_on_path_is_picked(tmp_path):
+    """No llvm-config-16: the machine's own `llvm-config` (LLVM 14..19), before any other
+    llvm-config-N; one of another LLVM is passed over."""
+    bin_ = _fake_llvm(tmp_path / "bin", "18.1.8", "llvm-config", "llvm-config-19")
+    env = {"PATH": str(bin_)}
+    res = subprocess.run([str(SELECT)], capture_output=True, text=True, timeout=30, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.split() == ["llvm-config", f"{bin_}/clang", f"{bin_}/clang++", "18"]
+    _fake_llvm(tmp_path / "b16", "16.0.6", "llvm-config-16")      # the tested default still wins
+    res = subprocess.run([str(SELECT)], capture_output=True, text=True, timeout=30,
+                         env={"PATH": f"{tmp_path / 'b16'}:{bin_}"})
+    assert res.stdout.split()[0] == "llvm-config-16" and res.stdout.split()[3] == "16", res.stdout + res.stderr
+    new = _fake_llvm(tmp_path / "new", "21.1.0", "llvm-config")       # unsupported: the newest N instead
+    res = subprocess.run([str(SELECT)], capture_output=True, text=True, timeout=30,
+                         env={"PATH": f"{new}:{bin_}"})
+    assert res.stdout.split()[0] == "llvm-config-19", res.stdout + res.stderr
 
 
 def test_an_absent_or_unsupported_llvm_is_one_line():

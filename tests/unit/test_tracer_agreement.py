@@ -30,7 +30,7 @@ PROGRAMS = [p for p in corpuslib.programs() if p.exit == 0 and p.complete and no
 
 @pytest.fixture(scope="module")
 def builds(instrument_built, tmp_path_factory):
-    return corpuslib.build_all(tmp_path_factory.getbasetemp() / "corpus-builds")
+    return corpuslib.builds(tmp_path_factory.getbasetemp() / "corpus-builds")
 
 
 def _writes(trace):
