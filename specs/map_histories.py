@@ -236,6 +236,25 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
     return with_load(ops, len(load))
 
 
+def contend(draw, ops: list[Op], start: int) -> list[Op]:
+    """OPS with the operations from START on (the part dealt out to threads) aimed at one to three
+    hot keys present when the threads start, so the threads meet on them: a lookup holding a key's
+    leaf while another thread replaces or deletes it and a third allocates in its place, two
+    deletes of one key, an insert racing an update. Each operation is re-aimed with probability
+    3/4 (its kind and value kept; a scan starts at the hot key); everything shrinks toward the
+    history as drawn. With no key present at START the hot keys are among those the threads use."""
+    present = sorted(_present(ops[:start])) or sorted({op.key for op in ops[start:]})
+    if not present:
+        return ops
+    hot = draw(st.lists(st.sampled_from(present), min_size=1, max_size=3, unique=True))
+    out = list(ops[:start])
+    for op in ops[start:]:
+        if draw(st.integers(0, 3)):
+            op = replace(op, key=draw(st.sampled_from(hot)))
+        out.append(op)
+    return with_load(out, getattr(ops, "load", 0))
+
+
 def _kinds(mix: str, have: set[str]) -> list[str]:
     """The operation kinds of MIX, each repeated by its weight, those the structure has only
     (a churn's random part, where there is one, is insert-heavy)."""

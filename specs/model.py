@@ -32,6 +32,10 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                threads must each follow a protocol (a range-lock thread releases
                                what it holds); without it the harness deals one drawn history's
                                operations out to the threads at random (harness/check/threads.py)
+    contend(draw, ops, start) -> optional: OPS with the operations from START on (those the harness
+                               deals out to threads) re-aimed at a few things every thread shares
+                               (a map's few hot keys, present when the threads start), drawing with
+                               Hypothesis's DRAW; the harness uses it for half its dealt histories
     shape(op)               -> optional: where OP sits in its domain, in words ("lookup at 0",
                                "trylock from 0 to the maximum"): a wrong answer of the crash-free
                                run is one bug per shape of the operation that gave it (with what
@@ -115,6 +119,7 @@ class Model:
     continuation: Callable[..., list[Op]] | None = None
     histories: Callable[..., Any] | None = None
     thread_histories: Callable[..., Any] | None = None
+    contend: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
     shape: Callable[[Op], str] | None = None
     doc: str = field(default="", compare=False)

@@ -62,7 +62,9 @@ CLASSES = (
 STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
 # Findings of several threads (specs/linearizability.py); not in CLASSES until harness reports them.
-CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock")
+# persistency-race: a load of another thread's store not yet durable, acted upon, confirmed by a
+# crash that loses that store (harness/check/persistency_race.py)
+CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock", "persistency-race")
 
 
 @dataclass(frozen=True)

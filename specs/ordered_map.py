@@ -339,6 +339,12 @@ def histories(**opts: Any):
     return _histories(**opts)
 
 
+def contend(draw, ops, start: int):
+    """The threaded part of OPS aimed at a few hot keys (specs/map_histories.py `contend`)."""
+    from specs.map_histories import contend as _contend
+    return _contend(draw, ops, start)
+
+
 def key_place(key: bytes) -> str:
     """Where KEY sits in its domain: at 0 (every byte zero, the lowest key of its length), at
     the maximum (every byte 0xff), or in the middle: edges are where off-by-one mistakes live."""
@@ -386,6 +392,7 @@ MODEL = Model(
     followup=followup,
     continuation=continuation,
     histories=histories,
+    contend=contend,
     validate=validate,
     shape=shape,
     doc="ordered map of byte keys to byte values: insert update delete lookup scan",

@@ -56,6 +56,10 @@ TREES_$(1)_SHARED := $$(call trees_shared,$(1))
 TREES_$(1)_SRCS := $$(wildcard trees/$(1)/*.c) $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.c)) \
                    $$(TREES_COMMON_SRCS)
 TREES_$(1)_CFLAGS := $$(TREES_CFLAGS) $$(addprefix -Itrees/,$$(TREES_$(1)_SHARED))
+# A thread-safe tree (its adapter sets .threads) has its traced drivers log loads: a threaded run
+# looks for persistency races in them (harness/check/persistency_race.py); single-threaded runs
+# turn them off (CRASHCHECK_TRACE_LOADS=0)
+TREES_$(1)_LOADS := $$(if $$(and $$(filter $$(TREES_WRAPPER),$$(TREES_TRACE_CC)),$$(shell grep -l '^[[:space:]]*\.threads[[:space:]]*=[[:space:]]*[1-9]' trees/$(1)/adapter.c)),--crashcheck-loads)
 # The tree's own and its shared folders' sources and headers: a change in a shared folder
 # rebuilds every tree that names it.
 TREES_$(1)_DEPS := $$(TREES_$(1)_SRCS) $$(wildcard trees/$(1)/*.h trees/$(1)/shared.txt) \
@@ -67,7 +71,7 @@ $(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_DEPS) $$(TREES_RT)
 
 $(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_DEPS) $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-native $(BUILD)/trees/$(1)/driver
 endef
@@ -76,7 +80,7 @@ endef
 define BUG_RULE
 $(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_DEPS) trees/$(1)/bugs.json $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) -D$(3) -o $$@ $$(TREES_$(1)_SRCS) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-bug-$(2)
 endef

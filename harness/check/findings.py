@@ -137,6 +137,7 @@ class HistoryOutcome:
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
     perf: Any = None             # `fuzz --perf`: its trace's useless persistence (harness/check/perf_tally.py)
+    warnings: list[str] = field(default_factory=list)  # threaded: unconfirmed persistency races
 
     # the coverage counts, under the names fuzz statistics use
     @property

@@ -30,7 +30,7 @@ from crashsim.explore import explore
 from crashsim.runner_client import CheckResult, Stopped
 from crashsim.simulate import CrashPoint
 from crashsim.trace import Trace
-from harness.check import crash_states
+from harness.check import crash_states, persistency_race
 from harness.check import threads
 from harness.core.budget import Budget, OutOfTime
 from harness.check.ranking import fold_state
@@ -176,6 +176,10 @@ class Checker:
                     f.new_stores = at
         # a code address in PM: every crash state would crash recovery, none saying why
         outcome.findings = code_pointer_findings(trace) + outcome.findings
+        if not outcome.findings and crashes and threaded:
+            # a load of another thread's store not yet durable, acted upon: confirmed by its crash
+            # (harness/check/persistency_race.py) before the crash states are explored
+            outcome.findings, outcome.warnings = self._persistency_races(outcome, lines)
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
         outcome.elapsed = time.monotonic() - t0
@@ -190,6 +194,17 @@ class Checker:
         aimed = aimed and ses.settings.continuation is not None
         return oracle_for(self.model, ops, trace, lines, self.sets, follow,
                           (lambda done, inflight: ses.continuation(ops, done, inflight)) if aimed else None)
+
+    def _persistency_races(self, outcome: HistoryOutcome, lines: list[str]) -> tuple[list[Finding], list[str]]:
+        """The confirmed persistency races of OUTCOME's threaded trace, and warnings for the others."""
+        ops, trace = outcome.ops, outcome.trace
+        load = getattr(ops, "load", 0)
+        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
+                        len(trace.events))
+        pairs = persistency_race.find_pairs(trace, self.settings.options(), first_op)
+        if not pairs:
+            return [], []
+        return persistency_race.confirm(self.session, trace, self.oracle(ops, trace, lines, outcome.followup), pairs)
 
     def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
@@ -281,6 +296,13 @@ class Checker:
                             f"{switches(shrunk.schedule)})")
             return
         if f.point is None or f.cls == "leak":
+            return
+        if f.cls == persistency_race.CLASS:
+            # its state is the one that loses the racing store, chosen, not shrunk; the trace is
+            # the same again (same history, same schedule)
+            trace, _ = self.trace(outcome.ops)
+            outcome.trace = trace
+            f.point = self.point_at(trace, f.point.index)
             return
         trace, lines = self.trace(outcome.ops)
         outcome.trace = trace

@@ -74,7 +74,7 @@ def make_threaded(load: list, sections: list[list], sched: str, schedule: str | 
     return w
 
 
-def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
+def threaded_histories(base, threads: int, sched: str = "mixed", sections=None, contend=None):
     """Hypothesis strategy of Threaded histories and a scheduler seed. The operations: SECTIONS
     when the model draws its own (a strategy of (load, [ops of thread 1, ...]), the model's
     `thread_histories`), else a history drawn from BASE (the model's own strategy; its load
@@ -88,6 +88,11 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
     mostly find nothing. A race on a key that is present all along (a lookup that holds a leaf
     while another thread replaces and frees it, two deletes of one key) needs the key inserted
     before the threads start.
+
+    Why contention (CONTEND, the model's `contend`): operations dealt at random over a pool of up
+    to 48 keys seldom meet; a reader holding a leaf another thread replaces and a third
+    reallocates needs three operations of three threads on one or two keys. In half the dealt
+    histories the threads' operations are re-aimed at a few hot keys present when they start.
 
     Why mixed schedules: the random walk picks a thread uniformly at every scheduling point, so it
     preempts often but never keeps one thread stopped for long: a reader stopped between reading
@@ -107,6 +112,8 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None):
         load = getattr(w, "load", 0)
         if draw(st.booleans()):
             load += draw(st.integers(0, len(w) - load))
+        if contend is not None and draw(st.booleans()):
+            w = contend(draw, w, load)
         rest = list(w)[load:]
         owner = draw(st.lists(st.integers(1, threads), min_size=len(rest), max_size=len(rest)))
         return list(w)[:load], [[op for op, k in zip(rest, owner) if k == t] for t in range(1, threads + 1)]
@@ -164,7 +171,10 @@ def sched_env(ops: Threaded, schedule_in, schedule_out) -> dict[str, str]:
     OPS carries a schedule to replay; the schedule taken goes to SCHEDULE_OUT."""
     # a loop over plain memory holds the token: the scheduler's watchdog reports it (exit 88)
     # well before the supervisor's own time limit would
-    env = {"CRASHCHECK_SCHED_OUT": str(schedule_out), "CRASHCHECK_SCHED_HANG_MS": str(SCHED_HANG_MS)}
+    env = {"CRASHCHECK_SCHED_OUT": str(schedule_out), "CRASHCHECK_SCHED_HANG_MS": str(SCHED_HANG_MS),
+           # the loads of a driver built with them (a thread-safe tree's): persistency races
+           # (harness/check/persistency_race.py) are pairs of another thread's store and a load
+           "CRASHCHECK_TRACE_LOADS": "1"}
     if ops.schedule is not None:
         schedule_in.write_text(ops.schedule)
         env["CRASHCHECK_SCHED"] = f"replay:{schedule_in}"

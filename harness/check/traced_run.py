@@ -111,6 +111,8 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     results = session.workdir / f"{tag}.results"
     env = clean_env()
     env["CRASHCHECK_TRACE"] = str(trace_path)
+    # loads are logged for threaded runs only (threads.sched_env), where persistency races are looked for
+    env["CRASHCHECK_TRACE_LOADS"] = "0"
     for k in ("CRASHCHECK_SCHED", "CRASHCHECK_SCHED_OUT"):
         env.pop(k, None)
     env.update(extra_env or {})

@@ -66,6 +66,8 @@ from harness.target import structures
 from harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
+RACE = "unconfirmed persistency race"   # harness/check/persistency_race.py's warning
+MAX_RACE_WARNINGS = 10
 # How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
 SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
 
@@ -238,6 +240,10 @@ class Search:
             self.progress(Progress.of(self.structure, self.bug, self.stats,
                                       sum(1 for e in self.registry.values() if not e.finding.expected),
                                       time.monotonic() - self.t0))
+        for w in outcome.warnings:
+            # an unconfirmed persistency race (harness/check/persistency_race.py): once each
+            if w not in self.warnings and sum(x.startswith(RACE) for x in self.warnings) < MAX_RACE_WARNINGS:
+                self.warnings.append(w)
         if outcome.pending_hint and not any(w.startswith(PENDING) for w in self.warnings):
             # once per target: why a history's crash states explode (harness/check/pending.py)
             self.warnings.append(PENDING + outcome.pending_hint)
