@@ -113,7 +113,7 @@ def histories(*, reserved_keys: Sequence[bytes] = (), distinct_values: bool = Fa
     (expect.json, docs/trees.md "Expectations"): no key of RESERVED_KEYS (keys it cannot store,
     such as 0 marking an empty slot), and with DISTINCT_VALUES every value written once only
     (code that takes a value for a pointer or compares neighbours' values). See `respect`."""
-    drawn = drawn_histories(**opts)
+    drawn = drawn_histories(reserved_keys=reserved_keys, **opts)
     if not reserved_keys and not distinct_values:
         return drawn
     reserved = frozenset(reserved_keys)
@@ -167,13 +167,16 @@ def respect(ops: list[Op], reserved: frozenset = frozenset(), distinct_values: b
 def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: int = 1, max_ops: int = 12,
                     key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
                     max_keys: int = 8, map_ops: Sequence[str] | None = None,
-                    thresholds: Sequence[int] = (), **_) -> list[Op]:
+                    thresholds: Sequence[int] = (), capacity: Sequence[tuple] = (),
+                    reserved_keys: Sequence[bytes] = (), **_) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
     of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
     multiple of 8 in that range. MAP_OPS: the operations the structure has (`driver info`
     map_ops; default all five); the others never appear (a churn without delete is insert-heavy).
     THRESHOLDS: capacities the structure declares (expect.json); a quarter of the histories then
-    cross one of them (specs/threshold_histories.py)."""
+    cross one of them (specs/threshold_histories.py). CAPACITY: without THRESHOLDS, the points a
+    probe run observed ((on, keys, index), harness/check/capacity.py); a quarter of the histories
+    then cross one the way the probe did (threshold_histories.observed)."""
     have = set(_KINDS if map_ops is None else map_ops)
     if not {"insert", "lookup"} <= have:
         raise ValueError("a map structure needs at least insert and lookup")
@@ -198,6 +201,11 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
             thresholds=thresholds, key_pool=key_pool, key_kind=key_kind, value_sizes=sizes or [8],
             kinds=_kinds(mix, have), have=have, max_ops=max_ops, min_ops=min_ops, random_ops=random_ops,
             value_size=value_size, value_min=value_min))
+    if capacity and not thresholds and draw(st.integers(0, 3)) == 0:
+        return draw(threshold_histories.observed(
+            points=capacity, key_kind=key_kind, value_size=value_size, values=values, kinds=_kinds(mix, have),
+            have=have, max_ops=max_ops, min_ops=min_ops, random_ops=random_ops, value_min=value_min,
+            reserved=reserved_keys))
     bulk = draw(st.integers(0, 2)) == 0
     nkeys = draw(st.integers(17, 48)) if bulk else draw(st.integers(1, max_keys))
     if key_kind == "bytes":

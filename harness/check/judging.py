@@ -28,6 +28,7 @@ class HistoryJudge:
         self.unchecked = 0        # states whose verdict search ran out of budget (never a pass)
         self._verdicts: dict[tuple, tuple[Verdict, list[dict]]] = {}
         self._leaks: dict[tuple, tuple[list[dict], dict | None]] = {}
+        self._in_flight: dict[tuple, bool] = {}      # leak_key -> only objects of the operation in flight
         self._leak_index: leak_policy.LeakIndex | None = None
 
     def judge(self, out: StateOutcome) -> list[Finding]:
@@ -64,9 +65,15 @@ class HistoryJudge:
             if match is None:
                 objs = leak_policy.unexplained_first(catalog, objs, in_flight)
             self._leaks[leak_key] = (objs, match)
+            # every leaked object one the operation in flight allocates or frees, none declared:
+            # nothing reclaims what an interrupted operation left (one cause, whichever site
+            # allocated it; a capacity crossed shows it at a node's or a chunk's site too)
+            self._in_flight[leak_key] = match is None and all(o["off"] in in_flight for o in objs)
         objs, known = self._leaks[leak_key]
         first = objs[0]
         group_site = f"{first['site']['file']}:{first['site']['line']}" if first.get("site") else "?"
+        if self._in_flight[leak_key]:
+            group_site = "objects of the operation in flight, not reclaimed"
         # Expected and unexpected leaks from one allocation site are different findings.
         return Finding("leak", leak_policy.describe(objs),
                        ("leak", group_site + (" (expected)" if known is not None else "")),

@@ -49,6 +49,15 @@ MAX_JOBS_PER_CPU = 4
 MAX_THREADS = 4                 # threads per history (--threads)
 
 
+def _continuation(text: str) -> int | str:
+    """--continuation's value: a number of keys, or "off" (checked in _check, which says what is
+    wrong in one line)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fuzz", help="fuzz structures with crash states and report bugs")
     p.add_argument("structures", nargs="+", metavar="STRUCTURE", help="one or more (see `crashcheck list`)")
@@ -86,11 +95,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
-    p.add_argument("--continuation", type=int, default=defaults.CONTINUATION, metavar="N",
+    p.add_argument("--continuation", type=_continuation, default=defaults.CONTINUATION, metavar="N|off",
                    help=f"after each recovery, run the continuation aimed at the crash (every key looked up, "
                         f"a scan, the rest of the history, the crashed key inserted, deleted and updated) "
-                        f"and insert N keys next to the crashed key (suggested "
-                        f"{defaults.SUGGESTED_CONTINUATION}; default: off, the short fixed follow-up)")
+                        f"and insert N keys next to the crashed key (default {defaults.CONTINUATION}); off: "
+                        f"the short fixed follow-up of before instead")
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
                    help=f"failure-atomic unit: wider stores are split into pieces of this size that may "
                         f"persist apart (a power of two up to the line size; default {defaults.ATOMIC_UNIT})")
@@ -136,8 +145,12 @@ def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         raise UsageError(f"--budget must be a positive number of seconds, not {args.budget}")
     if args.recovery_crashes < 0:
         raise UsageError("--recovery-crashes must be 0 or more")
-    if args.continuation is not None and not 0 <= args.continuation <= defaults.MAX_CONTINUATION:
-        raise UsageError(f"--continuation must be between 0 and {defaults.MAX_CONTINUATION}, not {args.continuation}")
+    if args.continuation == "off":
+        args.continuation = None
+    elif args.continuation is not None and not (isinstance(args.continuation, int)
+                                                and 0 <= args.continuation <= defaults.MAX_CONTINUATION):
+        raise UsageError(f"--continuation must be between 0 and {defaults.MAX_CONTINUATION} or off, "
+                         f"not {args.continuation}")
     if args.threads is None:
         args.threads = structures.get(args.structures[0]).bug(args.bug).threads if args.bug else 1
     if not 1 <= args.threads <= MAX_THREADS:

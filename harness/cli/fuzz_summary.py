@@ -72,6 +72,11 @@ def print_summary(console: Console, res: dict) -> None:
             console.print(f"  hangs: {st['hung_short']} checks counted as hung after a shorter time limit: "
                           "checks of their history had hung the same way with the whole check timeout "
                           "(CRASHCHECK_HANG_AFTER=0 gives every state all of it)", highlight=False)
+        if st.get("capacity"):
+            # capacity points a probe run observed (harness/check/capacity.py), crossed or not
+            console.print("  capacity: " + "; ".join(
+                f"{label} crossed in {n} checked histor{'y' if n == 1 else 'ies'}" if n else f"{label} not crossed"
+                for label, n in st["capacity"].items()), highlight=False, markup=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)

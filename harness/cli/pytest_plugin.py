@@ -93,8 +93,9 @@ def validate(opts: dict) -> None:
     if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 4):
         _refuse(f"threads must be an integer from 1 to 4, not {v!r}")
     v = opts.get("continuation")
-    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= defaults.MAX_CONTINUATION):
-        _refuse(f"continuation must be an integer from 0 to {defaults.MAX_CONTINUATION}, not {v!r}")
+    if v is not None and v != "off" and (isinstance(v, bool) or not isinstance(v, int)
+                                         or not 0 <= v <= defaults.MAX_CONTINUATION):
+        _refuse(f"continuation must be an integer from 0 to {defaults.MAX_CONTINUATION} or \"off\", not {v!r}")
     v = opts.get("fix")
     if v is not None and not isinstance(v, bool):
         _refuse(f"fix must be True or False, not {v!r}")
@@ -191,7 +192,8 @@ class Gate:
             _refuse(f"{structure} is not meant for the {opts['model']} model (models: {', '.join(s.models)})")
         settings = Settings(model=opts["model"], strategy=opts["strategy"], limit=opts["limit"],
                             seed=opts["seed"], recovery_crashes=opts["recovery_crashes"],
-                            continuation=opts["continuation"], fixes=opts["fix"])
+                            continuation=None if opts["continuation"] == "off" else opts["continuation"],
+                            fixes=opts["fix"])
         # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
         threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
         if threads > 1 and not s.thread_safe:

@@ -43,6 +43,9 @@ class Stats:
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
     perf: PerfTally | None = None    # `fuzz --perf`: useless persistence over the histories (not a count)
+    # capacity points a probe run observed (harness/check/capacity.py), each with the number of
+    # checked histories that crossed it inside their checked part
+    capacity: dict = field(default_factory=dict)
 
     @staticmethod
     def counts() -> list[str]:
@@ -66,6 +69,8 @@ class Stats:
         self.threads = max(self.threads, other.threads)
         if other.perf is not None:
             self.perf = PerfTally().add(self.perf).add(other.perf)
+        for label, n in other.capacity.items():
+            self.capacity[label] = self.capacity.get(label, 0) + n
 
     def as_json(self) -> dict:
         out: dict = {}
@@ -84,7 +89,7 @@ class Stats:
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
 # not checked are told per target.
-TOTAL_LEAVES_OUT = ("not_checked", "threads")
+TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity")   # (capacity: per structure)
 
 
 @dataclass

@@ -48,7 +48,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hse
 
 from crashsim.runner_client import Stopped
 from crashsim.trace import Trace
-from harness.check import determinism
+from harness.check import capacity, determinism
 from harness.check.findings import Finding, HistoryOutcome
 from harness.check.pipeline import Checker
 from harness.check.session import history_text
@@ -116,6 +116,7 @@ class Search:
         self.interrupted: str | None = None
         self.error: str | None = None
         self.checker: Checker | None = None
+        self.capacity: list[capacity.CapacityPoint] = []   # observed by the probe run
         # The batch under way:
         self.batch_no = 0                  # its number, and
         self.call = 0                      # the property's calls so far: (batch, call) ranks examples
@@ -132,7 +133,13 @@ class Search:
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
-            strategy = strategies.for_target(self.target, self.config, checker.model)
+            # where the structure's path changes as it grows and shrinks, unless it declares its
+            # capacities (harness/check/capacity.py): histories cross them inside checked operations
+            self.capacity = capacity.observe(checker) if self.config.threads == 1 else []
+            for p in self.capacity:
+                self.stats.capacity.setdefault(p.label, 0)
+            strategy = strategies.for_target(self.target, self.config, checker.model,
+                                             tuple((p.on, p.keys, p.index) for p in self.capacity))
             try:
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
@@ -220,6 +227,9 @@ class Search:
         try:
             outcome = checker.check(ops, crashes=crashes)
             self.stats.count(outcome)
+            if outcome.states_checked:
+                for p in capacity.crossed(self.capacity, ops, outcome.trace, getattr(ops, "load", 0)):
+                    self.stats.capacity[p.label] += 1
             if (not self.probed and crashes and len(ops) >= 2 and outcome.trace is not None
                     and not outcome.partial):
                 self.probed = True

@@ -104,16 +104,19 @@ def histories(model: Model | str = "ordered_map", **opts: Any):
     return m.histories(**opts)
 
 
-def for_target(structure: Structure, config: Config, model: Model | None = None):
+def for_target(structure: Structure, config: Config, model: Model | None = None, capacity: tuple = ()):
     """The histories a fuzz run of STRUCTURE draws under CONFIG: its model's strategy with the run's
     options (keys, mix, max_ops) and the structure's own (key kind, value sizes, the map operations
     its adapter has, the capacities histories must cross); with config.threads > 1, threaded
-    histories. MODEL: the structure's model, when the caller has it loaded already."""
+    histories. MODEL: the structure's model, when the caller has it loaded already. CAPACITY: the
+    capacity points a probe run observed ((on, keys, index), harness/check/capacity.py), for a
+    structure that declares no thresholds."""
     model = model or structure.model()
     # keys it cannot store and whether values must differ (expect.json): only when declared, so
     # a model that takes neither option is never given them
     declared = {k: v for k, v in (("reserved_keys", structure.reserved_keys),
-                                  ("distinct_values", structure.distinct_values)) if v}
+                                  ("distinct_values", structure.distinct_values),
+                                  ("capacity", capacity)) if v}
     strategy = histories(model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                          key_kind=structure.key_kind, value_size=structure.value_size,
                          value_min=structure.value_min, map_ops=structure.map_ops,

@@ -27,6 +27,7 @@ def built():
     ('"wort", mix="heavy"', "mix 'heavy' does not exist"),
     ('"wort", shrink=-1', "shrink must be 0 or more histories, not -1"),
     ('"wort", fix="no"', "fix must be True or False, not 'no'"),
+    ('"wort", continuation="of"', 'continuation must be an integer from 0 to 64 or "off", not \'of\''),
     ('"nosuchtree", examples=2', "unknown structure 'nosuchtree'"),
     ('"wort", bug="nosuchbug", examples=2', "has no seeded bug 'nosuchbug'"),
 ])

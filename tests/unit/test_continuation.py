@@ -118,3 +118,15 @@ def test_the_rest_of_a_long_history_is_cut_at_rest_max():
     ops = [parse_op(f"insert {i} {i}") for i in range(40)]
     follow = continuation(ops, 3, 3, neighbours=0, rest_max=5)
     assert texts(follow[41:46]) == texts(ops[4:9]) and follow[46].kind == "insert" and follow[46].key == k(3)
+
+
+def test_keys_only_a_load_phase_used_are_left_to_the_dump_check():
+    # keys 1 and 9 loaded and never touched again: present and durable in every state checked,
+    # looked up by the check's own pass over the dump; 5 (loaded, then updated) and 7 are looked up
+    from specs.model import with_load
+    ops = with_load([parse_op(x) for x in ["insert 1 10", "insert 9 90", "insert 5 50",
+                                           "insert 7 70", "update 5 51"]], 3)
+    out = continuation(ops, 4, 4, neighbours=0)
+    assert texts(out[:3]) == ["lookup 5", "lookup 7", "scan 0 64"]
+    # without a load phase every key is looked up, as before
+    assert texts(continuation(list(ops), 4, 4, neighbours=0)[:4]) == ["lookup 1", "lookup 9", "lookup 5", "lookup 7"]
