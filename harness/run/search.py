@@ -40,25 +40,24 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
 
 from crashsim.runner_client import Stopped
-from crashsim.trace import Trace
 from harness.check import capacity, determinism
 from harness.check.findings import Finding, HistoryOutcome
 from harness.check.pipeline import Checker
 from harness.check.session import history_text
-from harness.check.traced_run import RunFailure
 from harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
 from harness.core.errors import DriverFailure, UsageError
 from harness.core.settings import Settings
 from harness.run import strategies
 from harness.run.config import Config, batches
 from harness.run.fix_checks import check_fixes, keep_other
+from harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
 from harness.run.journal import Journal
 from harness.run.results import Entry, Progress, Stats, TargetResult
@@ -76,25 +75,12 @@ SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no
 CRASH_FREE_TRY = 0.1
 
 
-@dataclass
-class _Decision:
-    """The first check of a history in a batch, and what the property answered Hypothesis."""
-    crashes: bool
-    trace: Trace | None
-    findings: frozenset               # determinism.findings_key of its findings
-    groups: set                       # the groups of all its findings
-    partial: bool
-    raised: type | None = None        # the Found class raised, if any
-    detail: str = ""
-    rechecked: bool = False           # checked a second time already (once is enough)
-
-
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     text = outcome.model.op_text if outcome.model is not None else str
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
 
 
-class Search:
+class Search(DeterminismProbes):
     """Share SHARE of config.jobs of fuzzing one target (structure, seeded bug): `run()` runs its
     batches, then shrinks the crash state of every example it keeps, and returns what it found
     even when the budget, a signal or an internal error ends it early."""
@@ -313,60 +299,6 @@ class Search:
             self.journal.bug(rec)
         except OSError:
             pass
-
-    def _nondeterministic(self, ops, outcome: HistoryOutcome, trace, diff: tuple[str, str]) -> None:
-        group, how = diff
-        f = Finding(determinism.CLASS, determinism.describe(how), (determinism.CLASS, group))
-        self._note(HistoryOutcome(ops, outcome.followup, trace, [f], self.checker.model), f)
-
-    # -- the determinism probes -------------------------------------------------------------
-
-    def _probe(self, ops, outcome: HistoryOutcome) -> None:
-        """Run OPS's crash-free run a second time: the same trace and results, or a finding."""
-        checker = self.checker
-        try:
-            again, lines = checker.trace(ops)
-        except RunFailure as exc:
-            if exc.finding.cls != "operation-hang":       # (a hang may be the load's doing)
-                self._nondeterministic(ops, outcome, outcome.trace, (
-                    "run: " + exc.finding.group[1], "the first run of it finished; in the second, "
-                    + exc.finding.detail.removeprefix("without any crash, ")))
-            return
-        except DriverFailure as exc:
-            self._nondeterministic(ops, outcome, outcome.trace, ("run", f"the first run of it finished, the "
-                                                                 f"second failed: {str(exc)[:300]}"))
-            return
-        diff = determinism.trace_difference(outcome.trace, again, self.stored)
-        if diff is None:
-            first = determinism.findings_key(f for f in outcome.findings if f.point is None)
-            diff = determinism.findings_difference(
-                first, determinism.findings_key(checker.crash_free_findings(ops, lines, again)))
-        if diff is not None:
-            self._nondeterministic(ops, outcome, outcome.trace, diff)
-
-    def _again(self, ops, first: _Decision) -> None:
-        """Check OPS a second time (once per batch) and compare with its first check."""
-        if first.rechecked:
-            return
-        first.rechecked = True
-        if self.budget.search_over():
-            raise OutOfTime()
-        self.call += 1
-        try:
-            outcome = self.checker.check(ops, crashes=first.crashes)
-        except UsageError as exc:
-            raise Abort(exc) from None
-        self.stats.count(outcome)
-        for f in outcome.findings:
-            if f.group not in first.groups:
-                self._note(outcome, f)          # kept, though the first check did not find it
-        diff = None
-        if first.trace is not None and outcome.trace is not None:
-            diff = determinism.trace_difference(first.trace, outcome.trace, self.stored)
-        if diff is None and not (first.partial or outcome.partial):
-            diff = determinism.findings_difference(first.findings, determinism.findings_key(outcome.findings))
-        if diff is not None:
-            self._nondeterministic(ops, outcome, first.trace or outcome.trace, diff)
 
     # -- after the batches ------------------------------------------------------------------
 
