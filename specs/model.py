@@ -18,6 +18,9 @@ A model is a frozen record of pure functions over immutable, hashable states:
     parse_op / op_text      -> the driver's text notation of an operation, both ways
     parse_output / output_text -> the same for outputs (parse_output normalises a driver line)
     dump_state(dump)        -> the state a post-crash dump (the driver's check JSON "dump") shows
+    parse_dump(text)        -> optional: the state a crash-free run's final `dump` line shows when
+                               the driver prints it in the history's notation (a map: `K V K V`);
+                               without it that line is JSON, read by dump_state
     state_json(state)       -> the state in the JSON form of bug records (`expected_states`)
     classify(mismatch)      -> (class, one-line detail) of a dump equal to no acceptable state
     classes                 -> every class `classify` may return
@@ -109,6 +112,7 @@ class Model:
     parse_output: Callable[[str], Output] = _normalise
     output_text: Callable[[Output], str] = str
     dump_state: Callable[[Any], State] = _no_dump
+    parse_dump: Callable[[str], State] | None = None
     state_json: Callable[[State], Any] = repr
     classify: Callable[[Mismatch], tuple[str, str]] = generic_classify
     classes: tuple[str, ...] = ("wrong-value",)

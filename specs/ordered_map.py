@@ -134,6 +134,16 @@ def dump_state(dump: list[list[str]]) -> State:
     return tuple(sorted((bytes.fromhex(k), bytes.fromhex(v)) for k, v in dump))
 
 
+def parse_dump(text: str) -> State:
+    """The driver's `dump K V K V ...` line (after `dump`, as a crash-free run's `--dump` prints
+    it: docs/trees.md) as a model state."""
+    toks = text.split()
+    if len(toks) % 2:
+        raise ValueError(f"a dump line with an odd number of tokens: {text[:80]!r}")
+    return tuple(sorted((parse_token(k, is_key=True), parse_token(v, is_key=False))
+                        for k, v in zip(toks[::2], toks[1::2])))
+
+
 def state_json(state: State) -> list[list[str]]:
     """A state as bug records show it: [[key, value], ...] in driver notation."""
     return [[key_text(k), value_text(v)] for k, v in state]
@@ -393,6 +403,7 @@ MODEL = Model(
     parse_output=str,           # the drivers print canonical lines: compared as they are
     describe=describe,
     dump_state=dump_state,
+    parse_dump=parse_dump,
     state_json=state_json,
     classify=classify,
     classes=CLASS_ORDER,

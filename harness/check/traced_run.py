@@ -51,9 +51,11 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
         # several threads: one at a time under the deterministic scheduler, the schedule taken
         # written beside the trace (harness/check/threads.py)
         sched = threads.sched_env(ops, session.workdir / "schedule.in", session.workdir / "trace.sched")
-    # a structure without PM has no crash state at the end of the trace to show its final state:
-    # the run dumps it (a `!dump` line), judged with the results (threads.judge)
-    dump = sched is not None and not session.structure.has_pm
+    # the state once every thread has ended is judged with the results (a `!dump` line,
+    # threads.judge): an update another thread's copy undid, which no later lookup of the history
+    # read, shows there as what it is (the crash state at the end of the trace would show it
+    # only as a lost write, and a structure without PM has none)
+    dump = sched is not None
     return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
                       what=f"the traced run of {session.structure.name} died", ok=(0, 1),
                       ops=ops, deadline=deadline, extra_env=sched, dump=dump)
@@ -164,7 +166,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         lines = []
     if dump:
         # the final dump is no operation's result: marked like the driver's other `!` lines
-        lines = ["!" + x if x.startswith("dump ") else x for x in lines]
+        lines = ["!" + x if x.startswith("dump ") or x == "dump" else x for x in lines]
     if "!ready" not in lines or end.code not in ok:
         setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
     if extra_env and end.status == "exit" and end.code in threads.SCHED_EXIT:

@@ -121,7 +121,8 @@ class Search(DeterminismProbes):
             self.checker = checker
             # where the structure's path changes as it grows and shrinks, unless it declares its
             # capacities (harness/check/capacity.py): histories cross them inside checked operations
-            self.capacity = capacity.observe(checker) if self.config.threads == 1 else []
+            # (threaded ones too: a node that grows or empties while other threads write into it)
+            self.capacity = capacity.observe(checker)
             for p in self.capacity:
                 self.stats.capacity.setdefault(p.label, 0)
             strategy = strategies.for_target(self.target, self.config, checker.model,

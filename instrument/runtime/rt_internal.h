@@ -160,6 +160,7 @@ void cc_readlog_opaque(const char *path);
 /* rt_threads.c */
 extern int cc_mt_mode;
 extern int cc_trace_loads;    /* CRASHCHECK_TRACE_LOADS (rt_hooks.c) */
+#define CC_LOADS_WITH_THREADS 2 /* cc_trace_loads: off until the first pthread_create */
 extern __thread int cc_tl_tid;
 int cc_assign_tid(void);
 int cc_next_tid(void);

@@ -416,6 +416,8 @@ static void trace_start(void)
 	const char *loads = getenv("CRASHCHECK_TRACE_LOADS");
 	if (loads != NULL && strcmp(loads, "0") == 0)
 		cc_trace_loads = 0;
+	else if (loads != NULL && strcmp(loads, "threads") == 0)
+		cc_trace_loads = CC_LOADS_WITH_THREADS;
 	/* before anything here can fault: a crash in crashcheck's own code is told apart (rt_fault.c) */
 	crashcheck_fault_guard();
 	if (strlen(path) >= sizeof(trace_path) - 32) {

@@ -26,8 +26,32 @@ def test_contend_re_aims_only_the_threads_part_at_present_keys(data):
     out = contend(data.draw, ops, start)
     assert out.load == 1 and list(out[:start]) == list(ops[:start])
     assert [(o.kind, o.value, o.count) for o in out] == [(o.kind, o.value, o.count) for o in ops]
-    moved = {o.key for o, was in zip(out[start:], ops[start:]) if o.key != was.key}
+    moved = {o.key for o, was in zip(out[start:], ops[start:]) if o.key != was.key and o.kind != "insert"}
     assert moved <= {K[0], K[1]}   # only keys present when the threads start
+    # an insert is aimed at a fresh neighbour of a hot key instead: absent when the threads start,
+    # and in the hot keys' node (the same bytes but the last)
+    fresh = {o.key for o, was in zip(out[start:], ops[start:]) if o.key != was.key and o.kind == "insert"}
+    taken = {o.key for o in ops}
+    assert not fresh & taken and all(k[:7] == K[0][:7] for k in fresh)
+
+
+def test_contended_inserts_grow_the_hot_keys_node():
+    """Inserts re-aimed at present keys only answer `exists`; contend aims them at keys next to
+    the hot ones, so the node holding the hot keys grows while other threads write into it
+    (Heart's grow-no-version: a copy that drops another thread's update)."""
+    ops = with_load([Op("insert", k, V) for k in K] + [Op("insert", bytes([9] * 8), V)] * 12, 8)
+
+    @settings(max_examples=30, derandomize=True, database=None, deadline=None)
+    @given(st.data())
+    def draw(data):
+        out = contend(data.draw, ops, 8)
+        assert all(o.key not in K for o in out[8:] if o.kind == "insert")
+        aimed = [o.key for o in out[8:] if o.key != bytes([9] * 8)]
+        assert all(k[:7] == K[0][:7] for k in aimed)
+        seen.update(aimed)
+    seen: set = set()
+    draw()
+    assert seen and len(seen) <= 6      # NEIGHBOURS (2) fresh keys next to each of up to 3 hot keys
 
 
 @settings(max_examples=20, derandomize=True, database=None, deadline=None)
@@ -35,7 +59,7 @@ def test_contend_re_aims_only_the_threads_part_at_present_keys(data):
 def test_without_a_present_key_the_hot_keys_are_the_threads_own(data):
     ops = with_load([Op("insert", K[i % 4], V) for i in range(8)], 0)
     out = contend(data.draw, ops, 0)
-    assert {o.key for o in out} <= set(K[:4])
+    assert {o.key for o in out if o.kind != "insert"} <= set(K[:4])
 
 
 def test_threaded_histories_deal_contended_operations():
