@@ -18,7 +18,7 @@ The pipeline, one module per step:
 
 Typical use:
 
-    from crashsim import Runner, explore, read_trace
+    from crashcheck.crashsim import Runner, explore, read_trace
     trace = read_trace("run.trace")
     with Runner(["build/trees/wort/driver-native", "serve", "--size", str(trace.pool_size)]) as r:
         for out in explore(trace, runner=r, strategy="bounded", limit=64, seed=0):

@@ -7,10 +7,10 @@ order, with bounded memory for the states in flight.
         if out.result and not out.result.ok: ...
 
 Each yielded StateOutcome names its crash point, its choice vector, a session-unique state id and
-its result. With strategy "lazy" (crashsim.lazy) each outcome is one execution standing for a
+its result. With strategy "lazy" (crashcheck.crashsim.lazy) each outcome is one execution standing for a
 class of `covers` states; its choice is the member with the fewest lost pieces. A crash point's
 search runs at most `limit` executions, and stops as soon as its open branches outnumber the
-executions left (crashsim.lazy.PROBE executions at a point whose pending lines include those of an
+executions left (crashcheck.crashsim.lazy.PROBE executions at a point whose pending lines include those of an
 earlier partial point); one that stops short (partial) then gets the bounded
 sample's states outside its classes, one outcome each, so it is never checked less than
 "bounded" would check it, and its covered count (classes plus those states) stays exact. States
@@ -98,8 +98,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
                 `options` is the simulator's own and must not be given)
-    options     the persistency model (crashsim.persistency.ModelOptions; default x86-ADR)
-    strategy    "exhaustive", "bounded" (see crashsim.states) or "lazy" (crashsim.lazy; needs a
+    options     the persistency model (crashcheck.crashsim.persistency.ModelOptions; default x86-ADR)
+    strategy    "exhaustive", "bounded" (see crashcheck.crashsim.states) or "lazy" (crashcheck.crashsim.lazy; needs a
                 runner whose driver was compiled with check loads)
     limit, seed the bounded strategy's state limit per crash point and its seed
     runner      a started Runner whose pool matches the trace's; its base is (re)loaded here
@@ -172,7 +172,7 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
 
 def queue_initial_image(runner: Runner, trace: Trace, sim: Simulator) -> None:
     """Bring RUNNER's base to SIM's initial image of TRACE: region 0's image file, then the
-    regions past it (crashsim.layout) as a patch of their non-zero pages."""
+    regions past it (crashcheck.crashsim.layout) as a patch of their non-zero pages."""
     size = trace.regions[0].size
     runner.queue_base(trace.regions[0].image)
     writes = _nonzero_pages(memoryview(sim.image.base)[size:], start=size)

@@ -1,7 +1,7 @@
 """Post-crash images: the guaranteed base image, its fingerprint, and state overlays.
 
 Owns: the bytes. The simulator tells it which pieces became guaranteed (in trace order); it keeps
-the image of every imaged region (crashsim.layout: region 0 at offset 0, the others after it;
+the image of every imaged region (crashcheck.crashsim.layout: region 0 at offset 0, the others after it;
 a piece's `img` is its image offset) at the current crash point's guaranteed state, a
 fingerprint of that image, and
 the list of slots changed since the previous crash point (the runner's base patch). A crash state
@@ -91,7 +91,7 @@ class ImageState:
 
     def __init__(self, initial: bytes | bytearray | mmap.mmap, unit: int,
                  regions: frozenset[int] = frozenset({0})) -> None:
-        # A private mapping is already a copy-on-write copy (crashsim.simulate reads region
+        # A private mapping is already a copy-on-write copy (crashcheck.crashsim.simulate reads region
         # images into anonymous ones); anything else is copied.
         self.base: bytearray | mmap.mmap = (initial if isinstance(initial, mmap.mmap)
                                             else bytearray(initial))

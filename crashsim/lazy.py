@@ -4,7 +4,7 @@ Owns: the plan of one crash point (its undetermined lines, grouped, with every l
 each group) and the search over the runner's executions (crashsim/runner/lazy.c does the
 branching in the checker child).
 
-A group is the set of pending units whose pieces share cache lines (crashsim.states.StateCodec
+A group is the set of pending units whose pieces share cache lines (crashcheck.crashsim.states.StateCodec
 groups them the same way: a line's cached pieces with its NT pieces; eADR's thread units all
 together). Its variants are its units' joint choices, in mixed-radix order (the first unit varies
 slowest), each with the contents of the group's lines. One execution starts every group at
@@ -43,8 +43,8 @@ EAGER_BELOW = int(os.environ.get("CRASHCHECK_LAZY_EAGER_BELOW", "4"))
 # before anything is known, cannot reuse); it is still covered completely.
 MAX_VARIANTS = 4096          # a group with more joint choices is not explored lazily
 MAX_SPEC_BYTES = 1 << 20     # nor a crash point whose plan would be larger than this per execution
-# Executions per crash point: the caller's state limit (crashsim.states.DEFAULT_LIMIT unless told;
-# crashsim.explore). A point whose search reaches it is partial and gets the bounded sample's
+# Executions per crash point: the caller's state limit (crashcheck.crashsim.states.DEFAULT_LIMIT unless told;
+# crashcheck.crashsim.explore). A point whose search reaches it is partial and gets the bounded sample's
 # states its classes did not cover, so it is never checked less than bounded would check it.
 # A search also stops as soon as it cannot finish within its cap (PointSearch.hopeless), and a
 # point whose pending lines include those of an earlier point that came out partial
@@ -330,7 +330,7 @@ def children(decisions: tuple[int, ...], branches: Sequence[int]) -> list[tuple[
 
 @dataclass
 class PointSearch:
-    """The state of one crash point's search (crashsim.explore drives it)."""
+    """The state of one crash point's search (crashcheck.crashsim.explore drives it)."""
     plan: LazyPlan
     frontier: deque = field(default_factory=lambda: deque([()]))
     executions: int = 0

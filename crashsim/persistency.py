@@ -60,7 +60,7 @@ class Piece:
     `id` numbers pieces in trace order across the whole trace, so comparing ids compares program
     (global recorded) order. `key` = (event index, part) names the piece for people and tests.
     `region`/`off` place it in a PM region; `addr` is absolute; `img` is its offset in a post-crash
-    image (crashsim.layout: region 0's offsets are the same; the simulator sets it). `g` becomes True once the piece
+    image (crashcheck.crashsim.layout: region 0's offsets are the same; the simulator sets it). `g` becomes True once the piece
     is guaranteed durable (set by the simulator). `unordered`: a piece of a memset, memcpy,
     memmove or libpmem copy (UNORDERED_ORIGINS), whose pieces in one line persist in any order.
     """

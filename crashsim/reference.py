@@ -69,7 +69,7 @@ class RefPoint:
 
     def image(self, initial: bytes, pieces: dict[PieceKey, RefPiece], kept: frozenset[PieceKey],
               offsets: Sequence[int] = (0,)) -> bytes:
-        """The state's image: INITIAL holds the regions laid out at OFFSETS (crashsim.layout;
+        """The state's image: INITIAL holds the regions laid out at OFFSETS (crashcheck.crashsim.layout;
         default region 0 alone), pieces of other regions are left out."""
         img = bytearray(initial)
         for key in sorted(self.guaranteed | kept):

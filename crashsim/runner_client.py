@@ -179,7 +179,7 @@ class Runner:
         self._push(REQ_BASE, os.fsencode(os.path.abspath(path)))
 
     def queue_patch(self, writes: bytes) -> None:
-        """Apply encoded writes (crashsim.image.encode_writes) to the base."""
+        """Apply encoded writes (crashcheck.crashsim.image.encode_writes) to the base."""
         self._push(REQ_PATCH, writes)
 
     def queue_state(self, state: int, writes: bytes, followup: str = "") -> None:

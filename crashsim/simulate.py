@@ -4,7 +4,7 @@ pending units, while the guaranteed image is kept up to date incrementally.
 Owns: the x86-ADR and eADR rules, crash points, and the pending state at each of them.
 
 x86-ADR (default)
-  - Every store is split into failure-atomic pieces (crashsim.persistency.split_points).
+  - Every store is split into failure-atomic pieces (crashcheck.crashsim.persistency.split_points).
   - Cached pieces of one cache line persist in trace order: at a crash, each line holds a prefix
     of its pieces, at least its guaranteed prefix. Except: the pieces of one memset, memcpy,
     memmove or libpmem copy within one line (model.UNORDERED_ORIGINS) persist in any order among
@@ -52,7 +52,7 @@ Pending units (what a crash state chooses)
   legal states is the product of the units' choices ((n + 1) for a plain prefix unit).
 
 Regions: a simulator made from a trace images every registered PM region, laid out one after
-the other (crashsim.layout): a piece's `img` is its offset in that image, and recovery is given
+the other (crashcheck.crashsim.layout): a piece's `img` is its offset in that image, and recovery is given
 each region (docs/trees.md, "Regions past the pool"). A simulator made from events and a bare
 image images region 0 only; pieces of other regions count in the states and their numbers, and
 leave its image unchanged. Stores outside every region are ignored (counted in `unplaced`).
@@ -258,11 +258,11 @@ def _map_image(trace: Trace, lay: Layout) -> mmap.mmap | bytes:
 class Simulator:
     """Streams the crash points of a list of events under a persistency model.
 
-    events        the trace's events (crashsim.trace.Event), in recorded order
+    events        the trace's events (crashcheck.crashsim.trace.Event), in recorded order
     image         the initial image: region 0's (Trace.region_image(0)), or with LAYOUT every
                   region's, laid out by it; b"" if there is none
     line_size     cache-line size (ModelOptions.line_size overrides it)
-    layout        where each region sits in IMAGE (crashsim.layout); None: region 0 only
+    layout        where each region sits in IMAGE (crashcheck.crashsim.layout); None: region 0 only
     """
 
     def __init__(self, events: Sequence[Event], image: bytes | bytearray | mmap.mmap = b"", *,

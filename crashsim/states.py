@@ -2,7 +2,7 @@
 into a fingerprint and runner writes.
 
 Owns: which states get explored. A state is a choice vector: for each pending unit of the crash
-point (crashsim.simulate.Unit), how many of its pending pieces persisted (0..n; for a unit with
+point (crashcheck.crashsim.simulate.Unit), how many of its pending pieces persisted (0..n; for a unit with
 a memset's unordered pieces, which of its Unit.orders).
 
 Strategies
@@ -25,7 +25,7 @@ from typing import Iterable, Iterator, Sequence
 from .image import FP_MOD, ImageState, encode_writes
 from .simulate import CrashPoint
 
-STRATEGIES = ("exhaustive", "bounded", "lazy")   # lazy: crashsim.lazy, driven by crashsim.explore
+STRATEGIES = ("exhaustive", "bounded", "lazy")   # lazy: crashcheck.crashsim.lazy, driven by crashcheck.crashsim.explore
 DEFAULT_LIMIT = 64          # bounded: states per crash point (the one default; harness/core/defaults.py reads it)
 
 Choice = tuple[int, ...]
@@ -89,7 +89,7 @@ def select(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAULT_LIMIT
         return bounded(radices, limit, random.Random(f"{seed}:{cp.index}"))
     if strategy == "lazy":
         raise ValueError("the lazy strategy chooses states by running recovery: use "
-                         "crashsim.explore with a runner")
+                         "crashcheck.crashsim.explore with a runner")
     raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
 
 

@@ -1,4 +1,4 @@
-"""Hand-made traces: build events in Python, get them as crashsim.trace.Event lists or write them as
+"""Hand-made traces: build events in Python, get them as crashcheck.crashsim.trace.Event lists or write them as
 binary trace files in exactly the format of docs/trace-format.md.
 
 Owns: writing the trace format from Python (tests, hand-made traces, synthetic benchmarks). The
@@ -176,7 +176,7 @@ class TraceWriter:
     # -- rendering -------------------------------------------------------------------------
 
     def events(self) -> list[Event]:
-        """The events as crashsim.trace.read_trace returns them (region events folded away)."""
+        """The events as crashcheck.crashsim.trace.read_trace returns them (region events folded away)."""
         out: list[Event] = []
         known: list[tuple[int, int, int]] = []
         for r in self.records:

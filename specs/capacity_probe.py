@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from specs.ordered_map import Op
+from crashcheck.specs.ordered_map import Op
 
 # Keys the probe inserts (then deletes): past MAX_POINT, the largest capacity it looks for, so that
 # a point near it is followed by a few steady operations.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 
-from crashsim.trace import Trace
+from crashcheck.crashsim.trace import Trace
 
 
 def unreachable(result: dict | None) -> list[tuple[int, int]]:

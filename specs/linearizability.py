@@ -32,8 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from specs.history import History
-from specs.model import Model
+from crashcheck.specs.history import History
+from crashcheck.specs.model import Model
 
 OK, ILLEGAL, UNKNOWN = "ok", "illegal", "unknown"
 CLASS = "linearizability-violation"       # the bug class a harness gives an `illegal` result

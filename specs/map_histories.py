@@ -42,9 +42,9 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from specs import threshold_histories
-from specs.model import with_load
-from specs.ordered_map import Op, nearest_keys
+from crashcheck.specs import threshold_histories
+from crashcheck.specs.model import with_load
+from crashcheck.specs.ordered_map import Op, nearest_keys
 
 
 KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "nested", "mixed")

@@ -133,9 +133,9 @@ class Model:
     def __reduce__(self):
         """Pickled by registry name (its functions may be lambdas): executors send models to
         worker processes, which look them up again. An unregistered model cannot be pickled."""
-        from specs import registry
+        from crashcheck.specs import registry
         if self.name not in registry.names() or registry.get(self.name) is not self:
-            raise TypeError(f"model {self.name!r} is not registered in specs.registry, so it cannot be pickled")
+            raise TypeError(f"model {self.name!r} is not registered in crashcheck.specs.registry, so it cannot be pickled")
         return (registry.get, (self.name,))
 
 

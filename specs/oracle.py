@@ -1,6 +1,6 @@
 """The crash oracle: is what recovery left acceptable for this history and crash point?
 
-Owns the acceptance rule of the design for one thread, over any specs.model.Model, and the bug
+Owns the acceptance rule of the design for one thread, over any crashcheck.specs.model.Model, and the bug
 classes. A crash while operation i is in flight may leave operations 0..i-1 applied and operation
 i applied or not; a crash between operations allows exactly the state after the completed ones
 (for a nondeterministic model: every state it may be in there). After recovery the structure
@@ -24,12 +24,12 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from specs import linearizability as _lin
-from specs import model as _model
-from specs import ordered_map
-from specs.history import History
-from specs.model import Mismatch, Model
-from specs.ordered_map import EMPTY, describe
+from crashcheck.specs import linearizability as _lin
+from crashcheck.specs import model as _model
+from crashcheck.specs import ordered_map
+from crashcheck.specs.history import History
+from crashcheck.specs.model import Mismatch, Model
+from crashcheck.specs.ordered_map import EMPTY, describe
 
 # The classes of a crash state's verdict (harness builds its class order and exceptions from them).
 CLASSES = (
@@ -71,7 +71,7 @@ CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock", "pers
 class HistoryPoint:
     """What the oracle knows of a crash: where it happened in terms of the history, DONE
     operations completed and the index of the operation in flight (None between operations).
-    The crash point in trace terms (event, pending stores) is crashsim.simulate.CrashPoint."""
+    The crash point in trace terms (event, pending stores) is crashcheck.crashsim.simulate.CrashPoint."""
     done: int
     inflight: int | None = None
 
@@ -419,7 +419,7 @@ def _judge_recovery(ops: Sequence[Any], point: HistoryPoint, result: dict,
     in result["result"]["followup"]). STATES: one state per prefix, if already computed. MODEL:
     the reference model (default: the ordered map). OUTPUTS: the crash-free run's outputs, which
     pick the branch of a nondeterministic model. SETS: the states possible after each prefix
-    (specs.model.prefix_states, computed once per history; overrides STATES and OUTPUTS)."""
+    (crashcheck.specs.model.prefix_states, computed once per history; overrides STATES and OUTPUTS)."""
     model = model or ordered_map.MODEL
     expected, sets = _expected(model, ops, point, states, outputs, sets)
     failed, body, died_in_followup = _failed_recovery(model, result, expected, followup)

@@ -4,7 +4,7 @@ Owns: what each operation of a history does to a map and what it returns, in exa
 notation the tree drivers print (docs/trees.md): `ok`, `exists`, `notfound`, `value V`,
 `scan K V K V ...`; how a driver dump maps to a state; how a dump that matches no acceptable
 state is classed (resurrected-delete, lost-durable-write, torn-update, wrong-value); the
-follow-up workload run after recovery. `MODEL` bundles all of it as one specs.model.Model
+follow-up workload run after recovery. `MODEL` bundles all of it as one crashcheck.specs.model.Model
 (registered as `ordered_map` in specs/registry.py). Never runs a structure; the oracle
 (specs/oracle.py) compares the two.
 
@@ -17,7 +17,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from specs.model import Mismatch, Model
+from crashcheck.specs.model import Mismatch, Model
 
 OP_KINDS = ("insert", "update", "delete", "lookup", "scan")
 MUTATING = frozenset({"insert", "update", "delete"})
@@ -230,7 +230,7 @@ def followup(ops: Sequence[Op], key_kind: str = "u64", value_size: int = 8,
     """A short deterministic workload run after every recovery: lookups of the history's keys, an
     insert of a fresh key, an update and a delete of old ones, a lookup and a scan of everything,
     leaving out the operations the structure does not have (MAP_OPS, default all).
-    (Was harness.check.pipeline.followup_ops; same operations for the same arguments.)"""
+    (Was crashcheck.harness.check.pipeline.followup_ops; same operations for the same arguments.)"""
     keys: list[bytes] = []
     for op in ops:
         if op.key not in keys:
@@ -296,7 +296,7 @@ def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: s
                 return v
     low = b"\0" * (8 if key_kind != "bytes" else 1)
     everything = Op("scan", low, count=max(64, 2 * (len(keys) + neighbours + 1)))
-    # A key only a load phase used (specs.model.Workload.load) is present and durable in every
+    # A key only a load phase used (crashcheck.specs.model.Workload.load) is present and durable in every
     # crash state checked, which all come after the load, and the check looks up every key the
     # dump shows already: looking it up again tells nothing, and after a long load (a capacity
     # crossed) it would be most of the continuation's cost.
@@ -352,13 +352,13 @@ def nearest_keys(key: bytes, n: int, key_kind: str = "u64", taken: set[bytes] | 
 def histories(**opts: Any):
     """The Hypothesis strategy of map histories (specs/map_histories.py), imported on first use so
     that reading the model needs no Hypothesis."""
-    from specs.map_histories import histories as _histories
+    from crashcheck.specs.map_histories import histories as _histories
     return _histories(**opts)
 
 
 def contend(draw, ops, start: int):
     """The threaded part of OPS aimed at a few hot keys (specs/map_histories.py `contend`)."""
-    from specs.map_histories import contend as _contend
+    from crashcheck.specs.map_histories import contend as _contend
     return _contend(draw, ops, start)
 
 
@@ -373,7 +373,7 @@ def key_place(key: bytes) -> str:
 
 
 def shape(op: Op) -> str:
-    """OP's shape for grouping wrong answers (specs.model.answer_shape): its kind and where its
+    """OP's shape for grouping wrong answers (crashcheck.specs.model.answer_shape): its kind and where its
     key (a scan's start) sits."""
     return f"{op.kind} {'from 0' if op.kind == 'scan' and key_place(op.key) == 'at 0' else key_place(op.key)}"
 

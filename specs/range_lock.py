@@ -20,7 +20,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from specs.model import Model
+from crashcheck.specs.model import Model
 
 U64_MAX = (1 << 64) - 1
 KINDS = ("trylock", "release")
@@ -192,7 +192,7 @@ def thread_histories(threads: int, min_ops: int = 1, max_ops: int = 12, points: 
 
 
 def shape(op: Op) -> str:
-    """OP's shape for grouping wrong answers (specs.model.answer_shape): its kind and whether its
+    """OP's shape for grouping wrong answers (crashcheck.specs.model.answer_shape): its kind and whether its
     range starts at 0 or ends at the maximum (a lock that mishandles the first range and one that
     mishandles the last are two mistakes)."""
     ends = [w for w, at in (("from 0", op.start == 0), ("to the maximum", op.end == U64_MAX)) if at]

@@ -1,4 +1,4 @@
-"""The reference-model registry: a model's name (as structures and CLIs name it) -> its specs.model.Model.
+"""The reference-model registry: a model's name (as structures and CLIs name it) -> its crashcheck.specs.model.Model.
 
 Owns only the names. Each model lives in its own module and is imported on first use.
 """
@@ -9,13 +9,13 @@ import importlib.util
 import os
 from pathlib import Path
 
-from specs.model import Model
+from crashcheck.specs.model import Model
 
 # name -> (module, attribute)
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "ordered_map": ("specs.ordered_map", "MODEL"),
-    "range_lock": ("specs.range_lock", "MODEL"),
-    "range_lock_spurious": ("specs.range_lock", "SPURIOUS"),
+    "ordered_map": ("crashcheck.specs.ordered_map", "MODEL"),
+    "range_lock": ("crashcheck.specs.range_lock", "MODEL"),
+    "range_lock_spurious": ("crashcheck.specs.range_lock", "SPURIOUS"),
 }
 
 
@@ -45,7 +45,7 @@ def register(name: str, module: str, attr: str = "MODEL") -> None:
 
 
 def load_file(name: str, path: str | os.PathLike) -> Model:
-    """Load the model NAME from a Python file of the user's (its `MODEL`, a specs.model.Model
+    """Load the model NAME from a Python file of the user's (its `MODEL`, a crashcheck.specs.model.Model
     named NAME) and register it. ValueError says what is wrong with the file."""
     if name in _LOADED:
         return _LOADED[name]
@@ -62,7 +62,7 @@ def load_file(name: str, path: str | os.PathLike) -> Model:
         raise ValueError(f"model file {path} failed to load: {type(exc).__name__}: {exc}") from None
     model = getattr(module, "MODEL", None)
     if not isinstance(model, Model):
-        raise ValueError(f"model file {path} defines no MODEL = specs.model.Model(...)")
+        raise ValueError(f"model file {path} defines no MODEL = crashcheck.specs.model.Model(...)")
     if model.name != name:
         raise ValueError(f"model file {path} defines the model {model.name!r}, but the structure names {name!r}")
     _LOADED[name] = model

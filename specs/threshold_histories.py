@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from specs.model import with_load
-from specs.ordered_map import Op
+from crashcheck.specs.model import with_load
+from crashcheck.specs.ordered_map import Op
 
 SHAPES = ("grow", "recycle")
 
@@ -58,7 +58,7 @@ def crossing(draw, *, thresholds, key_pool, key_kind, value_sizes, kinds, have, 
              random_ops, value_size, value_min):
     """One crossing history (see the module note). KEY_POOL(n): a strategy of a list of keys (may
     repeat); VALUE_SIZES: the value sizes the structure takes; KINDS: operation kinds by weight
-    for the random part; RANDOM_OPS: specs.map_histories.random_ops."""
+    for the random part; RANDOM_OPS: crashcheck.specs.map_histories.random_ops."""
     cap = draw(st.sampled_from(sorted(thresholds)))
     shape = draw(st.sampled_from(SHAPES)) if "delete" in have else "grow"
     size = draw(st.sampled_from(value_sizes))
@@ -93,7 +93,7 @@ def observed(draw, *, points, key_kind, value_size, values, kinds, have, max_ops
     checked part runs the S + 1 operations that cross it (key KEYS + 1 inserted, or the structure
     shrunk from KEYS keys by a delete), then random operations over the probe's keys near it,
     with values drawn from VALUES."""
-    from specs.capacity_probe import probe_history
+    from crashcheck.specs.capacity_probe import probe_history
     on, keys, index = draw(st.sampled_from(sorted(points)))
     probe = probe_history(key_kind, value_size, sorted(have), reserved, n=index + 4)
     s = draw(st.integers(0, min(2, max_ops - 1, index)))

@@ -1,4 +1,4 @@
-"""The one way tests run the crashcheck CLI: `python -m harness.cli.main ARGS` from the project root,
+"""The one way tests run the crashcheck CLI: `python -m crashcheck.harness.cli.main ARGS` from the project root,
 output captured as text, as a user's shell would run `crashcheck ARGS`."""
 import os
 import subprocess
@@ -15,5 +15,5 @@ def run_cli(*args: str, cwd: Path = ROOT, timeout: float | None = None,
     if args and args[0] == "build" and "--out" not in map(str, args) and "-h" not in args:
         args = (*args, "--out", ROOT / "build" / "user")
     env = dict(os.environ, **env_extra) if env_extra else None
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=env)

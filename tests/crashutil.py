@@ -1,8 +1,8 @@
 """Crash exploration of one history on one tree driver, for the thesis trees' crash tests, made of
 the project's own parts only: the traced driver records the history, crashsim simulates it
-(crashsim.simulate: x86-ADR with clflush treated as clflushopt, 8-byte failure-atomic pieces),
-chooses crash states (crashsim.states) and checks each one in the driver's runner (`serve`,
-crashsim.runner_client), and specs judges them (the ordered map model, specs.oracle.judge_recovery with
+(crashcheck.crashsim.simulate: x86-ADR with clflush treated as clflushopt, 8-byte failure-atomic pieces),
+chooses crash states (crashcheck.crashsim.states) and checks each one in the driver's runner (`serve`,
+crashcheck.crashsim.runner_client), and specs judges them (the ordered map model, crashcheck.specs.oracle.judge_recovery with
 the model's follow-up workload, and the leak rule of specs/leaks.py with the tree's expect.json).
 Nothing here decides what is a bug: the tests assert on the verdicts the fuzzer would report.
 
@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from crashsim import CheckResult, CrashPoint, Runner, Simulator, StateCodec, Trace, read_trace, select
-from crashsim.image import encode_writes
-from harness.check.pipeline import oracle_point, result_dict
-from specs import leaks
-from specs import model as spec_model
-from specs.oracle import judge_recovery
-from specs.ordered_map import MODEL
+from crashcheck.crashsim import CheckResult, CrashPoint, Runner, Simulator, StateCodec, Trace, read_trace, select
+from crashcheck.crashsim.image import encode_writes
+from crashcheck.harness.check.pipeline import oracle_point, result_dict
+from crashcheck.specs import leaks
+from crashcheck.specs import model as spec_model
+from crashcheck.specs.oracle import judge_recovery
+from crashcheck.specs.ordered_map import MODEL
 from treeutil import ROOT
 
 POOL_SIZE = 512 << 10

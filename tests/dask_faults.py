@@ -15,8 +15,8 @@ import time
 
 import distributed
 
-import harness.run.dask_executor as dask_executor
-from harness.run.results import Progress
+import crashcheck.harness.run.dask_executor as dask_executor
+from crashcheck.harness.run.results import Progress
 
 FAULT = os.environ.get("CRASHCHECK_TEST_DASK_FAULT", "")
 HUGE = 10 ** 300

@@ -14,7 +14,7 @@ How
   2. Runs one history on each: N inserts of distinct random 8-byte keys, then N lookups, then N
      updates (both in one shuffled order). Keys and values are decimal, so the driver hands both
      trees the same 8-byte big-endian keys and 8-byte values (docs/trees.md, "History format").
-  3. Reads the trace (crashsim.trace.read_trace) and places every load, store and flush inside an
+  3. Reads the trace (crashcheck.crashsim.trace.read_trace) and places every load, store and flush inside an
      operation (op_begin .. op_end) in the PM object that holds it. `alloc` / `free` events give
      the objects; their allocation site's function gives the class (INTERNAL, LEAF below: Heart's
      N8..N256 come from transform / split_node / heart_create, WOART's N4..N256 from
@@ -54,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from crashsim.trace import Trace, TraceError, read_trace  # noqa: E402
+from crashcheck.crashsim.trace import Trace, TraceError, read_trace  # noqa: E402
 
 TREES = ("heart", "woart")
 LINE, XPLINE = 64, 256

@@ -1,5 +1,5 @@
 """Checking one history: the traced run, its crash states, recovery, the oracle's judgement, findings, shrinking.
 
-Imports harness.target and harness.core. It knows nothing of campaigns, bug records or reports: it returns findings.
+Imports crashcheck.harness.target and crashcheck.harness.core. It knows nothing of campaigns, bug records or reports: it returns findings.
 (The layers are checked by the import contract in pyproject.toml, docs/architecture.md.)
 """

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashsim.trace import NO_SITE, Trace
-from specs.capacity_probe import MAX_POINT, probe_history
+from crashcheck.crashsim.trace import NO_SITE, Trace
+from crashcheck.specs.capacity_probe import MAX_POINT, probe_history
 
 KIND_WARMUP = 8         # operations of a kind that only learn its ordinary path
 MAX_POINTS = 4          # points kept per direction, the smallest first

@@ -11,8 +11,8 @@ naming the stores, and its crash states are not checked. Never runs anything.
 """
 from __future__ import annotations
 
-from crashsim.trace import Trace
-from harness.check.findings import Finding
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.findings import Finding
 
 CLASS = "code-pointer-in-pm"
 

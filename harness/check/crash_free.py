@@ -7,8 +7,8 @@ would show it: it is a finding of its own, with no crash point.
 """
 from __future__ import annotations
 
-from harness.check.findings import Finding, address_free
-from specs.model import Model, answer_shape, prefix_states, replay
+from crashcheck.harness.check.findings import Finding, address_free
+from crashcheck.specs.model import Model, answer_shape, prefix_states, replay
 
 
 def crash_free_findings(model: Model, ops: list, lines: list[str]) -> list[Finding]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from crashsim.simulate import CrashPoint
-from crashsim.trace import Trace
-from harness.check import threads
-from harness.check.findings import oracle_point, result_dict
-from harness.check.session import history_text
-from specs.model import Model
-from specs.oracle import HistoryPoint, Verdict, judge_recovery
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.findings import oracle_point, result_dict
+from crashcheck.harness.check.session import history_text
+from crashcheck.specs.model import Model
+from crashcheck.specs.oracle import HistoryPoint, Verdict, judge_recovery
 
 
 class SequentialOracle:
@@ -65,7 +65,7 @@ class SequentialOracle:
         return history_text(self.model, self.follow_at(cp))
 
     def verdict(self, cp: CrashPoint, res) -> Verdict:
-        """The verdict on answer RES (crashsim.runner_client.CheckResult) for a crash at CP."""
+        """The verdict on answer RES (crashcheck.crashsim.runner_client.CheckResult) for a crash at CP."""
         return judge_recovery(self.ops, self.history_point(cp), result_dict(res), self.follow_at(cp),
                               model=self.model, sets=self.sets)
 

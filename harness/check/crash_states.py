@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from crashsim.explore import queue_initial_image
-from crashsim.image import apply_writes, decode_writes, encode_writes
-from crashsim.runner_client import CheckResult
-from crashsim.simulate import CrashPoint, Simulator
-from crashsim.states import StateCodec
-from crashsim.trace import Trace
-from harness.check.session import Session
+from crashcheck.crashsim.explore import queue_initial_image
+from crashcheck.crashsim.image import apply_writes, decode_writes, encode_writes
+from crashcheck.crashsim.runner_client import CheckResult
+from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.crashsim.states import StateCodec
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.session import Session
 
 
 def point_at(session: Session, trace: Trace, cp_index: int) -> CrashPoint:

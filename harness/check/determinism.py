@@ -11,7 +11,7 @@ harness/cli/cmd_replay.py), never a silently different exploration. Never runs a
 """
 from __future__ import annotations
 
-from crashsim.trace import Event, Trace
+from crashcheck.crashsim.trace import Event, Trace
 
 CLASS = "nondeterminism"
 # Findings whose class or way of ending depends on timing (the machine's load), not on the code.

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from crashsim.explore import StateOutcome
-from crashsim.persistency import Piece
-from crashsim.runner_client import CheckResult
-from crashsim.simulate import CrashPoint
-from crashsim.trace import Trace
-from harness.core.paths import HEADERS
-from specs.model import Model
-from specs.oracle import STOP_SIGNALS, HistoryPoint, Verdict, address_free
+from crashcheck.crashsim.explore import StateOutcome
+from crashcheck.crashsim.persistency import Piece
+from crashcheck.crashsim.runner_client import CheckResult
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.core.paths import HEADERS
+from crashcheck.specs.model import Model
+from crashcheck.specs.oracle import STOP_SIGNALS, HistoryPoint, Verdict, address_free
 
 RECOVERY_CRASH_PREFIX = "crash during recovery, then recovery again: "
 
@@ -87,7 +87,7 @@ class Coverage:
     """What exploring one history covered: crash points, and at each point the legal states and
     the ones explored. A point is exhaustive when every legal state was explored; a bounded
     strategy samples big points, lazy leaves a point partial when its search stops at the limit
-    (crashsim.explore), and such a point never reads as "all states consistent"."""
+    (crashcheck.crashsim.explore), and such a point never reads as "all states consistent"."""
     crash_points: int = 0
     states_legal: int = 0
     states_explored: int = 0
@@ -272,7 +272,7 @@ def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
 
 
 def result_dict(res: CheckResult) -> dict:
-    """A runner answer in the form specs.oracle.judge_recovery reads."""
+    """A runner answer in the form crashcheck.specs.oracle.judge_recovery reads."""
     return {"status": res.status, "signal": res.signal, "exit": res.exit, "result": res.result,
             "stderr": res.stderr, "stray": res.stray, "output": res.output}
 

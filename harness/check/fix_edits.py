@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashsim.trace import Event, Trace
-from crashsim.trace_edit import TraceEdit, fence_event, flush_events
-from harness.check.findings import site_key
+from crashcheck.crashsim.trace import Event, Trace
+from crashcheck.crashsim.trace_edit import TraceEdit, fence_event, flush_events
+from crashcheck.harness.check.findings import site_key
 
 STORES = ("store", "ntstore")
 FENCES = ("sfence", "mfence")

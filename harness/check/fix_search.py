@@ -25,16 +25,16 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from crashsim.explore import explore
-from crashsim.runner_client import Stopped
-from crashsim.trace import Trace
-from harness.check.crash_oracle import SequentialOracle
-from harness.check.findings import Finding
-from harness.check.fix_edits import FENCES, Edit, calls_at, trace_edit, trace_keys
-from harness.check.fix_words import address_of, describe, statement
-from harness.check.judging import HistoryJudge
-from harness.check.session import Session
-from harness.core.budget import OutOfTime
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.runner_client import Stopped
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.crash_oracle import SequentialOracle
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.fix_edits import FENCES, Edit, calls_at, trace_edit, trace_keys
+from crashcheck.harness.check.fix_words import address_of, describe, statement
+from crashcheck.harness.check.judging import HistoryJudge
+from crashcheck.harness.check.session import Session
+from crashcheck.harness.core.budget import OutOfTime
 
 # candidates tried per finding, and seconds spent, before the search says it found none
 MAX_CANDIDATES = 32

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from crashsim.trace import Trace
-from crashsim.trace_edit import TraceEdit
-from harness.check.fix_edits import Edit, flush_objects, trace_keys
+from crashcheck.crashsim.trace import Trace
+from crashcheck.crashsim.trace_edit import TraceEdit
+from crashcheck.harness.check.fix_edits import Edit, flush_objects, trace_keys
 
 
 _CALL = re.compile(r"^\s*(?:return\s+)?(?!(?:if|while|for|switch|sizeof)\b)[A-Za-z_][\w.>-]*\s*\(")

@@ -2,7 +2,7 @@
 
 Owns the rule that keeps a structure whose recovery, or the operations after it, hangs from
 costing the whole check timeout in every crash state (before: 9 histories in 118 s), and the count
-a hang finding reports. Before a history's first crash point, crashsim.explore sets the runner's
+a hang finding reports. Before a history's first crash point, crashcheck.crashsim.explore sets the runner's
 limit once (`Runner.queue_limit`, docs/runner-protocol.md "Limits"): the full timeout until
 `hang_after` checks of the history (at any of its crash points) have run out of it, then
 `hang_short_ms(timeout)`. The scope is the history, not the crash point: under lazy exploration a
@@ -30,16 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
-from crashsim.explore import StateOutcome
-from crashsim.trace import Trace
-from harness.check import crash_states
-from harness.core import defaults
-from harness.check.ranking import fold_state
-from harness.check.findings import Finding
-from harness.check.judging import HistoryJudge
-from harness.check.session import Session
-from harness.core.settings import Settings
-from specs.oracle import STOP_SIGNALS
+from crashcheck.crashsim.explore import StateOutcome
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import crash_states
+from crashcheck.harness.core import defaults
+from crashcheck.harness.check.ranking import fold_state
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.judging import HistoryJudge
+from crashcheck.harness.check.session import Session
+from crashcheck.harness.core.settings import Settings
+from crashcheck.specs.oracle import STOP_SIGNALS
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Hung:
 
 
 def hang_limit(settings: Settings) -> tuple[int, int, int] | None:
-    """The runner limit crashsim.explore sets before a history's first crash point (None: the
+    """The runner limit crashcheck.crashsim.explore sets before a history's first crash point (None: the
     runner's own)."""
     if settings.hang_after <= 0 or settings.timeout_ms <= 0:
         return None

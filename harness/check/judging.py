@@ -1,6 +1,6 @@
 """Judging the answers of one history's crash states: consistency verdicts and leaks.
 
-Owns turning a runner answer (crashsim.explore's StateOutcome) into findings: the oracle's verdict
+Owns turning a runner answer (crashcheck.crashsim.explore's StateOutcome) into findings: the oracle's verdict
 against the structure's model (specs/oracle.py), the leak policy (specs/leaks.py, with the
 structure's list of known leaks), and the caches that make both cheap when many crash states
 recover to the same image (a verdict depends only on the answer and the crash point in history
@@ -8,13 +8,13 @@ terms; leaks are attributed once per answer and crash point).
 """
 from __future__ import annotations
 
-from crashsim.explore import StateOutcome
-from crashsim.trace import Trace
-from harness.check.crash_oracle import SequentialOracle
-from harness.check.findings import Finding, finding_group
-from harness.check.session import Session
-from specs import leaks as leak_policy
-from specs.oracle import Verdict
+from crashcheck.crashsim.explore import StateOutcome
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.crash_oracle import SequentialOracle
+from crashcheck.harness.check.findings import Finding, finding_group
+from crashcheck.harness.check.session import Session
+from crashcheck.specs import leaks as leak_policy
+from crashcheck.specs.oracle import Verdict
 
 
 class HistoryJudge:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 
-from crashsim.simulate import CrashPoint
-from crashsim.trace import Trace
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.crashsim.trace import Trace
 
 # A crash point with at least this many legal states gets a hint (about 2^50: far past what any
 # search covers state by state, and past what a structure that persists its own objects reaches).

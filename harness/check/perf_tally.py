@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from crashsim.perf import KINDS, useless_by_operation, useless_persistence
-from crashsim.trace import Trace
-from harness.check.findings import site_key
-from harness.core.paths import display
+from crashcheck.crashsim.perf import KINDS, useless_by_operation, useless_persistence
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.findings import site_key
+from crashcheck.harness.core.paths import display
 
 # sites kept in the results file, most frequent first
 MAX_SITES = 40

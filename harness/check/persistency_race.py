@@ -24,10 +24,10 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from crashsim.persistency import ModelOptions, split_points
-from crashsim.simulate import CrashPoint, Simulator
-from crashsim.trace import Trace
-from harness.core.paths import display
+from crashcheck.crashsim.persistency import ModelOptions, split_points
+from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.core.paths import display
 
 CLASS = "persistency-race"
 # pairs confirmed per history at most (each is one recovery)
@@ -160,8 +160,8 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
     """Each of the first MAX_CONFIRM PAIRS confirmed by its crash (see the module note): the
     findings of those whose image fails ORACLE (a ThreadedOracle), and a warning line for each
     of the others."""
-    from harness.check.crash_states import point_at, state_checker
-    from harness.check.findings import Finding
+    from crashcheck.harness.check.crash_states import point_at, state_checker
+    from crashcheck.harness.check.findings import Finding
     findings: list = []
     warnings: list[str] = []
     for pair in pairs[:MAX_CONFIRM]:

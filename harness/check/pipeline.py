@@ -16,7 +16,7 @@ each:
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
-Checker.check streams crash points and states through crashsim.explore into the runner and hands
+Checker.check streams crash points and states through crashcheck.crashsim.explore into the runner and hands
 every answer to the judge. Never decides what to fuzz (harness/run/search.py) and never formats reports
 (harness/triage/records.py, harness/render/report.py).
 """
@@ -26,34 +26,34 @@ import os
 import time
 from dataclasses import replace
 
-from crashsim.explore import explore
-from crashsim.runner_client import CheckResult, Stopped
-from crashsim.simulate import CrashPoint
-from crashsim.trace import Trace
-from harness.check import crash_states, persistency_race
-from harness.check import threads
-from harness.core.budget import Budget, OutOfTime
-from harness.check.ranking import fold_state
-from harness.check.crash_oracle import SequentialOracle, oracle_for
-from harness.check.code_pointers import code_pointer_findings
-from harness.check.crash_free import crash_free_findings, first_failing_op
-from harness.core.errors import DriverFailure
-from harness.check.hangs import HangTally, hang_limit, recheck
-from harness.check.pending import pending_hint
-from harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.runner_client import CheckResult, Stopped
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import crash_states, persistency_race
+from crashcheck.harness.check import threads
+from crashcheck.harness.core.budget import Budget, OutOfTime
+from crashcheck.harness.check.ranking import fold_state
+from crashcheck.harness.check.crash_oracle import SequentialOracle, oracle_for
+from crashcheck.harness.check.code_pointers import code_pointer_findings
+from crashcheck.harness.check.crash_free import crash_free_findings, first_failing_op
+from crashcheck.harness.core.errors import DriverFailure
+from crashcheck.harness.check.hangs import HangTally, hang_limit, recheck
+from crashcheck.harness.check.pending import pending_hint
+from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
                               oracle_point, result_dict)
-from harness.check.judging import HistoryJudge
-from harness.check.recovery_crashes import crash_recoveries, worth_crashing
-from harness.check.session import Session, history_text
-from harness.check.schedule_shrink import shown, shrink_schedule, switches
-from harness.core.settings import Settings
-from harness.check.state_shrink import shrink_state
-from harness.check.without_crash import without_crash
-from harness.check.fix_search import prove, search_fix
-from harness.check.perf_tally import PerfTally
-from harness.target.structures import Structure
-from harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
-from specs.model import prefix_states
+from crashcheck.harness.check.judging import HistoryJudge
+from crashcheck.harness.check.recovery_crashes import crash_recoveries, worth_crashing
+from crashcheck.harness.check.session import Session, history_text
+from crashcheck.harness.check.schedule_shrink import shown, shrink_schedule, switches
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.check.state_shrink import shrink_state
+from crashcheck.harness.check.without_crash import without_crash
+from crashcheck.harness.check.fix_search import prove, search_fix
+from crashcheck.harness.check.perf_tally import PerfTally
+from crashcheck.harness.target.structures import Structure
+from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
+from crashcheck.specs.model import prefix_states
 
 
 class Checker:
@@ -221,7 +221,7 @@ class Checker:
         seen_images: set[int] = set()
         # Crash points before the first operation fall in pool formatting and the structure's
         # create, which are set-up, not part of the history; so does a history's load phase
-        # (specs.model.Workload.load).
+        # (crashcheck.specs.model.Workload.load).
         load = getattr(ops, "load", 0)
         first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
                         len(trace.events))

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from crashsim.trace import Trace
-from crashsim.layout import Layout
-from harness.core import defaults
-from harness.core.errors import UsageError
-from harness.core.supervise import RunEnd, run_supervised
-from harness.check import program_reads
-from harness.check.program_reads import Reads
-from harness.target.program import program_env
+from crashcheck.crashsim.trace import Trace
+from crashcheck.crashsim.layout import Layout
+from crashcheck.harness.core import defaults
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.supervise import RunEnd, run_supervised
+from crashcheck.harness.check import program_reads
+from crashcheck.harness.check.program_reads import Reads
+from crashcheck.harness.target.program import program_env
 
 # Classes of program findings: the checker said no (exit status), the checker died of a signal,
 # the checker did not finish; recovery's failures take the classes fuzz uses for them.

@@ -15,15 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from crashsim.image import decode_writes
-from crashsim.lazy import EAGER_BELOW, LazyPlan
-from crashsim.persistency import ModelOptions, Piece
-from crashsim.simulate import CrashPoint, Simulator
-from crashsim.states import StateCodec, explored_count, select
-from crashsim.trace import Trace
-from harness.check import program_lazy
-from harness.check.program_check import ImageChecker, Verdict
-from harness.check.program_reads import Reads
+from crashcheck.crashsim.image import decode_writes
+from crashcheck.crashsim.lazy import EAGER_BELOW, LazyPlan
+from crashcheck.crashsim.persistency import ModelOptions, Piece
+from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.crashsim.states import StateCodec, explored_count, select
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import program_lazy
+from crashcheck.harness.check.program_check import ImageChecker, Verdict
+from crashcheck.harness.check.program_reads import Reads
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Lazy exploration in program mode: a crash point's states are told apart only by what the
 program's own commands read of the image (their read logs, harness/check/program_reads.py).
 
-Owns one crash point's search. The plan is crashsim.lazy's (the point's undetermined lines in
+Owns one crash point's search. The plan is crashcheck.crashsim.lazy's (the point's undetermined lines in
 groups, each with the contents of every legal variant). An execution is one concrete crash state
 (a variant per group) judged by the commands, which log their accesses of the image in order. The
 log is replayed here as crashsim/runner/lazy.c branches online: every group starts with all its
@@ -27,9 +27,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from crashsim.lazy import Leaf, LazyPlan
-from crashsim.states import legal_count
-from harness.check.program_reads import Reads
+from crashcheck.crashsim.lazy import Leaf, LazyPlan
+from crashcheck.crashsim.states import legal_count
+from crashcheck.harness.check.program_reads import Reads
 
 # (group index, its classes at the branch point as sorted variant lists, the class taken)
 Branch = tuple[int, list[list[int]], int]

@@ -7,7 +7,7 @@ each state's findings; harness/triage/bugs.py uses the same order to name a bug 
 """
 from __future__ import annotations
 
-from harness.check.findings import Finding
+from crashcheck.harness.check.findings import Finding
 
 # The class a person fixes first: a broken rule of the structure, then a recovery that dies or
 # hangs, then what the contents show, then what only later operations or the allocator show.

@@ -8,14 +8,14 @@ allowed. Findings carry the original crash (`recovery_of`) and the recovery's tr
 """
 from __future__ import annotations
 
-from crashsim.explore import explore
-from crashsim.trace import Trace, TraceError
-from harness.check.crash_oracle import SequentialOracle
-from harness.check.crash_states import images_at
-from harness.core.errors import DriverFailure
-from harness.check.findings import RECOVERY_CRASH_PREFIX, Finding, HistoryOutcome, add_finding, finding_group
-from harness.check.session import Session
-from harness.check.traced_run import trace_recovery
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.trace import Trace, TraceError
+from crashcheck.harness.check.crash_oracle import SequentialOracle
+from crashcheck.harness.check.crash_states import images_at
+from crashcheck.harness.core.errors import DriverFailure
+from crashcheck.harness.check.findings import RECOVERY_CRASH_PREFIX, Finding, HistoryOutcome, add_finding, finding_group
+from crashcheck.harness.check.session import Session
+from crashcheck.harness.check.traced_run import trace_recovery
 
 
 def pick(candidates: list[tuple[int, tuple[int, ...]]], n: int) -> list[tuple[int, tuple[int, ...]]]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.threads import Threaded, make_threaded
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.threads import Threaded, make_threaded
 
 MAX_TRIES = 48          # replays per bug, at most
 MAX_SECONDS = 20.0      # and no longer than this

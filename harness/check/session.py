@@ -1,7 +1,7 @@
 """One checker session: a structure's driver, its model, its work folder and its runner process.
 
 Owns what every part of checking a history shares: the driver binary (and the refusal to go on
-once it is rebuilt under a running check), the structure's reference model (specs.registry, by the
+once it is rebuilt under a running check), the structure's reference model (crashcheck.specs.registry, by the
 name `driver info` reports), the scratch folder of pools, traces and histories, the budget, and
 the long-lived checker runner (crashsim/runner_client.py) with its increasing state ids. Checking itself
 lives in harness/check/traced_run.py, crash_free.py, judging.py, recovery_crashes.py and state_shrink.py;
@@ -15,17 +15,17 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
-from crashsim.layout import trace_layout
-from crashsim.runner_client import Runner, RunnerError
-from crashsim.trace import Trace
-from harness.check import threads
-from harness.target import own_fault
-from harness.core import workdir as workdirs
-from harness.core.budget import Budget
-from harness.core.errors import SetupError
-from harness.core.settings import Settings
-from harness.target.structures import Structure
-from specs.model import Model
+from crashcheck.crashsim.layout import trace_layout
+from crashcheck.crashsim.runner_client import Runner, RunnerError
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import threads
+from crashcheck.harness.target import own_fault
+from crashcheck.harness.core import workdir as workdirs
+from crashcheck.harness.core.budget import Budget
+from crashcheck.harness.core.errors import SetupError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.target.structures import Structure
+from crashcheck.specs.model import Model
 
 
 class Session:
@@ -78,7 +78,7 @@ class Session:
 
     def runner(self, trace: Trace | None = None) -> Runner:
         """The checker runner, started (again) when there is none, or when TRACE's regions past
-        the pool (crashsim.layout) are not the ones it maps."""
+        the pool (crashcheck.crashsim.layout) are not the ones it maps."""
         regions = trace_layout(trace).serve_args() if trace is not None and trace.regions else []
         if self._runner is not None and not self._runner.closed and regions != self._runner_regions:
             self._runner.close()

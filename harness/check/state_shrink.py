@@ -11,12 +11,12 @@ the same way in both orders (harness/triage/bugs.py groups bugs by them).
 """
 from __future__ import annotations
 
-from crashsim.simulate import CrashPoint, Simulator
-from crashsim.trace import Trace
-from harness.check.crash_oracle import SequentialOracle
-from harness.check.crash_states import state_checker
-from harness.check.findings import RECOVERY_CRASH_PREFIX, Finding
-from harness.check.session import Session
+from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.crash_oracle import SequentialOracle
+from crashcheck.harness.check.crash_states import state_checker
+from crashcheck.harness.check.findings import RECOVERY_CRASH_PREFIX, Finding
+from crashcheck.harness.check.session import Session
 
 
 def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,

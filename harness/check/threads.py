@@ -22,12 +22,12 @@ from typing import TypeGuard
 
 from hypothesis import strategies as st
 
-from harness.check.crash_free import allowed_text
-from harness.check.findings import Finding, address_free
-from specs import linearizability
-from specs.history import History
-from specs.oracle import Verdict, judge_durable
-from specs.model import Model, Workload, answer_shape, replay_outputs
+from crashcheck.harness.check.crash_free import allowed_text
+from crashcheck.harness.check.findings import Finding, address_free
+from crashcheck.specs import linearizability
+from crashcheck.specs.history import History
+from crashcheck.specs.oracle import Verdict, judge_durable
+from crashcheck.specs.model import Model, Workload, answer_shape, replay_outputs
 
 # the scheduler's exit statuses (docs/scheduler.md) and the finding each is
 SCHED_EXIT = {86: "deadlock", 87: "livelock", 88: "operation-hang"}

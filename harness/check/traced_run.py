@@ -14,19 +14,19 @@ import os
 import shutil
 from pathlib import Path
 
-from crashsim.layout import trace_layout
-from crashsim.trace import Trace, TraceError, read_trace
-from harness.core import defaults
-from harness.target import own_fault
-from harness.check import threads
-from harness.target import tracers
-from harness.core import workdir as workdirs
-from harness.core.budget import OutOfTime
-from harness.core.errors import DriverFailure, SetupError
-from specs.model import op_kind
-from harness.check.findings import Finding
-from harness.check.session import Session, clean_env
-from harness.core.supervise import RunEnd, run_supervised, run_timeout_s
+from crashcheck.crashsim.layout import trace_layout
+from crashcheck.crashsim.trace import Trace, TraceError, read_trace
+from crashcheck.harness.core import defaults
+from crashcheck.harness.target import own_fault
+from crashcheck.harness.check import threads
+from crashcheck.harness.target import tracers
+from crashcheck.harness.core import workdir as workdirs
+from crashcheck.harness.core.budget import OutOfTime
+from crashcheck.harness.core.errors import DriverFailure, SetupError
+from crashcheck.specs.model import op_kind
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.session import Session, clean_env
+from crashcheck.harness.core.supervise import RunEnd, run_supervised, run_timeout_s
 
 
 class RunFailure(DriverFailure):
@@ -80,7 +80,7 @@ def trace_left(session: Session) -> Trace | None:
 
 def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
     """Run the structure's recovery (an empty history on IMAGE, a post-crash image of the trace
-    CRASHED) with tracing on. The regions past the pool (crashsim.layout) go to the driver as
+    CRASHED) with tracing on. The regions past the pool (crashcheck.crashsim.layout) go to the driver as
     image files of their own (`run --region`), recovery's regions start from them."""
     lay = trace_layout(crashed)
     pool = session.workdir / f"{tag}.pool"
@@ -215,7 +215,7 @@ def run_failure(end: RunEnd, lines: list[str], ops: list, model) -> Finding | No
     past the load phase of a threaded run, the one called and not returned (all of them when
     several were); or the one its `!orphan` line names; before the driver's `!ready` line it is
     the set-up (pool format, the structure's create, or recovery of an image). One cause is one bug: the group is
-    the class, the kind of operation and how it ended (specs.oracle.end_key's words, shared with
+    the class, the kind of operation and how it ended (crashcheck.specs.oracle.end_key's words, shared with
     follow-up operations after recovery), never the operation's index or the history."""
     ready = "!ready" in lines
     orphan = next((int(x.split()[1]) for x in lines if x.startswith("!orphan ")), None)

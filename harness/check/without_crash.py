@@ -14,12 +14,12 @@ anything and never reports.
 """
 from __future__ import annotations
 
-from harness.check.crash_free import crash_free_findings, first_failing_op
-from harness.check.crash_oracle import SequentialOracle
-from harness.check.findings import Finding, address_free, new_stores
-from harness.check.traced_run import RunFailure
-from harness.core.errors import DriverFailure
-from specs.model import Model, replay, with_load
+from crashcheck.harness.check.crash_free import crash_free_findings, first_failing_op
+from crashcheck.harness.check.crash_oracle import SequentialOracle
+from crashcheck.harness.check.findings import Finding, address_free, new_stores
+from crashcheck.harness.check.traced_run import RunFailure
+from crashcheck.harness.core.errors import DriverFailure
+from crashcheck.specs.model import Model, replay, with_load
 
 
 def failure_signs(model: Model, follow: list, f: Finding) -> tuple[set[str], tuple[int, str] | None]:

@@ -20,11 +20,11 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from harness.target import build_compile
+from crashcheck.harness.target import build_compile
 
-from harness.target import structures
-from harness.core.errors import UsageError
-from harness.render.report import write_atomic
+from crashcheck.harness.target import structures
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.render.report import write_atomic
 
 ROOT = structures.ROOT
 
@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(docs/cli.md \"Where builds are\")")
     p.add_argument("--model", dest="model_file", metavar="FILE.py",
                    help="the reference model of a structure that is not an ordered map: a Python file "
-                        "defining MODEL = specs.model.Model(...) named as the adapter's .model (docs/models.md)")
+                        "defining MODEL = crashcheck.specs.model.Model(...) named as the adapter's .model (docs/models.md)")
     p.set_defaults(func=run)
 
 

@@ -29,10 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from harness.cli import cmd_fuzz
+from crashcheck.harness.cli import cmd_fuzz
 
-from harness.core import defaults
-from harness.core.errors import UsageError
+from crashcheck.harness.core import defaults
+from crashcheck.harness.core.errors import UsageError
 
 try:
     import tomllib

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from harness.target.environment import probe_all
+from crashcheck.harness.target.environment import probe_all
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -23,26 +23,26 @@ from pathlib import Path
 
 from rich.console import Console
 
-from crashsim.persistency import MODELS, ModelOptions
-from crashsim.states import STRATEGIES
-from harness.core import defaults
-from harness.run import executor_choice
-from harness.target import structures
-from harness.core import workdir
-from harness.core.budget import PROCESS_START, clear_pending_signal, deferred_signals, interrupt, quiet_interrupts
-from harness.core.errors import UsageError
-from harness.run.config import Config
-from harness.run.journal import Journal, journal_path
-from harness.run.plan import Plan, run_plan
-from harness.cli.fuzz_progress import ProgressDisplay
-from harness.cli.fuzz_summary import print_summary
-from harness.cli.outputs import check_outputs
-from harness.check.threads import SCHED_KINDS
-from harness.target.tracers import TRACERS, pmemcheck_command
-from harness.render.report import write_run
-from harness.core.settings import Settings
-from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
-from specs.oracle import CLASSES, CONCURRENT_CLASSES
+from crashcheck.crashsim.persistency import MODELS, ModelOptions
+from crashcheck.crashsim.states import STRATEGIES
+from crashcheck.harness.core import defaults
+from crashcheck.harness.run import executor_choice
+from crashcheck.harness.target import structures
+from crashcheck.harness.core import workdir
+from crashcheck.harness.core.budget import PROCESS_START, clear_pending_signal, deferred_signals, interrupt, quiet_interrupts
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.run.journal import Journal, journal_path
+from crashcheck.harness.run.plan import Plan, run_plan
+from crashcheck.harness.cli.fuzz_progress import ProgressDisplay
+from crashcheck.harness.cli.fuzz_summary import print_summary
+from crashcheck.harness.cli.outputs import check_outputs
+from crashcheck.harness.check.threads import SCHED_KINDS
+from crashcheck.harness.target.tracers import TRACERS, pmemcheck_command
+from crashcheck.harness.render.report import write_run
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
+from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 # More worker processes than this many per core only adds contention (and forks per state).
 MAX_JOBS_PER_CPU = 4

@@ -10,8 +10,8 @@ import os
 import shlex
 from pathlib import Path
 
-from harness.core.errors import UsageError
-from harness.target import skeleton, structures
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.target import skeleton, structures
 
 
 def register(sub: argparse._SubParsersAction) -> None:

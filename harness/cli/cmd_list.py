@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from harness.target import structures
-from harness.core.errors import UsageError
+from crashcheck.harness.target import structures
+from crashcheck.harness.core.errors import UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

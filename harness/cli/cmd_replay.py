@@ -11,24 +11,24 @@ from __future__ import annotations
 
 import argparse
 
-from harness.core import defaults
+from crashcheck.harness.core import defaults
 
-from harness.check import determinism
+from crashcheck.harness.check import determinism
 
-from harness.triage import record_formats
+from crashcheck.harness.triage import record_formats
 
-from harness.target import structures
-from harness.core.errors import DriverFailure, UsageError
-from harness.check.pipeline import Checker
-from harness.triage.records import region_prefix
-from harness.render.report import site_text
-from harness.check.session import history_text
-from harness.core.settings import Settings
-from harness.check.threads import make_threaded
-from harness.check.traced_run import RunFailure
-from harness.target.tracers import pmemcheck_command
-from specs import leaks as leak_policy
-from specs.model import Model, with_load
+from crashcheck.harness.target import structures
+from crashcheck.harness.core.errors import DriverFailure, UsageError
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.triage.records import region_prefix
+from crashcheck.harness.render.report import site_text
+from crashcheck.harness.check.session import history_text
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.check.threads import make_threaded
+from crashcheck.harness.check.traced_run import RunFailure
+from crashcheck.harness.target.tracers import pmemcheck_command
+from crashcheck.specs import leaks as leak_policy
+from crashcheck.specs.model import Model, with_load
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
     if rec["program"] is not None:
         # a finding of `crashcheck run`: the user's program and commands, no structure
-        from harness.run.program_run import replay
+        from crashcheck.harness.run.program_run import replay
         return replay(rec)
     try:
         return _replay(args.record, rec)

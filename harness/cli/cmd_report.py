@@ -8,11 +8,11 @@ import argparse
 import os
 from pathlib import Path
 
-from harness.core.errors import UsageError
-from harness.run.journal import is_journal, read_journal
-from harness.core.user_files import same_file
-from harness.render.report import write_report
-from harness.triage.record_formats import check_results, load_results
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.run.journal import is_journal, read_journal
+from crashcheck.harness.core.user_files import same_file
+from crashcheck.harness.render.report import write_report
+from crashcheck.harness.triage.record_formats import check_results, load_results
 
 
 def register(sub: argparse._SubParsersAction) -> None:

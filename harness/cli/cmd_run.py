@@ -16,16 +16,16 @@ import sys
 import time
 from pathlib import Path
 
-from crashsim.persistency import MODELS, ModelOptions
-from harness.check.program_check import DEFAULT_TIMEOUT_S, Command
-from harness.cli import options
-from harness.cli.outputs import check_outputs
-from harness.core import defaults
-from harness.core.errors import UsageError
-from harness.core.settings import Settings
-from harness.render.report import write_run
-from harness.run.program_run import ProgramRun, execute
-from harness.target.program import resolve
+from crashcheck.crashsim.persistency import MODELS, ModelOptions
+from crashcheck.harness.check.program_check import DEFAULT_TIMEOUT_S, Command
+from crashcheck.harness.cli import options
+from crashcheck.harness.cli.outputs import check_outputs
+from crashcheck.harness.core import defaults
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.render.report import write_run
+from crashcheck.harness.run.program_run import ProgramRun, execute
+from crashcheck.harness.target.program import resolve
 
 STRATEGIES = ("bounded", "exhaustive", "lazy")
 MAX_TIMEOUT_S = 86400          # a day per command and image: past it (or inf) nothing could be judged
@@ -91,7 +91,7 @@ def _check(args: argparse.Namespace) -> ProgramRun:
     recover = Command.parse(args.recover, "--recover") if args.recover is not None else None
     program = resolve(argv[0])
     if args.tracer == "pmemcheck":
-        from harness.target.tracers import pmemcheck_command
+        from crashcheck.harness.target.tracers import pmemcheck_command
         pmemcheck_command()
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         atomic_unit=args.atomic_unit, tracer=args.tracer)

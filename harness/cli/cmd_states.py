@@ -16,12 +16,12 @@ import json
 import math
 import sys
 
-from crashsim.persistency import ModelError, ModelOptions, Piece
-from crashsim.simulate import CrashPoint, Simulator
-from crashsim.states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
-from crashsim.trace import read_trace
-from harness.cli import options
-from harness.core.errors import UsageError
+from crashcheck.crashsim.persistency import ModelError, ModelOptions, Piece
+from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.crashsim.states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.cli import options
+from crashcheck.harness.core.errors import UsageError
 
 # Above this many explored states at one crash point, images are not fingerprinted (the count of
 # cache hits would take too long) and `cached` is reported as unknown.
@@ -84,11 +84,11 @@ def _dumps(obj: dict) -> str:
 
 def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
     """`states --strategy lazy`: run the search and print its executions per crash point."""
-    from crashsim.explore import explore
-    from crashsim.runner_client import Runner, RunnerError
-    from crashsim.trace import TraceError
-    from harness.target import structures
-    from harness.check.session import clean_env
+    from crashcheck.crashsim.explore import explore
+    from crashcheck.crashsim.runner_client import Runner, RunnerError
+    from crashcheck.crashsim.trace import TraceError
+    from crashcheck.harness.target import structures
+    from crashcheck.harness.check.session import clean_env
     if args.driver:
         driver = args.driver
     elif args.structure:

@@ -20,11 +20,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crashsim.trace import read_trace
-from harness.cli import keys as keygen
-from harness.cli import options
-from harness.target import structures
-from harness.core.errors import UsageError
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.cli import keys as keygen
+from crashcheck.harness.cli import options
+from crashcheck.harness.target import structures
+from crashcheck.harness.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("insert", "update", "lookup", "delete")

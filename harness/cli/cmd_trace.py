@@ -10,8 +10,8 @@ import json
 import sys
 from collections import Counter, defaultdict
 
-from crashsim.trace import Event, Trace, read_trace
-from harness.cli import options
+from crashcheck.crashsim.trace import Event, Trace, read_trace
+from crashcheck.harness.cli import options
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -169,7 +169,7 @@ def run_stats(args: argparse.Namespace) -> int:
 
 
 def run_perf(args: argparse.Namespace) -> int:
-    from crashsim.perf import useless_persistence
+    from crashcheck.crashsim.perf import useless_persistence
     trace = _load(args.file)
     rows, totals = useless_persistence(trace)
     if args.json:
@@ -187,7 +187,7 @@ def run_perf(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
-    from crashsim.pmemcheck_import import import_log, parse_region, summary
+    from crashcheck.crashsim.pmemcheck_import import import_log, parse_region, summary
     regions = [parse_region(text) for text in args.region]
     result = import_log(args.log, args.output, images=args.image, regions=regions)
     print("\n".join(summary(result, args.log)))
@@ -195,7 +195,7 @@ def run_import(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    from crashsim.pmemcheck_export import export_log
+    from crashcheck.crashsim.pmemcheck_export import export_log
     trace = _load(args.file)
     notes = export_log(trace, args.output, markers=args.markers, file_names=args.file_name)
     print(f"{args.file} -> {args.output}: pmemcheck store log")

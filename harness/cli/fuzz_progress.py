@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from harness.core.counts import big
-from harness.run.results import Progress
+from crashcheck.harness.core.counts import big
+from crashcheck.harness.run.results import Progress
 
 PRINT_EVERY_S = 10.0             # without a terminal: a progress line this often at most
 

@@ -11,9 +11,9 @@ import signal
 
 from rich.console import Console
 
-from harness.core.counts import big
-from harness.check.perf_tally import perf_line
-from harness.triage.fix_record import fix_line
+from crashcheck.harness.core.counts import big
+from crashcheck.harness.check.perf_tally import perf_line
+from crashcheck.harness.triage.fix_record import fix_line
 
 
 def why_none(res: dict, row: dict) -> str:

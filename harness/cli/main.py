@@ -12,14 +12,14 @@ import importlib
 import subprocess
 import sys
 
-from harness.core import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
-from crashsim.errors import CrashcheckError
-from harness.cli import stdout_guard
+from crashcheck.harness.core import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
+from crashcheck.crashsim.errors import CrashcheckError
+from crashcheck.harness.cli import stdout_guard
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
-COMMAND_MODULES = ["harness.cli.cmd_list", "harness.cli.cmd_fuzz", "harness.cli.cmd_campaign", "harness.cli.cmd_run", "harness.cli.cmd_replay", "harness.cli.cmd_report",
-                   "harness.cli.cmd_build", "harness.cli.cmd_init", "harness.cli.cmd_trace", "harness.cli.cmd_stats",
-                   "harness.cli.cmd_states", "harness.cli.cmd_doctor"]
+COMMAND_MODULES = ["crashcheck.harness.cli.cmd_list", "crashcheck.harness.cli.cmd_fuzz", "crashcheck.harness.cli.cmd_campaign", "crashcheck.harness.cli.cmd_run", "crashcheck.harness.cli.cmd_replay", "crashcheck.harness.cli.cmd_report",
+                   "crashcheck.harness.cli.cmd_build", "crashcheck.harness.cli.cmd_init", "crashcheck.harness.cli.cmd_trace", "crashcheck.harness.cli.cmd_stats",
+                   "crashcheck.harness.cli.cmd_states", "crashcheck.harness.cli.cmd_doctor"]
 
 
 def one_line(text: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.core.errors import UsageError
-from harness.core.user_files import same_file
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.user_files import same_file
 
 
 def _writable_folder(path: Path, what: str) -> None:

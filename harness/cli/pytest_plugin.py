@@ -69,11 +69,11 @@ def _refuse(message: str) -> None:
 
 def validate(opts: dict) -> None:
     """Fail the test on options that would make the gate check nothing or something else."""
-    from crashsim.persistency import MODELS
-    from crashsim.states import STRATEGIES
-    from harness.core import defaults
-    from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
-    from specs.oracle import CLASSES, CONCURRENT_CLASSES
+    from crashcheck.crashsim.persistency import MODELS
+    from crashcheck.crashsim.states import STRATEGIES
+    from crashcheck.harness.core import defaults
+    from crashcheck.harness.run.strategies import KEY_DISTRIBUTIONS, MIXES
+    from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
 
     unknown = sorted(set(opts) - set(OPTIONS))
     if unknown:
@@ -140,7 +140,7 @@ class Gate:
     def _options(self, overrides: dict) -> dict:
         validate(self.defaults)
         validate(overrides)
-        from harness.core import defaults
+        from crashcheck.harness.core import defaults
         opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
                 "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
@@ -163,13 +163,13 @@ class Gate:
 
     def run(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
         # Imported here so that loading the plugin costs nothing for projects that never gate.
-        from harness.run.config import Config
-        from harness.run.plan import fuzz_targets
-        from harness.core.settings import Settings
-        from harness.render.report import write_run
+        from crashcheck.harness.run.config import Config
+        from crashcheck.harness.run.plan import fuzz_targets
+        from crashcheck.harness.core.settings import Settings
+        from crashcheck.harness.render.report import write_run
 
-        from harness.target import structures
-        from harness.core.errors import UsageError
+        from crashcheck.harness.target import structures
+        from crashcheck.harness.core.errors import UsageError
 
         opts = self._options(overrides)
         structure = structure or opts["structure"]

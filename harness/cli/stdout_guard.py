@@ -15,7 +15,7 @@ import errno
 import os
 import sys
 
-from crashsim.errors import CrashcheckError
+from crashcheck.crashsim.errors import CrashcheckError
 
 
 class OutputError(CrashcheckError):

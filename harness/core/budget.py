@@ -27,7 +27,7 @@ RESERVE_MAX_S = 30.0
 WRITE_SHARE = 0.03
 WRITE_MAX_S = 2.0
 
-# When this process started crashcheck (close enough: harness.cli.main imports this module first), so
+# When this process started crashcheck (close enough: crashcheck.harness.cli.main imports this module first), so
 # a run's budget also covers its start-up.
 PROCESS_START = time.monotonic()
 

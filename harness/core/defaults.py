@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from crashsim.states import DEFAULT_LIMIT
+from crashcheck.crashsim.states import DEFAULT_LIMIT
 
 PERSISTENCY_MODEL = "adr"       # unless the structure declares another (expect.json "model")
 STRATEGY = "lazy"               # crash states per crash point: lazy (every state, by what recovery
@@ -26,7 +26,7 @@ BUDGET_S = 20.0                 # seconds per structure when neither --examples 
 TRACERS = ("pass", "pmemcheck")  # who traces a history's run: the pass, or pmemcheck (harness/target/tracers.py)
 TRACER = "pass"
 ATOMIC_UNIT = 8                 # bytes: the failure-atomic unit stores are split into (crashsim owns the rule)
-# The continuation aimed at the crash after recovery (specs.ordered_map.continuation), with
+# The continuation aimed at the crash after recovery (crashcheck.specs.ordered_map.continuation), with
 # N keys inserted next to the crashed operation's key; `--continuation off` runs the short fixed
 # follow-up of before instead. 6 passes a 4-slot node and an ART N4 whichever side the key lies on,
 # and keeps a checked state's cost within 2x of the follow-up's (1.2-1.75x, bench/README.md

@@ -3,7 +3,7 @@
 Anything raised as a CrashcheckError (UsageError, SetupError, DriverFailure, TraceError,
 RunnerError, ...) ends the CLI with one line and exit 2, and no bug record.
 """
-from crashsim.errors import CrashcheckError
+from crashcheck.crashsim.errors import CrashcheckError
 
 
 class UsageError(CrashcheckError):

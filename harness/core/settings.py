@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crashsim.persistency import ModelOptions
-from harness.core import defaults
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.harness.core import defaults
 
 
 @dataclass

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from specs.oracle import signal_name
+from crashcheck.specs.oracle import signal_name
 
 OUTPUT_TAIL_BYTES = 4096
 OUTPUT_TAIL_LINES = 20
@@ -107,7 +107,7 @@ class RunEnd:
 
     def how_key(self) -> str:
         """`how` without numbers that vary from run to run: part of a finding's group, in the
-        words of specs.oracle.end_key (a follow-up operation after recovery that ends the same
+        words of crashcheck.specs.oracle.end_key (a follow-up operation after recovery that ends the same
         way is the same bug)."""
         if self.memory_exhausted:
             return "memory limit"

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import UsageError
+from crashcheck.harness.core.errors import UsageError
 
 MAX_FILE = 1 << 30             # bytes; a results file of a long run with many bugs stays far below
 

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.core.errors import SetupError
+from crashcheck.harness.core.errors import SetupError
 
 PREFIX = "crashcheck-"
 _OWNED = re.compile(r"crashcheck-(\d+)-[A-Za-z0-9_]+$")

@@ -16,13 +16,13 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
-from harness.core.counts import big
-from harness.triage.records import region_prefix
-from harness.render.fix_view import fix_view
-from harness.render.lanes_svg import render_lanes
-from harness.render.perf_view import perf_view
-from harness.core.paths import HEADERS
-from harness.render.timeline import render_timeline
+from crashcheck.harness.core.counts import big
+from crashcheck.harness.triage.records import region_prefix
+from crashcheck.harness.render.fix_view import fix_view
+from crashcheck.harness.render.lanes_svg import render_lanes
+from crashcheck.harness.render.perf_view import perf_view
+from crashcheck.harness.core.paths import HEADERS
+from crashcheck.harness.render.timeline import render_timeline
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "reports" / "templates"
 # rows of a threaded bug's switch list; a random walk switches at most points, and the record

@@ -1,7 +1,7 @@
 """A fuzz run: the search over histories, the plan of targets, executors (this process, local
 processes, Dask), the one merge of their results, and the journal.
 
-Imports harness.triage and below. It never renders a report and never parses a command line.
+Imports crashcheck.harness.triage and below. It never renders a report and never parses a command line.
 Inside, the arrows point one way (the import contract in pyproject.toml; each module's top says
 what it owns), from the top:
   executor_choice  which executor --jobs/--dask ask for

@@ -29,13 +29,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable
 
-from harness.core.errors import SetupError
-from harness.core.settings import Settings
-from harness.run.config import Config, budget_for
-from harness.run.journal import Journal
-from harness.run.results import Progress, TargetResult
-from harness.run.search import Search
-from harness.target import structures
+from crashcheck.harness.core.errors import SetupError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.config import Config, budget_for
+from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.results import Progress, TargetResult
+from crashcheck.harness.run.search import Search
+from crashcheck.harness.target import structures
 
 # The Python sources whose behaviour a result depends on (with the drivers and the runner).
 SOURCE_PACKAGES = ("crashsim", "harness", "specs")

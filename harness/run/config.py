@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from harness.core import defaults
-from harness.core.budget import Budget
+from crashcheck.harness.core import defaults
+from crashcheck.harness.core.budget import Budget
 
 # Independent lanes of batches: --jobs up to this many finds the same bugs as --jobs 1. More lanes
 # cost more shrinking early on (each lane shrinks the bugs it finds once).

@@ -41,14 +41,14 @@ import distributed
 from distributed import Client, Event, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from crashsim.errors import CrashcheckError
-from harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
-from harness.run.config import LANES
-from harness.core.budget import RunInterrupted, deferred_signals, pending_signal, signal_name, swallowed_signal
-from harness.core.errors import UsageError
-from harness.run.executors import give_up_s, throttled
-from harness.run.journal import Journal
-from harness.run.wire import pack, unpack
+from crashcheck.crashsim.errors import CrashcheckError
+from crashcheck.harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
+from crashcheck.harness.run.config import LANES
+from crashcheck.harness.core.budget import RunInterrupted, deferred_signals, pending_signal, signal_name, swallowed_signal
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.run.executors import give_up_s, throttled
+from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.wire import pack, unpack
 
 WORKERS_TIMEOUT_S = 60        # a fresh cluster may take this long to have a worker
 HEARTBEAT_S = 5.0             # a running unit says it is alive this often

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashsim.trace import Trace
-from harness.check import determinism
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.traced_run import RunFailure
-from harness.core.budget import OutOfTime
-from harness.core.errors import DriverFailure, UsageError
-from harness.run.found import Abort
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check import determinism
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.traced_run import RunFailure
+from crashcheck.harness.core.budget import OutOfTime
+from crashcheck.harness.core.errors import DriverFailure, UsageError
+from crashcheck.harness.run.found import Abort
 
 
 @dataclass

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from harness.core.errors import UsageError
-from harness.run.executors import InProcess, LocalProcesses
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.run.executors import InProcess, LocalProcesses
 
 LOCAL_DASK = re.compile(r"local:(\d+)$")
 DASK_ADDRESS = re.compile(r"(tcp|tls|ucx|inproc)://[^\s/]+:\d+$")
@@ -41,7 +41,7 @@ def from_args(jobs: int, dask: str | None):
     if dask is None:
         return LocalProcesses(jobs) if jobs > 1 else InProcess()
     check_dask(dask)
-    from harness.run.dask_executor import DaskExecutor      # (only now: Dask is optional)
+    from crashcheck.harness.run.dask_executor import DaskExecutor      # (only now: Dask is optional)
     m = LOCAL_DASK.match(dask)
     return DaskExecutor(local=int(m.group(1)) if m else None, address=None if m else dask)
 

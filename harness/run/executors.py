@@ -37,9 +37,9 @@ import time
 import traceback
 from multiprocessing.connection import wait as wait_ready
 
-from harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
-from harness.core.budget import RunInterrupted, pending_signal, signal_name, swallowed_signal
-from harness.core.errors import UsageError
+from crashcheck.harness.run.batch import Share, fuzz_batch, ignore_sigint, stamp
+from crashcheck.harness.core.budget import RunInterrupted, pending_signal, signal_name, swallowed_signal
+from crashcheck.harness.core.errors import UsageError
 
 # After a stop: how long to wait for units to hand back what they found (they stop within
 # about a second; a unit shrinking a crash state may take a few). $CRASHCHECK_GIVE_UP_S changes it

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Callable
 
-from crashsim.runner_client import Stopped
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.fix_search import describe, statement
-from harness.check.pipeline import Checker
-from harness.core.budget import OutOfTime
-from harness.core.errors import DriverFailure
-from harness.run.results import Entry
+from crashcheck.crashsim.runner_client import Stopped
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.fix_search import describe, statement
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.core.budget import OutOfTime
+from crashcheck.harness.core.errors import DriverFailure
+from crashcheck.harness.run.results import Entry
 
 # other failing histories of a group kept to check its fix on
 OTHER_HISTORIES = 3

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from hypothesis.errors import Flaky
 
-from harness.core.errors import UsageError
-from specs.oracle import CLASSES, CONCURRENT_CLASSES
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
 
 # Which unexpected class a batch shrinks first when a history shows several.
 CLASS_ORDER = {c: i for i, c in enumerate(CLASSES + CONCURRENT_CLASSES)}

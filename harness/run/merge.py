@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from harness.core.settings import Settings
-from harness.run.results import Entry, Stats, TargetResult
-from harness.triage import bugs
-from harness.triage.records import build_record
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.results import Entry, Stats, TargetResult
+from crashcheck.harness.triage import bugs
+from crashcheck.harness.triage.records import build_record
 
 
 def merge_target(structure: str, bug: str | None, target: int, parts: list[TargetResult], expected: int,

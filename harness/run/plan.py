@@ -13,13 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from harness.core.settings import Settings
-from harness.run import merge
-from harness.run.batch import Share, build_id
-from harness.run.config import Config
-from harness.run.executors import InProcess, LocalProcesses
-from harness.run.journal import Journal
-from harness.run.results import Progress, Results, TargetResult
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run import merge
+from crashcheck.harness.run.batch import Share, build_id
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.run.executors import InProcess, LocalProcesses
+from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.results import Progress, Results, TargetResult
 
 Plan = list[tuple[str, str | None, Settings, Config]]
 

@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from crashsim.layout import trace_layout
-from harness.check.program_check import Command, ImageChecker, check_crash_free
-from harness.check.program_explore import ExploreStats, explore, image_at
-from harness.core.errors import UsageError
-from harness.core.settings import Settings
-from harness.core.workdir import make_workdir
-from harness.target.program import trace_program, with_seed
-from harness.triage import program_records
+from crashcheck.crashsim.layout import trace_layout
+from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
+from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.core.workdir import make_workdir
+from crashcheck.harness.target.program import trace_program, with_seed
+from crashcheck.harness.triage import program_records
 
 
 @dataclass
@@ -134,7 +134,7 @@ def replay(rec: dict, out=None) -> int:
                         atomic_unit=(rec["assumptions"] or {}).get("atomic_unit", 8), tracer=rec["tracer"])
     checker_cmd = Command.parse(prog["checker"], "the record's checker")
     recover_cmd = Command.parse(prog["recover"], "the record's recover command") if prog["recover"] else None
-    from harness.target.program import resolve
+    from crashcheck.harness.target.program import resolve
     argv = [resolve(prog["argv"][0])] + list(prog["argv"][1:])
     crash = rec["crash"]
     print(f"replaying {rec['id']}: {rec['class']} in {' '.join(prog['argv'])}, model {rec['model']}", file=out)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.perf_tally import PerfTally
-from harness.core.errors import UsageError
-from harness.core.settings import Settings
-from harness.target import structures
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.perf_tally import PerfTally
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.target import structures
 
 # Counts past this many are written as strings: JSON readers keep integers exactly only up to 2^53.
 EXACT_LIMIT = 2 ** 53

@@ -46,23 +46,23 @@ from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
 
-from crashsim.runner_client import Stopped
-from harness.check import capacity, determinism
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.pipeline import Checker
-from harness.check.session import history_text
-from harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
-from harness.core.errors import DriverFailure, UsageError
-from harness.core.settings import Settings
-from harness.run import strategies
-from harness.run.config import Config, batches
-from harness.run.fix_checks import check_fixes, keep_other
-from harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
-from harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
-from harness.run.journal import Journal
-from harness.run.results import Entry, Progress, Stats, TargetResult
-from harness.target import structures
-from harness.triage.records import build_record
+from crashcheck.crashsim.runner_client import Stopped
+from crashcheck.harness.check import capacity, determinism
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.check.session import history_text
+from crashcheck.harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
+from crashcheck.harness.core.errors import DriverFailure, UsageError
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run import strategies
+from crashcheck.harness.run.config import Config, batches
+from crashcheck.harness.run.fix_checks import check_fixes, keep_other
+from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
+from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
+from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.results import Entry, Progress, Stats, TargetResult
+from crashcheck.harness.target import structures
+from crashcheck.harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
 RACE = "unconfirmed persistency race"   # harness/check/persistency_race.py's warning

@@ -11,13 +11,13 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from harness.check.threads import threaded_histories
-from harness.run.config import Config
-from harness.target.structures import Structure
-from specs import registry
+from crashcheck.harness.check.threads import threaded_histories
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.target.structures import Structure
+from crashcheck.specs import registry
 # The ordered map's option choices, which the CLI and the pytest gate validate their options by.
-from specs.map_histories import KEY_DISTRIBUTIONS, MIXES
-from specs.model import Model, Workload, with_load
+from crashcheck.specs.map_histories import KEY_DISTRIBUTIONS, MIXES
+from crashcheck.specs.model import Model, Workload, with_load
 
 
 def _without_source_constants() -> None:

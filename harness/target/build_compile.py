@@ -34,8 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.target import link_errors, toolchain
-from harness.core.errors import UsageError
+from crashcheck.harness.target import link_errors, toolchain
+from crashcheck.harness.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 C_SUFFIXES = (".c",)
@@ -221,12 +221,12 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
 
 
 def pass_plugin() -> Path:
-    from harness.target import structures
+    from crashcheck.harness.target import structures
     return structures.BUILD / "libcrashcheck_pass.so"
 
 
 def runtime() -> Path:
-    from harness.target import structures
+    from crashcheck.harness.target import structures
     return structures.BUILD / "libcrashcheck_rt.a"
 
 

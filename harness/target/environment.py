@@ -16,8 +16,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core import workdir
-from harness.target import structures, toolchain, tracers
+from crashcheck.harness.core import workdir
+from crashcheck.harness.target import structures, toolchain, tracers
 
 SETUP = "run scripts/setup in crashcheck's folder (apt packages, .venv, make)"
 

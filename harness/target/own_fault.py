@@ -6,7 +6,7 @@ checker runner): `crashcheck-fault: signal=11 cause=reentered fn=0x... frame=0x.
 The function and source line are named with llvm-symbolizer-16 (addr2line if it is missing), and
 the run ends with a SetupError: one line naming the frame and the likely cause, exit 2, no bug
 record. The crash-free run and the traced recovery of an image (harness/check/traced_run.py) and every
-crash-state check of the runner (crashsim.runner_client.Runner's `vet`, set by harness/check/session.py) pass
+crash-state check of the runner (crashcheck.crashsim.runner_client.Runner's `vet`, set by harness/check/session.py) pass
 what the driver printed through `check`. Which faults are crashcheck's own is rt_fault.c's rule
 (docs/trees.md, "Crashes in crashcheck's own code").
 """
@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.errors import SetupError
+from crashcheck.harness.core.errors import SetupError
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^crashcheck-fault: signal=(\d+) cause=(\w+) fn=0x([0-9a-f]+) frame=0x([0-9a-f]+) "
@@ -80,7 +80,7 @@ def _symbolize(module: str, addr: int) -> tuple[str, str] | None:
 
 def describe(fault: Fault) -> str:
     """One line: the signal, the frame named, what happened and its likely cause."""
-    from harness.core.supervise import signal_name
+    from crashcheck.harness.core.supervise import signal_name
     named = _symbolize(fault.module, fault.frame)
     frame = f"{named[0]} ({named[1]})" if named else f"{Path(fault.module).name}+{fault.frame:#x}"
     what, likely = CAUSES.get(fault.cause, CAUSES["alone"])

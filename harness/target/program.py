@@ -19,10 +19,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from crashsim.trace import Event, Trace, TraceError, read_trace
-from harness.core.errors import UsageError
-from harness.core.supervise import run_supervised
-from harness.target import tracers
+from crashcheck.crashsim.trace import Event, Trace, TraceError, read_trace
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.supervise import run_supervised
+from crashcheck.harness.target import tracers
 
 SEED = "{seed}"
 # A pmreorder marker: NAME.BEGIN / NAME.END (pmreorder's own convention for EMIT_LOG text).

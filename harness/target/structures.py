@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from harness.core.errors import UsageError
-from harness.core.schema import REQUIRED, Bool, List, Nat, Obj, Opt, SchemaError, Text
-from harness.core.user_files import read_json
-from specs.oracle import CLASSES, CONCURRENT_CLASSES
-from specs.ordered_map import parse_token
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.schema import REQUIRED, Bool, List, Nat, Obj, Opt, SchemaError, Text
+from crashcheck.harness.core.user_files import read_json
+from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
+from crashcheck.specs.ordered_map import parse_token
 
 ROOT = Path(__file__).resolve().parents[2]
 # crashcheck's own built parts (pass, runtime, runner, built-in trees): $CRASHCHECK_BUILD, or the
@@ -126,9 +126,9 @@ class Structure:
         return str(self.info.get("model", "ordered_map"))
 
     def model(self):
-        """The structure's reference model (a specs.model.Model): a registered one, or the one its
+        """The structure's reference model (a crashcheck.specs.model.Model): a registered one, or the one its
         `crashcheck build --model FILE.py` gave. UsageError if neither knows its name."""
-        from specs import registry
+        from crashcheck.specs import registry
         name = self.spec_model
         if name in registry.names():
             return registry.get(name)
@@ -185,8 +185,8 @@ def _driver_info(driver: str) -> dict:
         info = json.loads(out)
     except subprocess.CalledProcessError as exc:
         # the driver's own last words (a runtime that cannot start, a crash in crashcheck's code)
-        from harness.target import own_fault
-        from specs.oracle import signal_name
+        from crashcheck.harness.target import own_fault
+        from crashcheck.specs.oracle import signal_name
         how = (f"died of {signal_name(-exc.returncode)}" if exc.returncode < 0 else f"exit {exc.returncode}")
         fault = own_fault.find(exc.stderr)
         said = [x for x in (exc.stderr or "").strip().splitlines() if x.strip()]

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.target import structures
+from crashcheck.harness.target import structures
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-from crashsim.pmemcheck_import import import_log
-from crashsim.trace import TraceError
-from harness.core.defaults import TRACERS
-from harness.core.errors import SetupError, UsageError
+from crashcheck.crashsim.pmemcheck_import import import_log
+from crashcheck.crashsim.trace import TraceError
+from crashcheck.harness.core.defaults import TRACERS
+from crashcheck.harness.core.errors import SetupError, UsageError
 
 ENV = "CRASHCHECK_PMEMCHECK"
 # A run under pmemcheck with --log-stores is about 75x slower than native (../shared/tools

@@ -24,9 +24,9 @@ orders that failed become its `orders` (docs/bug-record.md). Never runs anything
 """
 from __future__ import annotations
 
-from crashsim.trace import Trace
-from harness.check.findings import Finding, address_free, site_key, store_site
-from harness.check.ranking import finding_tier, rank
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.findings import Finding, address_free, site_key, store_site
+from crashcheck.harness.check.ranking import finding_tier, rank
 
 def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
     """The source lines (file:line, after PRE) of the stores PIECES belong to, sorted, once each."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.check.fix_search import FixResult, describe, statement
+from crashcheck.harness.check.fix_search import FixResult, describe, statement
 
 CONTEXT = 3
 KEEP_REJECTED = 5

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 
-from crashsim.trace import Trace
-from harness.check.threads import op_events
-from specs.model import Model
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.threads import op_events
+from crashcheck.specs.model import Model
 
 SWITCH = re.compile(r"cc-sched switch step=(\d+) from=(\d+) to=(\d+)(?: at=(\S+))?")
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from harness.check.findings import crash_site, site_key
-from harness.check.program_explore import ProgramFinding
-from harness.core.paths import relative_record
-from harness.core.settings import Settings
-from harness.target.program import TracedProgram
-from harness.triage.records import RECORD_FORMAT, _sources, _store, _timeline, site_dict
+from crashcheck.harness.check.findings import crash_site, site_key
+from crashcheck.harness.check.program_explore import ProgramFinding
+from crashcheck.harness.core.paths import relative_record
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.target.program import TracedProgram
+from crashcheck.harness.triage.records import RECORD_FORMAT, _sources, _store, _timeline, site_dict
 
 OUTPUT_CHARS = 4096            # of the failing command's output kept in a record
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from crashsim.persistency import MODELS
-from crashsim.states import STRATEGIES
-from harness.core.defaults import LIMIT, TRACER, TRACERS
-from harness.core.errors import UsageError
-from harness.core.schema import (REQUIRED, Big, Bool, List, Map, Nat, Obj, Opt, SchemaError, Seconds, Text, Tuple,
+from crashcheck.crashsim.persistency import MODELS
+from crashcheck.crashsim.states import STRATEGIES
+from crashcheck.harness.core.defaults import LIMIT, TRACER, TRACERS
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.core.schema import (REQUIRED, Big, Bool, List, Map, Nat, Obj, Opt, SchemaError, Seconds, Text, Tuple,
                                  value_kind)
-from harness.core.user_files import read_json
+from crashcheck.harness.core.user_files import read_json
 
 FORMAT = 1                     # the "crashcheck" field of results files and bug records
 
@@ -63,8 +63,8 @@ SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
 
 
 def _classes() -> tuple[str, ...]:
-    from specs.oracle import CLASSES, CONCURRENT_CLASSES
-    from harness.check.program_check import PROGRAM_CLASSES
+    from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
+    from crashcheck.harness.check.program_check import PROGRAM_CLASSES
     return CLASSES + CONCURRENT_CLASSES + PROGRAM_CLASSES
 
 

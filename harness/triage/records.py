@@ -14,17 +14,17 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from crashsim.persistency import Piece
-from crashsim.trace import Trace
-from harness.triage import bugs, lanes
-from harness.triage.fix_record import fix_json
-from harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
-from harness.check import threads
-from harness.check.hangs import hang_words
-from harness.core.paths import relative_record
-from harness.core.settings import Settings
-from specs import registry
-from specs.model import Model
+from crashcheck.crashsim.persistency import Piece
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.triage import bugs, lanes
+from crashcheck.harness.triage.fix_record import fix_json
+from crashcheck.harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.hangs import hang_words
+from crashcheck.harness.core.paths import relative_record
+from crashcheck.harness.core.settings import Settings
+from crashcheck.specs import registry
+from crashcheck.specs.model import Model
 
 CONTEXT_LINES = 3
 RECORD_FORMAT = 1       # the "crashcheck" field; harness/triage/record_formats.py reads it (FORMAT)

@@ -6,13 +6,13 @@ import pytest
 from cli_run import run_cli
 
 from corpus import corpuslib
-from crashsim.persistency import ModelOptions
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from harness.triage import records
-from harness.triage.record_formats import check_results
-from harness.render.report import render as render_report
-from harness.core.settings import Settings
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.triage import records
+from crashcheck.harness.triage.record_formats import check_results
+from crashcheck.harness.render.report import render as render_report
+from crashcheck.harness.core.settings import Settings
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "hdrmap"
 
 
 def _cli(*args, cwd, **env):
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, env={**os.environ, **env}, timeout=600)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from cli_run import run_cli
 
-from harness.cli.main import main
+from crashcheck.harness.cli.main import main
 
 
 def _in_process(capsys, *args) -> tuple[int, list[str]]:

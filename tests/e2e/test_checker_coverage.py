@@ -9,14 +9,14 @@ import json
 import pytest
 
 from cli_run import run_cli
-from crashsim.explore import explore
-from crashsim.trace import TraceError, read_trace
-from harness.target import structures
-from harness.check import traced_run
-from harness.check.pipeline import Checker
-from harness.core.settings import Settings
-from specs import registry
-from specs.model import with_load
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.trace import TraceError, read_trace
+from crashcheck.harness.target import structures
+from crashcheck.harness.check import traced_run
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.core.settings import Settings
+from crashcheck.specs import registry
+from crashcheck.specs.model import with_load
 
 MAP = registry.get("ordered_map")
 HISTORY = [MAP.parse_op(x) for x in ("insert 1 10", "insert 2 20", "update 1 11", "delete 2", "insert 300 30")]
@@ -59,8 +59,8 @@ def test_exhaustive_covers_every_legal_state(wort):
 
 
 def test_record_carries_its_points_coverage(tmp_path):
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
     r = fuzz_target("wort", "no-flush-link", Settings(seed=1, limit=2, recovery_crashes=0),
                     Config(examples=8, budget=None, stop_on_class="lost-durable-write"), bugdir=tmp_path)
     bugs = [b for b in r.records if b["class"] == "lost-durable-write"]
@@ -90,8 +90,8 @@ def test_summary_and_report_say_when_points_were_sampled(tmp_path):
     # All points explored in full (a structure small enough for exhaustive exploration): the
     # summary and the report say so. Rendered from the results of the run above, made exhaustive.
     from rich.console import Console
-    from harness.cli.fuzz_summary import print_summary
-    from harness.render.report import render
+    from crashcheck.harness.cli.fuzz_summary import print_summary
+    from crashcheck.harness.render.report import render
     for row in data["per_structure"]:
         row["stats"]["points_sampled"] = 0
     data["stats"]["points_sampled"] = 0

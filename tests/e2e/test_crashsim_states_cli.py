@@ -1,4 +1,4 @@
-"""`crashcheck states` end to end on binary traces written by crashsim.trace_writer, and the
+"""`crashcheck states` end to end on binary traces written by crashcheck.crashsim.trace_writer, and the
 writer's agreement with the reader (crashsim/trace.py)."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from harness.cli.main import main
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.cli.main import main
 
 
 def u64(v: int) -> bytes:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cli_run import ROOT, run_cli
 
-from harness.cli.main import main
+from crashcheck.harness.cli.main import main
 
 pytest.importorskip("distributed")
 
@@ -63,7 +63,7 @@ def test_a_killed_worker_loses_only_its_unit(jobs1, tmp_path):
     work, out = tmp_path / "work", tmp_path / "k.json"
     work.mkdir()
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(work))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
     deadline = time.monotonic() + 60
@@ -138,7 +138,7 @@ def test_dask_address_mistakes_are_one_line(address, needle, tmp_path, capsys, m
 
 def test_dask_not_installed_is_one_line():
     # distributed made unimportable in the child, as on a machine without crashcheck[dask]
-    code = ("import sys; sys.modules['distributed'] = None; from harness.cli.main import main; "
+    code = ("import sys; sys.modules['distributed'] = None; from crashcheck.harness.cli.main import main; "
             "sys.exit(main(['fuzz', 'wort', '--examples', '1', '--quiet', '--dask', 'local:1']))")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr

@@ -102,7 +102,7 @@ def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
     work, out = tmp_path / "work", tmp_path / "r.json"
     work.mkdir()
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(work))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--examples", "2000",
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", "wort", "--examples", "2000",
                              "--seed", "3", "--dask", "local:2", "--quiet", "--json", str(out)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -132,7 +132,7 @@ def test_sigterm_while_no_unit_answers_is_still_an_interruption(tmp_path):
     out, marks = tmp_path / "r.json", tmp_path / "marks"
     marks.mkdir()
     env = dict(os.environ, **_faulty("silent", CRASHCHECK_TEST_DASK_MARKS=str(marks), CRASHCHECK_GIVE_UP_S="2"))
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", *RUN, "--dask", "local:2", "--json", str(out)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -153,10 +153,10 @@ def test_bugs_reach_the_journal_as_units_find_them(tmp_path):
     # A client killed outright (SIGKILL) leaves its journal; under --dask it held nothing the
     # units had found, since only results at a unit's end came back. Units now send each bug the
     # moment they find it, and the client journals it.
-    from harness.run.journal import read_journal
+    from crashcheck.harness.run.journal import read_journal
     out = tmp_path / "r.json"
     journal = tmp_path / "r.json.journal"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--bug", "no-flush-link",
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", "wort", "--bug", "no-flush-link",
                              "--examples", "2000", "--seed", "3", "--dask", "local:2", "--quiet", "--json",
                              str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

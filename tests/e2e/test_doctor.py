@@ -7,7 +7,7 @@ Never a traceback.
 import json
 
 from cli_run import run_cli
-from harness.target import toolchain
+from crashcheck.harness.target import toolchain
 
 
 def _probes(res) -> dict:

@@ -15,15 +15,15 @@ import pytest
 
 from browser import launch, require_chromium
 from cli_run import run_cli
-from harness.check.fix_search import Edit, passes, search_fix
-from harness.check.pipeline import Checker
-from harness.core.settings import Settings
-from harness.render.report import load_results, render
-from harness.target import structures
-from harness.triage.fix_record import fix_line
-from harness.triage.records import build_record
-from specs import registry
-from specs.model import with_load
+from crashcheck.harness.check.fix_search import Edit, passes, search_fix
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.render.report import load_results, render
+from crashcheck.harness.target import structures
+from crashcheck.harness.triage.fix_record import fix_line
+from crashcheck.harness.triage.records import build_record
+from crashcheck.specs import registry
+from crashcheck.specs.model import with_load
 
 ROOT = Path(__file__).resolve().parents[2]
 MAP = registry.get("ordered_map")

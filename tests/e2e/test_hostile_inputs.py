@@ -1,6 +1,6 @@
 """Every reader of the CLI on hostile input: traces, bug records, results files,
 catalogs and numeric options. The cases are data (tests/hostile.py); each runs in-process through
-`harness.cli.main.main` and must end with exactly one `crashcheck: error:` line naming the cause, exit
+`crashcheck.harness.cli.main.main` and must end with exactly one `crashcheck: error:` line naming the cause, exit
 status 2 (or, for a trace with a cleanly cut tail, a warning and a normal read)."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import os
 import pytest
 
 import hostile
-from harness.target import structures
-from harness.cli.main import main
+from crashcheck.harness.target import structures
+from crashcheck.harness.cli.main import main
 
 
 @pytest.fixture

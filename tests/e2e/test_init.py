@@ -9,7 +9,7 @@ import pytest
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -47,8 +47,8 @@ def test_init_never_overwrites_and_refuses_bad_input_in_one_line(tmp_path):
 def test_init_writes_with_out_and_refuses_a_builtin_name(tmp_path):
     """(The command itself, in this process: what the CLI turns into one line and exit 2.)"""
     from argparse import Namespace
-    from harness.cli import cmd_init
-    from harness.core.errors import UsageError
+    from crashcheck.harness.cli import cmd_init
+    from crashcheck.harness.core.errors import UsageError
     assert cmd_init.run(Namespace(name="mine", lang="c++", out=str(tmp_path / "sub"))) == 0
     assert '.name = "mine"' in (tmp_path / "sub" / "adapter.cpp").read_text()
     for name, words in (("wort", "built-in"), ("bad name", "structure name"), ("mine", "already exists")):

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from crashsim import Runner, read_trace
-from crashsim.explore import explore
-from crashsim.persistency import ModelOptions
-from crashsim.simulate import Simulator
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim import Runner, read_trace
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace_writer import TraceWriter
 from treeutil import ROOT
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
@@ -85,7 +85,7 @@ def test_a_repeated_partial_point_reuses_its_search(runner):
 
 
 def test_partial_shapes_predict_points_that_include_their_pending_lines():
-    from crashsim.lazy import PROBE, PartialShapes
+    from crashcheck.crashsim.lazy import PROBE, PartialShapes
     shapes = PartialShapes()
     assert not shapes.predicts(frozenset({1, 2}))
     shapes.add(frozenset({1, 2}))

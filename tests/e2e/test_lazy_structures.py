@@ -15,9 +15,9 @@ import subprocess
 
 import pytest
 
-from crashsim import Runner, Simulator, read_trace
-from crashsim.explore import explore
-from crashsim.persistency import ModelOptions
+from crashcheck.crashsim import Runner, Simulator, read_trace
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.persistency import ModelOptions
 from treeutil import ROOT
 
 POOL_SIZE = 512 << 10
@@ -89,7 +89,7 @@ def test_lazy_covers_every_crash_point(tree, tmp_path):
 @pytest.mark.parametrize("tree", TREES)
 def test_answers_reused_by_what_the_check_read_are_each_states_own(tree, tmp_path, monkeypatch):
     """A crash point answered by an earlier execution whose check read none of its pending lines
-    and the same bytes elsewhere (crashsim.lazy.ReadMemo) gets the answer every one of its classes
+    and the same bytes elsewhere (crashcheck.crashsim.lazy.ReadMemo) gets the answer every one of its classes
     gets when it is explored for itself; and it saves executions."""
     driver, env, trace, first_op = traced(tree, tmp_path)
 
@@ -119,7 +119,7 @@ def test_answers_reused_by_what_the_check_read_are_each_states_own(tree, tmp_pat
 
 
 def test_states_cli_reports_lazy_executions(tmp_path, capsys):
-    from harness.cli.main import main
+    from crashcheck.harness.cli.main import main
     _, _, trace, _ = traced("wort", tmp_path)
     assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -133,7 +133,7 @@ def test_states_cli_reports_lazy_executions(tmp_path, capsys):
 def test_states_cli_counts_cache_hits_apart_from_executions(tmp_path, capsys):
     """The executions column counts the runs the runner made, per crash point; the outcomes the
     image cache answered (a state, or a whole search, seen at an earlier point) are "cached"."""
-    from harness.cli.main import main
+    from crashcheck.harness.cli.main import main
     driver, env, trace, _ = traced("wort", tmp_path)
     assert main(["states", str(tmp_path / "trace"), "--strategy", "lazy", "--structure", "wort", "--json"]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

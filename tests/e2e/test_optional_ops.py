@@ -13,8 +13,8 @@ import pytest
 from cli_run import run_cli
 from hypothesis import given, settings
 
-from specs.map_histories import histories
-from specs.ordered_map import followup
+from crashcheck.specs.map_histories import histories
+from crashcheck.specs.ordered_map import followup
 from userbuild import build_once
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -64,13 +64,13 @@ def test_seeded_bugs_found_in_the_models_terms(regbank, tmp_path, bug, history_h
 
 def test_a_model_crashcheck_does_not_know_is_one_line(instrument_built, tmp_path):
     """Nor is such a structure registered: no meta.json, so no command lists it."""
-    from harness.target import structures
+    from crashcheck.harness.target import structures
     for name in ("regbank-nomodel", "regbank-wrong"):
         shutil.rmtree(structures.BUILD / "user" / name, ignore_errors=True)
     res = run_cli("build", "regbank-nomodel", "--adapter", FIXTURE / "regbank.c")
     assert res.returncode == 2 and "register_bank" in res.stderr and "--model FILE.py" in res.stderr, res.stderr
     wrong = tmp_path / "m.py"
-    wrong.write_text("from specs.model import Model\nMODEL = Model('other', lambda: 0, lambda s, o: [(0, s)], str, str)\n")
+    wrong.write_text("from crashcheck.specs.model import Model\nMODEL = Model('other', lambda: 0, lambda s, o: [(0, s)], str, str)\n")
     res = run_cli("build", "regbank-wrong", "--adapter", FIXTURE / "regbank.c", "--model", wrong)
     assert res.returncode == 2 and "defines the model 'other'" in res.stderr, res.stderr
     assert not {"regbank-nomodel", "regbank-wrong"} & set(structures.user_names())

@@ -146,9 +146,9 @@ def _check_states(native: Path, trace: Path, copy: bool) -> tuple[list, float]:
     in order, and the CPU seconds of the runner and its check processes."""
     import os
     import resource
-    from crashsim.explore import explore
-    from crashsim.runner_client import Runner
-    from crashsim.trace import read_trace
+    from crashcheck.crashsim.explore import explore
+    from crashcheck.crashsim.runner_client import Runner
+    from crashcheck.crashsim.trace import read_trace
     t = read_trace(trace)
     region = t.regions[0]
     env = {k: v for k, v in os.environ.items() if k not in ("CRASHCHECK_TRACE", "CRASHCHECK_OWN_POOL_COPY")}

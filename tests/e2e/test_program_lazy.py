@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT
-from harness.cli.main import main
+from crashcheck.harness.cli.main import main
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 SOURCE = ROOT / "examples" / "pmlog" / "pmlog.c"
@@ -48,7 +48,7 @@ def _bugs(res: dict) -> set[tuple[str, str]]:
 def test_lazy_covers_every_state_with_fewer_runs_and_finds_the_same_bug(pmlog, tmp_path, monkeypatch):
     # every point with more than one legal state searched lazily (by default points of up to 4
     # go state by state), so the seeded bug's point is one
-    monkeypatch.setattr("harness.check.program_explore.EAGER_BELOW", 1)
+    monkeypatch.setattr("crashcheck.harness.check.program_explore.EAGER_BELOW", 1)
     checker = f"{pmlog['good']} check {{image}}"
     prog = ["--", pmlog["bug"], "append", "pool", "2"]
     code_x, _, _, ex = _run(tmp_path, "--strategy", "exhaustive", "--checker", checker, *prog)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT, run_cli
-from harness.cli.main import main
+from crashcheck.harness.cli.main import main
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 SOURCE = ROOT / "examples" / "pmlog" / "pmlog.c"
@@ -254,7 +254,7 @@ def test_bad_timeout_and_a_checker_that_wrecks_the_image_file(pmlog, tmp_path):
 def test_sigterm_stops_the_run_and_its_commands(pmlog, tmp_path):
     marker = "47.125"           # the hanging checker's sleep, a duration nothing else uses
     cmd = f"sh -c '{pmlog['pmlog']} check \"$1\" || exec sleep {marker}' sh {{image}}"
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", "--quiet", "--checker", cmd,
+    p = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "run", "--quiet", "--checker", cmd,
                           "--", str(pmlog["pmlog-bug"]), "append", "pool", "1"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

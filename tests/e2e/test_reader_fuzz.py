@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashsim.trace import ADDR_MASK, Trace, TraceError, read_trace
-from harness.triage import record_formats
-from harness.cli.main import main
-from harness.core.errors import UsageError
-from harness.render.report import render
+from crashcheck.crashsim.trace import ADDR_MASK, Trace, TraceError, read_trace
+from crashcheck.harness.triage import record_formats
+from crashcheck.harness.cli.main import main
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.render.report import render
 
 FUZZ = settings(max_examples=60, derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -6,16 +6,16 @@ import time
 
 import pytest
 
-from harness.cli import main as cli
+from crashcheck.harness.cli import main as cli
 
-from harness.cli import cmd_fuzz
+from crashcheck.harness.cli import cmd_fuzz
 
-from harness.target import structures
-from harness.check.pipeline import Checker
-from harness.check.session import history_text
-from harness.core.settings import Settings
-from specs import registry
-from specs.model import with_load
+from crashcheck.harness.target import structures
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.check.session import history_text
+from crashcheck.harness.core.settings import Settings
+from crashcheck.specs import registry
+from crashcheck.specs.model import with_load
 
 
 def _checked(monkeypatch, tmp_path, structure, bug, bound, spend_after=None):
@@ -115,9 +115,9 @@ def test_a_batch_ends_when_its_shrink_budget_is_spent(trees_built, monkeypatch):
     309 s -> 35 s). A WORT bug with one batch of 8 examples and 2 shrink calls (counted from the
     first failure on): the property is called for at most the 8 generated histories, the 2 tries,
     a replay and the call that ends the batch (before: 839 calls, all but 3 answered at once)."""
-    from harness.run import search
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
+    from crashcheck.harness.run import search
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
     calls = []
     real = search.history_text
 

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.render import report
+from crashcheck.harness.render import report
 
-from harness.target import structures
+from crashcheck.harness.target import structures
 
-from harness.check import threads
-from harness.check.pipeline import Checker
-from harness.triage.record_formats import check_record, check_results
-from harness.core.errors import UsageError
-from harness.triage.records import build_record
-from harness.core.settings import Settings
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.triage.record_formats import check_record, check_results
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.triage.records import build_record
+from crashcheck.harness.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -15,8 +15,8 @@ import pytest
 from cli_run import ROOT, run_cli
 from waiting import checker_pids, history_checked, wait_until
 
-from harness.core import budget
-from harness.run.results import Results, Stats, TargetResult
+from crashcheck.harness.core import budget
+from crashcheck.harness.run.results import Results, Stats, TargetResult
 
 
 @pytest.mark.parametrize("where", [("--jobs", "1"), ("--jobs", "2"), ("--dask", "local:1")],
@@ -59,8 +59,8 @@ def test_sigterm_in_a_gc_callback_says_so_in_one_line(tmp_path):
     # traceback a user saw).
     out = tmp_path / "r.json"
     code = ("import sys; sys.path[:0] = ['tests/e2e', 'tests']; import test_run_endings as t; "
-            "from harness.cli import cmd_fuzz; cmd_fuzz.run_plan = t._interrupted_in_gc; "
-            "from harness.cli.main import main; "
+            "from crashcheck.harness.cli import cmd_fuzz; cmd_fuzz.run_plan = t._interrupted_in_gc; "
+            "from crashcheck.harness.cli.main import main; "
             f"sys.exit(main(['fuzz', 'wort', '--examples', '4', '--quiet', '--json', {str(out)!r}]))")
     res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert res.returncode == 143, res.stderr
@@ -80,7 +80,7 @@ def test_sigterm_to_a_worker_alone_never_passes_for_a_whole_run(tmp_path):
     import os
     work, out = tmp_path / "work", tmp_path / "r.json"
     work.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--examples", "2000", "--seed",
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", "wort", "--examples", "2000", "--seed",
                              "3", "--jobs", "2", "--quiet", "--json", str(out)], cwd=ROOT,
                             env=dict(os.environ, CRASHCHECK_WORKDIR=str(work)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

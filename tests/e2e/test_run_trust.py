@@ -70,7 +70,7 @@ def test_budget_bounds_an_exhaustive_run_with_astronomic_crash_points(built, tmp
 
 def _fuzz_then_signal(tmp_path: Path, sig: int, jobs: int, workdir: Path) -> tuple[subprocess.Popen, str, str]:
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(workdir))
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", BUG[0], "--bug", BUG[1], "--budget", "60",
+    p = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", BUG[0], "--bug", BUG[1], "--budget", "60",
                           "--jobs", str(jobs), "--json", str(tmp_path / "r.json"), "--quiet"],
                          cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # wait until an unexpected bug is in the journal, then interrupt
@@ -149,7 +149,7 @@ def test_lazy_runs_find_the_same_bugs_with_any_jobs(built, tmp_path):
 
 
 def test_killed_run_leaves_its_journal_and_the_next_run_cleans_up(built, tmp_path):
-    from harness.run.journal import read_journal
+    from crashcheck.harness.run.journal import read_journal
 
     work = tmp_path / "work"
     p, _, _ = _fuzz_then_signal(tmp_path, signal.SIGKILL, 1, work)
@@ -225,7 +225,7 @@ def test_work_folder_filling_up_during_a_run_is_an_error(built, tmp_path, mounts
     _mount_tmpfs(tmp_path / "m", "64m")
     mounts.append(tmp_path / "m")
     env = dict(os.environ, CRASHCHECK_WORKDIR=str(tmp_path / "m"))
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
+    p = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
                           "--json", str(tmp_path / "r.json")], cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # fill it once a checker is writing there (its first pool or trace), not before: a full
@@ -249,7 +249,7 @@ def test_driver_rebuilt_during_a_run_is_an_error(built, tmp_path):
     shutil.copytree(ROOT / "build" / "trees" / "wort", build / "trees" / "wort")
     work.mkdir()
     env = dict(os.environ, CRASHCHECK_BUILD=str(build), CRASHCHECK_WORKDIR=str(work))
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
+    p = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "fuzz", "wort", "--budget", "30", "--quiet",
                           "--json", str(tmp_path / "r.json")], cwd=ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # a checker makes its work folder once it has taken note of the driver it runs

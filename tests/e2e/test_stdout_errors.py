@@ -31,7 +31,7 @@ COMMANDS = [("trace", "show", "{t}"), ("trace", "stats", "{t}"), ("states", "{t}
 
 
 def run(argv: list[str], stdout) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *argv], cwd=ROOT, stdout=stdout,
+    return subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *argv], cwd=ROOT, stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=120)
 
 
@@ -44,7 +44,7 @@ def test_unwritable_stdout_is_one_line(cmd, where, trace):
             res = run(argv, full)
         want = "crashcheck: error: cannot write to standard output: No space left on device"
     else:
-        res = subprocess.run([sys.executable, "-m", "harness.cli.main", *argv], cwd=ROOT,
+        res = subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *argv], cwd=ROOT,
                              stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              timeout=120, pass_fds=(), stdout=subprocess.DEVNULL,
                              preexec_fn=lambda: __import__("os").close(1))
@@ -54,7 +54,7 @@ def test_unwritable_stdout_is_one_line(cmd, where, trace):
 
 
 def test_reader_that_went_away(trace):
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "trace", "show", trace], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "crashcheck.harness.cli.main", "trace", "show", trace], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout.readline().startswith("# trace ")
     proc.stdout.close()

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from cli_run import ROOT, run_cli
-from crashsim.trace import read_trace
-from harness.target.tracers import wrap
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.target.tracers import wrap
 
 WORT = ROOT / "build" / "trees" / "wort"
 HISTORY = "insert 1 5\ninsert 2 6\nupdate 1 7\ndelete 2\ninsert 3 8\nlookup 1\n"

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from harness.cli import keys
+from crashcheck.harness.cli import keys
 from cli_run import run_cli
 
 

@@ -24,7 +24,7 @@ def _line(tag: str) -> int:
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "harness.cli.main", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "crashcheck.harness.cli.main", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-import harness.check.pipeline
+import crashcheck.harness.check.pipeline
 from cli_run import run_cli
-from harness.target import structures
-from harness.check.pipeline import Checker
-from harness.core.settings import Settings
-from specs import registry
-from specs.model import with_load
-from specs.oracle import STOP_SIGNALS
+from crashcheck.harness.target import structures
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.core.settings import Settings
+from crashcheck.specs import registry
+from crashcheck.specs.model import with_load
+from crashcheck.specs.oracle import STOP_SIGNALS
 from userbuild import build_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,8 +32,8 @@ HISTORY = with_load([MAP.parse_op(x) for x in ("insert 1 10", "insert 2 20")], 1
 AFTER = 2            # checks of a point that may take the whole timeout
 TIMEOUT_MS = 200     # per check: small, so that the run that gives every state all of it is quick
 LIMIT = 12           # bounded: states per crash point
-EXPLORE = harness.check.pipeline.explore
-TALLY = harness.check.pipeline.HangTally
+EXPLORE = crashcheck.harness.check.pipeline.explore
+TALLY = crashcheck.harness.check.pipeline.HangTally
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def _run(seqlock, monkeypatch, hang_after: int, strategy: str = "bounded"):
     def tally():
         tallies.append(TALLY())
         return tallies[-1]
-    monkeypatch.setattr(harness.check.pipeline, "explore", spy)
-    monkeypatch.setattr(harness.check.pipeline, "HangTally", tally)
+    monkeypatch.setattr(crashcheck.harness.check.pipeline, "explore", spy)
+    monkeypatch.setattr(crashcheck.harness.check.pipeline, "HangTally", tally)
     settings = Settings(strategy=strategy, limit=LIMIT, seed=1, recovery_crashes=0, timeout_ms=TIMEOUT_MS,
                         hang_after=hang_after)
     with Checker(seqlock, "odd-version", settings) as checker:

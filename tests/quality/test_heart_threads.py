@@ -72,11 +72,11 @@ def test_threaded_runs_log_loads_from_the_threads_start_only(trees_built):
     """CRASHCHECK_TRACE_LOADS=threads (harness/check/threads.py sched_env): the load phase before the
     threads start logs no load (a replay of the capacity probe's 287 operations used to log half
     a million, seconds per read trace), the threads' operations and the final dump do."""
-    from harness.check.pipeline import Checker
-    from harness.check.threads import make_threaded
-    from harness.core.settings import Settings
-    from harness.target import structures
-    from specs.ordered_map import Op
+    from crashcheck.harness.check.pipeline import Checker
+    from crashcheck.harness.check.threads import make_threaded
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.target import structures
+    from crashcheck.specs.ordered_map import Op
     k, v = (lambda i: i.to_bytes(8, "big")), (lambda i: i.to_bytes(8, "little"))
     load = [Op("insert", k(i), v(i)) for i in range(1, 21)]
     ops = make_threaded(load, [[Op("lookup", k(3))], [Op("update", k(4), v(44))]], "random:1")

@@ -89,9 +89,9 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
     # simulated: the second check of any history finds nothing). Before, Hypothesis's replay raised
     # FlakyFailure, which fuzz swallowed: no word of it. Now the property checks the replayed
     # history again, reports the difference and keeps the finding of the first check.
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
-    from harness.check.pipeline import Checker, Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.check.pipeline import Checker, Settings
 
     real = Checker.check
     checks: dict[str, int] = {}
@@ -117,7 +117,7 @@ def test_failure_that_vanishes_on_replay_is_reported_and_kept(quirk, monkeypatch
 def test_hypothesis_flaky_errors_are_warnings_never_silence():
     from hypothesis.errors import FlakyFailure, FlakyStrategyDefinition
 
-    from harness.run.found import FOUND, batch_end
+    from crashcheck.harness.run.found import FOUND, batch_end
     found = FOUND["lost-durable-write"]("key 1 is missing")
     assert batch_end(found) is None
     assert batch_end(ExceptionGroup("two bugs", [found, FOUND["leak"]("leaked")])) is None

@@ -20,9 +20,9 @@ def undomap(instrument_built):
 
 
 def fuzz(structure, bug, recovery_crashes):
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
-    from harness.check.pipeline import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.check.pipeline import Settings
     return fuzz_target(structure, bug, Settings(seed=1, recovery_crashes=recovery_crashes),
                        Config(examples=24, budget=None, stop_on_class="torn-update"))
 

@@ -3,13 +3,13 @@ fewer forced switches that still show the bug, and the shrunk schedule replays t
 Real HART threaded bugs with a fixed history and scheduler seed (as in test_report_lanes.py)."""
 from __future__ import annotations
 
-from harness.target import structures
+from crashcheck.harness.target import structures
 
-from harness.check import threads
-from harness.check.pipeline import Checker
-from harness.check.findings import Finding, HistoryOutcome
-from harness.check.schedule_shrink import entries, shown, switches, with_schedule
-from harness.core.settings import Settings
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.schedule_shrink import entries, shown, switches, with_schedule
+from crashcheck.harness.core.settings import Settings
 
 LOST_INSERT = ("mt-check-unlocked", "random:0", "insert 1 1|thread 1|insert 3 30|thread 2|insert 3 31|thread 3|lookup 3")
 DEADLOCK = ("mt-lock-order", "random:1", "insert 1 1|thread 1|insert 2 5|thread 2|delete 1")

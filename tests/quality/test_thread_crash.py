@@ -17,16 +17,16 @@ from pathlib import Path
 import pytest
 from cli_run import run_cli
 
-from crashsim.trace import read_trace
-from harness.target import structures
-from harness.check import threads
-from harness.check.pipeline import Checker
-from harness.triage.record_formats import check_record
-from harness.triage.records import build_record
-from harness.core.settings import Settings
-from harness.core.supervise import RunEnd
-from harness.check.traced_run import run_failure
-from specs import registry
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.target import structures
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.triage.record_formats import check_record
+from crashcheck.harness.triage.records import build_record
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.core.supervise import RunEnd
+from crashcheck.harness.check.traced_run import run_failure
+from crashcheck.specs import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 BUG = "release-unheld-null"

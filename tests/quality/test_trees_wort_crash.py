@@ -3,7 +3,7 @@ history that exercises its failure-atomic steps, and every seeded bug of trees/w
 caught, with the class the catalog names among the findings.
 
 The crash states, their checks and their verdicts are the project's own (tests/crashutil.py:
-crashsim's simulator and bounded strategy, the driver's runner, specs.oracle.judge_recovery with the
+crashsim's simulator and bounded strategy, the driver's runner, crashcheck.specs.oracle.judge_recovery with the
 ordered map model and its follow-up, and specs/leaks.py with trees/wort/expect.json).
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@ copy, prefix split and merge, out-of-place updates); every seeded bug of trees/w
 trees/artcow/bugs.json is caught with the class its catalog names among the findings.
 
 The crash states, their checks and their verdicts are the project's own (tests/crashutil.py:
-crashsim's simulator and bounded strategy, the driver's runner, specs.oracle.judge_recovery with the
+crashsim's simulator and bounded strategy, the driver's runner, crashcheck.specs.oracle.judge_recovery with the
 ordered map model and its follow-up, and specs/leaks.py with each tree's expect.json).
 """
 from __future__ import annotations

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings as hsettings
 
-from crashsim.trace import read_trace
-from harness.run.strategies import histories
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.run.strategies import histories
 from treeutil import ROOT, run_driver
 from cli_run import run_cli
 
@@ -92,9 +92,9 @@ def test_strategy_uses_both_sizes():
 
 
 def fuzz(bug):
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
-    from harness.check.pipeline import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.check.pipeline import Settings
     return fuzz_target("hart", bug, Settings(seed=1), Config(examples=40, budget=None,
                                                              stop_on_class="invariant-violation"))
 

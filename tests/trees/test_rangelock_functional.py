@@ -9,7 +9,7 @@
   -DRL_NOISE_INJECTION, which yields in the racy windows), or marked as needing the deterministic
   scheduler.
 - The driver end to end (build/trees/rangelock/driver-native, no pool): result lines equal
-  specs.range_lock.MODEL's over Hypothesis histories from the model's own strategy hook; `info`,
+  crashcheck.specs.range_lock.MODEL's over Hypothesis histories from the model's own strategy hook; `info`,
   `--dump`, `check`, user errors.
 - The driver's refusal to cut over-long keys and values (trees/common/test/long_adapter.c).
 """
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from specs import model as spec_model
-from specs import range_lock
+from crashcheck.specs import model as spec_model
+from crashcheck.specs import range_lock
 from treeutil import ROOT, run_driver
 
 TREE = ROOT / "trees" / "rangelock"

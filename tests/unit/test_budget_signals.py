@@ -6,8 +6,8 @@ import signal
 
 import pytest
 
-from harness.core import budget
-from harness.core.budget import Budget, RunInterrupted
+from crashcheck.harness.core import budget
+from crashcheck.harness.core.budget import Budget, RunInterrupted
 
 
 @pytest.fixture(autouse=True)

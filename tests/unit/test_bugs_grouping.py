@@ -4,11 +4,11 @@ either order is one bug with two orders, and what has nothing in common stays ap
 (tests/quality/test_gate.py) checks the same on every seeded bug, end to end."""
 from dataclasses import dataclass
 
-from crashsim.trace import Site
-from harness.triage import bugs
-from harness.check import ranking
-from harness.check.findings import Finding
-from harness.check.state_shrink import needed_pieces
+from crashcheck.crashsim.trace import Site
+from crashcheck.harness.triage import bugs
+from crashcheck.harness.check import ranking
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.state_shrink import needed_pieces
 
 
 @dataclass
@@ -200,10 +200,10 @@ def test_a_recovery_that_refuses_is_one_bug_per_refusal_text():
     """Recovery refuses an image and prints why: the refusal, without its addresses and numbers,
     is the group (one way recovery failed, wherever the crash fell); a different refusal, or one
     that printed nothing, is grouped as before (by its lost store)."""
-    from crashsim.runner_client import CheckResult
-    from harness.check.findings import finding_group
-    from specs.oracle import HistoryPoint, judge_recovery
-    from specs.ordered_map import parse_op
+    from crashcheck.crashsim.runner_client import CheckResult
+    from crashcheck.harness.check.findings import finding_group
+    from crashcheck.specs.oracle import HistoryPoint, judge_recovery
+    from crashcheck.specs.ordered_map import parse_op
 
     def refused(stderr):
         return {"status": "ok", "result": {"recovered": False, "recover_status": -1}, "stderr": stderr}
@@ -235,7 +235,7 @@ def test_only_an_image_that_passes_on_its_own_is_crashed_inside_its_recovery():
     again as a bug of its own. An expected finding (a leak known by design) does not count."""
     from types import SimpleNamespace as NS
 
-    from harness.check.recovery_crashes import worth_crashing
+    from crashcheck.harness.check.recovery_crashes import worth_crashing
     unit = NS(choices=3)
     out = NS(point=NS(op=1, units=[unit]), choice=(1,), result=NS(ok=True))
     assert worth_crashing(out, [])
@@ -284,7 +284,7 @@ def test_under_eadr_the_publishing_cas_is_the_persist_point():
 def test_every_rule_one_state_breaks_joins_its_bug():
     """A state that breaks two rules: a finding elsewhere whose first broken rule is its second
     is the same bug; a state breaking an unrelated rule is not."""
-    from crashsim.runner_client import CheckResult
+    from crashcheck.crashsim.runner_client import CheckResult
 
     def broke(rules, lost):
         f = finding("invariant-violation", lost, group="rule: " + rules[0])
@@ -332,7 +332,7 @@ def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_
     the length and needs nothing pending (the bit is durable already). Two crash points earlier
     the same failure shows with the bit still pending: it needs the bit, and that store joins it
     to the bug of the early bit. A failure of another class earlier ends the walk."""
-    from harness.check.state_shrink import earliest_needed
+    from crashcheck.harness.check.state_shrink import earliest_needed
 
     class Unit:
         def __init__(self, pieces):
@@ -374,7 +374,7 @@ def test_a_failure_needing_nothing_pending_takes_the_store_it_needs_earliest_in_
 def test_one_follow_up_divergence_after_crashes_anywhere_is_one_bug():
     """After recoveries the oracle accepted, a follow-up lookup returns the same wrong output
     whatever the crash lost: one bug. Another wrong output stays apart."""
-    from specs.oracle import Verdict
+    from crashcheck.specs.oracle import Verdict
 
     def diverged(detail, lost):
         f = finding("post-recovery-divergence", lost)
@@ -390,9 +390,9 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
     """Without any crash, a delete returns the wrong answer after an insert broke two rules: one
     wrong-value finding whose symptoms are the rules; another run's wrong value of an insert that
     broke one of those rules, and a crash state breaking it, are the same bug."""
-    from harness.check.crash_free import crash_free_findings
-    from specs.registry import get as model_get
-    from specs.ordered_map import parse_op
+    from crashcheck.harness.check.crash_free import crash_free_findings
+    from crashcheck.specs.registry import get as model_get
+    from crashcheck.specs.ordered_map import parse_op
 
     model = model_get("ordered_map")
     ops = [parse_op("insert 1 10"), parse_op("delete 1")]
@@ -415,10 +415,10 @@ def test_rules_a_follow_up_breaks_after_crashes_join_the_run_without_crash_that_
     """A logic bug (a key byte packed with 7 bits): without any crash an insert breaks a rule; after
     crashes anywhere the follow-up's insert breaks the same rule (the check runs again after the
     follow-up). One bug, shown by the run that needs no crash, though its history is longer."""
-    from crashsim.runner_client import CheckResult
-    from harness.check.crash_free import crash_free_findings
-    from specs.registry import get as model_get
-    from specs.ordered_map import parse_op
+    from crashcheck.crashsim.runner_client import CheckResult
+    from crashcheck.harness.check.crash_free import crash_free_findings
+    from crashcheck.specs.registry import get as model_get
+    from crashcheck.specs.ordered_map import parse_op
 
     ops = [parse_op("delete 5"), parse_op("insert 4 40"), parse_op("insert 5 50")]
     [no_crash] = crash_free_findings(model_get("ordered_map"), ops, [
@@ -442,7 +442,7 @@ def test_rules_broken_only_after_the_follow_up_do_not_name_the_bug():
     """A store left out of a transaction: one crash state loses the entry (lost-durable-write);
     another recovers acceptably and only the follow-up's operations then break a rule. One bug
     (the same lost store), named by what the crash did, though the other history is shorter."""
-    from crashsim.runner_client import CheckResult
+    from crashcheck.crashsim.runner_client import CheckResult
     lost = finding("lost-durable-write", [5])
     later = finding("invariant-violation", [5], group="rule: bucket ? holds key ? of bucket ?")
     later.result = CheckResult("ok", None, None, {"recovered": True, "violations": [],

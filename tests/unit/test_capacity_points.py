@@ -7,10 +7,10 @@ from types import SimpleNamespace as NS
 
 from hypothesis import given, settings
 
-from crashsim.trace import NO_SITE
-from harness.check.capacity import KIND_WARMUP, crossed, op_marks, points
-from specs.capacity_probe import PROBE_KEYS, probe_history, probe_keys
-from specs.map_histories import histories
+from crashcheck.crashsim.trace import NO_SITE
+from crashcheck.harness.check.capacity import KIND_WARMUP, crossed, op_marks, points
+from crashcheck.specs.capacity_probe import PROBE_KEYS, probe_history, probe_keys
+from crashcheck.specs.map_histories import histories
 
 LEAF, SPLIT, NODE, SHRINK = 10, 11, 12, 13      # store sites of a made-up structure
 
@@ -103,10 +103,10 @@ def test_some_histories_are_drawn_to_cross_it():
 def test_the_points_crossed_reach_the_summary_the_results_and_the_report(tmp_path):
     import io
     from rich.console import Console
-    from harness.cli.fuzz_summary import print_summary
-    from harness.core.settings import Settings
-    from harness.render.report import render
-    from harness.run.results import Results, Stats, TargetResult
+    from crashcheck.harness.cli.fuzz_summary import print_summary
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.render.report import render
+    from crashcheck.harness.run.results import Results, Stats, TargetResult
 
     grow, shrink = "insert at 60 keys (smallbt.c:60 in new_leaf)", "delete at 41 keys (smallbt.c:50 in publish)"
     a = Stats(histories=2, capacity={grow: 1, shrink: 0})
@@ -121,6 +121,6 @@ def test_the_points_crossed_reach_the_summary_the_results_and_the_report(tmp_pat
     html = render(res)
     assert "Capacity points of smallbt" in html and "crossed in 3 checked histories" in html
     # and `crashcheck report` reads the results file back with them
-    from harness.triage.record_formats import check_results
+    from crashcheck.harness.triage.record_formats import check_results
     back = check_results(json.loads(json.dumps(res)), str(tmp_path / "r.json"))
     assert back["per_structure"][0]["stats"]["capacity"] == {grow: 3, shrink: 0}

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.trace import read_trace
-from harness.check.code_pointers import CLASS, code_pointer_findings
-from harness.check.determinism import trace_difference
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.check.code_pointers import CLASS, code_pointer_findings
+from crashcheck.harness.check.determinism import trace_difference
 
 SRC = corpuslib.CORPUS / "support" / "code_pointers.cpp"
 

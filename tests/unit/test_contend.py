@@ -6,11 +6,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.check.threads import threaded_histories
-from specs import ordered_map
-from specs.map_histories import contend, histories
-from specs.model import with_load
-from specs.ordered_map import Op
+from crashcheck.harness.check.threads import threaded_histories
+from crashcheck.specs import ordered_map
+from crashcheck.specs.map_histories import contend, histories
+from crashcheck.specs.model import with_load
+from crashcheck.specs.ordered_map import Op
 
 K = [bytes([0, 0, 0, 0, 0, 0, 0, i]) for i in range(1, 9)]
 V = (7).to_bytes(8, "little")

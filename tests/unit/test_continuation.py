@@ -1,8 +1,8 @@
 """The continuation after recovery (specs/ordered_map.py continuation) and how the oracle judges
 it: every key looked up and a scan, the rest of the history, the crashed key's neighbourhood, all
 from the state the dump matched, which the verdict names."""
-from specs.ordered_map import MODEL, continuation, nearest_keys, parse_op
-from specs.oracle import HistoryPoint, judge_recovery
+from crashcheck.specs.ordered_map import MODEL, continuation, nearest_keys, parse_op
+from crashcheck.specs.oracle import HistoryPoint, judge_recovery
 
 
 def k(n):
@@ -123,7 +123,7 @@ def test_the_rest_of_a_long_history_is_cut_at_rest_max():
 def test_keys_only_a_load_phase_used_are_left_to_the_dump_check():
     # keys 1 and 9 loaded and never touched again: present and durable in every state checked,
     # looked up by the check's own pass over the dump; 5 (loaded, then updated) and 7 are looked up
-    from specs.model import with_load
+    from crashcheck.specs.model import with_load
     ops = with_load([parse_op(x) for x in ["insert 1 10", "insert 9 90", "insert 5 50",
                                            "insert 7 70", "update 5 51"]], 3)
     out = continuation(ops, 4, 4, neighbours=0)

@@ -1,10 +1,10 @@
 """The continuation aimed at the crash is fuzz's default (issue 33): `fuzz` without --continuation
 runs it with 6 neighbours, `--continuation off` the short fixed follow-up of before, and the pytest
 gate takes "off" the same way."""
-from harness.cli.main import build_parser
-from harness.cli.cmd_fuzz import plan_of
-from harness.core import defaults
-from harness.core.settings import Settings
+from crashcheck.harness.cli.main import build_parser
+from crashcheck.harness.cli.cmd_fuzz import plan_of
+from crashcheck.harness.core import defaults
+from crashcheck.harness.core.settings import Settings
 
 
 def settings_of(*argv: str) -> Settings:

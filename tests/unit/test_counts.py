@@ -1,6 +1,6 @@
 """Counts for people (harness/core/counts.py): exact up to 10^12, then mantissa and exponent, for
 integers past what a float holds (a point with a thousand pending pieces has ~10^301 states)."""
-from harness.core.counts import big
+from crashcheck.harness.core.counts import big
 
 
 def test_small_counts_are_exact_and_large_ones_short():

@@ -12,13 +12,13 @@ import struct
 
 import pytest
 
-from crashsim.explore import explore
-from crashsim.persistency import ModelOptions
-from crashsim.reference import reference
-from crashsim.runner_client import Runner
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.reference import reference
+from crashcheck.crashsim.runner_client import Runner
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
 from runner_fixtures import build_fixture
 
 
@@ -136,6 +136,6 @@ def test_without_runner_states_stream_with_no_results(tmp_path):
 def test_pool_mismatch(runner, tmp_path):
     w = TraceWriter(pool_size=4096)
     path = w.write(tmp_path / "small.trace")
-    from crashsim.trace import TraceError
+    from crashcheck.crashsim.trace import TraceError
     with pytest.raises(TraceError, match="does not match the runner"):
         explore(path, runner=runner)

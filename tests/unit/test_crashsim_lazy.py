@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from crashsim.explore import explore
-from crashsim.lazy import LazyPlan, children, decode
-from crashsim.persistency import ModelOptions
-from crashsim.runner_client import Runner, RunnerError
-from crashsim.simulate import Simulator
-from crashsim.states import bounded, exhaustive
-from crashsim.trace_writer import TraceWriter
-from harness.check.findings import Coverage
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.lazy import LazyPlan, children, decode
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.runner_client import Runner, RunnerError
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.states import bounded, exhaustive
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check.findings import Coverage
 
 from test_crashsim_property import action, build, options, total_pieces
 

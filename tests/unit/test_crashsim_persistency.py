@@ -1,17 +1,17 @@
 """Persistency models on hand-written traces with known answers (crashsim/simulate.py, states.py).
 
-Each test builds a tiny trace with crashsim.trace_writer and checks the crash points, the exact set
+Each test builds a tiny trace with crashcheck.crashsim.trace_writer and checks the crash points, the exact set
 of legal states (as the pending pieces each state keeps) and, where it matters, the images.
 """
 from __future__ import annotations
 
 import pytest
 
-from crashsim.image import apply_writes, decode_writes
-from crashsim.persistency import ModelError, ModelOptions, split_points
-from crashsim.simulate import Simulator
-from crashsim.states import StateCodec, exhaustive
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.image import apply_writes, decode_writes
+from crashcheck.crashsim.persistency import ModelError, ModelOptions, split_points
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.states import StateCodec, exhaustive
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 W = 8
 

@@ -16,13 +16,13 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from crashsim.explore import explore
-from crashsim.image import apply_writes, decode_writes
-from crashsim.persistency import ModelOptions, split_points
-from crashsim.reference import reference
-from crashsim.simulate import Simulator
-from crashsim.states import StateCodec, boundary, bounded, exhaustive, legal_count
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.image import apply_writes, decode_writes
+from crashcheck.crashsim.persistency import ModelOptions, split_points
+from crashcheck.crashsim.reference import reference
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.states import StateCodec, boundary, bounded, exhaustive, legal_count
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 POOL = 256
 MAX_PIECES = 11

@@ -21,15 +21,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashsim.explore import explore
-from crashsim.image import apply_writes, decode_writes
-from crashsim.layout import PAGE, layout, trace_layout
-from crashsim.persistency import ModelOptions
-from crashsim.reference import reference
-from crashsim.simulate import Simulator
-from crashsim.states import StateCodec, exhaustive
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.image import apply_writes, decode_writes
+from crashcheck.crashsim.layout import PAGE, layout, trace_layout
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.reference import reference
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.states import StateCodec, exhaustive
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 from cli_run import ROOT, run_cli
 from userbuild import build_once
@@ -158,7 +158,7 @@ def test_serve_maps_the_regions_past_the_pool_and_checks_their_states(instrument
     """Through the runner: every crash state of the side region's count store is judged on an
     image whose side region is the state's, so the states that keep the count see one entry
     more than those that lose it."""
-    from crashsim.runner_client import Runner
+    from crashcheck.crashsim.runner_client import Runner
 
     driver = _sideregion() / "driver-native"
     trace = read_trace(_traced_run(_sideregion() / "driver", tmp_path, "insert 1 10\n"))
@@ -232,7 +232,7 @@ def test_a_traced_recovery_starts_its_second_pool_from_the_image_it_was_given(tm
     (`driver run --region` of a post-crash image): the log holds no file contents, so each region
     past the pool starts from the image the run was given, not all zero (before, the correct
     pmobjcount got a false recovery-crash bug). The whole run, slow: the test after this one."""
-    from harness.target.tracers import import_trace
+    from crashcheck.harness.target.tracers import import_trace
     log = tmp_path / "open.log"
     log.write_text(
         "==7== START|REGISTER_FILE;/x/p;0x5200000;0x2000;0x0|STORE;0x5200000;0x1;0x8"

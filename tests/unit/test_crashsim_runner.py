@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import json
 
-from crashsim.image import encode_writes
-from crashsim.runner_client import Runner, RunnerError
+from crashcheck.crashsim.image import encode_writes
+from crashcheck.crashsim.runner_client import Runner, RunnerError
 from runner_fixtures import build_fixture
 
 

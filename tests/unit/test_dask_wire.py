@@ -16,12 +16,12 @@ import pytest
 pytest.importorskip("distributed")
 from distributed.protocol import dumps, loads
 
-from harness.run import dask_executor
-from harness.run.batch import Share
-from harness.run.config import Config
-from harness.run.results import Progress, Stats, TargetResult
-from harness.core.settings import Settings
-from harness.run.wire import pack, unpack
+from crashcheck.harness.run import dask_executor
+from crashcheck.harness.run.batch import Share
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.run.results import Progress, Stats, TargetResult
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.wire import pack, unpack
 
 COUNTS = [2 ** 64, 2 ** 64 + 1, 10 ** 80, 10 ** 300 + 7]
 

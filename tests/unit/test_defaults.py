@@ -1,10 +1,10 @@
 """One place for each default (harness/core/defaults.py): the CLI, the pytest gate, Settings, the
 record reader and crashsim all give the same numbers. Before, the bounded limit was 100 in
 crashsim and 64 in harness."""
-from crashsim import states
-from harness.core import defaults
-from harness.cli.main import build_parser
-from harness.core.settings import Settings
+from crashcheck.crashsim import states
+from crashcheck.harness.core import defaults
+from crashcheck.harness.cli.main import build_parser
+from crashcheck.harness.core.settings import Settings
 
 
 def test_settings_take_the_defaults(monkeypatch):
@@ -22,7 +22,7 @@ def test_settings_take_the_defaults(monkeypatch):
 def test_bounded_limit_is_one_number():
     assert states.DEFAULT_LIMIT == defaults.LIMIT
     import inspect
-    from crashsim.explore import explore
+    from crashcheck.crashsim.explore import explore
     assert inspect.signature(explore).parameters["limit"].default == defaults.LIMIT
     assert inspect.signature(states.select).parameters["limit"].default == defaults.LIMIT
 
@@ -34,14 +34,14 @@ def test_cli_and_gate_defaults():
             args.recovery_crashes) == (defaults.LIMIT, defaults.SEED, defaults.JOBS,
                                        defaults.MAX_OPS, defaults.KEYS, defaults.MIX, defaults.RECOVERY_CRASHES)
     # the strategy is the structure's: lazy, or bounded for one that maps its pool itself
-    from harness.cli.cmd_fuzz import plan_of
+    from crashcheck.harness.cli.cmd_fuzz import plan_of
     assert args.strategy is None and plan_of(args)[0][2].strategy == defaults.STRATEGY
     states_args = parser.parse_args(["states", "x.trace"])
     assert states_args.limit == defaults.LIMIT
     # fuzz covers every state by default; `states` lists the bounded sample unless asked (lazy
     # needs a driver to run recovery)
     assert (defaults.STRATEGY, states_args.strategy) == ("lazy", "bounded")
-    from harness.cli.pytest_plugin import Gate
+    from crashcheck.harness.cli.pytest_plugin import Gate
 
     class Config:
         def getoption(self, name):
@@ -52,7 +52,7 @@ def test_cli_and_gate_defaults():
 
 
 def test_record_reader_fills_in_the_same_limit():
-    from harness.triage.record_formats import RECORD
+    from crashcheck.harness.triage.record_formats import RECORD
     assert RECORD.fields["limit"][1] == defaults.LIMIT
 
 

@@ -8,22 +8,22 @@ import subprocess
 
 import pytest
 
-from crashsim.errors import CrashcheckError
-from crashsim.persistency import ModelError
-from crashsim.runner_client import RunnerError
-from crashsim.trace import TraceError
-from harness.cli import main as cli
-from harness.core.errors import DriverFailure, SetupError, UsageError
-from harness.check.findings import Finding
-from harness.check.traced_run import RunFailure
+from crashcheck.crashsim.errors import CrashcheckError
+from crashcheck.crashsim.persistency import ModelError
+from crashcheck.crashsim.runner_client import RunnerError
+from crashcheck.crashsim.trace import TraceError
+from crashcheck.harness.cli import main as cli
+from crashcheck.harness.core.errors import DriverFailure, SetupError, UsageError
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.traced_run import RunFailure
 
 
 def test_every_error_derives_from_the_root():
     for cls in (TraceError, RunnerError, ModelError, UsageError, SetupError, DriverFailure, RunFailure):
         assert issubclass(cls, CrashcheckError), cls
     # flow control is not an error
-    from crashsim.runner_client import Stopped
-    from harness.core.budget import OutOfTime
+    from crashcheck.crashsim.runner_client import Stopped
+    from crashcheck.harness.core.budget import OutOfTime
     assert not issubclass(Stopped, CrashcheckError) and not issubclass(OutOfTime, CrashcheckError)
 
 

@@ -4,8 +4,8 @@ fails on one gives way to the next candidate of its search that passes on the ex
 every other one. The checker here is a stand-in that knows which edits fix which history."""
 from types import SimpleNamespace
 
-from harness.check.fix_search import Edit, FixResult
-from harness.run.fix_checks import OTHER_HISTORIES, check_fixes, keep_other
+from crashcheck.harness.check.fix_search import Edit, FixResult
+from crashcheck.harness.run.fix_checks import OTHER_HISTORIES, check_fixes, keep_other
 
 A = (Edit("flush-after", "a.c:10"),)
 B = (Edit("persist-after", "a.c:10"),)

@@ -3,11 +3,11 @@ structure: an edit names source lines and applies at every execution of them; th
 a lost store come in the order fewest instructions, then at the lost store's own code, then latest;
 and the edited trace no longer allows the failing state (the lost store is durable at its crash
 point), while an edit elsewhere leaves it pending."""
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from harness.check.findings import Finding
-from harness.check.fix_search import Edit, about_ordering, address_of, candidates, trace_edit
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.fix_search import Edit, about_ordering, address_of, candidates, trace_edit
 
 
 def _trace(tmp_path):

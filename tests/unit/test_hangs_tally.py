@@ -3,12 +3,12 @@ are checked again, and what a finding's count says. (tests/quality/test_hang_bud
 structure that hangs.)"""
 from types import SimpleNamespace
 
-import harness.check.hangs as hangs
-from crashsim.explore import StateOutcome
-from crashsim.runner_client import CheckResult
-from crashsim.simulate import CrashPoint
-from harness.check.findings import Finding
-from harness.check.hangs import HangTally, Hung, hang_words, recheck
+import crashcheck.harness.check.hangs as hangs
+from crashcheck.crashsim.explore import StateOutcome
+from crashcheck.crashsim.runner_client import CheckResult
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.hangs import HangTally, Hung, hang_words, recheck
 
 A = ("post-recovery-divergence", "follow-up: lookup: timeout")
 B = ("recovery-hang", "recovery: timeout")

@@ -28,8 +28,8 @@ def test_a_back_arrow_is_refused(tmp_path):
         shutil.copytree(ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("runner", "__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     core = tmp_path / "harness" / "core" / "counts.py"
-    core.write_text(core.read_text() + "\nfrom harness.cli import options  # a back arrow\n")
+    core.write_text(core.read_text() + "\nfrom crashcheck.harness.cli import options  # a back arrow\n")
     res = lint(tmp_path)
     assert res.returncode != 0
     assert "harness rooms import only downward BROKEN" in res.stdout
-    assert "harness.core.counts -> harness.cli.options" in res.stdout
+    assert "crashcheck.harness.core.counts -> crashcheck.harness.cli.options" in res.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.trace import read_trace
+from crashcheck.crashsim.trace import read_trace
 
 PROGRAMS = corpuslib.programs()
 CASES = [pytest.param(p, lv, id=f"{p.name}-{lv}") for p in PROGRAMS for lv in p.levels]

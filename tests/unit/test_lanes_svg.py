@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.render.lanes_svg import LEFT, STEP, SWITCH_STEP as SW, render_lanes
+from crashcheck.harness.render.lanes_svg import LEFT, STEP, SWITCH_STEP as SW, render_lanes
 
 NS = {"s": "http://www.w3.org/2000/svg"}
 LANES = [

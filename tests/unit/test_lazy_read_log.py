@@ -1,4 +1,4 @@
-"""The runner's read log, byte by byte, and the answers crashsim.lazy.ReadMemo reuses by it.
+"""The runner's read log, byte by byte, and the answers crashcheck.crashsim.lazy.ReadMemo reuses by it.
 
 A LAZY request's answer says which bytes of the pool its check read ("read": lines, "partial": the
 lines read only in part, with a mask of the bytes), whether the request had undetermined lines or
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from crashsim.explore import explore
-from crashsim.image import encode_writes
-from crashsim.lazy import ReadMemo, bare_spec
-from crashsim.runner_client import Runner
-from crashsim.simulate import Simulator
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.image import encode_writes
+from crashcheck.crashsim.lazy import ReadMemo, bare_spec
+from crashcheck.crashsim.runner_client import Runner
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
 POOL = 256

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from crashsim.explore import explore
-from crashsim.lazy import STORED_BODY
-from crashsim.runner_client import REQ_LAZY_BODY, Runner, RunnerError
-from crashsim.simulate import Simulator
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.explore import explore
+from crashcheck.crashsim.lazy import STORED_BODY
+from crashcheck.crashsim.runner_client import REQ_LAZY_BODY, Runner, RunnerError
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
 POOL = 512
@@ -136,7 +136,7 @@ def test_a_restarted_runner_gets_the_last_stored_body_again():
     # the requests a new runner replays to stand where the dead one stood: base, patches, the
     # last body (the executions queued after it name it)
     from types import SimpleNamespace
-    from crashsim.runner_client import REQ, REQ_BASE, REQ_PATCH
+    from crashcheck.crashsim.runner_client import REQ, REQ_BASE, REQ_PATCH
     base, patch = REQ.pack(REQ_BASE, 1, 0) + b"/", REQ.pack(REQ_PATCH, 0, 1)
     body1, body2 = REQ.pack(REQ_LAZY_BODY, 1, 2) + b"a", REQ.pack(REQ_LAZY_BODY, 1, 3) + b"b"
     replay = Runner._base_after(SimpleNamespace(_base_log=[]), [base, body1, patch, body2],

@@ -2,9 +2,9 @@
 for one thread and for several threads whose operations overlap in the trace."""
 from __future__ import annotations
 
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from specs.leaks import LeakIndex
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.specs.leaks import LeakIndex
 
 
 def index_of(tmp_path, build) -> LeakIndex:
@@ -53,7 +53,7 @@ def test_unexpected_leak_is_named_by_the_object_nothing_explains():
     # A delete in flight leaves its unlinked leaf allocated by design; beside it lies an old value
     # an earlier update never freed. The leak is unexpected and is named (and grouped) by the old
     # value, not by the leaf that sorts first.
-    from specs.leaks import expected, unexplained_first
+    from crashcheck.specs.leaks import expected, unexplained_first
     known = [{"class": "leak", "alloc_func": "leaf_new", "reason": "by design"}]
     leaf = {"off": 0x100, "size": 16, "site": {"file": "t.c", "line": 44, "func": "leaf_new"}}
     value = {"off": 0x200, "size": 16, "site": {"file": "t.c", "line": 35, "func": "value_new"}}

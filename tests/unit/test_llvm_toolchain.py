@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.target import build_compile, toolchain
+from crashcheck.harness.target import build_compile, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 SELECT = ROOT / "instrument" / "select-llvm"

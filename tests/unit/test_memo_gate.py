@@ -1,7 +1,7 @@
-"""crashsim.lazy.MemoGate: each ReadMemo lookup gets a trial and stays on only while it pays
+"""crashcheck.crashsim.lazy.MemoGate: each ReadMemo lookup gets a trial and stays on only while it pays
 (the memo's logged states cost lazy a round trip per crash point; where nothing is reused, as on
 Heart under x86-ADR, that made lazy about 3x slower than without the memo)."""
-from crashsim.lazy import MemoGate
+from crashcheck.crashsim.lazy import MemoGate
 
 
 def feed(count, n: int, hits_every: int | None) -> None:

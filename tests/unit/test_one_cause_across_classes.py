@@ -1,19 +1,19 @@
 """One cause, one bug, across classes; two causes, two bugs (harness/triage/bugs.py merge) on
 hand-made findings: wrong answers of runs without crash are grouped by the shape of the operation
-that gave them (specs.model.answer_shape), a failure of a run without crash by the new code path
+that gave them (crashcheck.specs.model.answer_shape), a failure of a run without crash by the new code path
 of its first failing operation (harness/check/findings.py new_stores), and a crash state whose
 failure the same operations show without any crash (Finding.without_crash) joins that bug,
 whatever its class. The end-to-end case (Heart's split-prefix-length with --continuation 6) is
 tests/quality/test_continuation_patterns.py."""
 from dataclasses import dataclass
 
-from crashsim.trace import Site
-from harness.check.crash_free import crash_free_findings, first_failing_op
-from harness.check.findings import Finding, new_stores
-from harness.triage import bugs
-from specs.ordered_map import parse_op
-from specs.range_lock import parse_op as rl_op
-from specs.registry import get as model_get
+from crashcheck.crashsim.trace import Site
+from crashcheck.harness.check.crash_free import crash_free_findings, first_failing_op
+from crashcheck.harness.check.findings import Finding, new_stores
+from crashcheck.harness.triage import bugs
+from crashcheck.specs.ordered_map import parse_op
+from crashcheck.specs.range_lock import parse_op as rl_op
+from crashcheck.specs.registry import get as model_get
 
 MAP = model_get("ordered_map")
 LOCK = model_get("range_lock")

@@ -6,8 +6,8 @@ import subprocess
 from pathlib import Path
 
 from corpus import corpuslib
-from crashsim.trace import read_trace
-from harness.core.paths import ROOT, display, relative_record
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.core.paths import ROOT, display, relative_record
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
 

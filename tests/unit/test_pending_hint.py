@@ -3,14 +3,14 @@ allocation site's objects hold most of the lines stored and never flushed (harne
 and a fuzz run says it once among its target's warnings."""
 from __future__ import annotations
 
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from harness.check import pending
-from harness.core.settings import Settings
-from harness.run.config import Config
-from harness.run.plan import fuzz_target
-from harness.run.search import PENDING
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check import pending
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.run.plan import fuzz_target
+from crashcheck.harness.run.search import PENDING
 
 
 def _point(tmp_path, dirty_lines: int):

@@ -1,13 +1,13 @@
 """`fuzz --perf` (harness/check/perf_tally.py): one history's useless flushes and fences per
 source site and per kind of operation, tallies added over histories and shares (Stats), the
 results file's per-structure `perf`, the summary line and the report section; never a bug."""
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from harness.check.findings import HistoryOutcome
-from harness.check.perf_tally import PerfTally, perf_line
-from harness.core.settings import Settings
-from harness.render.perf_view import perf_view
-from harness.run.results import Results, Stats, TargetResult
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check.findings import HistoryOutcome
+from crashcheck.harness.check.perf_tally import PerfTally, perf_line
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.render.perf_view import perf_view
+from crashcheck.harness.run.results import Results, Stats, TargetResult
 
 
 def _trace(tmp_path):

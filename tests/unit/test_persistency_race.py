@@ -3,11 +3,11 @@ pairs found (a load of another thread's store not yet durable, then the loading 
 or a durable store of its own while the store is still pending), and the cases that must not count."""
 from __future__ import annotations
 
-from crashsim.persistency import ModelOptions
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
-from harness.check.persistency_race import find_pairs, losing_choice
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check.persistency_race import find_pairs, losing_choice
 
 X, Y, Z = 0x100, 0x200, 0x300       # three words on three lines
 
@@ -114,7 +114,7 @@ def test_a_load_of_a_word_overwritten_by_its_own_thread_is_not_a_pair(tmp_path):
 def test_a_confirmed_race_names_the_bug_it_merges_with():
     """A persistency race and the lost write its crash shows are one bug (they share the lost
     store); the race names it, since it also says which load of which thread made it."""
-    from harness.check.ranking import rank, tier
+    from crashcheck.harness.check.ranking import rank, tier
     assert tier("persistency-race") < tier("lost-durable-write") == tier("invariant-violation")
     assert rank("persistency-race") < rank("invariant-violation")
 
@@ -122,7 +122,7 @@ def test_a_confirmed_race_names_the_bug_it_merges_with():
 def test_a_thread_safe_adapter_is_built_with_loads(tmp_path):
     """`crashcheck build` compiles the traced code of an adapter that sets `.threads` with loads
     (as trees/build.mk does for the built-in trees), and only that one."""
-    from harness.target.build_compile import declares_threads
+    from crashcheck.harness.target.build_compile import declares_threads
     for text, want in (("\t.threads = 1,      /* safe */\n", True), ("\t.threads = 0,\n", False),
                        ("/* .threads = 1 would say so */\n", False), ("\t.name = \"x\",\n", False)):
         (tmp_path / "a.c").write_text("const struct cc_adapter cc_adapter = {\n" + text + "};\n")

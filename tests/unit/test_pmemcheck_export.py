@@ -8,12 +8,12 @@ import re
 import pytest
 
 from cli_run import ROOT, run_cli
-from crashsim.persistency import ModelOptions
-from crashsim.pmemcheck_export import export_log
-from crashsim.pmemcheck_import import import_log
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.pmemcheck_export import export_log
+from crashcheck.crashsim.pmemcheck_import import import_log
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 SAMPLES = ROOT.parent / "shared" / "pmemcheck"
 PMREORDER_OPS = {"STORE", "FLUSH", "FENCE", "REGISTER_FILE"}

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT, run_cli
-from crashsim.pmemcheck_import import import_log
-from crashsim.trace import NO_SITE, read_trace
+from crashcheck.crashsim.pmemcheck_import import import_log
+from crashcheck.crashsim.trace import NO_SITE, read_trace
 
 SAMPLES = ROOT.parent / "shared" / "pmemcheck"
 BASE = 0x5200000
@@ -293,6 +293,6 @@ def test_a_second_pool_opened_header_first_becomes_one_region(tmp_path):
 def test_a_source_compiled_by_its_absolute_path_keeps_that_path():
     """Valgrind names such a frame `cwd//abs/path.c`: the site is /abs/path.c, not the two joined
     (a record would otherwise name a file that does not exist)."""
-    from crashsim.pmemcheck_import import _parse_desc
+    from crashcheck.crashsim.pmemcheck_import import _parse_desc
     assert _parse_desc("0x1094C3: main (/tmp/run//work/src/pmlog.c:64)") == ("main", "/work/src/pmlog.c", 64, "")
     assert _parse_desc("0x1094C3: main (/tmp/run/src/pmlog.c:64)") == ("main", "/tmp/run/src/pmlog.c", 64, "")

@@ -11,7 +11,7 @@ import pytest
 
 from cli_run import ROOT, run_cli
 from pmemcheck_tool import find_pmemcheck
-from crashsim.trace import read_trace
+from crashcheck.crashsim.trace import read_trace
 
 FIXTURE = ROOT / "tests" / "fixtures" / "pmemcheck" / "live.c"
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.persistency import ModelOptions
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
 
 SRC = corpuslib.CORPUS / "support" / "pmobj_tx.c"
 POOL_SIZE = 8 << 20        # PMEMOBJ_MIN_POOL

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from crashsim.lazy import Group, SingleLeaf
-from harness.check.program_lazy import search
-from harness.check.program_reads import Access, Reads
+from crashcheck.crashsim.lazy import Group, SingleLeaf
+from crashcheck.harness.check.program_lazy import search
+from crashcheck.harness.check.program_reads import Access, Reads
 
 LS = 64
 STORES = [b"\x11" * 8, b"\x22" * 8, b"\x33" * 8]     # at bytes 0, 8, 16 of line 0
 
 
 class Plan:
-    """What program_lazy reads of a crashsim.lazy.LazyPlan, for one prefix unit of 3 stores."""
+    """What program_lazy reads of a crashcheck.crashsim.lazy.LazyPlan, for one prefix unit of 3 stores."""
 
     def __init__(self) -> None:
         self.cp = SimpleNamespace(line_size=LS, units=[None], legal=4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.check.program_reads import (CHECK_LOADS, FORKED, HEADER, MAGIC, OPAQUE, RECORD, STORE,
+from crashcheck.harness.check.program_reads import (CHECK_LOADS, FORKED, HEADER, MAGIC, OPAQUE, RECORD, STORE,
                                          TRUNCATED, Access, collect)
 
 

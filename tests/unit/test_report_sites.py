@@ -2,8 +2,8 @@
 pass named past libstdc++'s frames shows the structure's line with the library chain under it, and
 a site in a header `crashcheck build` was given as the structure's is named by its own line, not
 by its caller's as a helper header's is."""
-from crashsim.trace import Site
-from harness.render.report import _source, site_text
+from crashcheck.crashsim.trace import Site
+from crashcheck.harness.render.report import _source, site_text
 
 ATOMIC = "/usr/include/c++/12/bits/atomic_base.h:481 in store"
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from hypothesis import given, settings, HealthCheck
 
-from harness.core.errors import UsageError
-from harness.target import structures
-from specs.map_histories import histories, respect
-from specs.ordered_map import parse_op
+from crashcheck.harness.core.errors import UsageError
+from crashcheck.harness.target import structures
+from crashcheck.specs.map_histories import histories, respect
+from crashcheck.specs.ordered_map import parse_op
 
 ZERO, TOP = (0).to_bytes(8, "big"), ((1 << 64) - 1).to_bytes(8, "big")
 

@@ -10,12 +10,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.core.settings import Settings
-from harness.run import batch, executors, plan
-from harness.run.config import Config
-from harness.run.executor_choice import from_args
-from harness.run.journal import Journal
-from harness.run.results import TOTAL_LEAVES_OUT, Progress, Results, Stats, TargetResult
+from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run import batch, executors, plan
+from crashcheck.harness.run.config import Config
+from crashcheck.harness.run.executor_choice import from_args
+from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.results import TOTAL_LEAVES_OUT, Progress, Results, Stats, TargetResult
 
 SETTINGS = Settings(seed=1)
 
@@ -156,7 +156,7 @@ def test_the_results_file_totals_targets(tmp_path):
 def test_a_results_file_with_counts_past_2_63_reads_back(tmp_path):
     # lazy covers every legal state of a point: states explored grow as the legal count does
     # (HART's 14 histories: about 6e87), and `crashcheck report` must read what fuzz wrote
-    from harness.triage.record_formats import check_results
+    from crashcheck.harness.triage.record_formats import check_results
     huge = 6 * 10 ** 87
     a = TargetResult("hart", None, Stats(histories=14, crash_points=9, states_legal=huge, states_explored=huge,
                                          executions=5, elapsed_s=1.0))

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from crashsim.image import encode_writes
-from crashsim.runner_client import REQ, REQ_STATE, Runner
+from crashcheck.crashsim.image import encode_writes
+from crashcheck.crashsim.runner_client import REQ, REQ_STATE, Runner
 from runner_fixtures import build_fixture
 
 

@@ -9,8 +9,8 @@ import struct
 
 import pytest
 
-from crashsim.image import encode_writes
-from crashsim.runner_client import Runner, RunnerError
+from crashcheck.crashsim.image import encode_writes
+from crashcheck.crashsim.runner_client import Runner, RunnerError
 from runner_fixtures import build_fixture
 
 POOL = 0x600000000000

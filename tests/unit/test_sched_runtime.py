@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from crashsim.trace import read_trace
+from crashcheck.crashsim.trace import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "tests" / "sched"

@@ -6,11 +6,11 @@ import itertools
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from specs import linearizability as lin
-from specs import ordered_map, range_lock
-from specs.history import History, Operation
-from specs.model import Model
-from specs.range_lock import U64_MAX
+from crashcheck.specs import linearizability as lin
+from crashcheck.specs import ordered_map, range_lock
+from crashcheck.specs.history import History, Operation
+from crashcheck.specs.model import Model
+from crashcheck.specs.range_lock import U64_MAX
 
 MAP = ordered_map.MODEL
 LOCK = range_lock.MODEL
@@ -291,9 +291,9 @@ def test_a_sequential_start_is_placed_once_and_kept_in_the_witness():
     its one order once, outside the search: the witness and the verdicts are what the full search
     gives, and a start whose output no state gives is still reported (issue 36: a threaded history
     replaying 287 probe operations paid for them at every crash state)."""
-    from specs.history import History
-    from specs import linearizability as lin
-    from specs.ordered_map import MODEL as M
+    from crashcheck.specs.history import History
+    from crashcheck.specs import linearizability as lin
+    from crashcheck.specs.ordered_map import MODEL as M
     rows = [(0, M.parse_op(f"insert {k} {k}"), 2 * k, 2 * k + 1, "ok") for k in range(6)]
     good = History.build(rows + [(1, M.parse_op("lookup 3"), 20, 23, "value 3"), (2, M.parse_op("delete 3"), 21, 22, "ok")])
     r = lin.check(good, M)

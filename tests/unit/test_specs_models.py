@@ -4,9 +4,9 @@ import pickle
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from specs import model as M
-from specs import registry, ordered_map, range_lock
-from specs.range_lock import U64_MAX, Op as R
+from crashcheck.specs import model as M
+from crashcheck.specs import registry, ordered_map, range_lock
+from crashcheck.specs.range_lock import U64_MAX, Op as R
 
 
 def test_registry():
@@ -55,7 +55,7 @@ def test_session_runs_the_models_followup(ops, kind, on):
     """The follow-up a checker session runs after recovery is its structure's model's (with the
     structure's key kind and value size), or nothing when follow-ups are off."""
     from types import SimpleNamespace
-    from harness.check.session import Session
+    from crashcheck.harness.check.session import Session
     fake = SimpleNamespace(model=ordered_map.MODEL, settings=SimpleNamespace(followup=on),
                            structure=SimpleNamespace(key_kind=kind[0], value_size=kind[1],
                                                      map_ops=ordered_map.OP_KINDS))

@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from specs.ordered_map import Op, parse_op, prefix_states, run
-from specs.oracle import HistoryPoint, acceptable, judge_recovery
+from crashcheck.specs.ordered_map import Op, parse_op, prefix_states, run
+from crashcheck.specs.oracle import HistoryPoint, acceptable, judge_recovery
 
 
 def k(n):
@@ -201,7 +201,7 @@ def test_violations_before_a_crashing_lookup_are_kept():
 def test_address_free_folds_hex_key_bytes():
     # one broken rule of Heart's check, reported with different key bytes and positions, is one
     # group (before: "a?", "?a" and "ff" made three)
-    from specs.oracle import address_free
+    from crashcheck.specs.oracle import address_free
     texts = ["leaf 0x600000020400 under key byte a3 at position 2: its key has another byte there",
              "leaf 0x600000020440 under key byte 1a at position 10: its key has another byte there",
              "leaf 0x600000020480 under key byte ff at position 4: its key has another byte there"]

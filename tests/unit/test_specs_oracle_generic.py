@@ -5,9 +5,9 @@ The toy is a counter: `add N` -> `ok`, `get` -> `value N`, and `flip` (nondeterm
 """
 import pytest
 
-from specs import registry, range_lock
-from specs.model import Model
-from specs.oracle import HistoryPoint, acceptable, judge_recovery
+from crashcheck.specs import registry, range_lock
+from crashcheck.specs.model import Model
+from crashcheck.specs.oracle import HistoryPoint, acceptable, judge_recovery
 
 
 def _step(n, op):
@@ -119,8 +119,8 @@ def test_range_lock_through_the_oracle():
 # -- several threads: durable linearizability through the oracle -----------------------------------
 
 def test_judge_durable_on_the_counter():
-    from specs.history import History
-    from specs.oracle import judge_durable
+    from crashcheck.specs.history import History
+    from crashcheck.specs.oracle import judge_durable
     h = History.build([(0, _parse("add 2"), 0, 3, "ok"), (1, _parse("add 3"), 1, None, None),
                        (0, _parse("get"), 4, 5, "value 2")])
     ok = judge_durable(h, res(2), model=COUNTER)
@@ -142,9 +142,9 @@ def test_judge_durable_on_the_counter():
 
 
 def test_judge_durable_uses_the_map_classes():
-    from specs.history import History
-    from specs.oracle import judge_durable
-    from specs.ordered_map import MODEL as MAP
+    from crashcheck.specs.history import History
+    from crashcheck.specs.oracle import judge_durable
+    from crashcheck.specs.ordered_map import MODEL as MAP
     h = History.build([(0, MAP.parse_op("insert 1 10"), 0, 2, "ok"), (1, MAP.parse_op("insert 2 20"), 1, 3, "ok"),
                        (0, MAP.parse_op("delete 1"), 4, 5, "ok")])
     dump = lambda *kv: {"status": "ok", "result": {"recovered": True, "violations": [],  # noqa: E731
@@ -159,9 +159,9 @@ def test_judge_durable_classifies_with_the_in_flight_operations_the_linearizatio
     """A completed operation's output may depend on an in-flight one the linearization applied
     (`insert 1` in flight, then `insert 1` -> exists): the mismatch is classed along that whole
     linearization, not along the completed operations alone (whose outputs are then impossible)."""
-    from specs.history import History
-    from specs.oracle import judge_durable
-    from specs.ordered_map import MODEL as MAP
+    from crashcheck.specs.history import History
+    from crashcheck.specs.oracle import judge_durable
+    from crashcheck.specs.ordered_map import MODEL as MAP
     h = History.build([(1, MAP.parse_op("insert 1 10"), 0, None, None),
                        (2, MAP.parse_op("insert 1 11"), 1, 2, "exists")])
     empty = {"status": "ok", "result": {"recovered": True, "violations": [], "dump": []}}

@@ -3,7 +3,7 @@ the load phase (bulk inserts) is set-up, the operations after it are at most N."
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from harness.run.strategies import KEY_DISTRIBUTIONS, MIXES, histories
+from crashcheck.harness.run.strategies import KEY_DISTRIBUTIONS, MIXES, histories
 
 
 @pytest.mark.parametrize("max_ops", [1, 3])

@@ -15,7 +15,7 @@ from cli_run import ROOT
 PROBE = """
 import sys
 from pathlib import Path
-from harness.core.supervise import run_supervised
+from crashcheck.harness.core.supervise import run_supervised
 big = bytearray(300 << 20)
 for i in range(0, len(big), 4096):
     big[i] = 1

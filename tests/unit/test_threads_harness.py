@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
 
-from harness.check import threads
-from harness.check.session import history_text
-from specs import registry
-from specs.model import with_load
+from crashcheck.harness.check import threads
+from crashcheck.harness.check.session import history_text
+from crashcheck.specs import registry
+from crashcheck.specs.model import with_load
 
 MAP = registry.get("ordered_map")
 

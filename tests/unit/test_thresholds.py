@@ -9,10 +9,10 @@ every seeded bug; the last test here shows that without the thresholds it is not
 import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 
-from harness.run import strategies
+from crashcheck.harness.run import strategies
 
-from harness.target import structures
-from specs.map_histories import histories
+from crashcheck.harness.target import structures
+from crashcheck.specs.map_histories import histories
 
 HART = dict(key_kind="bytes", value_size=16, value_min=1, max_ops=10)
 # the first example found is enough (shrinking a 60-key history is slow and proves nothing more)
@@ -78,9 +78,9 @@ def test_crossing_histories_keep_the_checked_part_short(ops):
                       # and chain-head-first found with them is tests/quality/test_gate.py
 def test_chain_bug_needs_the_threshold(trees_built, monkeypatch):
     """Without HART's declared threshold, 48 histories do not find chain-head-first."""
-    from harness.run.config import Config
-    from harness.run.plan import fuzz_target
-    from harness.core.settings import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.core.settings import Settings
     real = structures.get
 
     def no_thresholds(name):

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from corpus import corpuslib
-from crashsim.trace import NO_SITE, TraceError, encode_store8, read_trace
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.trace import NO_SITE, TraceError, encode_store8, read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 N = 100_000
 STORE_EVENT = 16   # store8: one word (kind, site, offset in region 0) + 8 bytes written

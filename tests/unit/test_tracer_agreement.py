@@ -17,10 +17,10 @@ import pytest
 
 from cli_run import run_cli
 from corpus import corpuslib
-from crashsim.persistency import ModelOptions
-from crashsim.simulate import Simulator
-from crashsim.trace import read_trace
-from harness.target.tracers import wrap
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.target.tracers import wrap
 
 # libpmemobj's programs are left out: under pmemcheck its pool's own stores and msync flushes are
 # logged one by one, under the pass as `library` stores at each call (docs/pmemcheck.md).

@@ -6,9 +6,9 @@ import json
 import subprocess
 import sys
 
-from crashsim.perf import useless_persistence
-from crashsim.trace import read_trace
-from crashsim.trace_writer import TraceWriter
+from crashcheck.crashsim.perf import useless_persistence
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
 
 
 def _trace(tmp_path):
@@ -53,7 +53,7 @@ def test_each_useless_flush_and_fence_is_counted_at_its_site(tmp_path):
 
 def test_trace_perf_command(tmp_path):
     path = _trace(tmp_path)
-    cmd = [sys.executable, "-m", "harness.cli.main", "trace", "perf", str(path)]
+    cmd = [sys.executable, "-m", "crashcheck.harness.cli.main", "trace", "perf", str(path)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     assert out.returncode == 0
     assert out.stdout.splitlines()[0] == ("8 flushes, 7 persistence fences; did nothing: 1 flushes of a clean line, "
