@@ -226,21 +226,20 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
 
     # The runner answers a batch only when it has checked all of it, and a check that hangs takes
     # the whole per-state timeout: with a time budget (STOP), batches start at one state and
-    # double while exchanges are quick, halving when one is slow, so answers keep arriving
-    # before the deadline instead of dying with a batch of hung checks.
+    # double while no check of an exchange ran out of time, halving when one did, so answers keep
+    # arriving before the deadline instead of dying with a batch of hung checks. Never by the
+    # clock: where a point's lazy search stops, and which answers the memo holds when a state is
+    # looked up, follow the batch sizes, so sizes that followed the load made one --examples run
+    # count 2,635 failing states and the same run under Dask 2,637.
     size = [1 if stop is not None else batch]
 
     def drain() -> Iterator[StateOutcome]:
         if runner is not None:
-            sent = time.monotonic()
-            for sid, res in runner.flush(stop):
+            answers = runner.flush(stop)
+            for sid, res in answers:
                 results[sid] = res
                 stats.checked += 1
-            took = time.monotonic() - sent
-            if took < 0.2:
-                size[0] = min(batch, size[0] * 2)
-            elif took > 1.0:
-                size[0] = max(1, size[0] // 2)
+            size[0] = _next_size(size[0], batch, answers)
             for out in waiting:
                 out.result = results[out.id if out.cached_from is None else out.cached_from]
             for sid, fu_, writes in logged:
@@ -383,6 +382,14 @@ def _reused(cp: CrashPoint, leaf: Leaf, sid: int, encode, fu: str, first: int, r
     return StateOutcome(cp, leaf.choice, sid, fp, first, res, fu, leaf.covers, decisions, leaf, remembered)
 
 
+def _next_size(size: int, cap: int, answers) -> int:
+    """The next batch size after an exchange of SIZE whose ANSWERS came back: half when a check
+    ran out of its time limit, else double, up to CAP (a rule of the answers, not the clock)."""
+    if any(res is not None and res.status == "timeout" for _, res in answers):
+        return max(1, size // 2)
+    return min(cap, size * 2)
+
+
 def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, size: list[int],
                 stats: Progress, stop: Callable[[], bool] | None, limit: int,
                 seen: dict, key: tuple | None) -> Iterator[StateOutcome]:
@@ -419,10 +426,9 @@ def _lazy_point(plan: LazyPlan, runner: Runner, encode, fu: str, next_id: int, s
             next_id += 1
             runner.queue_lazy(sid, plan.spec_stored(decisions) if stored else plan.spec(decisions), fu)
             batch.append((sid, decisions))
-        sent = time.monotonic()
-        results = dict(runner.flush(stop))
-        took = time.monotonic() - sent
-        size[0] = min(256, size[0] * 2) if took < 0.2 else max(1, size[0] // 2) if took > 1.0 else size[0]
+        answers = runner.flush(stop)
+        results = dict(answers)
+        size[0] = _next_size(size[0], 256, answers)
         for sid, decisions in batch:
             res = results[sid]
             done.append((decisions, sid, res))

@@ -13,7 +13,11 @@ import json
 import subprocess
 from pathlib import Path
 
+from crashcheck.harness.target import toolchain
+
 ROOT = Path(__file__).resolve().parent.parent
+# the clang the pass was built for (build/toolchain.env): native test programs use it too
+CLANG = toolchain.current().clang
 TREES_DIR = ROOT / "build" / "trees"
 U64 = (1 << 64) - 1
 

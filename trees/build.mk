@@ -27,7 +27,10 @@ TREES_CFLAGS := -O2 -g -std=gnu11 -Wall -Wextra -fno-omit-frame-pointer \
                 -Itrees/common -Iinstrument/include -Icrashsim/runner $(TREES_EXTRA_CFLAGS)
 
 ifneq ($(wildcard $(TREES_WRAPPER)),)
-TREES_TRACE_CC   := $(TREES_WRAPPER)
+# the wrapper takes the pass and runtime this build links with (the folder of PASS_SO: make
+# BUILD=..., a pip install's own folder, or build/ when a bench puts only its drivers elsewhere
+# with PASS_SO and RUNTIME_A), not the checkout's build/ it would use by default
+TREES_TRACE_CC   := CRASHCHECK_BUILD=$(abspath $(dir $(TREES_PASS))) $(TREES_WRAPPER)
 TREES_TRACE_DEPS := $(TREES_WRAPPER) $(TREES_PASS) $(TREES_RT)
 TREES_TRACE_LIBS :=
 else
@@ -36,8 +39,11 @@ TREES_TRACE_DEPS := $(TREES_RT)
 TREES_TRACE_LIBS := $(TREES_RT) -lpthread -ldl
 endif
 
-# trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json
-trees_bugs = $(shell python3 -c 'import json,sys; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], b["define"]) for b in json.load(open(sys.argv[1]))))' trees/$(1)/bugs.json $(1))
+# trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json, read with $(PYTHON)
+# (make PYTHON=...: pip's build passes its own interpreter). A catalog it cannot read stops the
+# build: without it the seeded-bug variants would silently not be built.
+PYTHON ?= python3
+trees_bugs = $(shell $(PYTHON) -c 'import json,sys; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], b["define"]) for b in json.load(open(sys.argv[1]))))' trees/$(1)/bugs.json $(1))$(if $(filter 0,$(.SHELLSTATUS)),,$(error trees/$(1)/bugs.json: $(PYTHON) could not read it (make PYTHON=/path/to/python3)))
 
 # trees_shared -- the shared folders tree $(1) names in trees/$(1)/shared.txt (one a line, `#`
 # starts a comment); each must hold sources and be neither a tree (no adapter.c) nor common/

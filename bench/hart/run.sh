@@ -6,7 +6,8 @@ set -e
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${TMPDIR:-/tmp}/hart_bench.$$
 mkdir -p "$OUT"
-clang-16 -O2 -g -std=gnu11 -Wall -Wextra -pthread -I"$ROOT/trees/common" -I"$ROOT/trees/hart" \
+. "$ROOT/bench/toolchain.sh"
+"$CLANG" -O2 -g -std=gnu11 -Wall -Wextra -pthread -I"$ROOT/trees/common" -I"$ROOT/trees/hart" \
 	-I"$ROOT/instrument/include" -o "$OUT/hart_bench" "$ROOT/bench/hart/hart_bench.c" \
 	$(ls "$ROOT"/trees/hart/*.c | grep -v adapter.c) "$ROOT/trees/common/pm_alloc.c" \
 	"$ROOT/build/libcrashcheck_rt.a" -lpthread -ldl

@@ -12,7 +12,9 @@ N=${1:-200000}
 OUT=${TMPDIR:-/tmp}/heart-bench.$$
 mkdir -p "$OUT"
 trap 'rm -rf "$OUT"' EXIT
-clang-16 -O2 -std=gnu11 -pthread -DHEART_NO_MODEL_FENCE -Itrees/common -Iinstrument/include -o "$OUT/hb" \
+ROOT=$(pwd)
+. "$ROOT/bench/toolchain.sh"
+"$CLANG" -O2 -std=gnu11 -pthread -DHEART_NO_MODEL_FENCE -Itrees/common -Iinstrument/include -o "$OUT/hb" \
   bench/heart/heart_bench.c trees/heart/heart.c trees/heart/heart_mem.c trees/heart/heart_recover.c \
   trees/common/pm_alloc.c build/libcrashcheck_rt.a -lpthread -ldl
 echo "Heart native, $N keys (pool in $OUT; DRAM-backed):"

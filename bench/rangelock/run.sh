@@ -9,7 +9,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MS=${1:-2000}
 OUT=${TMPDIR:-/tmp}/rl_bench.$$
 mkdir -p "$OUT"
-clang-16 -O2 -g -std=gnu11 -Wall -Wextra -pthread -I"$ROOT/trees/rangelock" -o "$OUT/rl_bench" \
+. "$ROOT/bench/toolchain.sh"
+"$CLANG" -O2 -g -std=gnu11 -Wall -Wextra -pthread -I"$ROOT/trees/rangelock" -o "$OUT/rl_bench" \
 	"$ROOT/bench/rangelock/rl_bench.c" "$ROOT/trees/rangelock/rangelock.c"
 printf '%-4s %-8s %14s %14s %8s\n' work threads skiplist/s mutex/s ratio
 for w in 1 16; do

@@ -7,11 +7,11 @@ same) and as words. Never proves anything.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from crashcheck.crashsim.trace import Trace
 from crashcheck.crashsim.trace_edit import TraceEdit
 from crashcheck.harness.check.fix_edits import Edit, flush_objects, trace_keys
+from crashcheck.harness.core.paths import source
 
 
 _CALL = re.compile(r"^\s*(?:return\s+)?(?!(?:if|while|for|switch|sizeof)\b)[A-Za-z_][\w.>-]*\s*\(")
@@ -23,7 +23,7 @@ _ASSIGN = re.compile(r"^\s*(?:[\w\s\*]+\s+)?([\w\[\]\.\->\*\s]+?)\s*(?:[-+*/|&^]
 def _source_line(key: str) -> str:
     file, _, line = key.rpartition(":")
     try:
-        return Path(file).read_text(errors="replace").splitlines()[int(line) - 1]
+        return source(file).read_text(errors="replace").splitlines()[int(line) - 1]
     except (OSError, ValueError, IndexError):
         return ""
 

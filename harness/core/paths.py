@@ -5,7 +5,8 @@ for the built-in structures) or to the folder crashcheck ran in (a user's source
 holds the file; a file under neither keeps its absolute name. Debug info may name one file
 several ways (`trees/artcow/../woart/x.c`): names are normalised first (crashsim/trace.py reads
 them that way). Records read the source text while the absolute names are still at hand
-(harness/triage/records.py), and only then pass through `relative_record`. Never reads files.
+(harness/triage/records.py), and only then pass through `relative_record`; `source` says which
+file a name is to read it. Never reads files.
 """
 from __future__ import annotations
 
@@ -29,6 +30,17 @@ def roots() -> list[str]:
     if cwd not in out and cwd != os.sep:
         out.append(cwd)
     return out
+
+
+def source(name: str) -> Path:
+    """The file to read for the source name NAME: NAME itself, except a relative name not found from
+    the current folder that the project root holds. A pip-installed crashcheck compiles its
+    built-in structures with names relative to the folder it was built from (CMakeLists.txt), which
+    may be gone; the same files are installed under the root."""
+    p = Path(name)
+    if not p.is_absolute() and not p.exists() and (ROOT / p).is_file():
+        return ROOT / p
+    return p
 
 
 def display(name: str, rs: list[str] | None = None) -> str:
@@ -68,4 +80,4 @@ def relative_record(record: dict, rs: list[str] | None = None) -> dict:
     return walk(record)
 
 
-__all__ = ["HEADERS", "ROOT", "display", "relative_record", "roots"]
+__all__ = ["HEADERS", "ROOT", "display", "relative_record", "roots", "source"]

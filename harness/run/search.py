@@ -75,6 +75,9 @@ SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no
 CRASH_FREE_TRY = 0.1
 
 
+PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
+
+
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     text = outcome.model.op_text if outcome.model is not None else str
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
@@ -119,15 +122,8 @@ class Search(DeterminismProbes):
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
-            # where the structure's path changes as it grows and shrinks, unless it declares its
-            # capacities (harness/check/capacity.py): histories cross them inside checked operations
-            # (threaded ones too: a node that grows or empties while other threads write into it)
-            self.capacity = capacity.observe(checker)
-            for p in self.capacity:
-                self.stats.capacity.setdefault(p.label, 0)
-            strategy = strategies.for_target(self.target, self.config, checker.model,
-                                             tuple((p.on, p.keys, p.index) for p in self.capacity))
             try:
+                strategy = self._strategy(checker)
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -150,6 +146,23 @@ class Search(DeterminismProbes):
         return TargetResult(self.structure, self.bug, self.stats, first_unexpected_s=self.first_unexpected_s,
                             interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
                             warnings=self.warnings)
+
+    def _strategy(self, checker: Checker):
+        """The histories to draw. Where the structure's path changes as it grows and shrinks is
+        observed first (harness/check/capacity.py), unless it declares its capacities, so that
+        histories cross those points inside checked operations (threaded ones too: a node that
+        grows or empties while other threads write into it). The probe's traced run counts
+        against the budget: a budget that ends during it ends the run like any other check. It
+        gets at most PROBE_S, and a tenth of a time budget: it takes 0.3 s for the built-in trees,
+        and a structure whose insert hangs would spend the whole run's timeout there (7 s of a
+        10 s budget) before a single history was checked."""
+        budget = self.config.budget
+        probe_s = PROBE_S if not budget else min(PROBE_S, max(1.0, budget / 10))
+        self.capacity = capacity.observe(checker, time.monotonic() + probe_s)
+        for p in self.capacity:
+            self.stats.capacity.setdefault(p.label, 0)
+        return strategies.for_target(self.target, self.config, checker.model,
+                                     tuple((p.on, p.keys, p.index) for p in self.capacity))
 
     # -- one batch --------------------------------------------------------------------------
 

@@ -19,7 +19,11 @@ from pathlib import Path
 from crashcheck.harness.core import workdir
 from crashcheck.harness.target import structures, toolchain, tracers
 
-SETUP = "run scripts/setup in crashcheck's folder (apt packages, .venv, make)"
+# how to get crashcheck's own parts: a checkout builds them (its Makefile), an installation by
+# pip came with them and gets them again the same way
+SETUP = ("run scripts/setup in crashcheck's folder (apt packages, .venv, make)"
+         if (structures.ROOT / "Makefile").is_file() else
+         "reinstall crashcheck: pip install <crashcheck's repository> (docs/ci.md \"Install\")")
 
 
 @dataclass

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crashcheck.harness.core.errors import SetupError
+from crashcheck.harness.target import toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = re.compile(r"^crashcheck-fault: signal=(\d+) cause=(\w+) fn=0x([0-9a-f]+) frame=0x([0-9a-f]+) "
@@ -55,7 +56,7 @@ def find(text: str | None) -> Fault | None:
 
 def _symbolize(module: str, addr: int) -> tuple[str, str] | None:
     """(function, file:line) of ADDR in MODULE, or None when no symbolizer knows it."""
-    tools = [("llvm-symbolizer-16", ["--functions=linkage", f"--obj={module}", hex(addr)]),
+    tools = [(f"llvm-symbolizer-{toolchain.current().major}", ["--functions=linkage", f"--obj={module}", hex(addr)]),
              ("llvm-symbolizer", ["--functions=linkage", f"--obj={module}", hex(addr)]),
              ("addr2line", ["-f", "-e", module, hex(addr)])]
     for tool, args in tools:

@@ -8,9 +8,9 @@ Never searches or proves anything.
 """
 from __future__ import annotations
 
-from pathlib import Path
 
 from crashcheck.harness.check.fix_search import FixResult, describe, statement
+from crashcheck.harness.core.paths import source
 
 CONTEXT = 3
 KEEP_REJECTED = 5
@@ -18,7 +18,7 @@ KEEP_REJECTED = 5
 
 def _excerpt(file: str, line: int) -> list[list]:
     try:
-        text = Path(file).read_text(errors="replace").splitlines()
+        text = source(file).read_text(errors="replace").splitlines()
     except OSError:
         return []
     lo, hi = max(1, line - CONTEXT), min(len(text), line + CONTEXT)

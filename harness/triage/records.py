@@ -21,7 +21,7 @@ from crashcheck.harness.triage.fix_record import fix_json
 from crashcheck.harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
 from crashcheck.harness.check import threads
 from crashcheck.harness.check.hangs import hang_words
-from crashcheck.harness.core.paths import relative_record
+from crashcheck.harness.core.paths import relative_record, source
 from crashcheck.harness.core.settings import Settings
 from crashcheck.specs import registry
 from crashcheck.specs.model import Model
@@ -111,7 +111,7 @@ def _sources(sites: list[dict | None]) -> dict:
                 continue
             if s["file"] not in cache:
                 try:
-                    cache[s["file"]] = Path(s["file"]).read_text(errors="replace").splitlines()
+                    cache[s["file"]] = source(s["file"]).read_text(errors="replace").splitlines()
                 except OSError:
                     cache[s["file"]] = None
             text = cache[s["file"]]

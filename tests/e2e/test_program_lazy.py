@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT
+from crashcheck.harness.target import toolchain
 from crashcheck.harness.cli.main import main
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
@@ -28,7 +29,7 @@ def pmlog(tmp_path_factory) -> dict[str, Path]:
     with plain clang."""
     out = tmp_path_factory.mktemp("pmlog-lazy")
     built = {"bug": out / "pmlog-bug", "good": out / "pmlog", "plain": out / "pmlog-plain"}
-    for exe, cmd in (("bug", [CC, "-DPMLOG_BUG"]), ("good", [CC]), ("plain", ["clang-16"])):
+    for exe, cmd in (("bug", [CC, "-DPMLOG_BUG"]), ("good", [CC]), ("plain", [toolchain.current().clang])):
         subprocess.run([*cmd, "-O1", SOURCE, "-lpmem", "-o", built[exe]], check=True, capture_output=True)
     return built
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT, run_cli
+from crashcheck.harness.target import toolchain
 from crashcheck.harness.cli.main import main
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
@@ -168,7 +169,7 @@ def test_plain_clang_binary_under_pmemcheck(pmlog, pmemcheck, tmp_path, monkeypa
     """The same program built by plain clang, traced by Valgrind's pmemcheck: the pmreorder markers
     come from its store log, and the bug is found, named and replayed the same way."""
     exe = tmp_path / "pmlog-plain-bug"
-    subprocess.run(["clang-16", "-O1", "-g", "-DPMLOG_BUG", SOURCE, "-lpmem", "-o", exe], check=True)
+    subprocess.run([toolchain.current().clang, "-O1", "-g", "-DPMLOG_BUG", SOURCE, "-lpmem", "-o", exe], check=True)
     monkeypatch.setenv("CRASHCHECK_PMEMCHECK", pmemcheck)
     res = _run(tmp_path, "--tracer", "pmemcheck", "--checker", f"{pmlog['pmlog']} check {{image}}",
                "--", exe, "append", "pool", "2")

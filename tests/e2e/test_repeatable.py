@@ -65,11 +65,13 @@ def test_a_slow_check_after_a_failure_changes_no_history(trees_built, monkeypatc
     real = time.monotonic
     skew = [0.0]
     failed = [False]
+    after = [0]        # checks made once a failure was seen: the ones the jump could change
     check = Checker.check
 
     def slow(self, ops, *args, **kw):
         if failed[0] and not skew[0]:
             skew[0] = 11.0
+        after[0] += failed[0]
         out = check(self, ops, *args, **kw)
         failed[0] = failed[0] or any(not f.expected for f in out.findings)
         return out
@@ -78,7 +80,7 @@ def test_a_slow_check_after_a_failure_changes_no_history(trees_built, monkeypatc
     monkeypatch.setattr(Checker, "check", slow)
     jumped = _checked(monkeypatch, tmp_path, "wort", "no-flush-link", ["--examples", "8"])
     assert skew[0], "no failure: the clock never jumped"
-    assert len(plain) > 12, len(plain)     # the batch went on generating well after its failure
+    assert after[0] >= 4, after[0]     # the batch went on generating well after its failure
     assert jumped == plain
 
 
@@ -129,3 +131,34 @@ def test_a_batch_ends_when_its_shrink_budget_is_spent(trees_built, monkeypatch):
                     Config(examples=8, budget=None, max_ops=6, shrink_calls=2))
     assert any(not rec["expected"] for rec in r.records)
     assert 3 <= len(calls) <= 8 + 2 + 2, calls
+
+
+def test_a_lazy_check_does_not_depend_on_how_fast_the_runner_answers(trees_built, monkeypatch):
+    # Checks go to the runner in batches whose size changes as exchanges go; where a crash
+    # point's lazy search stops (its execution cap) follows those sizes. When the sizes followed
+    # the clock, the same --examples run counted 2,635 or 2,637 failing states with the load, and
+    # differently under Dask. Here every exchange seems to take 2 s: the history's check must come
+    # out as it does at full speed. (A capacity crossed: 35 keys loaded, then the checked part; with
+    # the continuation after recovery, some of its points hit the cap.)
+    import importlib
+    explore = importlib.import_module("crashcheck.crashsim.explore")    # the package exports a function of that name
+    m = registry.get("ordered_map")
+    texts = [f"insert {1413 + i} {7 * i + 1}" for i in range(35)]
+    texts += ["insert 1420 147", "insert 1444 394", "delete 1443", "insert 1443 56"]
+    history = with_load([m.parse_op(x) for x in texts], 35)
+    wort = structures.get("wort")
+    settings = Settings(strategy="lazy", limit=8, seed=3, recovery_crashes=1)
+    with Checker(wort, "no-flush-link", settings) as checker:
+        quick = checker.check(history)
+    assert quick.coverage.points_sampled > 0, "no point hit the cap: nothing to compare"
+    real = time.monotonic
+    slow = [0.0]
+
+    def crawling():
+        slow[0] += 2.0
+        return real() + slow[0]
+    monkeypatch.setattr(explore.time, "monotonic", crawling)
+    with Checker(wort, "no-flush-link", settings) as checker:
+        crawled = checker.check(history)
+    monkeypatch.undo()
+    assert _summary(crawled) == _summary(quick)

@@ -13,10 +13,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from crashcheck.harness.target import toolchain
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 RUNNER = ROOT / "crashsim" / "runner"   # runner.h, and the runner's sources for the fallback
-CLANG = os.environ.get("CLANG", "clang-16")
+# $CLANG, else the clang the pass was built for (build/toolchain.env)
+CLANG = os.environ.get("CLANG") or toolchain.current().clang
 
 
 def runtime_archive() -> Path | None:

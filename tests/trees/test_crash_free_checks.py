@@ -57,7 +57,9 @@ def test_checks_leave_the_trace_unchanged(trees_built, tmp_path, tree):
                               str(tmp_path / "h")], env={"CRASHCHECK_TRACE": str(trace), "PATH": "/usr/bin:/bin"},
                              capture_output=True, text=True, timeout=60)
         assert res.returncode == 0 and "!invariant" not in res.stdout, res.stdout + res.stderr
-        events.append([(e.kind, e.addr, e.size, e.data) for e in read_trace(trace).events])
+        # loads left out: a driver that logs them (HART's, for the persistency-race analysis)
+        # logs the check's reads too, and reading changes nothing a crash could keep
+        events.append([(e.kind, e.addr, e.size, e.data) for e in read_trace(trace).events if e.kind != "load"])
     assert len(events[0]) > 500 and events[0] == events[1]
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from dict_model import check_history_then_drain, check_short_keys_and_prefixes, key_pool
-from treeutil import ROOT, run_driver
+from treeutil import CLANG, ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "hart" / "driver-native"
 
@@ -51,7 +51,7 @@ def hart_mt(trees_built, tmp_path_factory) -> Path:
     """trees/hart/test/hart_mt.c linked with HART, pm_alloc.c and the runtime."""
     out = tmp_path_factory.mktemp("hart_mt") / "hart_mt"
     srcs = [str(p) for p in sorted((ROOT / "trees" / "hart").glob("*.c")) if p.name != "adapter.c"]
-    cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
+    cmd = [CLANG, "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
            f"-I{ROOT / 'trees' / 'common'}", f"-I{ROOT / 'instrument' / 'include'}", "-o", str(out),
            str(ROOT / "trees" / "hart" / "test" / "hart_mt.c"), *srcs,
            str(ROOT / "trees" / "common" / "pm_alloc.c"), str(ROOT / "build" / "libcrashcheck_rt.a"),

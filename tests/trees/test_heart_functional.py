@@ -27,7 +27,7 @@ import pytest
 
 from cli_run import run_cli
 from dict_model import check_history_then_drain, check_short_keys_and_prefixes, key_pool
-from treeutil import ROOT, run_driver
+from treeutil import CLANG, ROOT, run_driver
 
 DRIVER = ROOT / "build" / "trees" / "heart" / "driver-native"
 
@@ -63,7 +63,7 @@ MT_SRCS = ["test/heart_mt.c", "heart.c", "heart_mem.c", "heart_recover.c"]
 
 def build_mt(out: Path, *defines: str) -> Path:
     """trees/heart/test/heart_mt.c linked with Heart (not its adapter), pm_alloc.c and the runtime."""
-    cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
+    cmd = [CLANG, "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
            *(f"-D{d}" for d in defines),
            f"-I{ROOT / 'trees' / 'common'}", f"-I{ROOT / 'instrument' / 'include'}", "-o", str(out),
            *(str(ROOT / "trees" / "heart" / s) for s in MT_SRCS),

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 
 from crashcheck.specs import model as spec_model
 from crashcheck.specs import range_lock
-from treeutil import ROOT, run_driver
+from treeutil import CLANG, ROOT, run_driver
 
 TREE = ROOT / "trees" / "rangelock"
 DRIVER = ROOT / "build" / "trees" / "rangelock" / "driver-native"
@@ -48,7 +48,7 @@ SHOWN_BY = {
 
 
 def compile_rl_test(out: Path, *defines: str) -> Path:
-    cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
+    cmd = [CLANG, "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread",
            *(f"-D{d}" for d in defines), f"-I{TREE}", "-o", str(out),
            str(TREE / "test" / "rl_test.c"), str(TREE / "rangelock.c")]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -205,7 +205,7 @@ def test_sequential_bug_drivers_diverge_from_model(trees_built, name, history, w
 def longkv(trees_built, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("longkv") / "driver"
     common = sorted(str(p) for p in (ROOT / "trees" / "common").glob("*.c"))
-    cmd = ["clang-16", "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
+    cmd = [CLANG, "-O2", "-g", "-std=gnu11", "-Wall", "-Wextra", "-Werror",
            f"-I{ROOT / 'trees' / 'common'}", f"-I{ROOT / 'instrument' / 'include'}",
            f"-I{ROOT / 'crashsim' / 'runner'}", "-o", str(out),
            str(ROOT / "trees" / "common" / "test" / "long_adapter.c"), *common,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from treeutil import ROOT
+from treeutil import CLANG, ROOT
 
 PROGRAM = r"""
 #include <stdio.h>
@@ -82,7 +82,7 @@ def test_allocator(trees_built, tmp_path):
     src = tmp_path / "alloc_test.c"
     src.write_text(PROGRAM)
     exe = tmp_path / "alloc_test"
-    build = subprocess.run(["clang-16", "-O1", "-g", "-Wall", "-I", str(ROOT / "trees/common"),
+    build = subprocess.run([CLANG, "-O1", "-g", "-Wall", "-I", str(ROOT / "trees/common"),
                             "-I", str(ROOT / "instrument/include"), str(src), str(ROOT / "trees/common/pm_alloc.c"),
                             str(ROOT / "build/libcrashcheck_rt.a"), "-lpthread", "-ldl", "-o", str(exe)],
                            capture_output=True, text=True)

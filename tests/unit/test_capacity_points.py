@@ -124,3 +124,20 @@ def test_the_points_crossed_reach_the_summary_the_results_and_the_report(tmp_pat
     from crashcheck.harness.triage.record_formats import check_results
     back = check_results(json.loads(json.dumps(res)), str(tmp_path / "r.json"))
     assert back["per_structure"][0]["stats"]["capacity"] == {grow: 3, shrink: 0}
+
+
+def test_a_structure_leaving_lines_pending_gets_no_points(trees_built):
+    # Heart issues no flushes: under x86-ADR every line a load writes stays pending at every crash
+    # point after it, and one history loaded to 125 keys ran for 20 minutes. Under eADR, its own
+    # model, nothing is left pending and its node transforms are points.
+    from crashcheck.harness.check import capacity
+    from crashcheck.harness.check.pipeline import Checker
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.target import structures
+    heart = structures.get("heart")
+    seen = {}
+    for model in ("eadr", "adr"):
+        with Checker(heart, None, Settings(seed=1, model=model)) as checker:
+            seen[model] = [p.keys for p in capacity.observe(checker) if p.on == "insert"]
+    assert 125 in seen["eadr"], seen
+    assert seen["adr"] == [], seen

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from corpus import corpuslib
 from crashcheck.crashsim.trace import read_trace
-from crashcheck.harness.core.paths import ROOT, display, relative_record
+from crashcheck.harness.core.paths import ROOT, display, relative_record, source
 
 HERE = Path(__file__).resolve().parents[1]      # tests/
 
@@ -53,3 +53,15 @@ def test_a_file_compiled_through_dot_dot_is_named_once(instrument_built, tmp_pat
     trace = read_trace(tr)
     files = {trace.site(ev.site).file for ev in trace.events if ev.kind == "store"}
     assert files == {os.path.join(str(tmp_path), "a", "prog.c")}, files
+
+
+def test_a_relative_source_name_is_read_under_the_root_when_the_current_folder_lacks_it(tmp_path, monkeypatch):
+    """(A pip-installed crashcheck's built-in drivers name their sources relative to the folder
+    they were built in, CMakeLists.txt; the installed root holds the same files.)"""
+    monkeypatch.chdir(tmp_path)
+    assert source("trees/wort/wort.c") == ROOT / "trees" / "wort" / "wort.c"
+    (tmp_path / "trees" / "wort").mkdir(parents=True)
+    (tmp_path / "trees" / "wort" / "wort.c").write_text("/* the user's own */\n")
+    assert source("trees/wort/wort.c") == Path("trees/wort/wort.c")        # the current folder's first
+    assert source("src/nowhere.c") == Path("src/nowhere.c")                # neither: as it is
+    assert source(f"{tmp_path}/x.c") == Path(f"{tmp_path}/x.c")             # absolute: as it is

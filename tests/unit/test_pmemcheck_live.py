@@ -11,6 +11,7 @@ import pytest
 
 from cli_run import ROOT, run_cli
 from pmemcheck_tool import find_pmemcheck
+from crashcheck.harness.target import toolchain
 from crashcheck.crashsim.trace import read_trace
 
 FIXTURE = ROOT / "tests" / "fixtures" / "pmemcheck" / "live.c"
@@ -34,11 +35,12 @@ def live_log(tmp_path_factory, pmemcheck):
     inc = headers()
     if inc is None:
         pytest.skip("pmemcheck.h or valgrind.h missing (Debian package valgrind; scripts/setup installs it)")
-    if shutil.which("clang-16") is None:
-        pytest.skip("clang-16 not installed (scripts/setup installs it)")
+    clang = toolchain.current().clang      # the clang the pass was built for
+    if shutil.which(clang) is None:
+        pytest.skip(f"{clang} not installed (scripts/setup installs it)")
     work = tmp_path_factory.mktemp("pmc-live")
     exe = work / "live"
-    subprocess.run(["clang-16", "-O1", "-g", *inc, str(FIXTURE), "-o", str(exe)], check=True)
+    subprocess.run([clang, "-O1", "-g", *inc, str(FIXTURE), "-o", str(exe)], check=True)
     log = work / "live.log"
     res = subprocess.run([pmemcheck, "--log-stores=yes", "--log-stores-stacktraces=yes", f"--log-file={log}",
                           str(exe), str(work / "pool.img")], capture_output=True, text=True, timeout=300)
