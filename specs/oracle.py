@@ -37,6 +37,10 @@ CLASSES = (
     "torn-update",
     "resurrected-delete",
     "wrong-value",
+    # A failure whose crash state persisted part of a store wider than the failure-atomic unit,
+    # and passes with that store whole or not at all (harness/check/torn_store.py): decided from
+    # the trace, never by a verdict.
+    "torn-store",
     "invariant-violation",
     "recovery-crash",
     "recovery-hang",

@@ -78,9 +78,10 @@ def trace_left(session: Session) -> Trace | None:
         return None
 
 
-def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
+def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery",
+                   loads: bool = False) -> Trace:
     """Run the structure's recovery (an empty history on IMAGE, a post-crash image of the trace
-    CRASHED) with tracing on. The regions past the pool (crashcheck.crashsim.layout) go to the driver as
+    CRASHED) with tracing on (with LOADS, its loads too, if its driver was built with them). The regions past the pool (crashcheck.crashsim.layout) go to the driver as
     image files of their own (`run --region`), recovery's regions start from them."""
     lay = trace_layout(crashed)
     pool = session.workdir / f"{tag}.pool"
@@ -92,7 +93,7 @@ def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "r
         regions.append(part)
     trace, _ = run_traced(session, pool, os.devnull, f"{tag}.trace", create=False,
                           what="recovery of a post-crash image failed in the traced run",
-                          regions=regions)
+                          regions=regions, loads=loads)
     return trace
 
 
@@ -100,7 +101,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
                ops: list | None = None, deadline: float | None = None,
                extra_env: dict[str, str] | None = None, dump: bool = False,
-               regions: list[Path] | None = None) -> tuple[Trace, list[str]]:
+               regions: list[Path] | None = None, loads: bool = False) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/core/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -113,8 +114,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     results = session.workdir / f"{tag}.results"
     env = clean_env()
     env["CRASHCHECK_TRACE"] = str(trace_path)
-    # loads are logged for threaded runs only (threads.sched_env), where persistency races are looked for
-    env["CRASHCHECK_TRACE_LOADS"] = "0"
+    # loads are logged for threaded runs only (threads.sched_env), where persistency races are looked
+    # for, and with LOADS (recovery reading a torn store: harness/check/torn_store.py)
+    env["CRASHCHECK_TRACE_LOADS"] = "1" if loads else "0"
     for k in ("CRASHCHECK_SCHED", "CRASHCHECK_SCHED_OUT"):
         env.pop(k, None)
     env.update(extra_env or {})

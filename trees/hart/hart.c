@@ -320,6 +320,16 @@ int hart_update(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 		st = CC_NOTFOUND;
 		goto out;
 	}
+#ifdef BUG_HART_UPDATE_IN_PLACE
+	/* BUG_HART_UPDATE_IN_PLACE: a value of the old one's length is copied
+	 * over it in place, with no log ("it fits"): a 16-byte value is two
+	 * 8-byte pieces that persist in any order, so a crash between them
+	 * leaves a value torn between the old and the new one */
+	if (pval_len(load8(&l->pval)) == vlen) {
+		write_value(pval_addr(load8(&l->pval)), val, vlen, 1);
+		goto out;
+	}
+#endif
 	struct hart_ulog *u = ulog_get(t);                              /* line 1 */
 	uint64_t oldpv = load8(&l->pval);
 #ifndef BUG_HART_ULOG_LATE
