@@ -273,7 +273,10 @@ class Checker:
             outcome.pending_hint = pending_hint(trace, biggest[0], f"`{shown}`") or ""
         outcome.hung_short = hangs.short_checks
         if not outcome.partial:
-            self._torn_stores(trace, oracle, by_group)
+            try:
+                self._torn_stores(trace, oracle, by_group)
+            except (Stopped, OutOfTime):
+                outcome.partial = True      # the findings keep the class their states showed
         outcome.findings = list(by_group.values())
         for f in outcome.findings:
             f.coverage = outcome.coverage.of_point(coverage_key(f))

@@ -33,7 +33,7 @@ def fuzz(tmp_path, *args):
 
 @pytest.mark.slow
 def test_pairkv_one_store_is_a_torn_store(pairkv, tmp_path):
-    res, data = fuzz(tmp_path, pairkv, "--bug", "one-store", "--budget", "60", "--seed", "1")
+    res, data = fuzz(tmp_path, pairkv, "--bug", "one-store", "--budget", "60", "--seed", "1", "--stop-on", CLASS)
     assert res.returncode == 1, res.stdout + res.stderr
     assert [b["class"] for b in data["bugs"]] == [CLASS], data["bugs"]
     [rec] = data["bugs"]
