@@ -81,8 +81,9 @@ def trace_left(session: Session) -> Trace | None:
 def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery",
                    loads: bool = False) -> Trace:
     """Run the structure's recovery (an empty history on IMAGE, a post-crash image of the trace
-    CRASHED) with tracing on (with LOADS, its loads too, if its driver was built with them). The regions past the pool (crashcheck.crashsim.layout) go to the driver as
-    image files of their own (`run --region`), recovery's regions start from them."""
+    CRASHED) with tracing on (with LOADS, its loads too, if its driver was built with them). The
+    regions past the pool (crashcheck.crashsim.layout) go to the driver as image files of their own
+    (`run --region`), recovery's regions start from them."""
     lay = trace_layout(crashed)
     pool = session.workdir / f"{tag}.pool"
     pool.write_bytes(image[:lay.sizes[0]] if lay.sizes else image)
