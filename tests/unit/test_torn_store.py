@@ -8,7 +8,7 @@ from __future__ import annotations
 from crashcheck.crashsim.simulate import Simulator
 from crashcheck.crashsim.trace import read_trace
 from crashcheck.crashsim.trace_writer import TraceWriter
-from crashcheck.harness.check.torn_store import partial_stores, thread_reads, torn_of, variants
+from crashcheck.harness.check.torn_store import partial_stores, recovery_reads, thread_reads, torn_of, variants
 
 SLOT = 0x100        # a 16-byte slot {key, value}, one cache line
 
@@ -120,3 +120,19 @@ def test_only_the_torn_store_may_differ(tmp_path):
     assert variants(cp, (1,), store) == ((2,), (0,))
     # the later store kept with the wide one whole: no state differs from (3,) in the wide store alone
     assert partial_stores(cp, (3,)) == []
+
+
+def test_recovery_first_load_of_the_torn_bytes(tmp_path):
+    trace, s = _trace(tmp_path, lambda w, s: _wide(w, s))
+    store = next(i for i, ev in enumerate(trace.events) if ev.kind == "store")
+    w = TraceWriter(pool_size=1 << 12)
+    other, first, later = (w.site("recover.c", n, "recover") for n in (5, 6, 7))
+    w.load(SLOT + 16, 8, site=other)          # the next slot: not the store's bytes
+    w.load(SLOT + 8, 8, site=first)           # the value half
+    w.load(SLOT, 8, site=later)
+    recovery = read_trace(w.write(tmp_path / "r.trace"))
+    assert recovery_reads(trace, recovery, store) == ["recovery at recover.c:6"]
+    # a recovery traced without loads names nothing
+    w = TraceWriter(pool_size=1 << 12)
+    w.store(SLOT + 32, b"\x01" * 8)
+    assert recovery_reads(trace, read_trace(w.write(tmp_path / "n.trace")), store) == []
