@@ -128,12 +128,15 @@ def _search(history: History, model: Model, goal: Callable[[frozenset], bool], m
     ops = list(history)
     need = sum(1 for o in ops if not o.pending)
     head = _entry_list(history)
-    state: frozenset = frozenset([model.init()])
+    # the sequential start (a load phase before the threads): linearized in its only order, once
+    fixed, state = _sequential_start(head, ops, model)
     bits = 0
-    done = 0
+    for i in fixed:
+        bits |= 1 << i
+    done = len(fixed)
     stack: list[tuple[_Entry, frozenset]] = []
     cache: dict[int, set[frozenset]] = {}
-    longest: tuple[int, ...] = ()
+    longest: tuple[int, ...] = fixed
     stuck: int | None = None
     finals: list = []
     deadline = time.monotonic() + timeout if timeout is not None else None
@@ -142,7 +145,7 @@ def _search(history: History, model: Model, goal: Callable[[frozenset], bool], m
     while True:
         if done == need:
             if goal(state):
-                return OK, tuple(e.id for e, _ in stack), state, longest, None, steps, finals
+                return OK, fixed + tuple(e.id for e, _ in stack), state, longest, None, steps, finals
             if len(finals) < 8:
                 finals.extend(s for s in state if s not in finals)
         steps += 1
@@ -174,8 +177,8 @@ def _search(history: History, model: Model, goal: Callable[[frozenset], bool], m
             entry = entry.next
         else:
             # the return of an operation not linearized yet: it cannot be placed after the prefix
-            if len(stack) >= len(longest):
-                longest, stuck = tuple(e.id for e, _ in stack), entry.id
+            if len(fixed) + len(stack) >= len(longest):
+                longest, stuck = fixed + tuple(e.id for e, _ in stack), entry.id
             backtrack = True
         if backtrack:
             if not stack:
@@ -185,6 +188,50 @@ def _search(history: History, model: Model, goal: Callable[[frozenset], bool], m
             done -= 0 if ops[top.id].pending else 1
             _unlift(top)
             entry = top.next
+
+
+# the model states after a sequential start, by (model, its operations and outputs): every crash
+# state of a threaded history shares its load phase
+_STARTS: dict[tuple, frozenset] = {}
+_STARTS_MAX = 64
+
+
+def _sequential_start(head: _Entry, ops: list, model: Model) -> tuple[tuple[int, ...], frozenset]:
+    """The operations at the head of the entry list after HEAD that returned before the next one
+    was called (a load phase run by one thread before the others start), lifted out of the list,
+    and the model states after them. Real-time order leaves them one order only, so the search
+    never needs to place them again; an operation whose output no state gives ends the start
+    (the search then reports it as it would). Only the pure prefix counts: an operation whose
+    return ties with another's call overlaps it."""
+    run: list[_Entry] = []
+    e = head.next
+    while (e is not None and e.is_call and e.match is not None and e.next is e.match
+           and (e.match.next is None or e.match.next.is_call)):
+        run.append(e)
+        e = e.match.next
+    init = frozenset([model.init()])
+    if len(run) < 2:
+        return (), init
+    key = (model.name, tuple((ops[x.id].op, ops[x.id].output) for x in run))
+    got = _STARTS.get(key)
+    if got is None:
+        states, n = init, 0
+        for x in run:
+            o = ops[x.id]
+            new = frozenset(nxt for st in states for out, nxt in model.step(st, o.op) if out == o.output)
+            if not new:
+                break
+            states, n = new, n + 1
+        got = (n, states)
+        if len(_STARTS) >= _STARTS_MAX:
+            _STARTS.clear()
+        _STARTS[key] = got
+    n, states = got
+    if n < 2:
+        return (), init
+    for x in run[:n]:
+        _lift(x)
+    return tuple(x.id for x in run[:n]), states
 
 
 def _op_line(history: History, model: Model, i: int) -> str:

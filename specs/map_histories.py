@@ -44,11 +44,14 @@ from hypothesis import strategies as st
 
 from crashcheck.specs import threshold_histories
 from crashcheck.specs.model import with_load
-from crashcheck.specs.ordered_map import Op
+from crashcheck.specs.ordered_map import Op, nearest_keys
 
 
 KEY_DISTRIBUTIONS = ("dense", "sparse", "clustered", "nested", "mixed")
 MIXES = ("insert-heavy", "ycsb", "delete-heavy", "churn", "mixed")
+
+# fresh keys next to each hot key that contended inserts aim at (`contend`)
+NEIGHBOURS = 2
 
 # Relative weights of insert, update, delete, lookup, scan.
 _WEIGHTS = {
@@ -242,6 +245,36 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
             ops.append(Op("insert", key, draw(values)))
     random_ops(draw, ops, pool, n, kinds, values, value_size, value_min)
     return with_load(ops, len(load))
+
+
+def contend(draw, ops: list[Op], start: int) -> list[Op]:
+    """OPS with the operations from START on (the part dealt out to threads) aimed at one to three
+    hot keys present when the threads start and at their node, so the threads meet on them: a
+    lookup holding a key's leaf while another thread replaces or deletes it and a third allocates
+    in its place, two deletes of one key, an insert racing an update. Each operation is re-aimed
+    with probability 3/4 (its kind and value kept; a scan starts at the hot key); everything
+    shrinks toward the history as drawn. With no key present at START the hot keys are among those
+    the threads use.
+
+    An insert is aimed at a fresh neighbour of a hot key instead (a key next to it, absent when
+    the threads start, `NEIGHBOURS` per hot key: the same leaf node, the same trie node): an
+    insert of a present key only answers `exists`, while a fresh key in the hot keys' node makes
+    that node grow or split under the other threads' updates and deletes (a copy that loses a
+    write another thread made in the old node), and two threads may insert the same one."""
+    present = sorted(_present(ops[:start])) or sorted({op.key for op in ops[start:]})
+    if not present:
+        return ops
+    hot = draw(st.lists(st.sampled_from(present), min_size=1, max_size=3, unique=True))
+    taken = {op.key for op in ops}
+    kind = "u64" if all(len(k) == 8 for k in taken) else "bytes"
+    fresh = [k for h in hot for k in nearest_keys(h, NEIGHBOURS, kind, frozenset(taken))]
+    out = list(ops[:start])
+    for op in ops[start:]:
+        if draw(st.integers(0, 3)):
+            aim = fresh if op.kind == "insert" and fresh else hot
+            op = replace(op, key=draw(st.sampled_from(aim)))
+        out.append(op)
+    return with_load(out, getattr(ops, "load", 0))
 
 
 def _kinds(mix: str, have: set[str]) -> list[str]:

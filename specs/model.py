@@ -18,6 +18,9 @@ A model is a frozen record of pure functions over immutable, hashable states:
     parse_op / op_text      -> the driver's text notation of an operation, both ways
     parse_output / output_text -> the same for outputs (parse_output normalises a driver line)
     dump_state(dump)        -> the state a post-crash dump (the driver's check JSON "dump") shows
+    parse_dump(text)        -> optional: the state a crash-free run's final `dump` line shows when
+                               the driver prints it in the history's notation (a map: `K V K V`);
+                               without it that line is JSON, read by dump_state
     state_json(state)       -> the state in the JSON form of bug records (`expected_states`)
     classify(mismatch)      -> (class, one-line detail) of a dump equal to no acceptable state
     classes                 -> every class `classify` may return
@@ -32,6 +35,10 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                threads must each follow a protocol (a range-lock thread releases
                                what it holds); without it the harness deals one drawn history's
                                operations out to the threads at random (harness/check/threads.py)
+    contend(draw, ops, start) -> optional: OPS with the operations from START on (those the harness
+                               deals out to threads) re-aimed at a few things every thread shares
+                               (a map's few hot keys, present when the threads start), drawing with
+                               Hypothesis's DRAW; the harness uses it for half its dealt histories
     shape(op)               -> optional: where OP sits in its domain, in words ("lookup at 0",
                                "trylock from 0 to the maximum"): a wrong answer of the crash-free
                                run is one bug per shape of the operation that gave it (with what
@@ -105,6 +112,7 @@ class Model:
     parse_output: Callable[[str], Output] = _normalise
     output_text: Callable[[Output], str] = str
     dump_state: Callable[[Any], State] = _no_dump
+    parse_dump: Callable[[str], State] | None = None
     state_json: Callable[[State], Any] = repr
     classify: Callable[[Mismatch], tuple[str, str]] = generic_classify
     classes: tuple[str, ...] = ("wrong-value",)
@@ -115,6 +123,7 @@ class Model:
     continuation: Callable[..., list[Op]] | None = None
     histories: Callable[..., Any] | None = None
     thread_histories: Callable[..., Any] | None = None
+    contend: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
     shape: Callable[[Op], str] | None = None
     doc: str = field(default="", compare=False)

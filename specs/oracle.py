@@ -37,6 +37,10 @@ CLASSES = (
     "torn-update",
     "resurrected-delete",
     "wrong-value",
+    # A failure whose crash state persisted part of a store wider than the failure-atomic unit,
+    # and passes with that store whole or not at all (harness/check/torn_store.py): decided from
+    # the trace, never by a verdict.
+    "torn-store",
     "invariant-violation",
     "recovery-crash",
     "recovery-hang",
@@ -62,7 +66,9 @@ CLASSES = (
 STOP_SIGNALS = (19, 20, 21, 22)      # SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU
 
 # Findings of several threads (specs/linearizability.py); not in CLASSES until harness reports them.
-CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock")
+# persistency-race: a load of another thread's store not yet durable, acted upon, confirmed by a
+# crash that loses that store (harness/check/persistency_race.py)
+CONCURRENT_CLASSES = ("linearizability-violation", "deadlock", "livelock", "persistency-race")
 
 
 @dataclass(frozen=True)

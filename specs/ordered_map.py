@@ -134,6 +134,16 @@ def dump_state(dump: list[list[str]]) -> State:
     return tuple(sorted((bytes.fromhex(k), bytes.fromhex(v)) for k, v in dump))
 
 
+def parse_dump(text: str) -> State:
+    """The driver's `dump K V K V ...` line (after `dump`, as a crash-free run's `--dump` prints
+    it: docs/trees.md) as a model state."""
+    toks = text.split()
+    if len(toks) % 2:
+        raise ValueError(f"a dump line with an odd number of tokens: {text[:80]!r}")
+    return tuple(sorted((parse_token(k, is_key=True), parse_token(v, is_key=False))
+                        for k, v in zip(toks[::2], toks[1::2])))
+
+
 def state_json(state: State) -> list[list[str]]:
     """A state as bug records show it: [[key, value], ...] in driver notation."""
     return [[key_text(k), value_text(v)] for k, v in state]
@@ -346,6 +356,12 @@ def histories(**opts: Any):
     return _histories(**opts)
 
 
+def contend(draw, ops, start: int):
+    """The threaded part of OPS aimed at a few hot keys (specs/map_histories.py `contend`)."""
+    from crashcheck.specs.map_histories import contend as _contend
+    return _contend(draw, ops, start)
+
+
 def key_place(key: bytes) -> str:
     """Where KEY sits in its domain: at 0 (every byte zero, the lowest key of its length), at
     the maximum (every byte 0xff), or in the middle: edges are where off-by-one mistakes live."""
@@ -387,12 +403,14 @@ MODEL = Model(
     parse_output=str,           # the drivers print canonical lines: compared as they are
     describe=describe,
     dump_state=dump_state,
+    parse_dump=parse_dump,
     state_json=state_json,
     classify=classify,
     classes=CLASS_ORDER,
     followup=followup,
     continuation=continuation,
     histories=histories,
+    contend=contend,
     validate=validate,
     shape=shape,
     doc="ordered map of byte keys to byte values: insert update delete lookup scan",

@@ -50,7 +50,7 @@ endif
 TREES_NATIVE_OBJ_DEPS := $(wildcard $(or $(TOOLCHAIN),$(BUILD)/toolchain.env))
 
 # trees_obj -- the object of source $(3) for folder $(1) of build/trees-obj/ (common, a tree, or
-# a tree's bug-<name>) in flavour $(2) (native, traced)
+# a tree's bug-<name>) in flavour $(2) (native, traced, traced-loads)
 TREES_OBJ := $(BUILD)/trees-obj
 trees_obj = $(patsubst %.c,$(TREES_OBJ)/$(1)/$(2)/%.o,$(3))
 
@@ -67,6 +67,11 @@ $(TREES_COMMON_NATIVE): $(TREES_OBJ)/common/native/%.o: %.c $(TREES_COMMON_HDRS)
 $(TREES_COMMON_TRACED): $(TREES_OBJ)/common/traced/%.o: %.c $(TREES_COMMON_HDRS) $(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $(@D)
 	$(TREES_TRACE_CC) $(TREES_CFLAGS) -c $< -o $@
+# (and once more logging loads, for the thread-safe trees' traced drivers: TREE_RULES)
+TREES_COMMON_TRACED_LOADS := $(call trees_obj,common,traced-loads,$(TREES_COMMON_SRCS))
+$(TREES_COMMON_TRACED_LOADS): $(TREES_OBJ)/common/traced-loads/%.o: %.c $(TREES_COMMON_HDRS) $(TREES_TRACE_OBJ_DEPS)
+	@mkdir -p $(@D)
+	$(TREES_TRACE_CC) $(TREES_CFLAGS) --crashcheck-loads -c $< -o $@
 
 # trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json, read with $(PYTHON)
 # (make PYTHON=...: pip's build passes its own interpreter). A catalog it cannot read stops the
@@ -95,8 +100,14 @@ TREES_$(1)_CFLAGS := $$(TREES_CFLAGS) $$(addprefix -Itrees/,$$(TREES_$(1)_SHARED
 # (and so rebuilds every driver of every tree that names the folder)
 TREES_$(1)_HDRS := $$(wildcard trees/$(1)/*.h trees/$(1)/shared.txt) \
                    $$(foreach d,$$(TREES_$(1)_SHARED),$$(wildcard trees/$$(d)/*.h))
+# A thread-safe tree (its adapter sets .threads) has its traced drivers log loads: a threaded run
+# looks for persistency races in them (harness/check/persistency_race.py); single-threaded runs
+# turn them off (CRASHCHECK_TRACE_LOADS=0). Its drivers link trees/common's traced-loads objects.
+TREES_$(1)_LOADS := $$(if $$(and $$(filter $$(TREES_WRAPPER),$$(TREES_TRACE_CC)),$$(shell grep -l '^[[:space:]]*\.threads[[:space:]]*=[[:space:]]*[1-9]' trees/$(1)/adapter.c)),--crashcheck-loads)
+TREES_$(1)_COMMON_FLAVOUR := $$(if $$(TREES_$(1)_LOADS),traced-loads,traced)
 TREES_$(1)_NATIVE := $$(call trees_obj,$(1),native,$$(TREES_$(1)_OWN))
 TREES_$(1)_TRACED := $$(call trees_obj,$(1),traced,$$(TREES_$(1)_OWN))
+TREES_$(1)_COMMON_TRACED := $$(call trees_obj,common,$$(TREES_$(1)_COMMON_FLAVOUR),$$(TREES_COMMON_SRCS))
 
 $$(TREES_$(1)_NATIVE): $(TREES_OBJ)/$(1)/native/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) $$(TREES_NATIVE_OBJ_DEPS)
 	@mkdir -p $$(@D)
@@ -104,15 +115,15 @@ $$(TREES_$(1)_NATIVE): $(TREES_OBJ)/$(1)/native/%.o: %.c $$(TREES_$(1)_HDRS) $$(
 
 $$(TREES_$(1)_TRACED): $(TREES_OBJ)/$(1)/traced/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) $$(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -c $$< -o $$@
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) -c $$< -o $$@
 
 $(BUILD)/trees/$(1)/driver-native: $$(TREES_$(1)_NATIVE) $$(TREES_COMMON_NATIVE) $$(TREES_RT)
 	@mkdir -p $$(@D)
 	$$(CLANG) -o $$@ $$(TREES_$(1)_NATIVE) $$(TREES_COMMON_NATIVE) $$(TREES_RT) -lpthread -ldl
 
-$(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_TRACED) $$(TREES_COMMON_TRACED) $$(TREES_TRACE_DEPS)
+$(BUILD)/trees/$(1)/driver: $$(TREES_$(1)_TRACED) $$(TREES_$(1)_COMMON_TRACED) $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) -o $$@ $$(TREES_$(1)_TRACED) $$(TREES_COMMON_TRACED) $$(TREES_TRACE_LIBS)
+	$$(TREES_TRACE_CC) -o $$@ $$(TREES_$(1)_TRACED) $$(TREES_$(1)_COMMON_TRACED) $$(TREES_TRACE_LIBS)
 
 TREES_TARGETS += $(BUILD)/trees/$(1)/driver-native $(BUILD)/trees/$(1)/driver
 endef
@@ -130,12 +141,12 @@ TREES_$(1)_BUG_$(2)_TOUCHED := $$(call trees_touched,$(1),$$(firstword $$(subst 
 TREES_$(1)_BUG_$(2)_OBJS := $$(call trees_obj,$(1)/bug-$(2),traced,$$(TREES_$(1)_BUG_$(2)_TOUCHED))
 TREES_$(1)_BUG_$(2)_LINK := $$(foreach s,$$(TREES_$(1)_OWN) $$(TREES_COMMON_SRCS),$$(if \
     $$(filter $$(s),$$(TREES_$(1)_BUG_$(2)_TOUCHED)),$$(call trees_obj,$(1)/bug-$(2),traced,$$(s)),$$(if \
-    $$(filter $$(s),$$(TREES_COMMON_SRCS)),$$(call trees_obj,common,traced,$$(s)),$$(call trees_obj,$(1),traced,$$(s)))))
+    $$(filter $$(s),$$(TREES_COMMON_SRCS)),$$(call trees_obj,common,$$(TREES_$(1)_COMMON_FLAVOUR),$$(s)),$$(call trees_obj,$(1),traced,$$(s)))))
 
 $$(TREES_$(1)_BUG_$(2)_OBJS): $(TREES_OBJ)/$(1)/bug-$(2)/traced/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) \
                                trees/$(1)/bugs.json $$(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) -D$(3) -c $$< -o $$@
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) -D$(3) -c $$< -o $$@
 
 $(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_BUG_$(2)_LINK) $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)

@@ -72,6 +72,9 @@ class Finding:
     # After shrinking, for a failure about ordering: the fix searched on the trace and proven
     # there (harness/check/fix_search.py FixResult); None when the finding is not about ordering.
     fix: Any = None
+    # A failure a store that persisted in part causes (harness/check/torn_store.py Torn): the
+    # finding is then a `torn-store`, one bug per store site; None otherwise.
+    torn: Any = None
 
     @property
     def lost(self) -> list[Piece]:
@@ -137,6 +140,7 @@ class HistoryOutcome:
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
     perf: Any = None             # `fuzz --perf`: its trace's useless persistence (harness/check/perf_tally.py)
+    warnings: list[str] = field(default_factory=list)  # threaded: unconfirmed persistency races
 
     # the coverage counts, under the names fuzz statistics use
     @property
@@ -216,6 +220,9 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     So is a recovery that refuses the image and prints why (the oracle's verdict group: its last
     line without addresses and numbers)."""
     pre = "in recovery: " if f.recovery_of is not None else ""
+    if f.torn is not None:
+        # a torn store is one mistake per store, whatever the recovered state shows
+        return (f.cls, site_key(trace, trace.events[f.torn.store].site))
     if f.verdict is not None and f.verdict.group:
         return (f.cls, pre + f.verdict.group)
     res = f.result

@@ -13,6 +13,7 @@ each:
   harness/check/state_shrink.py      the fewest lost stores that still fail
   harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
+  harness/check/torn_store.py        whether a failing state's cause is a store that persisted in part
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
@@ -30,7 +31,7 @@ from crashcheck.crashsim.explore import explore
 from crashcheck.crashsim.runner_client import CheckResult, Stopped
 from crashcheck.crashsim.simulate import CrashPoint
 from crashcheck.crashsim.trace import Trace
-from crashcheck.harness.check import crash_states
+from crashcheck.harness.check import crash_states, persistency_race, torn_store
 from crashcheck.harness.check import threads
 from crashcheck.harness.core.budget import Budget, OutOfTime
 from crashcheck.harness.check.ranking import fold_state
@@ -176,6 +177,10 @@ class Checker:
                     f.new_stores = at
         # a code address in PM: every crash state would crash recovery, none saying why
         outcome.findings = code_pointer_findings(trace) + outcome.findings
+        if not outcome.findings and crashes and threaded:
+            # a load of another thread's store not yet durable, acted upon: confirmed by its crash
+            # (harness/check/persistency_race.py) before the crash states are explored
+            outcome.findings, outcome.warnings = self._persistency_races(outcome, lines)
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
         outcome.elapsed = time.monotonic() - t0
@@ -190,6 +195,17 @@ class Checker:
         aimed = aimed and ses.settings.continuation is not None
         return oracle_for(self.model, ops, trace, lines, self.sets, follow,
                           (lambda done, inflight: ses.continuation(ops, done, inflight)) if aimed else None)
+
+    def _persistency_races(self, outcome: HistoryOutcome, lines: list[str]) -> tuple[list[Finding], list[str]]:
+        """The confirmed persistency races of OUTCOME's threaded trace, and warnings for the others."""
+        ops, trace = outcome.ops, outcome.trace
+        load = getattr(ops, "load", 0)
+        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
+                        len(trace.events))
+        pairs = persistency_race.find_pairs(trace, self.settings.options(), first_op)
+        if not pairs:
+            return [], []
+        return persistency_race.confirm(self.session, trace, self.oracle(ops, trace, lines, outcome.followup), pairs)
 
     def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
@@ -256,11 +272,32 @@ class Checker:
             shown = "; ".join(texts[:6]) + ("; ..." if len(texts) > 6 else "")
             outcome.pending_hint = pending_hint(trace, biggest[0], f"`{shown}`") or ""
         outcome.hung_short = hangs.short_checks
+        if not outcome.partial:
+            try:
+                self._torn_stores(trace, oracle, by_group)
+            except (Stopped, OutOfTime):
+                outcome.partial = True      # the findings keep the class their states showed
         outcome.findings = list(by_group.values())
         for f in outcome.findings:
             f.coverage = outcome.coverage.of_point(coverage_key(f))
             if f.point is not None and f.recovery_of is None:
                 f.hung = hangs.of(f.point.index, f.group)
+
+    def _torn_stores(self, trace: Trace, oracle, by_group: dict) -> None:
+        """Class as `torn-store` the first findings of BY_GROUP whose state a store persisted in
+        part makes fail (harness/check/torn_store.py), regrouped by that store's site."""
+        tried = 0
+        for f in list(by_group.values()):
+            if tried >= torn_store.MAX_FINDINGS or self.budget.expired():
+                break
+            if torn_store.may_tear(f):
+                tried += 1
+                torn_store.tear(self.session, trace, oracle, f)
+        regrouped: dict = {}
+        for f in by_group.values():
+            add_finding(regrouped, f)
+        by_group.clear()
+        by_group.update(regrouped)
 
     # -- making a finding ready to report ----------------------------------------------------
 
@@ -282,6 +319,13 @@ class Checker:
             return
         if f.point is None or f.cls == "leak":
             return
+        if f.cls == persistency_race.CLASS:
+            # its state is the one that loses the racing store, chosen, not shrunk; the trace is
+            # the same again (same history, same schedule)
+            trace, _ = self.trace(outcome.ops)
+            outcome.trace = trace
+            f.point = self.point_at(trace, f.point.index)
+            return
         trace, lines = self.trace(outcome.ops)
         outcome.trace = trace
         oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
@@ -300,7 +344,13 @@ class Checker:
         if len(f.point.units) != len(f.choice):
             raise DriverFailure(f"{self.structure.name}: the same history traced twice gave different "
                                 "traces (the structure or its driver is not deterministic)")
+        if f.torn is not None:
+            # shrunk as what the recovered state showed; a torn store again (or not) once minimal
+            f.cls, f.detail, f.torn = f.torn.cls, f.verdict.detail, None
         shrink_state(self.session, trace, oracle, f)
+        if torn_store.may_tear(f) and not self.budget.expired() and torn_store.tear(self.session, trace, oracle, f):
+            torn_store.add_recovery_reads(self.session, trace, f)
+            return
         f.group = finding_group(trace, f)
         if not threads.is_threaded(outcome.ops):
             f.without_crash = without_crash(self, outcome.ops, oracle, f)

@@ -11,14 +11,17 @@ from crashcheck.harness.check.findings import Finding
 
 # The class a person fixes first: a broken rule of the structure, then a recovery that dies or
 # hangs, then what the contents show, then what only later operations or the allocator show.
-PRIMARY_ORDER = ("invariant-violation", "recovery-crash", "recovery-hang", "resurrected-delete",
+# A persistency race comes before all of them: confirmed by a crash state that shows one of them,
+# it also names the two accesses (and threads) that made it (harness/check/persistency_race.py);
+# so does a torn store name the store that persisted in part (harness/check/torn_store.py).
+PRIMARY_ORDER = ("persistency-race", "torn-store", "invariant-violation", "recovery-crash", "recovery-hang", "resurrected-delete",
                  "lost-durable-write", "torn-update", "wrong-value", "post-recovery-divergence",
                  "leak")
 
 
 # Tiers of PRIMARY_ORDER: what the recovered structure shows (a rule, its contents) names a
 # mistake; a recovery that dies or refuses, a later operation and a leak only show that there is one.
-TIERS = ({"invariant-violation", "resurrected-delete", "lost-durable-write", "torn-update", "wrong-value"},
+TIERS = ({"persistency-race", "torn-store"}, {"invariant-violation", "resurrected-delete", "lost-durable-write", "torn-update", "wrong-value"},
          {"recovery-crash", "recovery-hang"}, {"post-recovery-divergence"}, {"leak"})
 
 

@@ -51,9 +51,11 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
         # several threads: one at a time under the deterministic scheduler, the schedule taken
         # written beside the trace (harness/check/threads.py)
         sched = threads.sched_env(ops, session.workdir / "schedule.in", session.workdir / "trace.sched")
-    # a structure without PM has no crash state at the end of the trace to show its final state:
-    # the run dumps it (a `!dump` line), judged with the results (threads.judge)
-    dump = sched is not None and not session.structure.has_pm
+    # the state once every thread has ended is judged with the results (a `!dump` line,
+    # threads.judge): an update another thread's copy undid, which no later lookup of the history
+    # read, shows there as what it is (the crash state at the end of the trace would show it
+    # only as a lost write, and a structure without PM has none)
+    dump = sched is not None
     return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
                       what=f"the traced run of {session.structure.name} died", ok=(0, 1),
                       ops=ops, deadline=deadline, extra_env=sched, dump=dump)
@@ -76,10 +78,12 @@ def trace_left(session: Session) -> Trace | None:
         return None
 
 
-def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery") -> Trace:
+def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "recovery",
+                   loads: bool = False) -> Trace:
     """Run the structure's recovery (an empty history on IMAGE, a post-crash image of the trace
-    CRASHED) with tracing on. The regions past the pool (crashcheck.crashsim.layout) go to the driver as
-    image files of their own (`run --region`), recovery's regions start from them."""
+    CRASHED) with tracing on (with LOADS, its loads too, if its driver was built with them). The
+    regions past the pool (crashcheck.crashsim.layout) go to the driver as image files of their own
+    (`run --region`), recovery's regions start from them."""
     lay = trace_layout(crashed)
     pool = session.workdir / f"{tag}.pool"
     pool.write_bytes(image[:lay.sizes[0]] if lay.sizes else image)
@@ -90,7 +94,7 @@ def trace_recovery(session: Session, crashed: Trace, image: bytes, tag: str = "r
         regions.append(part)
     trace, _ = run_traced(session, pool, os.devnull, f"{tag}.trace", create=False,
                           what="recovery of a post-crash image failed in the traced run",
-                          regions=regions)
+                          regions=regions, loads=loads)
     return trace
 
 
@@ -98,7 +102,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
                what: str, ok: tuple[int, ...] = (0,), check: bool = False,
                ops: list | None = None, deadline: float | None = None,
                extra_env: dict[str, str] | None = None, dump: bool = False,
-               regions: list[Path] | None = None) -> tuple[Trace, list[str]]:
+               regions: list[Path] | None = None, loads: bool = False) -> tuple[Trace, list[str]]:
     """`driver run` on POOL with HISTORY (the operations OPS), traced into workdir/TAG (with
     CHECK, invariants checked after every operation), supervised (harness/core/supervise.py);
     the trace and the result lines. A run that died, hung, stopped, left a process behind or
@@ -111,6 +115,9 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
     results = session.workdir / f"{tag}.results"
     env = clean_env()
     env["CRASHCHECK_TRACE"] = str(trace_path)
+    # loads are logged for threaded runs only (threads.sched_env), where persistency races are looked
+    # for, and with LOADS (recovery reading a torn store: harness/check/torn_store.py)
+    env["CRASHCHECK_TRACE_LOADS"] = "1" if loads else "0"
     for k in ("CRASHCHECK_SCHED", "CRASHCHECK_SCHED_OUT"):
         env.pop(k, None)
     env.update(extra_env or {})
@@ -162,7 +169,7 @@ def run_traced(session: Session, pool: Path, history: str | os.PathLike, tag: st
         lines = []
     if dump:
         # the final dump is no operation's result: marked like the driver's other `!` lines
-        lines = ["!" + x if x.startswith("dump ") else x for x in lines]
+        lines = ["!" + x if x.startswith("dump ") or x == "dump" else x for x in lines]
     if "!ready" not in lines or end.code not in ok:
         setup_fault(session, trace_path, end.code, end.output, ready="!ready" in lines)
     if extra_env and end.status == "exit" and end.code in threads.SCHED_EXIT:

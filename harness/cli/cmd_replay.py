@@ -13,7 +13,7 @@ import argparse
 
 from crashcheck.harness.core import defaults
 
-from crashcheck.harness.check import determinism
+from crashcheck.harness.check import determinism, torn_store
 
 from crashcheck.harness.triage import record_formats
 
@@ -192,6 +192,14 @@ def _replay(path: str, rec: dict) -> int:
         choice = tuple(crash["choice"])
         _check_choice(path, "crash", cp, choice)
         [res] = checker.recheck(trace, cp.index, [choice], history_text(model, follow))
+        torn = None
+        if rec["class"] == torn_store.CLASS and history_cp is None and not oracle.verdict(cp, res).ok:
+            # a torn store: the state fails, and passes with that store whole or not at all
+            # (harness/check/torn_store.py), whatever the recovered state shows
+            torn = torn_store.torn_of(
+                trace, cp, choice, lambda cs: checker.recheck(trace, cp.index, cs, history_text(model, follow)),
+                lambda r: oracle.verdict(cp, r).ok and oracle.verdict(cp, r).checked, "",
+                checker.settings.options().atomic_unit)
     # a crash inside recovery is judged at the original crash; a threaded history by durable
     # linearizability of the History up to the crash (harness/check/crash_oracle.py)
     point = oracle.history_point(history_cp or cp)
@@ -212,6 +220,14 @@ def _replay(path: str, rec: dict) -> int:
             return 1
         print("not reproduced: nothing leaks in this crash state any more")
         return 0
+    if not verdict.ok and rec["class"] == "persistency-race":
+        # the race's crash state (the racing store lost) fails the way durable linearizability
+        # says (harness/check/persistency_race.py): whatever the recovered state shows
+        print(f"reproduced: persistency-race: the crash that loses the racing store: {verdict.cls}: {verdict.detail}")
+        return 1
+    if not verdict.ok and torn is not None:
+        print(f"reproduced: {torn_store.CLASS}: {torn.describe(trace)}: {verdict.detail}")
+        return 1
     if not verdict.ok and verdict.cls == rec["class"]:
         print(f"reproduced: {verdict.cls}: {verdict.detail}")
         return 1

@@ -65,6 +65,8 @@ from crashcheck.harness.target import structures
 from crashcheck.harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
+RACE = "unconfirmed persistency race"   # harness/check/persistency_race.py's warning
+MAX_RACE_WARNINGS = 10
 # How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
 SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
 
@@ -148,15 +150,15 @@ class Search(DeterminismProbes):
     def _strategy(self, checker: Checker):
         """The histories to draw. Where the structure's path changes as it grows and shrinks is
         observed first (harness/check/capacity.py), unless it declares its capacities, so that
-        histories cross those points inside checked operations. The probe's traced run counts
+        histories cross those points inside checked operations (threaded ones too: a node that
+        grows or empties while other threads write into it). The probe's traced run counts
         against the budget: a budget that ends during it ends the run like any other check. It
         gets at most PROBE_S, and a tenth of a time budget: it takes 0.3 s for the built-in trees,
         and a structure whose insert hangs would spend the whole run's timeout there (7 s of a
         10 s budget) before a single history was checked."""
         budget = self.config.budget
         probe_s = PROBE_S if not budget else min(PROBE_S, max(1.0, budget / 10))
-        self.capacity = (capacity.observe(checker, time.monotonic() + probe_s)
-                         if self.config.threads == 1 else [])
+        self.capacity = capacity.observe(checker, time.monotonic() + probe_s)
         for p in self.capacity:
             self.stats.capacity.setdefault(p.label, 0)
         return strategies.for_target(self.target, self.config, checker.model,
@@ -248,6 +250,10 @@ class Search(DeterminismProbes):
             self.progress(Progress.of(self.structure, self.bug, self.stats,
                                       sum(1 for e in self.registry.values() if not e.finding.expected),
                                       time.monotonic() - self.t0))
+        for w in outcome.warnings:
+            # an unconfirmed persistency race (harness/check/persistency_race.py): once each
+            if w not in self.warnings and sum(x.startswith(RACE) for x in self.warnings) < MAX_RACE_WARNINGS:
+                self.warnings.append(w)
         if outcome.pending_hint and not any(w.startswith(PENDING) for w in self.warnings):
             # once per target: why a history's crash states explode (harness/check/pending.py)
             self.warnings.append(PENDING + outcome.pending_hint)

@@ -125,7 +125,7 @@ def for_target(structure: Structure, config: Config, model: Model | None = None,
         # a model whose threads follow a protocol (the range lock) draws its own sections
         own = model.thread_histories
         sections = own(config.threads, max_ops=config.max_ops) if own else None
-        strategy = threaded_histories(strategy, config.threads, config.sched, sections)
+        strategy = threaded_histories(strategy, config.threads, config.sched, sections, model.contend)
     return strategy
 
 

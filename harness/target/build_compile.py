@@ -28,6 +28,7 @@ running driver never sees a half-written executable.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -158,10 +159,25 @@ def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
     return cmd
 
 
+# An adapter that says its structure is thread-safe (`.threads = 1`, trees/common/cc_tree.h): as
+# for the built-in trees (trees/build.mk), its traced code logs loads, which threaded runs look
+# for persistency races in (harness/check/persistency_race.py; single-threaded runs turn them off)
+THREADS_DECLARED = re.compile(r"^\s*\.threads\s*=\s*[1-9]", re.M)
+
+
+def declares_threads(adapter: Path) -> bool:
+    try:
+        return THREADS_DECLARED.search(adapter.read_text(errors="replace")) is not None
+    except OSError:
+        return False
+
+
 def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[str]) -> None:
     env = None if src in plan.common else pass_env(plan)
     if env is not None and not traced:
         env["CRASHCHECK_PASS_ALLOC_ONLY"] = "1"
+    if env is not None and traced and declares_threads(plan.adapter):
+        env["CRASHCHECK_PASS_LOADS"] = "1"
     _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env)
 
 

@@ -51,7 +51,7 @@ void __cc_store8(const void *addr, crashcheck_site_t site)
 	if (cc_trace_make_room() && cc_append_store8((uintptr_t)addr, cc_hook_site(site)))
 		return;
 	cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, cc_hook_site(site), (uintptr_t)addr, 8, addr, 8);
-	CC_SCHED_POINT(cc_hook_site(site));
+	CC_SCHED_ACCESS(cc_hook_site(site), addr, 8, 1);
 }
 
 /* __cc_store -- a store of SIZE bytes (plain, atomic, vector, memset/memcpy/memmove, asm) */
@@ -62,7 +62,7 @@ void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_sit
 		return;
 	log_store(CC_EV_STORE, addr, size, origin, cc_hook_site(site));
 	if (origin != CC_ORIGIN_ATOMIC)
-		CC_SCHED_POINT(cc_hook_site(site));
+		CC_SCHED_ACCESS(cc_hook_site(site), addr, size, 1);
 }
 
 /* __cc_ntstore -- a non-temporal store */
@@ -118,13 +118,21 @@ void __cc_fence(uint32_t kind, crashcheck_site_t site)
 	CC_SCHED_POINT(cc_hook_site(site));
 }
 
+/* cc_trace_loads -- log the loads the pass instrumented: on (1) unless CRASHCHECK_TRACE_LOADS=0
+ * (rt_trace.c reads it), so a driver built with loads for threaded runs (where the harness
+ * looks for persistency races in them) traces a single-threaded run without them; =threads
+ * (CC_LOADS_WITH_THREADS) turns them on at the first pthread_create (rt_threads.c), so the
+ * single-threaded set-up before a threaded history's threads start (a load phase of hundreds
+ * of operations) logs none */
+int cc_trace_loads = 1;
+
 /* __cc_load -- a load of SIZE bytes (only with load instrumentation) */
 void __cc_load(const void *addr, uint64_t size, crashcheck_site_t site)
 {
-	if (!FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
+	if (cc_trace_loads != 1 || !FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
 		return;
 	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
-	CC_SCHED_POINT(cc_hook_site(site));
+	CC_SCHED_ACCESS(cc_hook_site(site), addr, size, 0);
 }
 
 /* libpmem modes, decided by the pass from the function's name */

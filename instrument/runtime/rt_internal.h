@@ -159,6 +159,8 @@ void cc_readlog_opaque(const char *path);
 
 /* rt_threads.c */
 extern int cc_mt_mode;
+extern int cc_trace_loads;    /* CRASHCHECK_TRACE_LOADS (rt_hooks.c) */
+#define CC_LOADS_WITH_THREADS 2 /* cc_trace_loads: off until the first pthread_create */
 extern __thread int cc_tl_tid;
 int cc_assign_tid(void);
 int cc_next_tid(void);
@@ -181,6 +183,11 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 /* CC_SCHED_POINT -- a scheduling point after a traced PM access at SITE (an id, for the switch
    mark's site): one predictable branch when off */
 #define CC_SCHED_POINT(site) do { if (__builtin_expect(__cc_sched_on, 0)) cc_sched_point(site); } while (0)
+/* CC_SCHED_ACCESS -- the same after a traced PM load or plain store of SIZE bytes at ADDR (WRITE:
+   a store): the stale strategy also sees which words it touched (rt_sched.c cc_sched_access) */
+void cc_sched_access(uint32_t site, uintptr_t addr, uint64_t size, int write);
+#define CC_SCHED_ACCESS(site, addr, size, write) \
+	do { if (__builtin_expect(__cc_sched_on, 0)) cc_sched_access(site, (uintptr_t)(addr), size, write); } while (0)
 
 #include <sched.h>
 #include <time.h>

@@ -402,6 +402,25 @@ void cc_sched_point(uint32_t site)
 		ccs_point(0);
 }
 
+/* cc_sched_access -- a traced PM load or plain store of SIZE bytes at ADDR at SITE (rt_hooks.c):
+ * a point; for the stale strategy also an access to the words it covers (ccs_stale_pm), so a
+ * thread that read a word of a node another thread wrote may be parked until that word is
+ * written again (a reader holding a leaf that is freed, reallocated and refilled) */
+void cc_sched_access(uint32_t site, uintptr_t addr, uint64_t size, int write)
+{
+	/* a load is a point under stale only: the random walk and PCT keep the steps they were tuned
+	 * on (PCT draws its change points from about 50 steps an operation, which loads would
+	 * spread over a run several times longer) */
+	if (!write && ccs_strat != S_STALE)
+		return;
+	struct sthread *t = modelled_at(site, "pm_access");
+	if (!t)
+		return;
+	if (ccs_strat == S_STALE && (!write || cc_in_pm(addr, size)))
+		ccs_stale_pm(t, addr, size, write);
+	ccs_point(0);
+}
+
 /* cc_sched_op -- operation INDEX begins (BEGIN) or ends (rt_api.c), called at SITE */
 void cc_sched_op(int begin, uint64_t index, uint32_t site)
 {

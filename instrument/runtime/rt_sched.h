@@ -133,6 +133,7 @@ uint64_t ccs_rng(void);
 uint64_t ccs_below(uint64_t n);
 struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, int spin, struct sthread *def);
 void ccs_stale_access(struct sthread *t, const void *addr, int kind);
+void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write);
 void ccs_stale_op_end(struct sthread *t);
 
 /* ---- rt_sched_spec.c ---- */

@@ -197,6 +197,34 @@ void ccs_stale_access(struct sthread *t, const void *addr, int kind)
 	}
 }
 
+/*
+ * ccs_stale_pm -- the stale strategy at a traced PM access (loads are traced when the code was
+ * built with them): a plain store of [ADDR, ADDR+SIZE) is a write of each 8-byte word it covers
+ * (waking threads parked on them; the writer is never parked: parking writers too diluted the
+ * readers' windows, Heart's free-no-epoch went unfound), a load one of its first word, which
+ * parks T as an atomic load of a word another thread wrote would (internal)
+ */
+#define STALE_PM_WORDS 64
+void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write)
+{
+	uintptr_t w = addr & ~(uintptr_t)7;
+	if (!write) {
+		ccs_stale_access(t, (const void *)w, CC_SCHED_LOAD);
+		return;
+	}
+	uint64_t me = 1ull << (t->idx & 63);
+	for (int n = 0; w < addr + size && n < STALE_PM_WORDS; w += 8, n++) {
+		for (int i = 0; i < ccs_nthreads; i++) {
+			struct sthread *u = ccs_threads[i];
+			if (u != t && u->park_addr == w && --u->park_writes <= 0)
+				stale_wake(u);
+		}
+		struct word *e = word_of(w);
+		if (e)
+			e->writers |= me;
+	}
+}
+
 /* stale_wake -- end U's parking: it runs next, above every other thread (internal) */
 static void stale_wake(struct sthread *u)
 {

@@ -8,7 +8,8 @@
  * thread is not in the middle of an append when it calls pthread_create,
  * so turning the lock on there is safe, and from then on every append takes
  * the lock.  It is never turned off again.  With CRASHCHECK_SCHED set the
- * new thread is handed to the scheduler (rt_sched.c).
+ * new thread is handed to the scheduler (rt_sched.c).  Loads asked for
+ * "with threads" (CRASHCHECK_TRACE_LOADS=threads) are logged from here on.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -76,6 +77,8 @@ int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start)
 		cc_tid(); /* the creator is thread 0 if it has not logged yet */
 		__atomic_store_n(&cc_mt_mode, 1, __ATOMIC_SEQ_CST);
 	}
+	if (cc_trace_loads == CC_LOADS_WITH_THREADS)
+		__atomic_store_n(&cc_trace_loads, 1, __ATOMIC_SEQ_CST);   /* CRASHCHECK_TRACE_LOADS=threads */
 	if (cc_sched_enabled)
 		return cc_sched_create(thread, attr, start, arg);
 	return cc_real_pthread_create(thread, attr, start, arg);

@@ -147,7 +147,7 @@ static void write_header(void)
 	u64 = pool_base; memcpy(hdr + 16, &u64, 8);
 	u64 = pool_size; memcpy(hdr + 24, &u64, 8);
 	u32 = CC_LINE_SIZE; memcpy(hdr + 32, &u32, 4);
-	u32 = (&__cc_module_loads != NULL) ? 1u : 0u; memcpy(hdr + 36, &u32, 4);
+	u32 = (&__cc_module_loads != NULL && cc_trace_loads) ? 1u : 0u; memcpy(hdr + 36, &u32, 4);
 	u32 = (uint32_t)getpid(); memcpy(hdr + 40, &u32, 4);
 	u32 = (uint32_t)nsites; memcpy(hdr + 44, &u32, 4);
 	write_all(trace_fd, hdr, sizeof(hdr));
@@ -413,6 +413,11 @@ static void trace_start(void)
 	const char *path = getenv("CRASHCHECK_TRACE");
 	if (path == NULL || *path == '\0')
 		return;
+	const char *loads = getenv("CRASHCHECK_TRACE_LOADS");
+	if (loads != NULL && strcmp(loads, "0") == 0)
+		cc_trace_loads = 0;
+	else if (loads != NULL && strcmp(loads, "threads") == 0)
+		cc_trace_loads = CC_LOADS_WITH_THREADS;
 	/* before anything here can fault: a crash in crashcheck's own code is told apart (rt_fault.c) */
 	crashcheck_fault_guard();
 	if (strlen(path) >= sizeof(trace_path) - 32) {

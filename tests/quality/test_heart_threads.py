@@ -21,14 +21,15 @@ from treeutil import ROOT
 CATALOG = json.loads((ROOT / "trees" / "heart" / "bugs.json").read_text())
 MT_BUGS = [b for b in CATALOG if b.get("threads", 1) > 1]
 # how each bug is fuzzed: the plain-store commits show on any history; a lost write under a
-# transformation needs a node to grow while another thread writes into it (inserts, longer
-# histories); a reader of a freed leaf needs a lookup, an update of its key and a reallocation in
+# transformation needs a node to grow while another thread writes into it (at default settings
+# since issue 36's second part: histories cross the capacity probe's growth points, and the final
+# state is judged); a reader of a freed leaf needs a lookup, an update of its key and a reallocation in
 # three threads (longer histories)
 RUNS = {
     "commit-plain-store": dict(seed=1, examples=40),
     "split-plain-store": dict(seed=1, examples=40),
-    "grow-no-version": dict(seed=2, examples=150, mix="insert-heavy", max_ops=30),
-    "free-no-epoch": dict(seed=1, examples=150, max_ops=30),
+    "grow-no-version": dict(seed=3, examples=40),
+    "free-no-epoch": dict(seed=2, examples=150, max_ops=30),
 }
 
 
@@ -65,3 +66,23 @@ def test_single_thread_bug_keeps_its_class_with_three_threads(trees_built, crash
                             stop_on_class=bug["class"])
     rec = next(b for b in result.unexpected if b["class"] == "wrong-value")
     assert rec["threads"] == 3 and "with no two operations overlapping" in rec["detail"], rec["detail"]
+
+
+def test_threaded_runs_log_loads_from_the_threads_start_only(trees_built):
+    """CRASHCHECK_TRACE_LOADS=threads (harness/check/threads.py sched_env): the load phase before the
+    threads start logs no load (a replay of the capacity probe's 287 operations used to log half
+    a million, seconds per read trace), the threads' operations and the final dump do."""
+    from crashcheck.harness.check.pipeline import Checker
+    from crashcheck.harness.check.threads import make_threaded
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.target import structures
+    from crashcheck.specs.ordered_map import Op
+    k, v = (lambda i: i.to_bytes(8, "big")), (lambda i: i.to_bytes(8, "little"))
+    load = [Op("insert", k(i), v(i)) for i in range(1, 21)]
+    ops = make_threaded(load, [[Op("lookup", k(3))], [Op("update", k(4), v(44))]], "random:1")
+    with Checker(structures.get("heart"), None, Settings(model="eadr", seed=1)) as checker:
+        trace, lines = checker.trace(ops)
+    first = next(i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == len(load))
+    assert not any(ev.kind == "load" for ev in trace.events[:first])
+    assert any(ev.kind == "load" for ev in trace.events[first:])
+    assert any(x.startswith("!dump ") for x in lines)     # the final state, judged with the results

@@ -13,7 +13,7 @@ from cli_run import run_cli
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "trees"
 MT_BUGS = [(b["name"], b["class"]) for b in json.loads((ROOT / "trees/hart/bugs.json").read_text())
-           if b.get("threads", 1) > 1]
+           if b.get("threads", 1) > 1 and b["class"] != "persistency-race"]   # (found with a crash: below)
 HISTORY = "insert 1 10\ninsert 2 20\nthread 1\ninsert 3 30\nlookup 1\nthread 2\ninsert 3 31\ndelete 2\nthread 3\nlookup 3\n"
 
 
@@ -212,5 +212,5 @@ def test_list_shows_the_threads_a_bug_needs(trees_built):
     rows = json.loads(run_cli("list", "--json").stdout)
     hart = next(r for r in rows if r["name"] == "hart")
     assert {b["name"]: b["threads"] for b in hart["bugs"] if b["threads"] > 1} == {
-        "mt-insert-read-lock": 3, "mt-check-unlocked": 3, "mt-lock-order": 3}
+        "mt-insert-read-lock": 3, "mt-check-unlocked": 3, "mt-lock-order": 3, "bit-persist-unlocked": 3}
     assert all(b["threads"] == 1 for r in rows if r["name"] in ("wort", "woart", "artcow") for b in r["bugs"])

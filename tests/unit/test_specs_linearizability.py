@@ -284,3 +284,24 @@ def test_history_rules_and_events():
     seq = History.sequential(["a", "b"], ["x", "y"], inflight="c")
     assert [o.precedes(seq[2]) for o in seq] == [True, True, False]
     assert "(in flight)" in seq.text()
+
+
+def test_a_sequential_start_is_placed_once_and_kept_in_the_witness():
+    """A load phase (operations that each returned before the next was called) is linearized in
+    its one order once, outside the search: the witness and the verdicts are what the full search
+    gives, and a start whose output no state gives is still reported (issue 36: a threaded history
+    replaying 287 probe operations paid for them at every crash state)."""
+    from crashcheck.specs.history import History
+    from crashcheck.specs import linearizability as lin
+    from crashcheck.specs.ordered_map import MODEL as M
+    rows = [(0, M.parse_op(f"insert {k} {k}"), 2 * k, 2 * k + 1, "ok") for k in range(6)]
+    good = History.build(rows + [(1, M.parse_op("lookup 3"), 20, 23, "value 3"), (2, M.parse_op("delete 3"), 21, 22, "ok")])
+    r = lin.check(good, M)
+    assert r.ok and r.witness[:6] == (0, 1, 2, 3, 4, 5) and sorted(r.witness) == list(range(8))
+    assert r.witness[6:] == (6, 7)              # the lookup before the delete: the only order
+    bad = History.build(rows[:3] + [(0, M.parse_op("insert 1 9"), 6, 7, "ok")] + rows[4:])
+    r = lin.check(bad, M)
+    assert r.illegal and r.stuck == 3 and r.longest == (0, 1, 2)
+    durable = lin.check_durable(good, M, tuple(sorted((k.to_bytes(8, "big"), k.to_bytes(8, "little"))
+                                                      for k in range(6) if k != 3)))
+    assert durable.ok

@@ -174,3 +174,17 @@ def test_judge_final_dump_must_follow_a_linearization():
     lost, checked = threads.judge(RL, h, lines + ['!dump [["1", "1"], ["5", "5"]]', "!end 3"])
     assert checked and [f.cls for f in lost] == ["linearizability-violation"]
     assert "state after 2 threads ended" in lost[0].detail and "held {[1, 1], [5, 5]}" in lost[0].detail
+
+
+def test_judge_a_maps_final_dump_in_its_own_notation():
+    """A map's driver prints its final dump as `dump K V K V` (a structure with PM as well, since
+    issue 36): an update another thread's copy of its node undid, which no later lookup read,
+    shows there; the empty map's line is `dump` alone."""
+    h = threads.make_threaded([op("insert 1 10")], [[op("update 1 11")], [op("insert 2 20")]], "stale:1:8")
+    lines = ["!ready", "ok", "!call 1 1", "!call 2 2", "!ret 1 1 ok", "!ret 2 2 ok"]
+    ok, checked = threads.judge(MAP, h, lines + ["!dump 1 11 2 20", "!end 3"])
+    assert ok == [] and checked
+    lost, checked = threads.judge(MAP, h, lines + ["!dump 1 10 2 20", "!end 3"])
+    assert checked and [f.cls for f in lost] == ["linearizability-violation"]
+    assert "state after 2 threads ended" in lost[0].detail
+    assert MAP.parse_dump("") == () and threads.final_state(MAP, " 1 11") == MAP.parse_dump("1 11")

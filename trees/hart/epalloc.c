@@ -160,6 +160,33 @@ void ep_set_bit(struct hart *t, void *obj, int set)
 	pthread_mutex_unlock(&t->ep_lock);
 }
 
+#ifdef BUG_HART_BIT_PERSIST_UNLOCKED
+/* ep_set_bit_unpersisted -- BUG_HART_BIT_PERSIST_UNLOCKED: set OBJ's bit without persisting the
+ * header; ep_persist_bit persists it later */
+void ep_set_bit_unpersisted(struct hart *t, void *obj)
+{
+	unsigned s;
+	pthread_mutex_lock(&t->ep_lock);
+	struct ep_info *e = ep_find(t, obj, &s);
+	if (e) {
+		store8(&e->c->hdr, hdr_make(hdr_bitmap(load8(&e->c->hdr)) | UINT64_C(1) << s));
+		e->reserved &= ~(UINT64_C(1) << s);
+	}
+	pthread_mutex_unlock(&t->ep_lock);
+}
+
+/* ep_persist_bit -- flush and fence the header holding OBJ's bit */
+void ep_persist_bit(struct hart *t, void *obj)
+{
+	unsigned s;
+	pthread_mutex_lock(&t->ep_lock);
+	struct ep_info *e = ep_find(t, obj, &s);
+	pthread_mutex_unlock(&t->ep_lock);
+	if (e)
+		persistent(&e->c->hdr, 8);
+}
+#endif
+
 /*
  * ep_unreserve -- give back a slot EPMalloc handed out whose bit was never
  * set (an insert that ran out of space): a leaf's value is released first

@@ -256,7 +256,17 @@ int hart_insert(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 		st = CC_NOSPACE;
 		goto out;
 	}
-#ifndef BUG_HART_LEAF_BIT_EARLY
+#if defined(BUG_HART_BIT_PERSIST_UNLOCKED)
+	/* BUG_HART_BIT_PERSIST_UNLOCKED: line 18's bit is set, the ART's lock
+	 * released, and only then is the bit persisted: a lookup of the key in
+	 * between sees a valid leaf and returns its value, which a crash before
+	 * the flush takes back (needs two threads: alone, the insert is merely
+	 * in flight until the flush) */
+	ep_set_bit_unpersisted(t, l);
+	pthread_rwlock_unlock(&a->lock);
+	ep_persist_bit(t, l);
+	return st;
+#elif !defined(BUG_HART_LEAF_BIT_EARLY)
 	ep_set_bit(t, l, 1);                                            /* line 18 */
 #endif
 out:
@@ -310,6 +320,16 @@ int hart_update(struct hart *t, const uint8_t *key, size_t klen, const uint8_t *
 		st = CC_NOTFOUND;
 		goto out;
 	}
+#ifdef BUG_HART_UPDATE_IN_PLACE
+	/* BUG_HART_UPDATE_IN_PLACE: a value of the old one's length is copied
+	 * over it in place, with no log ("it fits"): a 16-byte value is two
+	 * 8-byte pieces that persist in any order, so a crash between them
+	 * leaves a value torn between the old and the new one */
+	if (pval_len(load8(&l->pval)) == vlen) {
+		write_value(pval_addr(load8(&l->pval)), val, vlen, 1);
+		goto out;
+	}
+#endif
 	struct hart_ulog *u = ulog_get(t);                              /* line 1 */
 	uint64_t oldpv = load8(&l->pval);
 #ifndef BUG_HART_ULOG_LATE

@@ -143,6 +143,10 @@ void *ep_malloc(struct hart *t, int chain);
 void ep_unreserve(struct hart *t, void *obj);
 void ep_set_bit(struct hart *t, void *obj, int set);
 int ep_bit(struct hart *t, const void *obj);
+#ifdef BUG_HART_BIT_PERSIST_UNLOCKED
+void ep_set_bit_unpersisted(struct hart *t, void *obj);
+void ep_persist_bit(struct hart *t, void *obj);
+#endif
 void ep_recycle(struct hart *t, struct ep_chunk *c);
 void ep_repair_leaf(struct hart *t, struct hart_leaf *l);
 int ep_chain_of(struct hart *t, const struct ep_chunk *c, struct ep_chunk **prev);

@@ -619,6 +619,19 @@ int heart_update(struct heart *h, const uint8_t *key, size_t klen, const uint8_t
 			sched_yield();
 			continue;
 		}
+#ifdef BUG_HEART_UPDATE_IN_PLACE
+		/* BUG_HEART_UPDATE_IN_PLACE: a value of the old one's length is
+		 * copied over it in place ("it fits") and drained by a full fence,
+		 * with no new leaf and no CAS: the copy of a 16-byte value is two
+		 * 8-byte pieces that persist in any order, so a crash inside it
+		 * leaves a value torn between the old and the new one */
+		if (((struct heart_leaf *)CTX_PTR(c))->vlen == vlen) {
+			memcpy(((struct heart_leaf *)CTX_PTR(c))->val, val, vlen);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			ret = CC_OK;
+			break;
+		}
+#endif
 		if (!nl && !(nl = leaf_new(key, klen, val, vlen))) {
 			ret = CC_NOSPACE;
 			break;

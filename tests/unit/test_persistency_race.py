@@ -1,0 +1,129 @@
+"""Persistency races in a hand-written threaded trace (harness/check/persistency_race.py): the exact
+pairs found (a load of another thread's store not yet durable, then the loading operation's return
+or a durable store of its own while the store is still pending), and the cases that must not count."""
+from __future__ import annotations
+
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check.persistency_race import find_pairs, losing_choice
+
+X, Y, Z = 0x100, 0x200, 0x300       # three words on three lines
+
+
+def _trace(tmp_path, build):
+    w = TraceWriter(pool_size=1 << 12)
+    sites = {name: w.site(f"{name}.c", 10 + i, name) for i, name in enumerate(
+        ("publish", "read", "own", "later", "other_read"))}
+    build(w, sites)
+    return read_trace(w.write(tmp_path / "t.trace")), sites
+
+
+def _pairs(trace, model="adr"):
+    return [(p.store_site, p.store_tid, p.load_site, p.load_tid, p.action) for p in
+            find_pairs(trace, ModelOptions(model=model))]
+
+
+def test_a_load_of_a_pending_store_then_a_return_is_a_pair(tmp_path):
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["publish"])          # not durable yet
+        w.op_begin(2, tid=2)
+        w.load(X, 8, tid=2, site=s["read"])
+        w.op_end(2, tid=2)                                         # returns what it read
+        w.persist(X, 8, tid=1)                                     # durable only now
+        w.op_end(1, tid=1)
+    trace, s = _trace(tmp_path, build)
+    assert _pairs(trace) == [(s["publish"], 1, s["read"], 2, "return")]
+    [pair] = find_pairs(trace)
+    # the earliest crash point after the return where the store is still pending: before the fence
+    cp = next(c for c in Simulator.from_trace(trace).crash_points() if c.index == pair.point)
+    assert cp.kind == "fence" and cp.event > pair.action_event
+    choice = losing_choice(cp, pair.store_event)
+    assert [p.seq for p in cp.lost(choice)] == [pair.store_event]
+
+
+def test_a_durable_store_of_the_loading_operation_is_a_pair(tmp_path):
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["publish"])
+        w.op_begin(2, tid=2)
+        w.load(X, 8, tid=2, site=s["read"])
+        w.store(Y, b"\x01" * 8, tid=2, site=s["own"])              # depends on what it read
+        w.persist(Y, 8, tid=2)                                     # durable while X is pending
+        w.store(Z, b"\x02" * 8, tid=2, site=s["later"])
+        w.fence(tid=2)
+        w.op_end(2, tid=2)
+        w.persist(X, 8, tid=1)
+        w.op_end(1, tid=1)
+    trace, s = _trace(tmp_path, build)
+    [pair] = find_pairs(trace)
+    assert (pair.store_site, pair.load_site, pair.action) == (s["publish"], s["read"], "durable store")
+    assert trace.events[pair.action_event].site == s["own"]
+
+
+def test_what_must_not_count(tmp_path):
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["publish"])
+        w.load(X, 8, tid=1, site=s["own"])                         # its own pending store
+        w.store(Y, b"\x08" * 8, tid=1, site=s["later"])
+        w.persist(Y, 8, tid=1)
+        w.op_begin(2, tid=2)
+        w.load(Y, 8, tid=2, site=s["read"])                        # another thread's, but durable
+        w.load(X, 8, tid=2, site=s["other_read"])                  # pending at the load...
+        w.persist(X, 8, tid=1)                                     # ...durable before thread 2 acts
+        w.op_end(2, tid=2)
+        w.op_end(1, tid=1)
+    trace, _ = _trace(tmp_path, build)
+    assert _pairs(trace) == []
+
+
+def test_one_pair_per_pair_of_sites_and_none_under_eadr(tmp_path):
+    def build(w, s):
+        for k in range(2):
+            w.op_begin(2 * k + 1, tid=1)
+            w.store(X, bytes([k + 1]) * 8, tid=1, site=s["publish"])
+            w.op_begin(2 * k + 2, tid=2)
+            w.load(X, 8, tid=2, site=s["read"])
+            w.op_end(2 * k + 2, tid=2)
+            w.persist(X, 8, tid=1)
+            w.op_end(2 * k + 1, tid=1)
+    trace, s = _trace(tmp_path, build)
+    assert _pairs(trace) == [(s["publish"], 1, s["read"], 2, "return")]
+    # under eADR a store another thread can read has left its store buffer: it is durable
+    assert _pairs(trace, "eadr") == []
+
+
+def test_a_load_of_a_word_overwritten_by_its_own_thread_is_not_a_pair(tmp_path):
+    """The latest store of the word is what counts: thread 2 overwrote thread 1's pending store."""
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["publish"])
+        w.op_begin(2, tid=2)
+        w.store(X, b"\x09" * 8, tid=2, site=s["own"])
+        w.load(X, 8, tid=2, site=s["read"])
+        w.op_end(2, tid=2)
+        w.persist(X, 8, tid=1)
+        w.op_end(1, tid=1)
+    trace, _ = _trace(tmp_path, build)
+    assert _pairs(trace) == []
+
+
+def test_a_confirmed_race_names_the_bug_it_merges_with():
+    """A persistency race and the lost write its crash shows are one bug (they share the lost
+    store); the race names it, since it also says which load of which thread made it."""
+    from crashcheck.harness.check.ranking import rank, tier
+    assert tier("persistency-race") < tier("lost-durable-write") == tier("invariant-violation")
+    assert rank("persistency-race") < rank("invariant-violation")
+
+
+def test_a_thread_safe_adapter_is_built_with_loads(tmp_path):
+    """`crashcheck build` compiles the traced code of an adapter that sets `.threads` with loads
+    (as trees/build.mk does for the built-in trees), and only that one."""
+    from crashcheck.harness.target.build_compile import declares_threads
+    for text, want in (("\t.threads = 1,      /* safe */\n", True), ("\t.threads = 0,\n", False),
+                       ("/* .threads = 1 would say so */\n", False), ("\t.name = \"x\",\n", False)):
+        (tmp_path / "a.c").write_text("const struct cc_adapter cc_adapter = {\n" + text + "};\n")
+        assert declares_threads(tmp_path / "a.c") is want, text
