@@ -16,7 +16,7 @@ from crashcheck.harness.run.config import Config
 from crashcheck.harness.target.structures import Structure
 from crashcheck.specs import registry
 # The ordered map's option choices, which the CLI and the pytest gate validate their options by.
-from crashcheck.specs.map_histories import KEY_DISTRIBUTIONS, MIXES
+from crashcheck.specs.map_histories import KEY_DISTRIBUTIONS, MIXES, respect
 from crashcheck.specs.model import Model, Workload, with_load
 
 
@@ -125,7 +125,14 @@ def for_target(structure: Structure, config: Config, model: Model | None = None,
         # a model whose threads follow a protocol (the range lock) draws its own sections
         own = model.thread_histories
         sections = own(config.threads, max_ops=config.max_ops) if own else None
-        strategy = threaded_histories(strategy, config.threads, config.sched, sections, model.contend)
+        contend = model.contend
+        if contend is not None and (structure.reserved_keys or structure.distinct_values):
+            # contention re-aims operations after the history respected the declaration: again
+            reserved, distinct = frozenset(structure.reserved_keys), structure.distinct_values
+
+            def contend(draw, ops, start, aim=model.contend):
+                return respect(aim(draw, ops, start), reserved, distinct)
+        strategy = threaded_histories(strategy, config.threads, config.sched, sections, contend)
     return strategy
 
 

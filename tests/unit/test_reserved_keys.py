@@ -47,3 +47,23 @@ def test_the_declaration_is_read_from_expect_json(tmp_path, monkeypatch):
     (folder / "expect.json").write_text(json.dumps({"reserved_keys": ["zero"]}))
     with pytest.raises(UsageError, match=r"expect.json: reserved_keys\[0\]: 'zero' is not a key"):
         structures._catalog(folder)
+
+
+def test_threaded_histories_respect_the_declaration_too():
+    # Contention re-aims the threads' operations at hot keys and inserts at their fresh
+    # neighbours, after the history respected the declaration: a neighbour could be a reserved key
+    # (pairkv's 0 next to a hot 1 answered `exists` and was reported as a wrong value).
+    import dataclasses
+    from hypothesis import find
+    from hypothesis.errors import NoSuchExample
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.strategies import for_target
+    reserved = tuple(k.to_bytes(8, "big") for k in range(0, 64, 2))     # every even key below 64
+    wort = dataclasses.replace(structures.get("wort"), reserved_keys=reserved, distinct_values=False)
+    strategy = for_target(wort, Config(threads=3, keys="dense"))
+
+    def uses_reserved(ops) -> bool:      # (a Threaded history is every thread's operations, flattened)
+        return any(op.key in reserved for op in ops if op.kind != "scan")
+    with pytest.raises(NoSuchExample):
+        find(strategy, uses_reserved, settings=settings(max_examples=300, database=None,
+                                                         suppress_health_check=list(HealthCheck)))
