@@ -37,13 +37,6 @@ SCHED_KINDS = ("mixed", "random", "pct", "stale")
 MIXED = ("random", "pct", "stale")      # shrinking goes toward the first
 # stale: a thread is parked after about one in PERIOD accesses to a word another thread wrote
 STALE_PERIODS = (8, 4, 16)
-# pct: the depth (change points + 1), drawn per history. Depth 2 demotes one thread once and keeps it
-# stopped while the others run to their end: a lookup of Heart's free-no-epoch held between reading
-# its leaf and copying the value while an update frees the leaf and an insert refills it; depth 3's
-# second change point often demotes the thread that was to refill it. On 60 histories that have the
-# shape (a lookup, an update of its key in a second thread, an allocation after it), 11 of 120
-# depth-2 schedules showed the bug against 1 of 60 depth-3 ones (bench/README.md, issue 36 part 3).
-PCT_DEPTHS = (2, 3)
 # the linearizability search's budget for one history: past it the history is "not checked"
 LIN_STEPS = 200_000
 LIN_TIMEOUT_S = 10.0
@@ -54,7 +47,7 @@ class Threaded(Workload):
     """A history of several threads, flattened in the driver's order: the load phase (thread 0),
     then thread 1's operations, thread 2's, ... `thread_of[i]` is operation i's thread; `nthreads`
     the number of sections (some may be empty); `sched` the scheduler setting
-    (`random:SEED`, `pct:SEED:DEPTH:STEPS` or `stale:SEED:PERIOD`); `schedule` a schedule file's text to replay instead."""
+    (`random:SEED` or `pct:SEED:DEPTH`); `schedule` a schedule file's text to replay instead."""
     thread_of: tuple[int, ...] = ()
     nthreads: int = 0
     sched: str = "random:0"
@@ -134,7 +127,7 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None, 
         if kind == "random":
             setting = f"random:{seed}"
         elif kind == "pct":
-            setting = f"pct:{seed}:{draw(st.sampled_from(PCT_DEPTHS))}:{max(100, 50 * n)}"
+            setting = f"pct:{seed}:3:{max(100, 50 * n)}"
         else:
             setting = f"stale:{seed}:{draw(st.sampled_from(STALE_PERIODS))}"
         return make_threaded(load, secs, setting)

@@ -84,19 +84,3 @@ def test_threaded_histories_deal_contended_operations():
     draw()
     assert calls and all(0 <= start <= n for n, start in calls)
     assert 5 <= len(dealt) < 40
-
-
-def test_pct_schedules_draw_depth_2_and_3():
-    """PCT of depth 2 (one thread demoted once, held while the others run to their end: a reader of
-    a leaf another thread frees and refills) as well as depth 3 (harness/check/threads.py PCT_DEPTHS)."""
-    base = histories(max_ops=6)
-    depths: set[str] = set()
-
-    @settings(max_examples=60, derandomize=True, database=None, deadline=None)
-    @given(threaded_histories(base, 3, "pct"))
-    def draw(w):
-        kind, _seed, depth, _steps = w.sched.split(":")
-        assert kind == "pct"
-        depths.add(depth)
-    draw()
-    assert depths == {"2", "3"}
