@@ -23,7 +23,8 @@ EXACT_LIMIT = 2 ** 53
 
 def _count(outcome: str | None):
     """A Stats field that adds up over histories (OUTCOME: the HistoryOutcome attribute each history
-    adds; None: each history adds one), and over the shares of a target and over targets."""
+    adds; None: each history adds one; "": the search counts it itself, no outcome adds to it), and
+    over the shares of a target and over targets."""
     return field(default=0, metadata={"count": True, "outcome": outcome})
 
 
@@ -40,6 +41,9 @@ class Stats:
     executions: int = _count("executions")          # checker executions (lazy: one per class of states)
     hung_short: int = _count("hung_short")          # checks judged hung under the shorter limit (check/hangs.py)
     not_checked: int = _count("not_checked")        # threaded: linearizability search out of budget
+    # histories drawn again after a clean check of the same one (same schedule) in this share:
+    # answered from that check, not run again (harness/run/search.py `clean`); part of `histories`
+    repeated: int = _count("")
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
     perf: PerfTally | None = None    # `fuzz --perf`: useless persistence over the histories (not a count)
@@ -56,7 +60,8 @@ class Stats:
         for f in fields(self):
             if f.metadata.get("count"):
                 source = f.metadata["outcome"]
-                setattr(self, f.name, getattr(self, f.name) + (1 if source is None else getattr(outcome, source)))
+                if source != "":
+                    setattr(self, f.name, getattr(self, f.name) + (1 if source is None else getattr(outcome, source)))
         if getattr(outcome, "perf", None) is not None:
             self.perf = PerfTally().add(self.perf).add(outcome.perf)
 

@@ -38,6 +38,7 @@ Design notes
 """
 from __future__ import annotations
 
+import hashlib
 import time
 import traceback
 from dataclasses import replace
@@ -115,6 +116,13 @@ class Search(DeterminismProbes):
         # Shrinking a failure of the crash-free run needs only crash-free runs (CRASH_FREE_TRY).
         self.crash_free = False
         self.decided: dict[str, _Decision] = {}   # history -> its first check and decision
+        # Digests of the histories (with their schedules) checked clean, crash states and all, in
+        # any batch of this share: drawn again, each is answered from that check. Hypothesis starts
+        # every batch with its simplest example, the same history in every batch (a structure's
+        # capacity history when the probe saw points: Heart's, a 287-operation load and a delete,
+        # took 4 s of crash states, so threaded runs spent most of their time on it, 14 times over).
+        # A clean answer is what checking it again would give, so no batch shrinks anything else.
+        self.clean: set[bytes] = set()
         self.probed = False                # it has run one history's crash-free run twice
         # batch -> (the classes it shrank, how its shrinking ended: SHRUNK / CUT)
         self.batch_shrink: dict[int, tuple[frozenset, str]] = {}
@@ -215,6 +223,11 @@ class Search(DeterminismProbes):
             if first.raised is not None:
                 raise_found(first.raised, first.detail)
             return
+        digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
+        if digest in self.clean:
+            self.stats.histories += 1
+            self.stats.repeated += 1
+            return
         if self.shrink_left is not None:
             if self.shrink_left <= 0:
                 raise ShrinkSpent()
@@ -257,6 +270,9 @@ class Search(DeterminismProbes):
         if outcome.pending_hint and not any(w.startswith(PENDING) for w in self.warnings):
             # once per target: why a history's crash states explode (harness/check/pending.py)
             self.warnings.append(PENDING + outcome.pending_hint)
+        if (crashes and not outcome.findings and not outcome.partial and not outcome.not_checked
+                and outcome.trace is not None):
+            self.clean.add(digest)
         decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
                              {f.group for f in outcome.findings}, outcome.partial)
         self.decided[key] = decision
