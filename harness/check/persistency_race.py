@@ -30,6 +30,7 @@ from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.core.paths import display
 
 CLASS = "persistency-race"
+UNCONFIRMED = "unconfirmed persistency race"   # how the warning of a pair its crash did not confirm starts
 # pairs confirmed per history at most (each is one recovery)
 MAX_CONFIRM = 4
 
@@ -178,7 +179,7 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
             findings.append(Finding(CLASS, detail, (CLASS, f"{store} -> {load}"), point=cp, choice=choice,
                                     verdict=v, result=res))
         elif v.checked:
-            warnings.append(f"unconfirmed persistency race: store at {store} (thread {pair.store_tid}) read "
+            warnings.append(f"{UNCONFIRMED}: store at {store} (thread {pair.store_tid}) read "
                             f"at {load} (thread {pair.load_tid}) before it was durable; the crash that "
                             f"loses it (crash point {cp.index}) recovers to a state durable "
                             "linearizability allows")
@@ -208,4 +209,4 @@ def losing_choice(cp: CrashPoint, store_event: int) -> tuple[int, ...] | None:
     return tuple(choice) if hit else None
 
 
-__all__ = ["CLASS", "MAX_CONFIRM", "Pair", "confirm", "find_pairs", "losing_choice", "site_text"]
+__all__ = ["CLASS", "MAX_CONFIRM", "UNCONFIRMED", "Pair", "confirm", "find_pairs", "losing_choice", "site_text"]

@@ -57,6 +57,16 @@ from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trac
 from crashcheck.specs.model import prefix_states
 
 
+def first_op_event(ops, trace: Trace) -> int:
+    """The trace event where OPS's checked part begins (the op_begin of its first operation after
+    the load phase; the trace's end if it never began). Crash points before it fall in pool
+    formatting and the structure's create, which are set-up, not part of the history; so does a
+    history's load phase (crashcheck.specs.model.Workload.load)."""
+    load = getattr(ops, "load", 0)
+    return next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
+                len(trace.events))
+
+
 class Checker:
     """Checks histories for one structure (or seeded-bug variant) with one runner process."""
 
@@ -199,10 +209,7 @@ class Checker:
     def _persistency_races(self, outcome: HistoryOutcome, lines: list[str]) -> tuple[list[Finding], list[str]]:
         """The confirmed persistency races of OUTCOME's threaded trace, and warnings for the others."""
         ops, trace = outcome.ops, outcome.trace
-        load = getattr(ops, "load", 0)
-        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
-                        len(trace.events))
-        pairs = persistency_race.find_pairs(trace, self.settings.options(), first_op)
+        pairs = persistency_race.find_pairs(trace, self.settings.options(), first_op_event(ops, trace))
         if not pairs:
             return [], []
         return persistency_race.confirm(self.session, trace, self.oracle(ops, trace, lines, outcome.followup), pairs)
@@ -220,12 +227,7 @@ class Checker:
         # images only.
         candidates: list[tuple[int, tuple[int, ...]]] = []
         seen_images: set[int] = set()
-        # Crash points before the first operation fall in pool formatting and the structure's
-        # create, which are set-up, not part of the history; so does a history's load phase
-        # (crashcheck.specs.model.Workload.load).
-        load = getattr(ops, "load", 0)
-        first_op = next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
-                        len(trace.events))
+        first_op = first_op_event(ops, trace)
         s = self.settings
         limit = hang_limit(s)
         hangs = HangTally()

@@ -69,17 +69,22 @@ def tear(session, trace: Trace, oracle, f: Finding) -> bool:
     grouped by the store's site."""
     at = f.point
     check = crash_states.state_checker(session, trace, at.index, oracle.follow_text(at))
-
-    def passes(res) -> bool:
-        v = oracle.verdict(at, res)
-        return v.ok and v.checked
-    t = torn_of(trace, at, tuple(f.choice), check, passes, f.cls, session.settings.options().atomic_unit)
+    t = torn_of(trace, at, tuple(f.choice), check, passes_at(oracle, at), f.cls,
+                session.settings.options().atomic_unit)
     if t is None:
         return False
     f.torn, f.cls = t, CLASS
     f.detail = f"{t.describe(trace)}: {f.verdict.detail}"
     f.group = finding_group(trace, f)
     return True
+
+
+def passes_at(oracle, cp: CrashPoint):
+    """The PASSES of `torn_of` for states at CP: ORACLE judged the result and accepts it."""
+    def passes(res) -> bool:
+        v = oracle.verdict(cp, res)
+        return v.ok and v.checked
+    return passes
 
 
 def add_recovery_reads(session, trace: Trace, f: Finding) -> None:
@@ -199,4 +204,4 @@ def _image_offset(lay, addr: int) -> int | None:
 
 
 __all__ = ["CLASS", "MAX_FINDINGS", "MAX_STORES", "Torn", "add_recovery_reads", "may_tear", "partial_stores",
-           "recovery_reads", "tear", "thread_reads", "torn_of", "variants"]
+           "passes_at", "recovery_reads", "tear", "thread_reads", "torn_of", "variants"]

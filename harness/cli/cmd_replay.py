@@ -198,7 +198,7 @@ def _replay(path: str, rec: dict) -> int:
             # (harness/check/torn_store.py), whatever the recovered state shows
             torn = torn_store.torn_of(
                 trace, cp, choice, lambda cs: checker.recheck(trace, cp.index, cs, history_text(model, follow)),
-                lambda r: oracle.verdict(cp, r).ok and oracle.verdict(cp, r).checked, "",
+                torn_store.passes_at(oracle, cp), "",
                 checker.settings.options().atomic_unit)
     # a crash inside recovery is judged at the original crash; a threaded history by durable
     # linearizability of the History up to the crash (harness/check/crash_oracle.py)

@@ -49,6 +49,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hse
 
 from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.check import capacity, determinism
+from crashcheck.harness.check.persistency_race import UNCONFIRMED
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.pipeline import Checker
 from crashcheck.harness.check.session import history_text
@@ -66,7 +67,6 @@ from crashcheck.harness.target import structures
 from crashcheck.harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
-RACE = "unconfirmed persistency race"   # harness/check/persistency_race.py's warning
 MAX_RACE_WARNINGS = 10
 # How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
 SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
@@ -265,7 +265,7 @@ class Search(DeterminismProbes):
                                       time.monotonic() - self.t0))
         for w in outcome.warnings:
             # an unconfirmed persistency race (harness/check/persistency_race.py): once each
-            if w not in self.warnings and sum(x.startswith(RACE) for x in self.warnings) < MAX_RACE_WARNINGS:
+            if w not in self.warnings and sum(x.startswith(UNCONFIRMED) for x in self.warnings) < MAX_RACE_WARNINGS:
                 self.warnings.append(w)
         if outcome.pending_hint and not any(w.startswith(PENDING) for w in self.warnings):
             # once per target: why a history's crash states explode (harness/check/pending.py)
