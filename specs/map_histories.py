@@ -274,7 +274,54 @@ def contend(draw, ops: list[Op], start: int) -> list[Op]:
             aim = fresh if op.kind == "insert" and fresh else hot
             op = replace(op, key=draw(st.sampled_from(aim)))
         out.append(op)
+    if draw(st.booleans()):
+        meet(draw, out, start, hot[0], fresh)
     return with_load(out, getattr(ops, "load", 0))
+
+
+def meet(draw, ops: list[Op], start: int, key: bytes, fresh: list[bytes]) -> None:
+    """Turn up to three operations of OPS from START (drawn places, in order) into a reader and
+    writers meeting on one key, in one of three shapes (drawn, shrinking toward the first):
+
+    - a lookup of hot KEY, an update or delete of it, then an allocation (an insert of a fresh
+      neighbour, else an update): dealt to threads, the lookup may hold KEY's leaf while another
+      thread replaces or frees it and the memory is reused (a leaf freed without waiting for its
+      readers: Heart's free-no-epoch);
+    - an insert of a fresh key, then a lookup or a second insert of it: another thread sees the
+      key, or answers `exists`, before the insert made it durable (a persistency race);
+    - a delete of KEY, then a lookup or an insert of it: the same on the delete side.
+
+    Kinds drawn from a mix rarely line up so (an insert-heavy mix has few lookups, a delete-heavy
+    one few allocations: 1 of 127 drawn Heart histories had a lookup read a leaf an update then
+    freed). Only kinds the history already has are used (a structure without update never sees
+    one), and only values it already has."""
+    have = {op.kind for op in ops}
+    value = next((op.value for op in ops if op.value), None)
+    if len(ops) - start < 2 or value is None:
+        return
+    other = draw(st.sampled_from(fresh)) if fresh else None
+    shapes = []
+    writers = [k for k in ("update", "delete") if k in have]
+    if "lookup" in have and writers:
+        shape = [Op("lookup", key), Op(draw(st.sampled_from(writers)), key, value)]
+        if "insert" in have and other is not None:
+            shape.append(Op("insert", other, value))
+        elif "update" in have:
+            shape.append(Op("update", key, value))
+        shapes.append(shape)
+    readers = [k for k in ("lookup", "insert") if k in have]
+    if "insert" in have and other is not None:
+        shapes.append([Op("insert", other, value), Op(draw(st.sampled_from(readers)), other, value)])
+    if "delete" in have and readers:
+        shapes.append([Op("delete", key), Op(draw(st.sampled_from(readers)), key, value)])
+    if not shapes:
+        return
+    shape = draw(st.sampled_from(shapes))
+    shape = [op if op.kind in ("insert", "update") else Op(op.kind, op.key) for op in shape]
+    n = min(len(shape), len(ops) - start)
+    where = sorted(draw(st.lists(st.integers(start, len(ops) - 1), min_size=n, max_size=n, unique=True)))
+    for i, op in zip(where, shape):
+        ops[i] = op
 
 
 def _kinds(mix: str, have: set[str]) -> list[str]:

@@ -136,6 +136,7 @@ class HistoryOutcome:
     not_checked: bool = False    # threaded: the linearizability search ran out of budget (never a pass)
     pending_hint: str = ""       # a crash point's legal states exploded: where its pending lines are (pending.py)
     hung_short: int = 0          # checks judged hung under the shorter limit (harness/check/hangs.py)
+    aimed_runs: int = 0          # threaded: crash-free runs under aimed schedules (harness/check/aims.py)
     schedule: str | None = None  # threaded: the schedule file the run took (its text)
     lines: list[str] = field(default_factory=list)  # threaded: the driver's result lines
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it

@@ -31,7 +31,7 @@ from crashcheck.crashsim.explore import explore
 from crashcheck.crashsim.runner_client import CheckResult, Stopped
 from crashcheck.crashsim.simulate import CrashPoint
 from crashcheck.crashsim.trace import Trace
-from crashcheck.harness.check import crash_states, persistency_race, torn_store
+from crashcheck.harness.check import aims, crash_states, persistency_race, torn_store
 from crashcheck.harness.check import threads
 from crashcheck.harness.core.budget import Budget, OutOfTime
 from crashcheck.harness.check.ranking import fold_state
@@ -81,6 +81,8 @@ class Checker:
         self.workdir = self.session.workdir
         self.driver = self.session.driver
         self._hung: dict[tuple[str, ...], Finding] = {}    # operations up to one that hung
+        self._aimer = aims.Aimer()      # aimed runs after clean threaded ones (harness/check/aims.py)
+        self.aim_refused = ""           # why aimed runs are off (a driver built before they existed)
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
         self.value_min = structure.value_min
@@ -176,6 +178,14 @@ class Checker:
             outcome.lines, outcome.run_trace = lines, trace      # for the record's lanes
             outcome.findings, checked = threads.judge(self.model, ops, lines)
             outcome.not_checked = not checked
+            if not outcome.findings and checked and not self.aim_refused and aims.worth_aiming(ops, trace):
+                # the run is clean: hold a thread where it met another on a word (aims.py)
+                failed, outcome.aimed_runs, self.aim_refused = aims.first_failing(
+                    lambda o: self.check(o, crashes=False, deadline=deadline), ops,
+                    self._aimer.specs(ops, trace, first_op_event(ops, trace)), self.structure.name)
+                if failed is not None:
+                    failed.elapsed, failed.aimed_runs = time.monotonic() - t0, outcome.aimed_runs
+                    return failed
             crashes = crashes and checked and self.structure.has_pm
         else:
             if self.settings.perf:
@@ -193,6 +203,8 @@ class Checker:
             outcome.findings, outcome.warnings = self._persistency_races(outcome, lines)
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
+        if self.aim_refused and threaded:
+            outcome.warnings.append(self.aim_refused)
         outcome.elapsed = time.monotonic() - t0
         return outcome
 

@@ -53,6 +53,9 @@ def print_summary(console: Console, res: dict) -> None:
             console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
                           f"linearizability, deadlock, livelock and invariants checked; {crash}",
                           highlight=False)
+            if st.get("aimed_runs"):
+                console.print(f"  aimed runs: {st['aimed_runs']} crash-free runs holding a thread right before a load "
+                              "of a word another thread stored (docs/scheduler.md)", highlight=False)
         if st.get("not_checked"):
             console.print(f"  not checked: {st['not_checked']} histories whose linearizability search ran "
                           "out of budget (neither pass nor failure)", highlight=False)

@@ -44,6 +44,8 @@ class Stats:
     # histories drawn again after a clean check of the same one (same schedule) in this share:
     # answered from that check, not run again (harness/run/search.py `clean`); part of `histories`
     repeated: int = _count("")
+    # threaded: crash-free runs under aimed schedules after a clean run (harness/check/aims.py)
+    aimed_runs: int = _count("aimed_runs")
     threads: int = 1                 # threads per history
     elapsed_s: float = 0.0
     perf: PerfTally | None = None    # `fuzz --perf`: useless persistence over the histories (not a count)

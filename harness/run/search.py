@@ -246,7 +246,8 @@ class Search(DeterminismProbes):
             if (not self.probed and crashes and len(ops) >= 2 and outcome.trace is not None
                     and not outcome.partial):
                 self.probed = True
-                self._probe(ops, outcome)
+                # (the history as checked: an aimed run's outcome carries its aimed schedule)
+                self._probe(outcome.ops, outcome)
         except UsageError as exc:
             raise Abort(exc) from None
         unexpected = []

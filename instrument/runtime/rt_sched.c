@@ -349,15 +349,19 @@ static void reschedule(struct sthread *cur, int spin)
 
 /*
  * point_ex -- a scheduling point of the calling thread.  SPIN: it made no
- * progress; KEEP: progress that does not forget the thread's atomic-load
- * pairs (a load of a new value) (internal)
+ * progress (-1: neither progress nor spin, a traced load, which a spinning
+ * thread may repeat as often as its unchanged atomic loads); KEEP: progress
+ * that does not forget the thread's atomic-load pairs (a load of a new
+ * value) (internal)
  */
 static void point_ex(int spin, int keep)
 {
 	struct sthread *t = modelled();
 	if (!t || !__cc_sched_on)
 		return;
-	if (spin) {
+	if (spin < 0) {
+		spin = 0;
+	} else if (spin) {
 		if (++ccs_spin_run > ccs_spin_limit)
 			finding("livelock", CRASHCHECK_EXIT_LIVELOCK,
 				"%llu spin steps in a row (failed CAS, unchanged atomic loads, yields) "
@@ -408,17 +412,24 @@ void cc_sched_point(uint32_t site)
  * written again (a reader holding a leaf that is freed, reallocated and refilled) */
 void cc_sched_access(uint32_t site, uintptr_t addr, uint64_t size, int write)
 {
-	/* a load is a point under stale only: the random walk and PCT keep the steps they were tuned
-	 * on (PCT draws its change points from about 50 steps an operation, which loads would
-	 * spread over a run several times longer) */
-	if (!write && ccs_strat != S_STALE)
+	/* a load is a point under stale and aim only (and their replays): the random walk and PCT
+	 * keep the steps they were tuned on (PCT draws its change points from about 50 steps an
+	 * operation, which loads would spread over a run several times longer) */
+	if (!write && !ccs_load_points)
 		return;
 	struct sthread *t = modelled_at(site, "pm_access");
 	if (!t)
 		return;
 	if (ccs_strat == S_STALE && (!write || cc_in_pm(addr, size)))
 		ccs_stale_pm(t, addr, size, write);
-	ccs_point(0);
+	if (ccs_aim_nth)
+		ccs_aim_access(t, site, addr);
+	/* a load is no progress: a wait loop re-reading a node would otherwise reset the spin count
+	 * at every read, and a thread spinning on a parked one's work never gets it woken */
+	if (write)
+		ccs_point(0);
+	else
+		point_ex(-1, 1);
 }
 
 /* cc_sched_op -- operation INDEX begins (BEGIN) or ends (rt_api.c), called at SITE */

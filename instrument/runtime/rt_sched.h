@@ -47,6 +47,7 @@ struct sthread {
 	int park_writes;         /* writes by other threads to it still awaited */
 	int park_ops;            /* operations other threads must still end (0: no bound) */
 	uint64_t park_seq;       /* order of parking: the earliest parked is woken first */
+	uint64_t park_until;     /* aim: the step its parking ends at the latest (0: no bound) */
 	uint32_t at_site;        /* where it reached its current scheduling point: a site id, */
 	const char *at_what;     /* or CC_NO_SITE and the interposed call's name (switch marks) */
 	pthread_t pt;
@@ -125,6 +126,14 @@ extern int ccs_pct_depth;
 extern uint64_t *ccs_pct_changes;  /* pct_depth - 1 change points, sorted */
 extern uint64_t ccs_stale_period;  /* stale: park after about one access in this many */
 extern int64_t ccs_stale_top;      /* next priority of a woken thread: above all others */
+/* aim: park thread AIM_TID at its AIM_NTH traced access at site AIM_SITE until the others have
+ * ended AIM_OPS operations (aim_nth 0: no aim) */
+extern int ccs_aim_tid;
+extern uint32_t ccs_aim_site;
+extern uint64_t ccs_aim_nth;
+extern int ccs_aim_ops;
+/* traced PM loads are scheduling points (stale, aim, and a replay of either) */
+extern int ccs_load_points;
 struct entry { uint64_t step; int tid; };
 extern struct entry *ccs_replay;
 extern size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
@@ -134,6 +143,7 @@ uint64_t ccs_below(uint64_t n);
 struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, int spin, struct sthread *def);
 void ccs_stale_access(struct sthread *t, const void *addr, int kind);
 void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write);
+void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr);
 void ccs_stale_op_end(struct sthread *t);
 
 /* ---- rt_sched_spec.c ---- */

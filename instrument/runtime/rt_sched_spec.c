@@ -1,6 +1,7 @@
 /*
  * rt_sched_spec.c -- the schedule spec: $CRASHCHECK_SCHED (random:SEED,
- * pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD or replay:FILE, with a replay's
+ * pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD, aim:SEED:THREAD:SITE:NTH:OPS or
+ * replay:FILE, with a replay's
  * schedule file), the limits of CRASHCHECK_SCHED_SPIN_LIMIT, _OP_STEPS,
  * _FAIR, _HANG_MS and _MAX_STEPS, and the schedule file a run writes
  * (CRASHCHECK_SCHED_OUT); docs/scheduler.md.  Read once, at start-up
@@ -31,7 +32,7 @@ static void bad_spec(const char *why) __attribute__((noreturn));
 static void bad_spec(const char *why)
 {
 	fprintf(stderr, "crashcheck: CRASHCHECK_SCHED=%s: %s (expected random:SEED, "
-		"pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD or replay:FILE)\n", strat_text, why);
+		"pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD, aim:SEED:THREAD:SITE:NTH:OPS or replay:FILE)\n", strat_text, why);
 	exit(2);
 }
 
@@ -62,6 +63,12 @@ static void load_replay(const char *path)
 		/* the default rule depends on FAIR: a recorded run's value wins over the environment */
 		if (sscanf(line, "# fair %llu", &step) == 1)
 			replay_fair = step;
+		/* steps are numbered as in the recorded run: with its loads as points or without
+		 * (files written before the line existed name the strategy, stale's had them) */
+		if (sscanf(line, "# load-points %llu", &step) == 1)
+			ccs_load_points = step != 0;
+		if (strncmp(line, "# strategy stale:", 17) == 0 || strncmp(line, "# strategy aim:", 15) == 0)
+			ccs_load_points = 1;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%llu %d", &step, &tid) != 2 || step <= last) {
@@ -116,12 +123,34 @@ void ccs_read_spec(const char *spec)
 			bad_spec("PERIOD must be a positive number");
 		ccs_pct_depth = 1;   /* thread priorities as PCT's, above 1 */
 		ccs_stale_top = INT64_MAX / 2;
+	} else if (strncmp(spec, "aim:", 4) == 0) {
+		/* aim:SEED:TID:SITE:NTH:OPS -- stale's priorities, no random parking, one aimed park */
+		ccs_strat = S_STALE;
+		char *end = parse_seed(spec + 4, ':');
+		unsigned long long f[4];
+		for (int i = 0; i < 4; i++) {
+			char *p = end + 1;
+			f[i] = strtoull(p, &end, 0);
+			if (end == p || *end != (i < 3 ? ':' : '\0'))
+				bad_spec("aim takes SEED:THREAD:SITE:NTH:OPS, all numbers");
+		}
+		if (f[0] < 1 || f[0] > MAX_THREADS || f[1] > UINT32_MAX || f[2] < 1 || f[3] < 1 || f[3] > 1000)
+			bad_spec("aim's THREAD, NTH and OPS must be positive (OPS at most 1000)");
+		ccs_aim_tid = (int)f[0];
+		ccs_aim_site = (uint32_t)f[1];
+		ccs_aim_nth = f[2];
+		ccs_aim_ops = (int)f[3];
+		ccs_stale_period = 0;
+		ccs_pct_depth = 1;
+		ccs_stale_top = INT64_MAX / 2;
 	} else if (strncmp(spec, "replay:", 7) == 0) {
 		ccs_strat = S_REPLAY;
 		load_replay(spec + 7);
 	} else {
 		bad_spec("unknown strategy");
 	}
+	if (ccs_strat == S_STALE)
+		ccs_load_points = 1;
 	ccs_spin_limit = env_u64("CRASHCHECK_SCHED_SPIN_LIMIT", ccs_spin_limit);
 	ccs_op_limit = env_u64("CRASHCHECK_SCHED_OP_STEPS", ccs_op_limit);
 	ccs_fair_limit = env_u64("CRASHCHECK_SCHED_FAIR", ccs_fair_limit);
@@ -143,7 +172,7 @@ void ccs_read_spec(const char *spec)
 			fprintf(stderr, "crashcheck: cannot create schedule file %s: %s\n", out, strerror(errno));
 			exit(2);
 		}
-		ccs_out_line("# crashcheck-schedule 1\n# strategy %s\n# fair %llu\n", strat_text,
-			 (unsigned long long)ccs_fair_limit);
+		ccs_out_line("# crashcheck-schedule 1\n# strategy %s\n# fair %llu\n# load-points %d\n",
+			 strat_text, (unsigned long long)ccs_fair_limit, ccs_load_points);
 	}
 }

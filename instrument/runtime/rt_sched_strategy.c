@@ -2,8 +2,9 @@
  * rt_sched_strategy.c -- the deterministic scheduler's strategies: at a
  * scheduling point, which runnable thread runs next.  Random walk, PCT
  * (priorities with d - 1 change points), stale (park a thread after an
- * atomic access until others write the word or end operations), and
- * replay of a schedule file; each is seeded by the run's SEED, so the same
+ * atomic access until others write the word or end operations), aim (stale's
+ * priorities without random parking, one thread parked at one given access
+ * until others end operations), and replay of a schedule file; each is seeded by the run's SEED, so the same
  * spec gives the same choices.  The default rule the schedule file is
  * relative to is the core's (rt_sched.c); the spec is read by
  * rt_sched_spec.c.
@@ -22,6 +23,13 @@ uint64_t ccs_stale_period;  /* stale: park after about one access in this many *
 int64_t ccs_stale_top;      /* next priority of a woken thread: above all others */
 static uint64_t stale_seq;
 #define STALE_SPINS 64         /* spin steps in a row that wake a parked thread */
+#define AIM_PARK_STEPS 50000   /* aim: steps of the others that end its park at the latest */
+int ccs_aim_tid;
+uint32_t ccs_aim_site;
+uint64_t ccs_aim_nth;        /* 0: no aim */
+int ccs_aim_ops;
+static uint64_t aim_seen;    /* the aimed thread's accesses at the aimed site so far */
+int ccs_load_points;
 struct entry *ccs_replay;
 size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
 
@@ -82,10 +90,11 @@ struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, in
 		if (avoid)
 			cur->prio = --pct_low;
 		struct sthread *best = NULL, *first = NULL;
-		if (ccs_spin_run >= STALE_SPINS)
-			for (int i = 0; i < n; i++)
-				if (cand[i]->park_addr && (!first || cand[i]->park_seq < first->park_seq))
-					first = cand[i];
+		for (int i = 0; i < n; i++)
+			if (cand[i]->park_addr && (ccs_spin_run >= STALE_SPINS ||
+			    (cand[i]->park_until && ccs_steps >= cand[i]->park_until)) &&
+			    (!first || cand[i]->park_seq < first->park_seq))
+				first = cand[i];
 		if (first) {
 			first->park_addr = 0;
 			first->prio = ++ccs_stale_top;
@@ -189,7 +198,7 @@ void ccs_stale_access(struct sthread *t, const void *addr, int kind)
 	 * parked, ccs_choose() wakes the earliest parked (its window ends, T's
 	 * begins); waiting for unparked ones let an early park block every
 	 * later one for a whole section */
-	if (shared && other_runnable(t) && ccs_below(ccs_stale_period) == 0) {
+	if (shared && ccs_stale_period && other_runnable(t) && ccs_below(ccs_stale_period) == 0) {
 		t->park_addr = a;
 		t->park_writes = 1 + (int)ccs_below(2);
 		t->park_ops = 1 + (int)ccs_below(3);
@@ -223,6 +232,30 @@ void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write)
 		if (e)
 			e->writers |= me;
 	}
+}
+
+/*
+ * ccs_aim_access -- the aim strategy at a traced PM access of T at SITE (before a load, after a
+ * store): at the aimed thread's AIM_NTH access at the aimed site it is parked, right there, until
+ * the other threads have ended AIM_OPS operations, whatever they write (internal).  The harness
+ * aims at an access of a word another thread's operation stored in the run it just checked
+ * (harness/check/aims.py): held there, the thread reads, or overwrites, what that operation
+ * left, a window such as a lookup holding a leaf another thread frees and reallocates, one
+ * scheduling point wide, which random parking almost never hits.
+ */
+void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr)
+{
+	if (t->tid != ccs_aim_tid || site != ccs_aim_site || ++aim_seen != ccs_aim_nth)
+		return;
+	if (!other_runnable(t))
+		return;
+	t->park_addr = addr ? addr : 1;
+	t->park_writes = INT32_MAX;
+	t->park_ops = ccs_aim_ops;
+	t->park_seq = ++stale_seq;
+	/* the others may be waiting for T in a way no spin shows (a loop of loads and fresh
+	 * atomics around a node T froze): a bound, far above the steps of a few operations */
+	t->park_until = ccs_steps + AIM_PARK_STEPS;
 }
 
 /* stale_wake -- end U's parking: it runs next, above every other thread (internal) */

@@ -133,6 +133,8 @@ def test_correct_hart_passes_with_three_threads(trees_built, tmp_path):
     assert ("threads: 3 per history under the deterministic scheduler: linearizability, deadlock, livelock "
             "and invariants checked; crash states judged by durable linearizability, with the follow-up "
             "workload, the leak check and crashes inside recovery") in res.stdout
+    # clean runs are followed by aimed ones (harness/check/aims.py), counted and said
+    assert st["aimed_runs"] > 0 and f"aimed runs: {st['aimed_runs']} crash-free runs holding a thread" in res.stdout
 
 
 @pytest.mark.parametrize("bug, cls", MT_BUGS, ids=[b for b, _ in MT_BUGS])

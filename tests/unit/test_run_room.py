@@ -121,14 +121,15 @@ def test_shares_of_a_target_merge_into_one(fake_search, tmp_path):
 
 def test_stats_count_every_field_a_history_has():
     outcome = SimpleNamespace(partial=True, crash_points=3, states_legal=2 ** 60, states_explored=7,
-                              states_checked=4, points_sampled=1, executions=5, hung_short=2, not_checked=True)
+                              states_checked=4, points_sampled=1, executions=5, hung_short=2, not_checked=True,
+                              aimed_runs=3)
     s = Stats()
     s.count(outcome)
     s.count(outcome)
     counted = {name: getattr(s, name) for name in Stats.counts()}
     assert counted == {"histories": 2, "partial_histories": 2, "crash_points": 6, "states_legal": 2 ** 61,
                        "states_explored": 14, "states_checked": 8, "points_sampled": 2, "executions": 10,
-                       "hung_short": 4, "not_checked": 2, "repeated": 0}
+                       "hung_short": 4, "not_checked": 2, "repeated": 0, "aimed_runs": 6}
     other = Stats(histories=1, threads=3, elapsed_s=9.0)
     s.add(other)
     assert (s.histories, s.threads, s.elapsed_s) == (3, 3, 9.0)
