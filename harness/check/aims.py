@@ -36,6 +36,8 @@ PER_HISTORY = 3
 # the others' operations a parked reader waits for: the store's own, and one or two after it (a
 # free, then the allocation that reuses the memory)
 OPS = (1, 2, 3, 3)
+# aimed runs at one (load site, store site) pair in a run, at most
+SATURATED = 12
 # histories whose picks a checker keeps (a batch of a few hundred, its shrinking, its replays)
 MEMO = 4096
 
@@ -105,6 +107,9 @@ def pick(found: list[Conflict], seed: int, n: int = PER_HISTORY,
     pairs = sorted(by_pair)
     rng.shuffle(pairs)
     if aimed_before is not None:
+        # a pair aimed at SATURATED times already has shown what holding that reader does: the
+        # runs go to rarer pairs, and a run's aimed runs dwindle as its histories repeat pairs
+        pairs = [p for p in pairs if aimed_before.get(p, 0) < SATURATED]
         pairs.sort(key=lambda p: aimed_before.get(p, 0))
     specs = []
     for pair in pairs[:n]:

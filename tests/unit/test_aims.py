@@ -140,3 +140,13 @@ def test_a_history_checked_again_is_aimed_the_same_way(tmp_path, monkeypatch):
     other = aimer.specs(make_threaded([], [["a"], ["c"]], "random:3"), trace, 0)
     assert first != other                                      # the next history: other pairs first
     assert aimer.specs(make_threaded([], [["a"], ["b"]], "random:3"), trace, 0) == first
+
+
+def test_a_pair_aimed_at_often_enough_is_left_alone(tmp_path):
+    trace, s = _trace(tmp_path, _reader_and_writer)
+    found = aims.conflicts(trace)
+    by_site = {c.site: (c.site, c.store_site) for c in found}
+    before = {by_site[s["slot"]]: aims.SATURATED, by_site[s["key"]]: aims.SATURATED - 1}
+    picked = [int(p.split(":")[3]) for p in aims.pick(found, 5, n=3, aimed_before=before)]
+    assert picked == [s["val"], s["key"]]                      # the least aimed first; the slot's pair no more
+    assert aims.pick(found, 5, n=3, aimed_before={p: aims.SATURATED for p in by_site.values()}) == []
