@@ -140,22 +140,33 @@ def worth_aiming(ops: Threaded, trace: Trace) -> bool:
 
 
 class Aimer:
-    """The aims of one checker's histories: which pairs the run aimed at so far (`pick`'s
-    feedback), and each history's picks, kept, so that the same history checked again (a
-    determinism probe, Hypothesis replaying an example) is aimed the same way."""
+    """The aims of one checker's histories, per lane of batches (harness/run/config.py: what a
+    batch does depends only on its lane's earlier batches, so --jobs changes nothing): which pairs
+    the lane aimed at so far (`pick`'s feedback), the pairs its clean runs showed (the adaptive
+    operation count's signal, harness/run/search.py), and each history's picks, kept, so that the
+    same history checked again (a determinism probe, Hypothesis replaying an example) is aimed the
+    same way. `lane` is set by the search before each batch."""
 
     def __init__(self) -> None:
-        self.aimed_before: dict[tuple[int, int], int] = {}
+        self.lane = 0
+        self.aimed_before: dict[int, dict[tuple[int, int], int]] = {}
+        self.seen: dict[int, set[tuple[int, int]]] = {}
         self.picked: dict[tuple, list[str]] = {}
 
     def specs(self, ops: Threaded, trace: Trace, start_event: int) -> list[str]:
         """The aim specs of OPS, whose clean run left TRACE (its threads' part from START_EVENT)."""
-        key = (ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
+        key = (self.lane, ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
         if key not in self.picked:
             if len(self.picked) >= MEMO:
                 self.picked.clear()
-            self.picked[key] = pick(conflicts(trace, start_event), seed_of(ops.sched), PER_HISTORY, self.aimed_before)
+            found = conflicts(trace, start_event)
+            self.seen.setdefault(self.lane, set()).update((c.site, c.store_site) for c in found)
+            self.picked[key] = pick(found, seed_of(ops.sched), PER_HISTORY, self.aimed_before.setdefault(self.lane, {}))
         return self.picked[key]
+
+    def pairs_seen(self, lane: int) -> int:
+        """The distinct (load site, store site) pairs the clean runs of LANE's batches showed."""
+        return len(self.seen.get(lane, ()))
 
 
 def first_failing(check: Callable[[Threaded], HistoryOutcome], ops: Threaded, specs: list[str],

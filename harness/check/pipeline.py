@@ -81,7 +81,7 @@ class Checker:
         self.workdir = self.session.workdir
         self.driver = self.session.driver
         self._hung: dict[tuple[str, ...], Finding] = {}    # operations up to one that hung
-        self._aimer = aims.Aimer()      # aimed runs after clean threaded ones (harness/check/aims.py)
+        self.aimer = aims.Aimer()       # aimed runs after clean threaded ones (harness/check/aims.py)
         self.aim_refused = ""           # why aimed runs are off (a driver built before they existed)
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
@@ -182,7 +182,7 @@ class Checker:
                 # the run is clean: hold a thread where it met another on a word (aims.py)
                 failed, outcome.aimed_runs, self.aim_refused = aims.first_failing(
                     lambda o: self.check(o, crashes=False, deadline=deadline), ops,
-                    self._aimer.specs(ops, trace, first_op_event(ops, trace)), self.structure.name)
+                    self.aimer.specs(ops, trace, first_op_event(ops, trace)), self.structure.name)
                 if failed is not None:
                     failed.elapsed, failed.aimed_runs = time.monotonic() - t0, outcome.aimed_runs
                     return failed

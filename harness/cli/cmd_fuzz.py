@@ -81,7 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dask", metavar="ADDRESS",
                    help="run on Dask distributed instead: tcp://HOST:8786 (a running scheduler) or local:N "
                         "(a LocalCluster of N worker processes here); needs crashcheck[dask]")
-    p.add_argument("--max-ops", type=int, default=defaults.MAX_OPS, help=f"longest history (default {defaults.MAX_OPS})")
+    p.add_argument("--max-ops", type=int, default=None,
+                   help=f"longest history (default {defaults.MAX_OPS}; threaded runs grow it while their threads "
+                        "meet on nothing new)")
     p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
     p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
     p.add_argument("--threads", type=int, default=None, metavar="T",
@@ -130,7 +132,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.bug and len(args.structures) != 1:
         raise UsageError("--bug names a seeded bug of one structure; give exactly one STRUCTURE")
-    if args.limit < 1 or args.max_ops < 1:
+    if args.limit < 1 or (args.max_ops is not None and args.max_ops < 1):
         raise UsageError("--limit and --max-ops must be positive")
     if args.shrink < 0:
         raise UsageError(f"--shrink must be 0 or more histories, not {args.shrink}")
@@ -208,7 +210,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
                         fixes=getattr(args, "fixes", True))
     ModelOptions(atomic_unit=args.atomic_unit).validate()   # not a power of two: one error line, exit 2
     config = Config(examples=args.examples, budget=None if args.examples else (args.budget or defaults.BUDGET_S),
-                    max_ops=args.max_ops, keys=args.keys, mix=args.mix, jobs=args.jobs,
+                    max_ops=args.max_ops or defaults.MAX_OPS, adaptive_ops=args.max_ops is None,
+                    keys=args.keys, mix=args.mix, jobs=args.jobs,
                     start=PROCESS_START, threads=args.threads, sched=args.sched, stop_on_class=args.stop_on,
                     shrink_calls=args.shrink)
     return [(s, b, settings, config) for s, b in targets]

@@ -11,6 +11,7 @@ import signal
 
 from rich.console import Console
 
+from crashcheck.harness.core import defaults
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.check.perf_tally import perf_line
 from crashcheck.harness.triage.fix_record import fix_line
@@ -53,6 +54,9 @@ def print_summary(console: Console, res: dict) -> None:
             console.print(f"  threads: {st['threads']} per history under the deterministic scheduler: "
                           f"linearizability, deadlock, livelock and invariants checked; {crash}",
                           highlight=False)
+            if st.get("max_ops", 0) > defaults.MAX_OPS:
+                console.print(f"  longer histories: up to {st['max_ops']} operations (the threads met on nothing new "
+                              f"in {defaults.MAX_OPS}; --max-ops fixes it)", highlight=False)
             if st.get("aimed_runs"):
                 console.print(f"  aimed runs: {st['aimed_runs']} crash-free runs holding a thread right before a load "
                               "of a word another thread stored (docs/scheduler.md)", highlight=False)

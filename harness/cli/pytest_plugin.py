@@ -142,7 +142,7 @@ class Gate:
         validate(overrides)
         from crashcheck.harness.core import defaults
         opts = {"model": None, "seed": defaults.SEED, "examples": None, "budget": None, "limit": defaults.LIMIT,
-                "max_ops": defaults.MAX_OPS, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
+                "max_ops": None, "keys": defaults.KEYS, "mix": defaults.MIX, "stop_on_class": None,
                 "structure": None, "bug": None, "strategy": defaults.STRATEGY,
                 "recovery_crashes": defaults.RECOVERY_CRASHES, "threads": None,
                 "shrink": defaults.SHRINK, "continuation": defaults.CONTINUATION, "fix": True}
@@ -159,6 +159,9 @@ class Gate:
             opts["examples"], opts["budget"] = None, cli_budget
         if opts["examples"] is None and opts["budget"] is None:
             opts["examples"] = 24
+        # threaded histories grow while their threads meet on nothing new, unless max_ops is given
+        opts["adaptive_ops"] = opts["max_ops"] is None
+        opts["max_ops"] = opts["max_ops"] or defaults.MAX_OPS
         return opts
 
     def run(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
@@ -198,7 +201,8 @@ class Gate:
         threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
         if threads > 1 and not s.thread_safe:
             _refuse(f"{structure} is not thread-safe, so it cannot be checked with {threads} threads")
-        config = Config(examples=opts["examples"], budget=opts["budget"], max_ops=opts["max_ops"],
+        config = Config(examples=opts["examples"], budget=opts["budget"],
+                        max_ops=opts["max_ops"], adaptive_ops=opts["adaptive_ops"],
                         keys=opts["keys"], mix=opts["mix"], stop_on_class=opts["stop_on_class"],
                         threads=threads, shrink_calls=opts["shrink"])
         name = structure + (f"-{bug}" if bug else "")

@@ -40,6 +40,9 @@ class Config:
     start: float | None = None       # time.monotonic() the first target's budget counts from
     threads: int = 1                 # threads per history (> 1: harness/check/threads.py, crash-free only)
     sched: str = "mixed"             # the scheduler's strategy for threaded histories (mixed, random, pct, stale)
+    # threaded: a lane's longest history grows when its batches stop showing new meetings of the
+    # threads (harness/run/search.py `_adapt_ops`); off when the user gave --max-ops
+    adaptive_ops: bool = True
 
 
 def batches(share: int, config: Config) -> Iterator[tuple[int, int, int]]:

@@ -47,6 +47,9 @@ class Stats:
     # threaded: crash-free runs under aimed schedules after a clean run (harness/check/aims.py)
     aimed_runs: int = _count("aimed_runs")
     threads: int = 1                 # threads per history
+    # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
+    # 0: never adapted)
+    max_ops: int = 0
     elapsed_s: float = 0.0
     perf: PerfTally | None = None    # `fuzz --perf`: useless persistence over the histories (not a count)
     # capacity points a probe run observed (harness/check/capacity.py), each with the number of
@@ -74,6 +77,7 @@ class Stats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.elapsed_s = max(self.elapsed_s, other.elapsed_s)
         self.threads = max(self.threads, other.threads)
+        self.max_ops = max(self.max_ops, other.max_ops)
         if other.perf is not None:
             self.perf = PerfTally().add(self.perf).add(other.perf)
         for label, n in other.capacity.items():
@@ -96,7 +100,7 @@ class Stats:
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
 # not checked are told per target.
-TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity")   # (capacity: per structure)
+TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity", "max_ops")   # (capacity: per structure)
 
 
 @dataclass

@@ -62,6 +62,7 @@ from crashcheck.harness.run.fix_checks import check_fixes, keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
 from crashcheck.harness.run.journal import Journal
+from crashcheck.harness.run.lane_ops import LaneOps
 from crashcheck.harness.run.results import Entry, Progress, Stats, TargetResult
 from crashcheck.harness.target import structures
 from crashcheck.harness.triage.records import build_record
@@ -131,11 +132,15 @@ class Search(DeterminismProbes):
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
             try:
-                strategy = self._strategy(checker)
+                lanes = LaneOps(self.config, self._strategy(checker), lambda config: strategies.for_target(
+                    self.target, config, checker.model, tuple((p.on, p.keys, p.index) for p in self.capacity)))
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
-                    self._batch(strategy, batch_no, lane, n)
+                    checker.aimer.lane = lane
+                    seen = checker.aimer.pairs_seen(lane)
+                    self._batch(lanes.strategy(lane), batch_no, lane, n)
+                    self.stats.max_ops = max(self.stats.max_ops, lanes.adapt(lane, seen, checker.aimer.pairs_seen(lane)))
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break

@@ -3,6 +3,7 @@ record reader and crashsim all give the same numbers. Before, the bounded limit 
 crashsim and 64 in harness."""
 from crashcheck.crashsim import states
 from crashcheck.harness.core import defaults
+from crashcheck.harness.cli.cmd_fuzz import plan_of
 from crashcheck.harness.cli.main import build_parser
 from crashcheck.harness.core.settings import Settings
 
@@ -30,12 +31,16 @@ def test_bounded_limit_is_one_number():
 def test_cli_and_gate_defaults():
     parser = build_parser()
     args = parser.parse_args(["fuzz", "wort"])
-    assert (args.limit, args.seed, args.jobs, args.max_ops, args.keys, args.mix,
+    assert (args.limit, args.seed, args.jobs, args.keys, args.mix,
             args.recovery_crashes) == (defaults.LIMIT, defaults.SEED, defaults.JOBS,
-                                       defaults.MAX_OPS, defaults.KEYS, defaults.MIX, defaults.RECOVERY_CRASHES)
+                                       defaults.KEYS, defaults.MIX, defaults.RECOVERY_CRASHES)
     # the strategy is the structure's: lazy, or bounded for one that maps its pool itself
-    from crashcheck.harness.cli.cmd_fuzz import plan_of
     assert args.strategy is None and plan_of(args)[0][2].strategy == defaults.STRATEGY
+    # --max-ops not given: the default, which threaded runs may grow (harness/run/lane_ops.py)
+    [(_, _, _, config)] = plan_of(parser.parse_args(["fuzz", "wort"]))
+    assert (args.max_ops, config.max_ops, config.adaptive_ops) == (None, defaults.MAX_OPS, True)
+    [(_, _, _, config)] = plan_of(parser.parse_args(["fuzz", "wort", "--max-ops", "10"]))
+    assert (config.max_ops, config.adaptive_ops) == (10, False)
     states_args = parser.parse_args(["states", "x.trace"])
     assert states_args.limit == defaults.LIMIT
     # fuzz covers every state by default; `states` lists the bounded sample unless asked (lazy
@@ -49,6 +54,7 @@ def test_cli_and_gate_defaults():
     opts = Gate({}, Config(), None)._options({})
     assert (opts["limit"], opts["seed"], opts["max_ops"], opts["strategy"], opts["recovery_crashes"]) == (
         defaults.LIMIT, defaults.SEED, defaults.MAX_OPS, defaults.STRATEGY, defaults.RECOVERY_CRASHES)
+    assert opts["adaptive_ops"] is True
 
 
 def test_record_reader_fills_in_the_same_limit():

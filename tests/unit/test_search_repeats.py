@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from crashcheck.harness.check.aims import Aimer
 from crashcheck.harness.check.findings import HistoryOutcome
 from crashcheck.harness.core.budget import Budget
 from crashcheck.harness.core.settings import Settings
@@ -20,6 +21,7 @@ class _Checker:
 
     def __init__(self, *a, **k) -> None:
         self.model = registry.get("ordered_map")
+        self.aimer = Aimer()
 
     def __enter__(self):
         return self
