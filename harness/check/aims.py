@@ -36,7 +36,7 @@ PER_HISTORY = 3
 # the others' operations a parked reader waits for: the store's own, and one or two after it (a
 # free, then the allocation that reuses the memory)
 OPS = (1, 2, 3, 3)
-# aimed runs at one (load site, store site) pair in a run, at most
+# aimed runs at one (load site, store site) pair in one lane of a run's batches, at most
 SATURATED = 12
 # histories whose picks a checker keeps (a batch of a few hundred, its shrinking, its replays)
 MEMO = 4096
@@ -93,7 +93,7 @@ def _words(ev) -> range:
 def pick(found: list[Conflict], seed: int, n: int = PER_HISTORY,
          aimed_before: dict[tuple[int, int], int] | None = None) -> list[str]:
     """Up to N aim specs for FOUND, drawn by SEED: each from a different (load site, store site)
-    pair, those aimed at least often before in this run (AIMED_BEFORE, which this updates) first,
+    pair, those aimed at least often before (AIMED_BEFORE: the lane's record, which this updates) first,
     at random among equals; then a random load of that pair and a number of operations. A
     history meets on a handful of pairs, most of them the same in every history (a slot's CAS
     read by a lookup); the bug's may be a rare one (Heart's free-no-epoch: a lookup's read of a
