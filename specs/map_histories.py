@@ -299,29 +299,31 @@ def meet(draw, ops: list[Op], start: int, key: bytes, fresh: list[bytes]) -> Non
     value = next((op.value for op in ops if op.value), None)
     if len(ops) - start < 2 or value is None:
         return
+
+    def op(kind: str, k: bytes) -> Op:          # a value for the kinds that carry one
+        return Op(kind, k, value if kind in ("insert", "update") else b"")
     other = draw(st.sampled_from(fresh)) if fresh else None
     shapes = []
     writers = [k for k in ("update", "delete") if k in have]
     if "lookup" in have and writers:
-        shape = [Op("lookup", key), Op(draw(st.sampled_from(writers)), key, value)]
+        shape = [op("lookup", key), op(draw(st.sampled_from(writers)), key)]
         if "insert" in have and other is not None:
-            shape.append(Op("insert", other, value))
+            shape.append(op("insert", other))
         elif "update" in have:
-            shape.append(Op("update", key, value))
+            shape.append(op("update", key))
         shapes.append(shape)
     readers = [k for k in ("lookup", "insert") if k in have]
     if "insert" in have and other is not None:
-        shapes.append([Op("insert", other, value), Op(draw(st.sampled_from(readers)), other, value)])
+        shapes.append([op("insert", other), op(draw(st.sampled_from(readers)), other)])
     if "delete" in have and readers:
-        shapes.append([Op("delete", key), Op(draw(st.sampled_from(readers)), key, value)])
+        shapes.append([op("delete", key), op(draw(st.sampled_from(readers)), key)])
     if not shapes:
         return
     shape = draw(st.sampled_from(shapes))
-    shape = [op if op.kind in ("insert", "update") else Op(op.kind, op.key) for op in shape]
     n = min(len(shape), len(ops) - start)
     where = sorted(draw(st.lists(st.integers(start, len(ops) - 1), min_size=n, max_size=n, unique=True)))
-    for i, op in zip(where, shape):
-        ops[i] = op
+    for i, new in zip(where, shape):
+        ops[i] = new
 
 
 def _kinds(mix: str, have: set[str]) -> list[str]:

@@ -46,8 +46,9 @@ SCHED_HANG_MS = 3000
 class Threaded(Workload):
     """A history of several threads, flattened in the driver's order: the load phase (thread 0),
     then thread 1's operations, thread 2's, ... `thread_of[i]` is operation i's thread; `nthreads`
-    the number of sections (some may be empty); `sched` the scheduler setting
-    (`random:SEED` or `pct:SEED:DEPTH`); `schedule` a schedule file's text to replay instead."""
+    the number of sections (some may be empty); `sched` the scheduler setting (`random:SEED`,
+    `pct:SEED:DEPTH:STEPS`, `stale:SEED:PERIOD`, or after a clean run `aim:...`: harness/check/aims.py);
+    `schedule` a schedule file's text to replay instead."""
     thread_of: tuple[int, ...] = ()
     nthreads: int = 0
     sched: str = "random:0"

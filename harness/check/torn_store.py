@@ -183,24 +183,25 @@ def recovery_reads(crashed: Trace, recovery: Trace, seq: int) -> list[str]:
     no loads (a driver built without them) or none touched those bytes."""
     ev = crashed.events[seq]
     a, b = trace_layout(crashed), trace_layout(recovery)
-    lo = _image_offset(a, ev.addr)
+    lo = _image_offset(a, ev)
     if lo is None:
         return []
     hi = lo + ev.size
     for e in recovery.events:
         if e.kind != "load":
             continue
-        off = _image_offset(b, e.addr)
+        off = _image_offset(b, e)
         if off is not None and off < hi and off + e.size > lo:
             return [f"recovery at {site_text(recovery, e.site)}"]
     return []
 
 
-def _image_offset(lay, addr: int) -> int | None:
-    for base, size, off in zip(lay.bases, lay.sizes, lay.offsets):
-        if base <= addr < base + size:
-            return off + addr - base
-    return None
+def _image_offset(lay, ev) -> int | None:
+    """EV's offset in the post-crash image of layout LAY: its region's place there plus its offset
+    in the region, as the trace reader placed it (and crashsim.simulate places a store's pieces)."""
+    if ev.region is None or ev.region >= len(lay.offsets):
+        return None
+    return lay.offsets[ev.region] + ev.off
 
 
 __all__ = ["CLASS", "MAX_FINDINGS", "MAX_STORES", "Torn", "add_recovery_reads", "may_tear", "partial_stores",

@@ -22,12 +22,13 @@ CAP = 3          # a lane's longest history grows to at most this many times the
 
 
 class LaneOps:
-    """Each lane's longest history, and the strategies drawing them (BUILD makes one of a config)."""
+    """Each lane's longest history, and the strategies drawing them (BUILD makes one of a config),
+    each built once, when a lane first needs it."""
 
-    def __init__(self, config: Config, strategy, build: Callable[[Config], object]) -> None:
+    def __init__(self, config: Config, build: Callable[[Config], object]) -> None:
         self.config = config
         self.ops: dict[int, int] = {}                    # lane -> its longest history, once grown
-        self.by_ops: dict[int, object] = {config.max_ops: strategy}
+        self.by_ops: dict[int, object] = {}
         self.build = build
 
     def strategy(self, lane: int):

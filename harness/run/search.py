@@ -132,8 +132,7 @@ class Search(DeterminismProbes):
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
             try:
-                lanes = LaneOps(self.config, self._strategy(checker), lambda config: strategies.for_target(
-                    self.target, config, checker.model, tuple((p.on, p.keys, p.index) for p in self.capacity)))
+                lanes = LaneOps(self.config, self._strategies(checker))
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -160,8 +159,9 @@ class Search(DeterminismProbes):
                             interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
                             warnings=self.warnings)
 
-    def _strategy(self, checker: Checker):
-        """The histories to draw. Where the structure's path changes as it grows and shrinks is
+    def _strategies(self, checker: Checker) -> Callable[[Config], object]:
+        """The histories to draw, as a function of the run's config (a lane's grows its
+        histories: harness/run/lane_ops.py). Where the structure's path changes as it grows and shrinks is
         observed first (harness/check/capacity.py), unless it declares its capacities, so that
         histories cross those points inside checked operations (threaded ones too: a node that
         grows or empties while other threads write into it). The probe's traced run counts
@@ -174,8 +174,8 @@ class Search(DeterminismProbes):
         self.capacity = capacity.observe(checker, time.monotonic() + probe_s)
         for p in self.capacity:
             self.stats.capacity.setdefault(p.label, 0)
-        return strategies.for_target(self.target, self.config, checker.model,
-                                     tuple((p.on, p.keys, p.index) for p in self.capacity))
+        points = tuple((p.on, p.keys, p.index) for p in self.capacity)
+        return lambda config: strategies.for_target(self.target, config, checker.model, points)
 
     # -- one batch --------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@
  * (priorities with d - 1 change points), stale (park a thread after an
  * atomic access until others write the word or end operations), aim (stale's
  * priorities without random parking, one thread parked at one given access
- * until others end operations), and replay of a schedule file; each is seeded by the run's SEED, so the same
- * spec gives the same choices.  The default rule the schedule file is
- * relative to is the core's (rt_sched.c); the spec is read by
- * rt_sched_spec.c.
+ * until others end operations), and replay of a schedule file; each is
+ * seeded by the run's SEED, so the same spec gives the same choices.  The
+ * default rule the schedule file is relative to is the core's (rt_sched.c);
+ * the spec is read by rt_sched_spec.c.
  */
 #include <stdint.h>
 #include <stddef.h>

@@ -7,8 +7,8 @@ from crashcheck.harness.run.lane_ops import CAP, LaneOps
 
 def _lanes(**config):
     built = []
-    lanes = LaneOps(Config(**{"max_ops": 10, "threads": 3, **config}), "default",
-                    lambda c: built.append(c.max_ops) or f"max {c.max_ops}")
+    lanes = LaneOps(Config(**{"max_ops": 10, "threads": 3, **config}),
+                    lambda c: built.append(c.max_ops) or ("default" if c.max_ops == 10 else f"max {c.max_ops}"))
     return lanes, built
 
 
@@ -22,11 +22,11 @@ def test_a_batch_that_meets_on_nothing_new_grows_its_lane():
         top = lanes.adapt(0, 9, 9)
     assert top == CAP * 10 and lanes.strategy(0) == f"max {CAP * 10}"
     lanes.strategy(0)
-    assert built == [15, CAP * 10]                # each strategy built once
+    assert built == [15, 10, CAP * 10]            # each strategy built once, when first needed
 
 
 def test_no_signal_no_threads_or_a_given_max_ops_never_adapt():
     for config, seen in ((dict(), 0), (dict(threads=1), 5), (dict(adaptive_ops=False), 5)):
         lanes, built = _lanes(**config)
         assert [lanes.adapt(0, seen, seen) for _ in range(3)] in ([10, 10, 10], [0, 0, 0])
-        assert lanes.strategy(0) == "default" and built == []
+        assert lanes.strategy(0) == "default" and built == [10]
