@@ -34,6 +34,7 @@ from crashcheck.crashsim.explore import StateOutcome
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import crash_states
 from crashcheck.harness.core import defaults
+from crashcheck.harness.core.counts import big
 from crashcheck.harness.check.ranking import fold_state
 from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.judging import HistoryJudge
@@ -150,7 +151,7 @@ def hang_words(hung: Hung | None, explored: int | None, timeout_ms: int) -> str:
     """'; hung in 37 of 40 states of this crash point (...)' for a finding's detail, or ''."""
     if hung is None or hung.states == 0:
         return ""
-    of = f"{hung.states} of {explored}" if explored else str(hung.states)
+    of = f"{hung.states} of {big(explored)}" if explored else str(hung.states)
     text = f"; hung in {of} state{'s' if (explored or hung.states) != 1 else ''} of this crash point"
     if hung.short:
         text += (f" ({hung.short} of them given a shorter time limit of {hung.short_ms} ms once checks "

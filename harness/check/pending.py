@@ -14,6 +14,7 @@ from collections import Counter
 
 from crashcheck.crashsim.simulate import CrashPoint
 from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.core.counts import big
 
 # A crash point with at least this many legal states gets a hint (about 2^50: far past what any
 # search covers state by state, and past what a structure that persists its own objects reaches).
@@ -58,7 +59,7 @@ def pending_hint(trace: Trace, point: CrashPoint, history: str = "") -> str | No
     if not total:
         return None
     where, count = next(((w, c) for w, c in by_site.most_common() if w != "no allocation"), (None, 0))
-    legal = f"{point.legal:.2e}".replace("e+", "e")
+    legal = big(point.legal).replace("e+", "e")      # (past any float: computed on the int)
     head = (f"{legal} legal crash states at one crash point (trace event #{point.event}"
             f"{' of ' + history if history else ''}): {total} cache lines stored and never flushed")
     if where is None:

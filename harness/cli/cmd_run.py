@@ -21,6 +21,7 @@ from crashcheck.harness.check.program_check import DEFAULT_TIMEOUT_S, Command
 from crashcheck.harness.cli import options
 from crashcheck.harness.cli.outputs import check_outputs
 from crashcheck.harness.core import defaults
+from crashcheck.harness.core.counts import big
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.render.report import write_run
@@ -107,7 +108,7 @@ def _lazy_line(strategy: str, st: dict) -> str:
     if st.get("lazy_fallback"):
         return f"lazy: not used, checked with bounded: {st['lazy_fallback']}\n"
     return (f"lazy: {st['lazy_points']} crash points searched by what the commands read "
-            f"({st['lazy_executions']} states judged for their {st['lazy_states_legal']} legal ones), "
+            f"({st['lazy_executions']} states judged for their {big(st['lazy_states_legal'])} legal ones), "
             f"the others state by state\n")
 
 
@@ -137,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
     st = res["stats"]
     sampled = st["points_sampled"]
     print(f"{job.name}: {st['histories']} traced run{'s' if st['histories'] != 1 else ''}, "
-          f"{st['crash_points']} crash points, {st['states_explored']} crash states checked of "
-          f"{st['states_legal']} legal ({st['executions']} images judged, the rest repeated an image), "
+          f"{st['crash_points']} crash points, {big(st['states_explored'])} crash states checked of "
+          f"{big(st['states_legal'])} legal ({st['executions']} images judged, the rest repeated an image), "
           f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
     print("coverage: " + (f"bounded: {sampled} of {st['crash_points']} crash points sampled "
                           f"(at most {job.settings.limit} states each); no bug among the states checked"

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 from crashcheck.crashsim.persistency import ModelError, ModelOptions, Piece
 from crashcheck.crashsim.simulate import CrashPoint, Simulator
+from crashcheck.harness.core.counts import big
 from crashcheck.crashsim.states import DEFAULT_LIMIT, STRATEGIES, StateCodec, explored_count, select
 from crashcheck.crashsim.trace import read_trace
 from crashcheck.harness.cli import options
@@ -64,13 +64,6 @@ def _piece_json(p: Piece) -> dict:
 
 def _line_offsets(cp: CrashPoint, base: int) -> list[int]:
     return [line - base for line in cp.pending_lines]
-
-
-def _count(n: int) -> str:
-    """A state count for the table: exact below 10^15, else its power of ten (a crash point before
-    the fence that follows a pool's creation can have 10^46000 legal states, more digits than
-    Python turns into text by default)."""
-    return str(n) if n < 10 ** 15 else f"~10^{math.log10(n):.1f}"
 
 
 def _dumps(obj: dict) -> str:
@@ -133,9 +126,9 @@ def _lazy(args: argparse.Namespace, trace, options: ModelOptions) -> int:
         else:
             op = "-" if cp.op is None else str(cp.op)
             out.write(f"{cp.event:>9} {cp.kind:<9} {op:>5} {len(cp.pending_lines):>6} {cp.pending_pieces:>7} "
-                      f"{_count(cp.legal):>12} {execs:>10} {cached:>7} {'yes' if complete else 'partial':>8}\n")
+                      f"{big(cp.legal):>12} {execs:>10} {cached:>7} {'yes' if complete else 'partial':>8}\n")
     if not args.json:
-        out.write(f"total: {total['points']} crash points, {_count(total['legal'])} legal states, "
+        out.write(f"total: {total['points']} crash points, {big(total['legal'])} legal states, "
                   f"{total['executions']} executions ({total['cached']} more answered from the cache), "
                   f"{total['complete']} of {total['points']} crash points covered completely\n")
     return 0
@@ -197,13 +190,13 @@ def run(args: argparse.Namespace) -> int:
         op = "-" if cp.op is None else str(cp.op)
         shown = " ".join(f"+{x:#x}" for x in lines[:6]) + (f" ... ({len(lines)})" if len(lines) > 6 else "")
         out.write(f"{cp.event:>9} {cp.kind:<9} {op:>5} {len(lines):>6} {cp.pending_pieces:>7} "
-                  f"{_count(cp.legal):>12} {explored:>9} {'?' if cached is None else cached:>7}  {shown}\n")
+                  f"{big(cp.legal):>12} {explored:>9} {'?' if cached is None else cached:>7}  {shown}\n")
         for n, kept in enumerate(listed):
             what = " ".join(p.describe() for p in kept) if kept else "nothing (only the guaranteed state)"
             out.write(f"{'':>11}state {n}: keeps {what}\n")
     if not args.json:
         cached_text = f"{totals['cached']}{'+?' if unknown_cached else ''}"
-        out.write(f"total: {totals['points']} crash points, {_count(totals['legal'])} legal states, "
+        out.write(f"total: {totals['points']} crash points, {big(totals['legal'])} legal states, "
                   f"{totals['explored']} explored, {cached_text} repeat an earlier image\n")
         if sim.unplaced:
             out.write(f"note: {sim.unplaced} stores fell outside every registered PM region and were ignored\n")

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from crashcheck.harness.core.counts import big
+from crashcheck.harness.core.counts import big, per_second
 from crashcheck.harness.run.results import Progress
 
 PRINT_EVERY_S = 10.0             # without a terminal: a progress line this often at most
@@ -22,9 +22,9 @@ PRINT_EVERY_S = 10.0             # without a terminal: a progress line this ofte
 def states_text(p: Progress, elapsed: float) -> str:
     """The progress line's account of crash states: executions and covered points when lazy."""
     if p.executions and p.executions != p.states:
-        return (f"{p.executions} executions ({p.executions / elapsed:.0f}/s) covering {big(p.states)} "
-                f"crash states, {p.complete} of {p.points} crash points complete")
-    return f"{big(p.states)} crash states checked ({p.states / elapsed:.0f}/s)"
+        return (f"{big(p.executions)} executions ({big(per_second(p.executions, elapsed))}/s) covering "
+                f"{big(p.states)} crash states, {p.complete} of {p.points} crash points complete")
+    return f"{big(p.states)} crash states checked ({big(per_second(p.states, elapsed))}/s)"
 
 
 class ProgressDisplay:

@@ -19,6 +19,8 @@ from crashcheck.harness.triage.fix_record import fix_line
 
 def why_none(res: dict, row: dict) -> str:
     """Why ROW (of results RES) checked no history, as far as the results tell."""
+    if row.get("error"):
+        return f"an internal error ended it first: {row['error']}"
     stopped = res.get("interrupted")
     if stopped in signal.Signals.__members__:
         return f"{stopped} stopped the run before its first history was checked"
@@ -27,6 +29,13 @@ def why_none(res: dict, row: dict) -> str:
     if row.get("budget_s"):
         return "the budget ran out first: give a larger --budget"
     return "the run ended before its first history was checked"
+
+
+def speed_text(st: dict) -> str:
+    """A run's two speeds (results stats): checker executions and crash states covered per second
+    (lazy covers a class of states per execution, so the second may pass 10^12)."""
+    return (f"{big(st['executions_per_s'])} executions/s, "
+            f"{big(st.get('states_covered_per_s', st.get('states_per_s', 0)))} crash states covered/s")
 
 
 def print_summary(console: Console, res: dict) -> None:
@@ -44,9 +53,11 @@ def print_summary(console: Console, res: dict) -> None:
                    if st.get("partial_histories") else "")
         console.print(f"{name}: {st['histories']} histories{partial}, {st['crash_points']} crash points, "
                       f"{big(st['states_explored'])} states explored of {big(st['states_legal'])} legal "
-                      f"({st['states_checked']} recovered), {st['elapsed_s']:.1f} s: "
+                      f"({big(st['states_checked'])} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
+        if st.get("executions_per_s") is not None and st["histories"]:
+            console.print(f"  speed: {speed_text(st)}", highlight=False)
         if st.get("threads", 1) > 1:
             crash = ("crash states judged by durable linearizability, with the follow-up workload, the "
                      "leak check and crashes inside recovery" if st["crash_points"] else
@@ -117,4 +128,4 @@ def print_summary(console: Console, res: dict) -> None:
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 
-__all__ = ["print_summary", "why_none"]
+__all__ = ["print_summary", "speed_text", "why_none"]

@@ -118,5 +118,5 @@ def read_journal(path: Path) -> dict:
             "interrupted": "killed (results recovered from the journal)",
             "stats": {"histories": sum(d.get("stats", {}).get("histories", 0) for d in done),
                       "crash_points": 0, "states_legal": 0, "states_explored": 0, "states_checked": 0,
-                      "elapsed_s": 0.0, "states_per_s": 0.0},
+                      "elapsed_s": 0.0, "executions_per_s": 0.0, "states_covered_per_s": 0.0, "states_per_s": 0.0},
             "per_structure": [], "bugs": list(bugs.values())}

@@ -19,9 +19,11 @@ from typing import Callable
 from crashcheck.crashsim.layout import trace_layout
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
+from crashcheck.harness.core.counts import big, for_json
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.core.workdir import make_workdir
+from crashcheck.harness.run.results import rates
 from crashcheck.harness.target.program import trace_program, with_seed
 from crashcheck.harness.triage import program_records
 
@@ -89,20 +91,19 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                                                        ident=f"{run.name}-{r}-{k}-{n}", bugdir=bugdir))
                 if run.progress:
                     what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
-                    run.progress(f"{what}: {stats.crash_points} crash points, {stats.states_explored} states, "
+                    run.progress(f"{what}: {stats.crash_points} crash points, {big(stats.states_explored)} states, "
                                  f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
     bugs = program_records.merge(found, bugdir)
     elapsed = time.monotonic() - t0
     st = run.stats
     stats_json = {"histories": traced_runs, "partial_histories": 0, "crash_points": st.crash_points,
-                  "states_legal": st.states_legal if st.states_legal < 2 ** 53 else str(st.states_legal),
-                  "states_explored": st.states_explored, "states_checked": st.states_explored,
+                  "states_legal": for_json(st.states_legal),
+                  "states_explored": for_json(st.states_explored), "states_checked": for_json(st.states_explored),
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "lazy_points": st.lazy_points,
-                  "lazy_executions": st.lazy_executions, "lazy_states_legal": st.lazy_legal, "lazy_fallback": "; ".join(fallbacks) or None,
-                  "elapsed_s": round(elapsed, 2),
-                  "states_per_s": round(st.states_explored / elapsed, 1) if elapsed else 0.0}
+                  "lazy_executions": st.lazy_executions, "lazy_states_legal": for_json(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
+                  "elapsed_s": round(elapsed, 2), **rates(st.executions, st.states_explored, elapsed)}
     # lazy asked for but no run could follow the commands' reads: the results say what was done
     strategy = "bounded" if s.strategy == "lazy" and fallbacks and not st.lazy_points else s.strategy
     return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": strategy,

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field, fields
 
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.perf_tally import PerfTally
+from crashcheck.harness.core.counts import for_json, per_second
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.target import structures
 
-# Counts past this many are written as strings: JSON readers keep integers exactly only up to 2^53.
-EXACT_LIMIT = 2 ** 53
+# Counts that may pass any float (and 2^53, where JSON readers stop keeping integers exactly):
+# written by counts.for_json, as decimal text when that large.
+BIG_COUNTS = ("states_legal", "states_explored", "states_checked")
 
 
 def _count(outcome: str | None):
@@ -89,13 +91,28 @@ class Stats:
             if f.name == "perf":
                 continue          # its own section of the row (Results.as_json)
             value = getattr(self, f.name)
-            if f.name == "states_legal" and value >= EXACT_LIMIT:
-                value = str(value)
+            if f.name in BIG_COUNTS:
+                value = for_json(value)
             out[f.name] = round(value, 2) if f.name == "elapsed_s" else value
             if f.name == "points_sampled":
                 out["points_complete"] = self.crash_points - self.points_sampled
-        out["states_per_s"] = round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0
+        out.update(rates(self.executions, self.states_explored, self.elapsed_s))
         return out
+
+
+def rates(executions: int, covered: int, elapsed_s: float) -> dict:
+    """A run's two speeds (docs/bug-record.md): checker executions per second, and crash states
+    covered per second (lazy: one execution covers a whole class of states, so this one can read
+    10^12 and more); `states_per_s` is the older name of the second."""
+    covered_per_s = per_second(covered, elapsed_s)
+    return {"executions_per_s": per_second(executions, elapsed_s), "states_covered_per_s": covered_per_s,
+            "states_per_s": covered_per_s}
+
+
+def error_line(error: str | None) -> str | None:
+    """The line that names an internal error (a traceback's last line), or None."""
+    lines = [line for line in (error or "").strip().splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else None
 
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
@@ -208,7 +225,7 @@ class Results:
                          "expected": sum(1 for b in r.records if b["expected"]),
                          "first_unexpected_s": r.first_unexpected_s,
                          "complete": r.complete, "unshrunk": r.unshrunk,
-                         "warnings": list(r.warnings)})
+                         "warnings": list(r.warnings), "error": error_line(r.error)})
             if r.stats.perf is not None:
                 rows[-1]["perf"] = r.stats.perf.as_json()
             bugs.extend(r.records)
@@ -223,4 +240,4 @@ class Results:
                 "interrupted": self.interrupted, "stats": stats, "per_structure": rows, "bugs": bugs}
 
 
-__all__ = ["Entry", "Progress", "Results", "Stats", "TargetResult"]
+__all__ = ["Entry", "Progress", "Results", "Stats", "TargetResult", "rates"]

@@ -45,10 +45,10 @@ CRASH = Obj({"index": (Opt(Nat()), REQUIRED), "choice": (CHOICE, list), "event":
 TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Text(), ""),
                 "off": (Opt(Nat()), None), "size": (Nat(), 0), "line": (Nat(), 0),
                 "state": (Opt(Text(("durable", "persisted", "lost"))), None)})
-COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Nat(), REQUIRED), "exhaustive": (Bool(), False)})
+COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Big(), REQUIRED), "exhaustive": (Bool(), False)})
 # a hang: the states of its crash point that hung its way, and the checks that took the full or the
 # shorter time limit (harness/check/hangs.py)
-HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Nat()), None), "full": (Nat(), 0),
+HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Big()), None), "full": (Nat(), 0),
             "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Nat(), 0),
             "history_points": (Nat(), 0)})
 # a threaded run's picture (harness/triage/lanes.py): positions are trace event indices
@@ -149,7 +149,8 @@ RECORD = Obj({
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
-             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0),
+             "states_checked": (Big(), 0)})
 # `fuzz --perf`: flushes and fences that did nothing (harness/check/perf_tally.py)
 PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Nat()), dict),
             "sites": (List(Obj({"kind": (Text(), REQUIRED), "sub": (Text(), ""), "where": (Text(), ""),

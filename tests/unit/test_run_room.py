@@ -135,7 +135,7 @@ def test_stats_count_every_field_a_history_has():
     assert (s.histories, s.threads, s.elapsed_s) == (3, 3, 9.0)
     out = s.as_json()
     # (the --perf tally is a section of its own in the results file, not a count)
-    assert set(out) == {f.name for f in fields(Stats)} - {"perf"} | {"points_complete", "states_per_s"}
+    assert set(out) == {f.name for f in fields(Stats)} - {"perf"} | {"points_complete", "states_per_s", "executions_per_s", "states_covered_per_s"}
     assert out["states_legal"] == str(2 ** 61) and out["points_complete"] == 4
 
 
