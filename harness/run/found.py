@@ -7,8 +7,11 @@ findings is harness/run/search.py's, and every finding is in it before anything 
 """
 from __future__ import annotations
 
-from hypothesis.errors import Flaky
+from dataclasses import dataclass, field
 
+from hypothesis.errors import DeadlineExceeded, FailedHealthCheck, Flaky, Unsatisfiable
+
+from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
 
@@ -46,34 +49,84 @@ def raise_found(raised: type, detail: str) -> None:
     raise raised(detail)
 
 
-def batch_end(exc: BaseException) -> str | None:
-    """Sort out what ended a batch: None for (a group of) our Found exceptions; a warning for one
-    of Hypothesis's Flaky errors (Flaky, FlakyFailure, FlakyStrategyDefinition, ...), which the
-    property's answering every history as it did the first time leaves for real surprises (the
-    structure's own nondeterminism is a finding, made by the property); anything else, including
-    a Flaky around another exception, is raised again (an internal error). Either way what was
-    found stays in the registry."""
-    if not _ours(exc):
-        raise exc
-    flaky = _flaky_in(exc)
-    if flaky is None:
-        return None
-    first = (str(flaky).strip().splitlines() or [""])[0]
-    return (f"Hypothesis found a history that did not behave the same when run again "
-            f"({type(flaky).__name__}: {first[:200]}); what was found is kept")
+# What Hypothesis itself may end a batch with (the rest of its errors, InvalidArgument say, are
+# ours to fix: internal errors).
+HYPOTHESIS_ENDS = (Flaky, Unsatisfiable, DeadlineExceeded, FailedHealthCheck)
+STOPS = (OutOfTime, ShrinkSpent, KeyboardInterrupt)
 
 
-def _ours(exc: BaseException) -> bool:
+@dataclass
+class BatchEnd:
+    """How a batch ended, once batch_end has sorted out what Hypothesis raised."""
+    out_of_time: bool = False        # the budget ran out inside it (the search ends)
+    shrink_spent: bool = False       # its shrink budget was spent
+    warnings: list[str] = field(default_factory=list)   # Hypothesis's own complaints, one line each
+
+
+def batch_end(exc: BaseException) -> BatchEnd:
+    """Sort out what ended a batch. Hypothesis may raise what the property raised alone, or, when
+    several failures were replayed at its end, a group of them (a BaseExceptionGroup, and a
+    FlakyFailure is one too), in which our own OutOfTime, ShrinkSpent or a signal can sit beside
+    the Found exceptions: Hypothesis's final replay catches everything. Every leaf counts:
+    - a signal (KeyboardInterrupt) or an Abort is raised again: it ends the run as it would alone;
+    - anything else not ours nor Hypothesis's is an internal error: raised again, the leaf itself
+      (with its own traceback), so the search keeps what was found and records it;
+    - OutOfTime: the budget ran out (a replay or a probe that ran out of time is no failure);
+    - Flaky (FlakyFailure, FlakyStrategyDefinition, ...), Unsatisfiable, DeadlineExceeded and any
+      other error of Hypothesis's own: a warning of the target, the batch's findings kept (the
+      property answers a history run again as it did the first time, so these are real surprises;
+      the structure's own nondeterminism is a finding, made by the property);
+    - Found and ShrinkSpent: the batch did what it should.
+    Either way what was found stays in the registry."""
+    end = BatchEnd()
+    leaves: list[BaseException] = []
+    _leaves(exc, leaves, end)
+    for kind in (KeyboardInterrupt, Abort):
+        first = next((e for e in leaves if isinstance(e, kind)), None)
+        if first is not None:
+            raise first
+    internal = next((e for e in leaves if not isinstance(e, (Found, *STOPS, *HYPOTHESIS_ENDS))), None)
+    if internal is not None:
+        raise internal
+    end.out_of_time = any(isinstance(e, OutOfTime) for e in leaves)
+    end.shrink_spent = any(isinstance(e, ShrinkSpent) for e in leaves)
+    for e in leaves:
+        if isinstance(e, HYPOTHESIS_ENDS):
+            _warn(end, e)
+    return end
+
+
+def _leaves(exc: BaseException, into: list[BaseException], end: BatchEnd) -> None:
+    """Every exception inside EXC (groups opened, a Flaky group noted as a warning on the way)."""
     group = getattr(exc, "exceptions", None)
-    if group:
-        return all(_ours(e) for e in group)
-    return isinstance(exc, (Found, Flaky))
+    if isinstance(exc, BaseExceptionGroup) and group:
+        inside: list[BaseException] = []
+        for e in group:
+            _leaves(e, inside, end)
+        # (a replay cut by the budget or a signal made it "flaky": no surprise of the structure's)
+        if isinstance(exc, Flaky) and not all(isinstance(e, STOPS) for e in inside):
+            _warn(end, exc)
+        into.extend(inside)
+        return
+    cause = exc.__cause__
+    if isinstance(exc, Exception) and isinstance(cause, BaseException) and not isinstance(cause, Exception) \
+            and type(exc).__name__ == "_WrappedBaseException":
+        # (a FlakyFailure holds Exceptions only: Hypothesis wraps our OutOfTime or a signal in
+        # one of its private class, the original as its cause)
+        into.append(cause)
+        return
+    into.append(exc)
 
 
-def _flaky_in(exc: BaseException) -> BaseException | None:
+def _warn(end: BatchEnd, exc: BaseException) -> None:
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
     if isinstance(exc, Flaky):
-        return exc
-    return next((f for f in map(_flaky_in, getattr(exc, "exceptions", None) or ()) if f is not None), None)
+        text = (f"Hypothesis found a history that did not behave the same when run again "
+                f"({type(exc).__name__}: {first}); what was found is kept")
+    else:
+        text = f"Hypothesis ended the batch ({type(exc).__name__}: {first}); what was found is kept"
+    if text not in end.warnings:
+        end.warnings.append(text)
 
 
-__all__ = ["Abort", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]
+__all__ = ["Abort", "BatchEnd", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]

@@ -27,7 +27,9 @@ Design notes
   history again. A different trace, result or finding is a `nondeterminism` finding naming the
   history, and what either run found is kept. The property answers a history run again as it did
   the first time, so Hypothesis's own Flaky errors are left for real surprises: they become
-  warnings of the target (results and summary), and the batch's findings are kept.
+  warnings of the target (results and summary), and the batch's findings are kept. What
+  Hypothesis raises at a batch's end (a group of several failures, in which its final replay
+  may have caught our OutOfTime or a signal too) is sorted leaf by leaf (found.py batch_end).
 - Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
   stays deterministic), so one stubborn bug cannot eat the run.
 - Time (harness/core/budget.py): with --budget, the search (generation and Hypothesis's shrinking)
@@ -149,11 +151,18 @@ class Search(DeterminismProbes):
                 raise exc.error from None
             except KeyboardInterrupt as exc:
                 self.interrupted = signal_name(exc)
-            except Exception:      # noqa: BLE001 - an internal error: keep what was found
+            except (Exception, BaseExceptionGroup):   # noqa: BLE001 - an internal error: keep what was found
                 self.error = traceback.format_exc()
             self.interrupted = self.interrupted or swallowed_signal()
             self.decided.clear()
-            self._shrink_states()
+            try:
+                self._shrink_states()
+            except KeyboardInterrupt as exc:
+                self.interrupted = self.interrupted or signal_name(exc)
+            except OutOfTime:
+                pass
+            except (Exception, BaseExceptionGroup):   # noqa: BLE001 - the bugs found stay reported as first seen
+                self.error = self.error or traceback.format_exc()
         self.stats.elapsed_s = time.monotonic() - self.t0
         return TargetResult(self.structure, self.bug, self.stats, first_unexpected_s=self.first_unexpected_s,
                             interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
@@ -205,10 +214,17 @@ class Search(DeterminismProbes):
             raise
         except ShrinkSpent:
             how = CUT if self.config.shrink_calls > 0 else NOT_TRIED
-        except BaseException as exc:      # noqa: BLE001 - sorted by batch_end
-            warning = batch_end(exc)
-            if warning:
-                self.warnings.append(f"batch {batch_no}: {warning}")
+        except BaseException as exc:      # noqa: BLE001 - sorted by batch_end (groups, Flaky, ...)
+            how = CUT
+            end = batch_end(exc)          # (raises a signal, an Abort or an internal error again)
+            self.warnings.extend(f"batch {batch_no}: {w}" for w in end.warnings
+                                 if f"batch {batch_no}: {w}" not in self.warnings)
+            if end.out_of_time:
+                raise OutOfTime() from None   # the budget ran out inside the batch: the search ends
+            if not end.shrink_spent:
+                how = SHRUNK
+            elif self.config.shrink_calls <= 0:
+                how = NOT_TRIED
         finally:
             if self.shrinking:
                 self.batch_shrink[batch_no] = (frozenset(self.shrinking), how)
