@@ -167,6 +167,20 @@ class Workload(list):
     (and traced) but not crash-checked (a map's bulk inserts before the checked operations)."""
     load: int = 0
 
+    # Operations a repr shows. Hypothesis prints the repr of every failing example it replays at
+    # the end of a batch, and warns ("Generating overly large repr") past 30 kB: a history with a
+    # bulk load is hundreds of operations. Its full text is in the bug record, never in a repr.
+    REPR_OPS = 3
+
+    def __repr__(self) -> str:
+        shown = ", ".join(repr(op) for op in self[:self.REPR_OPS])
+        more = f", ... ({len(self) - self.REPR_OPS} more)" if len(self) > self.REPR_OPS else ""
+        return f"{type(self).__name__}([{shown}{more}], load={self.load}, ops={len(self)})"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """The same short text for Hypothesis's pretty printer (it would list a list's items)."""
+        printer.text(repr(self))
+
 
 def with_load(ops: Iterable[Op], load: int) -> Workload:
     """OPS as a Workload whose first LOAD operations are its load phase."""
