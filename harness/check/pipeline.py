@@ -40,6 +40,7 @@ from crashcheck.harness.check.code_pointers import code_pointer_findings
 from crashcheck.harness.check.crash_free import crash_free_findings, first_failing_op
 from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.check.hangs import HangTally, hang_limit, recheck
+from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.pending import pending_hint
 from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
                               oracle_point, result_dict)
@@ -246,6 +247,8 @@ class Checker:
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
         biggest: list[CrashPoint] = []     # the crash point with the most legal states
+        if s.strategy == "exhaustive":     # (before any state is checked; harness/check/exhaustive.py)
+            refuse_exhaustive(trace, s.options(), f"a history of {len(ops)} operations", skip_before=first_op or 0)
 
         def take(out, found) -> None:
             outcome.coverage.count(out)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from crashcheck.crashsim.layout import trace_layout
+from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
 from crashcheck.harness.core.counts import big, for_json
@@ -26,6 +27,9 @@ from crashcheck.harness.core.workdir import make_workdir
 from crashcheck.harness.run.results import rates
 from crashcheck.harness.target.program import trace_program, with_seed
 from crashcheck.harness.triage import program_records
+
+
+PROGRESS_EVERY_S = 10.0          # a progress line this often at most while crash points are checked
 
 
 @dataclass
@@ -47,6 +51,21 @@ def _sched(run: ProgramRun, k: int) -> str | None:
     return None if run.schedules == 0 else f"random:{run.settings.seed + k}"
 
 
+def _progress(run: ProgramRun, what: str) -> Callable[[ExploreStats, int], None] | None:
+    """A line every PROGRESS_EVERY_S seconds while a traced run's crash points are checked (a long
+    run must not look stuck), or None under --quiet."""
+    if run.progress is None:
+        return None
+    last = [time.monotonic()]
+
+    def on_point(stats: ExploreStats, findings: int) -> None:
+        if time.monotonic() - last[0] >= PROGRESS_EVERY_S:
+            last[0] = time.monotonic()
+            run.progress(f"{what}: {stats.crash_points} crash points so far, {big(stats.states_explored)} states, "
+                         f"{stats.executions} images judged, {findings} finding{'s' if findings != 1 else ''}")
+    return on_point
+
+
 def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
     t0 = time.monotonic()
@@ -64,6 +83,12 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 sched = _sched(run, k)
                 traced = trace_program(argv, root / "run", tracer=s.tracer, sched=sched)
                 traced_runs += 1
+                if s.strategy == "exhaustive":
+                    # before any state is checked (harness/check/exhaustive.py); a caller that
+                    # would rather fall back to lazy (pmreorder's ReorderFull) catches it here
+                    refuse_exhaustive(traced.trace, s.options(), f"the traced run of {run.name}"
+                                      + (f" (run {r + 1}{', schedule ' + sched if sched else ''})"
+                                         if run.runs > 1 or sched else ""))
                 checker = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
                                        root / "check", run.timeout_s)
                 checker.on_shorten = run.progress
@@ -77,8 +102,9 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                         fallbacks.append(why)
                         if run.progress:
                             run.progress(f"lazy: {why}: checking with bounded instead")
+                what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
                 findings, stats = explore(traced.trace, checker, options=s.options(), strategy=strategy,
-                                          limit=s.limit, seed=s.seed)
+                                          limit=s.limit, seed=s.seed, on_point=_progress(run, what))
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
                              "lazy_points", "lazy_executions", "lazy_legal"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
@@ -90,7 +116,6 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                     found.append(program_records.build(f, traced, name=run.name, settings=s, program=program,
                                                        ident=f"{run.name}-{r}-{k}-{n}", bugdir=bugdir))
                 if run.progress:
-                    what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
                     run.progress(f"{what}: {stats.crash_points} crash points, {big(stats.states_explored)} states, "
                                  f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
     bugs = program_records.merge(found, bugdir)

@@ -1,0 +1,66 @@
+"""`--strategy exhaustive` on a crash point it could never finish is refused at once (issue 49 point
+3): one 328-byte pmem_memset_persist leaves 2^41 legal states at its fence, and `crashcheck run
+--strategy exhaustive` printed nothing for 10 minutes at full CPU. Counting them takes seconds
+(what `crashcheck states` does), so the run says so in one line, exit 2, before any state is
+checked; `crashcheck fuzz --strategy exhaustive` refuses a history the same way."""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from cli_run import ROOT, run_cli
+
+CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
+PROGRAM = r"""
+#include <libpmem.h>
+int main(int argc, char **argv)
+{
+	size_t mapped;
+	int is_pmem;
+	char *pm = pmem_map_file(argv[1], 4096, PMEM_FILE_CREATE, 0644, &mapped, &is_pmem);
+	if (!pm)
+		return 2;
+	pmem_memset_persist(pm + 64, 0xab, 328);	/* 41 pieces in 6 lines, any order per line */
+	pmem_unmap(pm, mapped);
+	return 0;
+}
+"""
+
+pytestmark = pytest.mark.usefixtures("instrument_built")
+
+
+def _one_line(res: subprocess.CompletedProcess) -> str:
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    return lines[0]
+
+
+def test_run_refuses_exhaustive_on_a_huge_memset_at_once(tmp_path):
+    src = tmp_path / "memset.c"
+    src.write_text(PROGRAM)
+    exe = tmp_path / "memset"
+    subprocess.run([CC, "-O1", src, "-lpmem", "-o", exe], check=True, capture_output=True)
+    t0 = time.monotonic()
+    res = run_cli("run", "--strategy", "exhaustive", "--json", tmp_path / "r.json",
+                  "--checker", "test -f {image}", "--", exe, tmp_path / "pool", timeout=60)
+    line = _one_line(res)
+    assert time.monotonic() - t0 < 30
+    assert line.startswith("crashcheck: error: --strategy exhaustive: the traced run of memset has a crash "
+                           "point with 2.20e+12 legal states"), line
+    assert "use --strategy lazy" in line
+    assert not (tmp_path / "r.json").exists()
+    # the same program under lazy checks every legal state and passes
+    ok = run_cli("run", "--quiet", "--checker", "test -f {image}", "--strategy", "lazy", "--json",
+                 tmp_path / "r.json", "--", exe, tmp_path / "pool", timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_fuzz_refuses_exhaustive_on_a_history_it_cannot_finish(trees_built):
+    # a HART crash point has ~10^35 legal states
+    t0 = time.monotonic()
+    res = run_cli("fuzz", "hart", "--strategy", "exhaustive", "--examples", "5", "--quiet", timeout=120)
+    line = _one_line(res)
+    assert "--strategy exhaustive: a history of" in line and "use --strategy lazy" in line
+    assert time.monotonic() - t0 < 60
