@@ -73,3 +73,20 @@ def test_fuzz_refuses_exhaustive_on_a_history_it_cannot_finish(trees_built):
     line = _one_line(res)
     assert "--strategy exhaustive: a history of" in line and "use --strategy lazy" in line
     assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.slow
+def test_states_of_a_huge_memset_are_counted_exactly_and_shown_short(tmp_path):
+    """tests/corpus/memset_huge.c: a 70,000-byte fill leaves about 10^2600 legal states at the end,
+    past any float; `crashcheck states` shows it as the summary does (1.23e+2634)."""
+    from corpus import corpuslib
+    [prog] = [p for p in corpuslib.programs() if p.name == "memset_huge"]
+    build = corpuslib.compile_one(prog, "O2", tmp_path)
+    assert not build.error, build.error
+    res, tr = corpuslib.run(build.exe, tmp_path / "run")
+    assert res.returncode == 0, res.stderr
+    text = run_cli("states", tr, "--strategy", "bounded", timeout=120)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+    total = next(line for line in text.stdout.splitlines() if line.startswith("total:"))
+    shown = total.split(", ")[1].split()[0]          # "1.23e+2634"
+    assert "e+" in shown and int(shown.split("e+")[1]) > 2000, total
