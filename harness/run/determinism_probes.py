@@ -8,6 +8,7 @@ shrink, this decides whether the structure behaved the same twice.
 """
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 
 from crashcheck.crashsim.trace import Trace
@@ -16,7 +17,7 @@ from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.traced_run import RunFailure
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import DriverFailure, UsageError
-from crashcheck.harness.run.found import Abort
+from crashcheck.harness.run.found import Abort, Internal
 
 
 @dataclass
@@ -75,6 +76,8 @@ class DeterminismProbes:
             outcome = self.checker.check(ops, crashes=first.crashes)
         except UsageError as exc:
             raise Abort(exc) from None
+        except Exception:      # noqa: BLE001 - ours: never shrunk by Hypothesis (found.py Internal)
+            raise Internal(traceback.format_exc()) from None
         self.stats.count(outcome)
         for f in outcome.findings:
             if f.group not in first.groups:

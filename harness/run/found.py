@@ -43,6 +43,16 @@ class Abort(BaseException):
         self.error = error
 
 
+class Internal(BaseException):
+    """Carries an internal error (crashcheck's own, TEXT its traceback) out of Hypothesis, which
+    would otherwise take it for a failure of the property and shrink it: every try a full check of
+    a history (a run once spent minutes so before its OverflowError ended it)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text.strip().splitlines()[-1] if text.strip() else "internal error")
+        self.text = text
+
+
 def raise_found(raised: type, detail: str) -> None:
     """Raise RAISED(DETAIL), from this one line whether it is a history's first check or a replay
     (Hypothesis tells failures apart by exception type and the line raising it)."""
@@ -68,7 +78,8 @@ def batch_end(exc: BaseException) -> BatchEnd:
     several failures were replayed at its end, a group of them (a BaseExceptionGroup, and a
     FlakyFailure is one too), in which our own OutOfTime, ShrinkSpent or a signal can sit beside
     the Found exceptions: Hypothesis's final replay catches everything. Every leaf counts:
-    - a signal (KeyboardInterrupt) or an Abort is raised again: it ends the run as it would alone;
+    - a signal (KeyboardInterrupt), an Abort or an Internal is raised again: it ends the run as it
+      would alone;
     - anything else not ours nor Hypothesis's is an internal error: raised again, the leaf itself
       (with its own traceback), so the search keeps what was found and records it;
     - OutOfTime: the budget ran out (a replay or a probe that ran out of time is no failure);
@@ -81,7 +92,7 @@ def batch_end(exc: BaseException) -> BatchEnd:
     end = BatchEnd()
     leaves: list[BaseException] = []
     _leaves(exc, leaves, end)
-    for kind in (KeyboardInterrupt, Abort):
+    for kind in (KeyboardInterrupt, Abort, Internal):
         first = next((e for e in leaves if isinstance(e, kind)), None)
         if first is not None:
             raise first
@@ -129,4 +140,4 @@ def _warn(end: BatchEnd, exc: BaseException) -> None:
         end.warnings.append(text)
 
 
-__all__ = ["Abort", "BatchEnd", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]
+__all__ = ["Abort", "BatchEnd", "Internal", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]

@@ -62,7 +62,8 @@ from crashcheck.harness.run import strategies
 from crashcheck.harness.run.config import Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
-from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
+from crashcheck.harness.run.found import (CLASS_ORDER, FOUND, Abort, Found, Internal, ShrinkSpent, batch_end,
+                                          raise_found)
 from crashcheck.harness.run.journal import Journal
 from crashcheck.harness.run.lane_ops import LaneOps
 from crashcheck.harness.run.results import Entry, Progress, Stats, TargetResult
@@ -149,6 +150,8 @@ class Search(DeterminismProbes):
                 pass
             except Abort as exc:
                 raise exc.error from None
+            except Internal as exc:
+                self.error = exc.text
             except KeyboardInterrupt as exc:
                 self.interrupted = signal_name(exc)
             except (Exception, BaseExceptionGroup):   # noqa: BLE001 - an internal error: keep what was found
@@ -209,7 +212,7 @@ class Search(DeterminismProbes):
         try:
             with strategies.held_engine_clock():
                 test()
-        except (OutOfTime, KeyboardInterrupt, Abort):
+        except (OutOfTime, KeyboardInterrupt, Abort, Internal):
             how = CUT
             raise
         except ShrinkSpent:
@@ -271,6 +274,8 @@ class Search(DeterminismProbes):
                 self._probe(outcome.ops, outcome)
         except UsageError as exc:
             raise Abort(exc) from None
+        except Exception:      # noqa: BLE001 - ours, not the structure's: never shrunk by Hypothesis
+            raise Internal(traceback.format_exc()) from None
         unexpected = []
         for f in outcome.findings:
             # Only a new bug, or a smaller example of a known one, is worth starting to

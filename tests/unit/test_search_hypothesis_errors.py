@@ -120,6 +120,7 @@ def test_an_internal_error_beside_findings_is_recorded_and_the_findings_kept(mon
     res = s.run()
     assert res.error is not None and "OverflowError: int too large" in res.error
     assert res.entries, "the findings before the error are kept"
+    assert _Checker.checks == 3, "an internal error ends the search at once: Hypothesis never shrinks it"
 
 
 def test_batch_end_sorts_every_leaf_of_a_group():
