@@ -274,6 +274,8 @@ class Search(DeterminismProbes):
                 self._probe(outcome.ops, outcome)
         except UsageError as exc:
             raise Abort(exc) from None
+        except Stopped:        # the budget or a stop, met inside the runner: not a failure
+            raise OutOfTime() from None
         except Exception:      # noqa: BLE001 - ours, not the structure's: never shrunk by Hypothesis
             raise Internal(traceback.format_exc()) from None
         unexpected = []
