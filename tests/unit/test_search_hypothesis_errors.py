@@ -12,33 +12,22 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.errors import DeadlineExceeded, FlakyFailure, Unsatisfiable
 
-from crashcheck.harness.check.aims import Aimer
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.core.budget import Budget, OutOfTime
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import search as search_mod
 from crashcheck.harness.run.config import Config
 from crashcheck.harness.run.found import FOUND, Abort, ShrinkSpent, batch_end
-from crashcheck.specs import registry
 from crashcheck.specs.ordered_map import Op
+from search_fakes import FakeChecker
 
 
-class _Checker:
+class _Checker(FakeChecker):
     """Every history with an odd key shows a leak, every other one a lost durable write (two
     distinct failures for Hypothesis); RAISE, when set, is raised by checks of the history
     tried after the first failure was found."""
     failing = None       # (exception, which check raises it)
     checks = 0
-
-    def __init__(self, *a, **k) -> None:
-        self.model = registry.get("ordered_map")
-        self.aimer = Aimer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
 
     def check(self, ops, crashes=True, **k) -> HistoryOutcome:
         _Checker.checks += 1
@@ -50,9 +39,6 @@ class _Checker:
 
     def trace(self, ops):
         raise OutOfTime()     # a probe run out of budget
-
-    def finalize(self, outcome, finding) -> None:
-        pass
 
 
 def _search(monkeypatch, failing=None):

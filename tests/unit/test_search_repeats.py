@@ -5,29 +5,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from crashcheck.harness.check.aims import Aimer
 from crashcheck.harness.check.findings import HistoryOutcome
 from crashcheck.harness.core.budget import Budget
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import search as search_mod
 from crashcheck.harness.run.config import Config
-from crashcheck.specs import registry
 from crashcheck.specs.ordered_map import Op
+from search_fakes import FakeChecker
 
 
-class _Checker:
+class _Checker(FakeChecker):
     """Checks nothing: every history is clean; counts the checks of each history."""
     checks: list[str] = []
-
-    def __init__(self, *a, **k) -> None:
-        self.model = registry.get("ordered_map")
-        self.aimer = Aimer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
 
     def check(self, ops, crashes=True, **k) -> HistoryOutcome:
         _Checker.checks.append(repr(list(ops)))
