@@ -19,6 +19,7 @@ from pathlib import Path
 from crashcheck.crashsim.persistency import MODELS, ModelOptions
 from crashcheck.harness.check.program_check import DEFAULT_TIMEOUT_S, Command
 from crashcheck.harness.cli import options
+from crashcheck.harness.cli.fuzz_summary import speed_text
 from crashcheck.harness.cli.outputs import check_outputs
 from crashcheck.harness.core import defaults
 from crashcheck.harness.core.counts import big
@@ -147,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
                                                   if sampled else "every legal crash state checked"))
     print(_lazy_line(job.settings.strategy, st) or "", end="")
+    if st["crash_points"]:
+        print(f"speed: {speed_text(st)}")
     if st.get("runs_timeout_shortened"):
         n = st["runs_timeout_shortened"]
         print(f"hangs: in {n} traced run{'s' if n != 1 else ''} the checks after the first "

@@ -56,7 +56,7 @@ def print_summary(console: Console, res: dict) -> None:
                       f"({big(st['states_checked'])} recovered), {st['elapsed_s']:.1f} s: "
                       f"{row['unexpected']} bug{'s' if row['unexpected'] != 1 else ''}{expected}",
                       highlight=False)
-        if st.get("executions_per_s") is not None and st["histories"]:
+        if st.get("executions_per_s") is not None and st["crash_points"]:
             console.print(f"  speed: {speed_text(st)}", highlight=False)
         if st.get("threads", 1) > 1:
             crash = ("crash states judged by durable linearizability, with the follow-up workload, the "

@@ -58,12 +58,13 @@ def test_run_refuses_exhaustive_on_a_huge_memset_at_once(tmp_path, monkeypatch):
     # the same program under lazy checks every legal state and passes, saying how far it is as it
     # goes (a line every PROGRESS_EVERY_S: every crash point here)
     monkeypatch.setattr(program_run, "PROGRESS_EVERY_S", 0.0)
-    err = io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["run", "--checker", "test -f {image}", "--strategy", "lazy", "--json", str(tmp_path / "r.json"),
                      "--", str(exe), str(tmp_path / "pool")])
     assert code == 0, err.getvalue()
     assert "crashcheck: run 1/1: 1 crash points so far, " in err.getvalue()
+    assert "executions/s, " in out.getvalue() and " crash states covered/s" in out.getvalue()   # (issue 49 point 11)
 
 
 def test_fuzz_refuses_exhaustive_on_a_history_it_cannot_finish(trees_built):
