@@ -8,7 +8,6 @@ shrink, this decides whether the structure behaved the same twice.
 """
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass
 
 from crashcheck.crashsim.runner_client import Stopped
@@ -18,7 +17,7 @@ from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.traced_run import RunFailure
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import DriverFailure, UsageError
-from crashcheck.harness.run.found import Abort, Internal
+from crashcheck.harness.run.found import Abort, not_a_failure
 
 
 @dataclass
@@ -80,7 +79,7 @@ class DeterminismProbes:
         except Stopped:        # the budget or a stop, met inside the runner: not a failure
             raise OutOfTime() from None
         except Exception:      # noqa: BLE001 - ours: never shrunk by Hypothesis (found.py Internal)
-            raise Internal(traceback.format_exc()) from None
+            raise not_a_failure(self.checker) from None
         self.stats.count(outcome)
         for f in outcome.findings:
             if f.group not in first.groups:

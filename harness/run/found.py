@@ -7,10 +7,14 @@ findings is harness/run/search.py's, and every finding is in it before anything 
 """
 from __future__ import annotations
 
+import errno
+import sys
+import traceback
 from dataclasses import dataclass, field
 
 from hypothesis.errors import DeadlineExceeded, FailedHealthCheck, Flaky, Unsatisfiable
 
+from crashcheck.harness.core import workdir as workdirs
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
@@ -51,6 +55,17 @@ class Internal(BaseException):
     def __init__(self, text: str) -> None:
         super().__init__(text.strip().splitlines()[-1] if text.strip() else "internal error")
         self.text = text
+
+
+def not_a_failure(checker) -> BaseException:
+    """What the property raises for the exception being handled, which is no failure of the
+    structure: a full work folder (ENOSPC, EDQUOT, wherever in crashcheck's code it struck) is the
+    machine's fault, one line (an Abort); anything else an Internal with its traceback."""
+    exc = sys.exc_info()[1]
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        session = getattr(checker, "session", None)
+        return Abort(workdirs.full_error(getattr(session, "workdir", None) or workdirs.scratch_root()))
+    return Internal(traceback.format_exc())
 
 
 def raise_found(raised: type, detail: str) -> None:
@@ -140,4 +155,4 @@ def _warn(end: BatchEnd, exc: BaseException) -> None:
         end.warnings.append(text)
 
 
-__all__ = ["Abort", "BatchEnd", "Internal", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]
+__all__ = ["Abort", "BatchEnd", "Internal", "not_a_failure", "CLASS_ORDER", "FOUND", "Found", "ShrinkSpent", "batch_end", "raise_found"]

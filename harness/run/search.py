@@ -63,7 +63,7 @@ from crashcheck.harness.run.config import Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import (CLASS_ORDER, FOUND, Abort, Found, Internal, ShrinkSpent, batch_end,
-                                          raise_found)
+                                          not_a_failure, raise_found)
 from crashcheck.harness.run.journal import Journal
 from crashcheck.harness.run.lane_ops import LaneOps
 from crashcheck.harness.run.results import Entry, Progress, Stats, TargetResult
@@ -277,7 +277,7 @@ class Search(DeterminismProbes):
         except Stopped:        # the budget or a stop, met inside the runner: not a failure
             raise OutOfTime() from None
         except Exception:      # noqa: BLE001 - ours, not the structure's: never shrunk by Hypothesis
-            raise Internal(traceback.format_exc()) from None
+            raise not_a_failure(checker) from None
         unexpected = []
         for f in outcome.findings:
             # Only a new bug, or a smaller example of a known one, is worth starting to
