@@ -126,3 +126,12 @@ def test_batch_end_sorts_every_leaf_of_a_group():
         batch_end(BaseExceptionGroup("two", [found, Abort(ValueError("x"))]))
     with pytest.raises(ValueError, match="an internal error"):
         batch_end(BaseExceptionGroup("two", [OutOfTime(), FlakyFailure("f", [ValueError("an internal error")])]))
+
+
+def test_a_full_disk_inside_a_check_is_the_one_line_set_up_error(monkeypatch):
+    import errno
+    from crashcheck.harness.core.errors import SetupError
+    s = _search(monkeypatch, failing=(OSError(errno.ENOSPC, "No space left on device"), 2))
+    with pytest.raises(SetupError, match="is full"):
+        s.run()
+    assert _Checker.checks == 2
