@@ -1,8 +1,9 @@
 """What the search's property says to Hypothesis, and how a batch of Hypothesis examples ended.
 
 Owns the exceptions the property raises (`Found` and its one subclass per finding class,
-`ShrinkSpent`, `Abort`), the one line that raises a Found (`raise_found`) and `batch_end`, which
-sorts out what ended a batch. Never checks a history and never keeps a finding: the registry of
+`ShrinkSpent`, `Abort`, `Internal`; `not_a_failure` picks between the last two for an error of
+crashcheck's own), the one line that raises a Found (`raise_found`) and `batch_end`, which sorts
+out what ended a batch (a group of several failures leaf by leaf). Never checks a history and never keeps a finding: the registry of
 findings is harness/run/search.py's, and every finding is in it before anything here is raised.
 """
 from __future__ import annotations
