@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import determinism
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
@@ -76,8 +75,6 @@ class DeterminismProbes:
             outcome = self.checker.check(ops, crashes=first.crashes)
         except UsageError as exc:
             raise Abort(exc) from None
-        except Stopped:        # the budget or a stop, met inside the runner: not a failure
-            raise OutOfTime() from None
         except Exception:      # noqa: BLE001 - ours: never shrunk by Hypothesis (found.py Internal)
             raise not_a_failure(self.checker) from None
         self.stats.count(outcome)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from hypothesis.errors import DeadlineExceeded, FailedHealthCheck, Flaky, Unsatisfiable
 
+from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.core import workdir as workdirs
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import UsageError
@@ -60,9 +61,12 @@ class Internal(BaseException):
 
 def not_a_failure(checker) -> BaseException:
     """What the property raises for the exception being handled, which is no failure of the
-    structure: a full work folder (ENOSPC, EDQUOT, wherever in crashcheck's code it struck) is the
-    machine's fault, one line (an Abort); anything else an Internal with its traceback."""
+    structure: a runner Stopped by the budget or a stop is the budget running out (OutOfTime); a
+    full work folder (ENOSPC, EDQUOT, wherever in crashcheck's code it struck) is the machine's
+    fault, one line (an Abort); anything else an Internal with its traceback."""
     exc = sys.exc_info()[1]
+    if isinstance(exc, Stopped):
+        return OutOfTime()
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         session = getattr(checker, "session", None)
         return Abort(workdirs.full_error(getattr(session, "workdir", None) or workdirs.scratch_root()))

@@ -27,9 +27,8 @@ Design notes
   history again. A different trace, result or finding is a `nondeterminism` finding naming the
   history, and what either run found is kept. The property answers a history run again as it did
   the first time, so Hypothesis's own Flaky errors are left for real surprises: they become
-  warnings of the target (results and summary), and the batch's findings are kept. What
-  Hypothesis raises at a batch's end (a group of several failures, in which its final replay
-  may have caught our OutOfTime or a signal too) is sorted leaf by leaf (found.py batch_end).
+  warnings of the target (results and summary), and the batch's findings are kept. A group of
+  failures (its final replay may catch our OutOfTime too) is sorted leaf by leaf (found.py).
 - Shrinking has a budget of its own (a number of tries, not seconds, so a run with --examples
   stays deterministic), so one stubborn bug cannot eat the run.
 - Time (harness/core/budget.py): with --budget, the search (generation and Hypothesis's shrinking)
@@ -220,14 +219,10 @@ class Search(DeterminismProbes):
         except BaseException as exc:      # noqa: BLE001 - sorted by batch_end (groups, Flaky, ...)
             how = CUT
             end = batch_end(exc)          # (raises a signal, an Abort or an internal error again)
-            self.warnings.extend(f"batch {batch_no}: {w}" for w in end.warnings
-                                 if f"batch {batch_no}: {w}" not in self.warnings)
+            self.warnings += [w for w in (f"batch {batch_no}: {w}" for w in end.warnings) if w not in self.warnings]
             if end.out_of_time:
                 raise OutOfTime() from None   # the budget ran out inside the batch: the search ends
-            if not end.shrink_spent:
-                how = SHRUNK
-            elif self.config.shrink_calls <= 0:
-                how = NOT_TRIED
+            how = (CUT if self.config.shrink_calls > 0 else NOT_TRIED) if end.shrink_spent else SHRUNK
         finally:
             if self.shrinking:
                 self.batch_shrink[batch_no] = (frozenset(self.shrinking), how)
@@ -274,8 +269,6 @@ class Search(DeterminismProbes):
                 self._probe(outcome.ops, outcome)
         except UsageError as exc:
             raise Abort(exc) from None
-        except Stopped:        # the budget or a stop, met inside the runner: not a failure
-            raise OutOfTime() from None
         except Exception:      # noqa: BLE001 - ours, not the structure's: never shrunk by Hypothesis
             raise not_a_failure(checker) from None
         unexpected = []
