@@ -135,3 +135,24 @@ def test_a_full_disk_inside_a_check_is_the_one_line_set_up_error(monkeypatch):
     with pytest.raises(SetupError, match="is full"):
         s.run()
     assert _Checker.checks == 2
+
+
+def test_the_command_ends_with_its_results_written_and_the_bugs_exit_status(monkeypatch, tmp_path, trees_built):
+    """The issue's command, its Hypothesis group faked: exit 1 (bugs found), the results file and
+    both records written, no traceback."""
+    import contextlib
+    import io
+    import json
+
+    from crashcheck.harness.cli.main import main
+    _search(monkeypatch)
+    _replayed_as(monkeypatch, lambda raised: BaseExceptionGroup("Hypothesis found 2 distinct failures",
+                                                                [raised[0], OutOfTime()]))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["fuzz", "wort", "--examples", "8", "--seed", "1", "--jobs", "1", "--no-fix", "--quiet",
+                     "--json", str(tmp_path / "perf.json")])
+    assert code == 1 and "Traceback" not in err.getvalue(), err.getvalue()
+    results = json.loads((tmp_path / "perf.json").read_text())
+    assert sorted(b["class"] for b in results["bugs"]) == ["leak", "lost-durable-write"]
+    assert len(list((tmp_path / "perf.bugs").glob("*.json"))) == 2
