@@ -20,7 +20,7 @@ from crashcheck.crashsim.layout import trace_layout
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
-from crashcheck.harness.core.counts import big, for_json
+from crashcheck.harness.core.counts import big, for_json, json_int
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.core.workdir import make_workdir
@@ -123,11 +123,11 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     st = run.stats
     stats_json = {"histories": traced_runs, "partial_histories": 0, "crash_points": st.crash_points,
                   "states_legal": for_json(st.states_legal),
-                  "states_explored": for_json(st.states_explored), "states_checked": for_json(st.states_explored),
+                  "states_explored": json_int(st.states_explored), "states_checked": json_int(st.states_explored),
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "lazy_points": st.lazy_points,
-                  "lazy_executions": st.lazy_executions, "lazy_states_legal": for_json(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
+                  "lazy_executions": st.lazy_executions, "lazy_states_legal": json_int(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2), **rates(st.executions, st.states_explored, elapsed)}
     # lazy asked for but no run could follow the commands' reads: the results say what was done
     strategy = "bounded" if s.strategy == "lazy" and fallbacks and not st.lazy_points else s.strategy

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field, fields
 
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.perf_tally import PerfTally
-from crashcheck.harness.core.counts import for_json, per_second
+from crashcheck.harness.core.counts import for_json, json_int, per_second
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.target import structures
 
-# Counts that may pass any float (and 2^53, where JSON readers stop keeping integers exactly):
-# written by counts.for_json, as decimal text when that large.
-BIG_COUNTS = ("states_legal", "states_explored", "states_checked")
+# Counts that may pass any float: written by counts.for_json (states_legal: text past 2^53) and
+# counts.json_int (the others: JSON integers, text only past what json can write).
+BIG_COUNTS = {"states_legal": for_json, "states_explored": json_int, "states_checked": json_int}
 
 
 def _count(outcome: str | None):
@@ -92,7 +92,7 @@ class Stats:
                 continue          # its own section of the row (Results.as_json)
             value = getattr(self, f.name)
             if f.name in BIG_COUNTS:
-                value = for_json(value)
+                value = BIG_COUNTS[f.name](value)
             out[f.name] = round(value, 2) if f.name == "elapsed_s" else value
             if f.name == "points_sampled":
                 out["points_complete"] = self.crash_points - self.points_sampled

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from crashcheck.harness.check.findings import crash_site, site_key
 from crashcheck.harness.check.program_explore import ProgramFinding
-from crashcheck.harness.core.counts import for_json
+from crashcheck.harness.core.counts import json_int
 from crashcheck.harness.core.paths import relative_record
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.target.program import TracedProgram
@@ -76,7 +76,7 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
                   "site": crash_at, "choice": list(finding.choice)},
         "detail": detail, "group": group_of(finding, traced), "occurrences": finding.occurrences,
         "lost": lost, "persisted": kept, "sites": sites, "expected_states": [], "actual": None,
-        "leaks": [], "coverage": {"legal": for_json(legal), "explored": for_json(explored), "exhaustive": explored >= legal},
+        "leaks": [], "coverage": {"legal": json_int(legal), "explored": json_int(explored), "exhaustive": explored >= legal},
         "hung": None, "timeline": _timeline(trace, finding),
         "sources": _sources([crash_at] + [s["site"] for s in lost[:6]] + [s["site"] for s in kept[:3]]),
         "replay": f"crashcheck replay {shlex.quote(str(bugdir / (ident + '.json')))}",

@@ -21,7 +21,7 @@ from crashcheck.harness.triage.fix_record import fix_json
 from crashcheck.harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
 from crashcheck.harness.check import threads
 from crashcheck.harness.check.hangs import hang_words
-from crashcheck.harness.core.counts import for_json
+from crashcheck.harness.core.counts import json_int
 from crashcheck.harness.core.paths import relative_record, source
 from crashcheck.harness.core.settings import Settings
 from crashcheck.specs import registry
@@ -130,7 +130,7 @@ def _coverage(f: Finding) -> dict | None:
     if f.coverage is None:
         return None
     legal, explored = f.coverage
-    return {"legal": for_json(legal), "explored": for_json(explored), "exhaustive": explored >= legal}
+    return {"legal": json_int(legal), "explored": json_int(explored), "exhaustive": explored >= legal}
 
 
 def _hung(f: Finding) -> dict | None:
@@ -138,7 +138,7 @@ def _hung(f: Finding) -> dict | None:
     h = f.hung
     if h is None:
         return None
-    return {"states": h.states, "explored": for_json(f.coverage[1]) if f.coverage else None, "full": h.full,
+    return {"states": h.states, "explored": json_int(f.coverage[1]) if f.coverage else None, "full": h.full,
             "short": h.short, "short_ms": h.short_ms, "history_states": h.history_states,
             "history_points": h.history_points}
 

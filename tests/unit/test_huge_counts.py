@@ -15,7 +15,7 @@ from crashcheck.harness.check.hangs import hang_words
 from crashcheck.harness.check.pending import pending_hint
 from crashcheck.harness.cli.fuzz_progress import states_text
 from crashcheck.harness.cli.fuzz_summary import print_summary
-from crashcheck.harness.core.counts import big, count, for_json, per_second
+from crashcheck.harness.core.counts import big, count, exact, for_json, json_int, per_second
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.render.report import render
 from crashcheck.harness.run.results import Progress, Results, Stats, TargetResult
@@ -30,6 +30,8 @@ HUGE = [pytest.param(n, shown, id=shown) for n, shown in
 def test_the_helpers_take_any_count(n, shown):
     assert big(n) == shown
     assert count(for_json(n)) == n and isinstance(for_json(n), str)
+    # other counts stay JSON integers while json can write them (Python reads back 4300 digits)
+    assert json_int(n) == n if n < 10 ** 4000 else json_int(n) == exact(n)
     assert count(per_second(n, 2.0)) == n // 2
 
 
