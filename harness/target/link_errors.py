@@ -3,7 +3,8 @@
 Owns reading the linker's output (GNU ld through clang) for the symbols it could not resolve or
 found twice, and naming the likely fix: an adapter without its `cc_adapter` table, a C `inline`
 function whose only definition is an inline definition (C emits no symbol for it: another
-translation unit that calls it finds none), a library not given with --ldflags, a function of the
+translation unit that calls it finds none), a library not given with --ldflags (named with its
+flag when it is one of the system's usual ones: harness/target/system_libs.py), a function of the
 structure that clashes with one of crashcheck's. harness/target/build_compile.py calls `reason` when a
 link fails and puts it in the one error line; the linker's whole output is printed above it.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from crashcheck.harness.target import system_libs
 
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
 MULTIPLE = re.compile(r"multiple definition of `([^']+)'")
@@ -115,6 +118,11 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
             return (f"undefined reference to `{name}`{called}: --ldflags -Wl,--wrap={name[7:]} sends every "
                     f"call of {name[7:]} in the driver, crashcheck's own code included, to {name}, and no "
                     f"source given defines it{more}")
+        lib = system_libs.library_of(name) if _cxx_parts(name) is None else None
+        if lib is not None:
+            title, flag = lib
+            return (f"undefined reference to `{name}`{called}: it is in {title}, which the link was not "
+                    f"given: add --ldflags {flag}{more}")
         if _cxx_parts(name) is not None:
             inline = _cxx_inline_in(user_files, name)
             if inline is not None:

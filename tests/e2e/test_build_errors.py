@@ -93,3 +93,11 @@ def test_cxx_member_defined_nowhere_is_named(instrument_built):
     last = _link_failure(res, "buildcheck-cxxmissing")
     assert "undefined reference to `buildcheck::Shape::" in last, last
     assert "no source given defines it; it must be defined in one of the sources given" in last, last
+
+
+def test_library_of_the_system_is_named_with_its_flag(instrument_built):
+    """exp2 is the C math library's: the line says `--ldflags -lm`, not `-l<library>` (issue 49.13)."""
+    res = run_cli("build", "buildcheck-libm", "--adapter", FIXTURE / "needs_libm.c")
+    last = _link_failure(res, "buildcheck-libm")
+    assert "undefined reference to `exp2` (called from needs_libm_scale (needs_libm.c:" in last, last
+    assert "the C math library" in last and "add --ldflags -lm" in last and "<library>" not in last, last
