@@ -143,6 +143,12 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         return (f"undefined reference to `{name}`{called}: no source given defines it; add the source that "
                 f"does, or the library that has it with --ldflags -l<library>{more}")
     doubled = list(dict.fromkeys(MULTIPLE.findall(out)))
+    if doubled and doubled[0].startswith(("operator new", "operator delete")):
+        # crashcheck's own operator delete forms are weak (trees/common/pm_malloc.c): a second
+        # definition is in the user's files, and an operator cannot be renamed
+        return (f"`{doubled[0]}` is defined twice in the structure's sources and adapter: a program has "
+                "one global operator new and delete; keep one definition and delete the other"
+                + (f"; also {', '.join(doubled[1:4])}" if len(doubled) > 1 else ""))
     if doubled:
         return (f"`{doubled[0]}` is defined twice: the structure defines a function or variable of that name "
                 "and so does crashcheck's driver or another source (trees/common, the runtime); rename it"
