@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crashcheck.harness.target import link_errors, toolchain
+from crashcheck.harness.target import link_check, link_errors, toolchain
 from crashcheck.harness.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -207,6 +207,9 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
         obj = workdir / f"{tag}-{i}-{src.stem}.o"
         compile_object(plan, src, obj, traced, [f"-D{d}" for d in defines])
         objs.append(obj)
+    why = link_check.before_link(objs, plan.adapter)
+    if why is not None:
+        raise BuildFailure(f"linking {out.name} failed: {why}", "")
     cc = compilers(traced)["c++" if plan.cxx else "c"]
     tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

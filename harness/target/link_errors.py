@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from crashcheck.harness.target import system_libs
+from crashcheck.harness.target import link_check, system_libs
 
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
 MULTIPLE = re.compile(r"multiple definition of `([^']+)'")
@@ -103,9 +103,7 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         return f"the linker cannot find {lib} (given in --ldflags?)"
     undefined = list(dict.fromkeys(UNDEFINED.findall(out)))
     if "cc_adapter" in undefined:
-        return (f"the adapter {adapter.name} defines no `cc_adapter`: every adapter defines the table "
-                "`const struct cc_adapter cc_adapter = { .name = ..., ... };` (trees/common/cc_tree.h); "
-                "in C++ include cc_tree.h first, for its C linkage")
+        return link_check.no_table(adapter)
     if undefined:
         name = undefined[0]
         callers = _callers(out, name)
