@@ -126,13 +126,44 @@ def pass_env(plan: Plan) -> dict[str, str]:
     first line of the user's code it was inlined into (CRASHCHECK_PASS_SOURCE_ROOTS), and marks
     the sites in the structure's own files (CRASHCHECK_PASS_STRUCTURE_FILES), whose header lines
     name their stores (docs/trace-format.md)."""
-    files = plan.sources + plan.headers + [plan.adapter]
-    roots = sorted({str(p.parent) for p in files})
+    own = plan.sources + plan.headers + (included_sources(plan) if plan.pm_malloc else [])
+    roots = sorted({str(p.parent) for p in own + [plan.adapter]})
     env = {**os.environ, "CRASHCHECK_PASS_SOURCE_ROOTS": ":".join(roots),
-           "CRASHCHECK_PASS_STRUCTURE_FILES": ":".join(str(p) for p in plan.sources + plan.headers)}
+           "CRASHCHECK_PASS_STRUCTURE_FILES": ":".join(str(p) for p in own)}
     if plan.pm_malloc:
         env["CRASHCHECK_PASS_PM_MALLOC"] = "1"
     return env
+
+
+_INCLUDED: dict[tuple, list[Path]] = {}
+
+
+def included_sources(plan: Plan) -> list[Path]:
+    """The C and C++ sources (by suffix) that the structure's sources #include, at any depth: a
+    unity-build habit of real code (`#include "nodes.cpp"`). Their lines are the structure's as
+    much as the file that includes them, so --pm-malloc sends their `new` to the pool too (the
+    pass knows the structure's files by name; without this a node made there lands in DRAM and the
+    run reports a node outside the pool and nondeterminism). Asked of the preprocessor (-MM: the
+    user's includes, not the system's) once per build."""
+    key = (tuple(plan.sources), tuple(plan.cflags), plan.adapter)
+    if key in _INCLUDED:
+        return _INCLUDED[key]
+    found: dict[Path, None] = {}
+    given = set(plan.sources + plan.headers)
+    for src in plan.sources:
+        lang = language(src)
+        cmd = [compilers(False)[lang], *plan.flags(lang), "-MM", str(src)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            continue                  # the compile itself says why, with the whole output
+        deps = re.split(r"(?<!\\)\s+", res.stdout.replace("\\\n", " ").split(":", 1)[-1].strip())
+        for dep in deps:
+            # as the pass names files: absolute, without . and .. (not through symlinks)
+            path = Path(os.path.normpath(os.path.abspath(dep.replace("\\ ", " ")))) if dep else None
+            if path and path.suffix in C_SUFFIXES + CXX_SUFFIXES and path not in given and path.is_file():
+                found[path] = None
+    _INCLUDED[key] = list(found)
+    return _INCLUDED[key]
 
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
