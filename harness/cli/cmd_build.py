@@ -135,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         print(exc.diagnostics, file=sys.stderr)
         raise UsageError(f"{exc} (the compiler's messages are above)") from None
+    for line in build_compile.missed_allocations(plan):
+        print(f"crashcheck: warning: {line}", file=sys.stderr)
     # The model the adapter names must be one crashcheck knows, or the one --model gives; a
     # structure whose model cannot be had is not registered (no meta.json).
     structures._driver_info.cache_clear()

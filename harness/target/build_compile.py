@@ -78,6 +78,8 @@ class Plan:
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
     common_cflags: list[str] = field(default_factory=list)
     headers: list[Path] = field(default_factory=list)    # the structure's headers (not compiled alone)
+    # allocations the pass left in DRAM under pm_malloc: (file, line, callee) (missed_allocations)
+    missed: set[tuple[str, int, str]] = field(default_factory=set)
 
     @property
     def cxx(self) -> bool:
@@ -166,8 +168,38 @@ def included_sources(plan: Plan) -> list[Path]:
     return _INCLUDED[key]
 
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
+MISSED = "crashcheck-pass: pm-malloc missed: "
+
+
+def missed_allocations(plan: Plan) -> list[str]:
+    """One line per allocation of the structure's own code that --pm-malloc could not send to the
+    pool: the pass reports a call at a line of the user's code outside the structure's files (a
+    header not given to crashcheck build), whose objects would stay in DRAM and show at run time
+    only as a node outside the pool or nondeterminism."""
+    out = []
+    for file, line, callee in sorted(plan.missed):
+        what = "new" if callee.startswith("_Zn") else callee
+        try:
+            name = os.path.relpath(file)
+        except ValueError:
+            name = file
+        name = name if not name.startswith("..") else file
+        out.append(f"--pm-malloc: `{what}` at {name}:{line} stays in DRAM: {Path(file).name} is not one of "
+                   f"the structure's files; give it to crashcheck build with the sources (FILES take "
+                   f"headers too)")
+    return out
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None,
+         missed: set[tuple[str, int, str]] | None = None) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if missed is not None:
+        for line in res.stderr.splitlines():
+            if line.startswith(MISSED):
+                file, _, rest = line[len(MISSED):].partition("\t")
+                num, _, callee = rest.partition("\t")
+                if num.isdigit():
+                    missed.add((file, int(num), callee))
     if res.returncode != 0:
         out = (res.stderr + res.stdout).rstrip()
         lines = out.splitlines()
@@ -209,7 +241,8 @@ def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[s
         env["CRASHCHECK_PASS_ALLOC_ONLY"] = "1"
     if env is not None and traced and declares_threads(plan.adapter):
         env["CRASHCHECK_PASS_LOADS"] = "1"
-    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env)
+    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env,
+         plan.missed if plan.pm_malloc and src in plan.sources else None)
 
 
 def syntax_check(plan: Plan) -> None:
