@@ -6,6 +6,7 @@ and its errors. Never interprets events (that is the persistency models' job).
 from __future__ import annotations
 
 import os
+import re
 import stat
 import struct
 from dataclasses import dataclass, field
@@ -214,17 +215,29 @@ def _read_regular(path: Path, what: str, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
-def _read_str(buf: memoryview, pos: int, what: str) -> tuple[str, int]:
+def _read_str(buf: memoryview, pos: int, what: str, limit: int = 0xFFFF,
+              lines: bool = False) -> tuple[str, int]:
+    """A site string at POS: its text and the position after it. Raises _Short past the file's
+    end, _BadText for text no compiler writes: longer than LIMIT bytes, not UTF-8, or holding a
+    control character (a newline only where LINES allows one: the helper chain)."""
     if pos + 2 > len(buf):
         raise _Short
     n = buf[pos] | buf[pos + 1] << 8
     pos += 2
+    if n > limit:
+        raise _BadText(f"the {what} of site {{site}} is {n} bytes long (at most {limit})")
     if pos + n > len(buf):
         raise _Short
     try:
-        return str(buf[pos:pos + n], "utf-8"), pos + n
+        text = str(buf[pos:pos + n], "utf-8")
     except UnicodeDecodeError:
-        raise _BadText(what) from None
+        raise _BadText(f"the {what} of site {{site}} is not UTF-8") from None
+    bad = (CONTROL_LINES if lines else CONTROL).search(text)
+    if bad:
+        # A length that swallowed the next records reads binary: its zero bytes show it.
+        raise _BadText(f"the {what} of site {{site}} holds the control character "
+                       f"{bad.group(0)!r}")
+    return text, pos + n
 
 
 class _Short(Exception):
@@ -232,11 +245,16 @@ class _Short(Exception):
 
 
 class _BadText(Exception):
-    """A site string that is not UTF-8 (internal)."""
+    """A site string no compiler writes; the message has `{site}` for the site's number (internal)."""
 
 
 SITE_MIN = 16 + 4 * 2          # the smallest site record: four u32 and four empty strings
 REGION_MAX_NAME = 4096         # the runtime's longest image name (cc_emit_region)
+PATH_MAX = 4096                # Linux's longest path: a site's file name longer than it is no name
+SITE_FLAGS = SITE_OWN | SITE_CODE_POINTER      # every flag bit a version 3 site record may carry
+HEADER_FLAGS = 1                               # bit 0: loads were instrumented
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CONTROL_LINES = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")   # the chain's lines end in newlines
 
 
 def _normal(name: str) -> str:
@@ -260,13 +278,16 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path,
             if version >= 3:
                 (flags,) = struct.unpack_from("<I", buf, pos)
                 pos += 4
-            file, pos = _read_str(buf, pos, "file")
-            func, pos = _read_str(buf, pos, "function")
-            ifile, pos = _read_str(buf, pos, "inlined-at file")
-            ifunc, pos = _read_str(buf, pos, "inlined-at function")
+                if flags & ~SITE_FLAGS:
+                    raise TraceError(f"{path}: corrupt site table: site {i} has flags {flags:#x}, "
+                                     f"of which only {SITE_FLAGS:#x} are defined")
+            file, pos = _read_str(buf, pos, "file name", PATH_MAX)
+            func, pos = _read_str(buf, pos, "function name")
+            ifile, pos = _read_str(buf, pos, "inlined-at file name", PATH_MAX)
+            ifunc, pos = _read_str(buf, pos, "inlined-at function name")
             chain = ""
             if version >= 3:
-                chain, pos = _read_str(buf, pos, "helper chain")
+                chain, pos = _read_str(buf, pos, "helper chain", lines=True)
             # (a debug-info name like trees/artcow/../woart/x.c is one file: named once)
             sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc,
                               tuple(chain.split("\n")) if chain else (), bool(flags & SITE_OWN),
@@ -274,8 +295,7 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path,
     except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
     except _BadText as exc:
-        raise TraceError(f"{path}: corrupt site table: the {exc} name of site {len(sites)} is not "
-                         "UTF-8") from None
+        raise TraceError(f"{path}: corrupt site table: {str(exc).format(site=len(sites))}") from None
     return sites, pos
 
 
@@ -321,11 +341,18 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
     if len(raw) < HEADER.size:
         raise TraceError(f"{path}: truncated header ({len(raw)} of {HEADER.size} bytes)")
     _, version, hsize, pool_base, pool_size, line_size, flags, pid, nsites = HEADER.unpack_from(buf, 0)
+    reserved = bytes(buf[HEADER.size - 16:HEADER.size])
     if version not in READABLE_VERSIONS:
         raise TraceError(f"{path}: unknown trace version {version} (this crashcheck reads versions "
                          f"{', '.join(map(str, READABLE_VERSIONS))})")
     if hsize != HEADER.size or line_size == 0 or line_size & (line_size - 1) or line_size > 1 << 16:
         raise TraceError(f"{path}: corrupt header (header size {hsize}, line size {line_size})")
+    if flags & ~HEADER_FLAGS or any(reserved):
+        raise TraceError(f"{path}: corrupt header (flags {flags:#x}, reserved bytes "
+                         f"{'not ' if any(reserved) else ''}zero)")
+    if pool_base + pool_size > ADDR_MASK + 1:
+        raise TraceError(f"{path}: corrupt header: pool base {pool_base:#x} and size {pool_size:#x} "
+                         "are not a range of user addresses")
     sites, pos = _parse_sites(buf, hsize, nsites, path, version)
 
     trace = Trace(path, version, pool_base, pool_size, line_size, bool(flags & 1), pid, sites, [])
@@ -365,6 +392,9 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
                     raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} stores "
                                      f"at offset {off:#x}, outside region 0")
                 site = (word >> 8) & 0xFFFF
+                if site >= nsites and site != STORE8_NO_SITE:
+                    raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} names "
+                                     f"site {site}, the site table has {nsites}")
                 events.append(Event(len(events), 0, "store", "plain", base + off, 8,
                                     value.to_bytes(8, "little"), NO_SITE if site == STORE8_NO_SITE else site,
                                     0, off))
@@ -375,6 +405,10 @@ def read_trace(path: str | os.PathLike, *, check_images: bool = True) -> Trace:
             if name is None:
                 raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} "
                                  f"has kind {kind}, which is no event kind")
+            if site >= nsites and site != NO_SITE:
+                # the runtime numbers every site in its table (anything else is NO_SITE)
+                raise TraceError(f"{path}: corrupt trace: event {len(events)} at byte {pos} names "
+                                 f"site {site}, the site table has {nsites}")
             addr, size = word & ADDR_MASK, word >> 48
             elen = (size + 7) & ~7 if kind in PAYLOAD_KINDS else 0
             if pos + EVENT.size + elen > end:

@@ -154,6 +154,25 @@ def _site_name_byte(raw: bytes) -> bytes:
     return patched(raw, pos + 2, b"\xff")
 
 
+def _long_site_file(raw: bytes) -> bytes:
+    """The first site's file name made 65535 bytes of `a`: well formed, and no file's name."""
+    pos = HEADER + 16 + (4 if struct.unpack_from("<I", raw, 8)[0] >= 3 else 0)
+    (n,) = struct.unpack_from("<H", raw, pos)
+    return raw[:pos] + struct.pack("<H", 0xFFFF) + b"a" * 0xFFFF + raw[pos + 2 + n:]
+
+
+def _site_func_swallows(raw: bytes) -> bytes:
+    """The first site's function name says 65535 bytes: it runs over the next records and events."""
+    pos = HEADER + 16 + (4 if struct.unpack_from("<I", raw, 8)[0] >= 3 else 0)
+    (n,) = struct.unpack_from("<H", raw, pos)
+    return patched(raw, pos + 2 + n, struct.pack("<H", 0xFFFF)) + bytes(0x10000)
+
+
+def _event_site(site: int) -> Callable[[bytes], bytes]:
+    """The first fence names site SITE."""
+    return lambda raw: patched(raw, first(raw, 4) + 4, struct.pack("<I", site))
+
+
 def _chunk_fewer_events(raw: bytes) -> bytes:
     pos = first(raw, -1)
     return patched(raw, pos + 4, struct.pack("<I", 3))
@@ -200,6 +219,18 @@ TRACE_CASES = [
     trace_case("site count +1", "site", lambda raw: patched(raw, 44, struct.pack(
         "<I", struct.unpack_from("<I", raw, 44)[0] + 1))),
     trace_case("non-UTF-8 site name", "not UTF-8", _site_name_byte),
+    *(trace_case(f"site file name of 65535 bytes ({' '.join(cmd)})", "file name of site 0 is 65535 bytes long",
+                 _long_site_file, cmd=cmd)
+      for cmd in (("trace", "show"), ("trace", "stats"), ("states",))),
+    trace_case("site function name running over the events", "function name of site 0", _site_func_swallows),
+    trace_case("site flags 0x80", "site 0 has flags 0x80", lambda raw: patched(
+        raw, HEADER + 16, struct.pack("<I", 0x80))),
+    trace_case("event names a site past the table", "names site 1000000, the site table has",
+               _event_site(1_000_000), cmd=("trace", "show")),
+    trace_case("header flags 0x10", "corrupt header (flags 0x10", _set_u32(36, 0x10)),
+    trace_case("header reserved byte", "reserved bytes not zero", lambda raw: patched(raw, 60, b"\x01")),
+    trace_case("pool past 2^48", "not a range of user addresses", lambda raw: patched(
+        raw, 24, struct.pack("<Q", 1 << 62))),
     trace_case("unknown kind", "no event kind", lambda raw: patched(raw, first(raw, 5), b"\x63")),
     trace_case("event past its chunk", "runs past its chunk", _size_field(11, 0xFFF0)),
     trace_case("chunk says fewer events", "events end at byte", _chunk_fewer_events),

@@ -5,7 +5,9 @@ time, and a build replacing a driver under a running fuzz ends that run (the dri
 each build NAME happens once per test run (PYTEST_XDIST_TESTRUNUID, the same in every worker),
 under a file lock; later callers find the stamp and reuse the drivers."""
 import fcntl
+import json
 import os
+import subprocess
 from pathlib import Path
 
 from cli_run import run_cli
@@ -28,3 +30,14 @@ def build_once(name: str, *args) -> Path:
         assert res.returncode == 0, res.stderr
         stamp.write_text(stamp_text)
     return users / name
+
+
+def traced_events(driver: Path, work: Path, ops: str) -> list[dict]:
+    """The events (`trace show --json`) of DRIVER running the history OPS on a fresh pool in WORK."""
+    trace = work / "t"
+    res = subprocess.run([driver, "run", "--pool", work / "p", "--size", "8m", "--create", "-"],
+                         input=ops, capture_output=True, text=True,
+                         env={"CRASHCHECK_TRACE": str(trace), "PATH": "/usr/bin:/bin"})
+    assert res.returncode == 0, res.stderr
+    shown = run_cli("trace", "show", trace, "--json")
+    return [json.loads(line) for line in shown.stdout.splitlines()]

@@ -129,9 +129,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         _compile_all(plan, out, bugs)
     except build_compile.BuildFailure as exc:
-        # the compiler's own words, all of them, then the one line every error ends with
+        # the compiler's own words, all of them, then the one line every error ends with (a
+        # check made before the link, harness/target/link_check.py, has only its line)
+        if not exc.diagnostics:
+            raise UsageError(str(exc)) from None
         print(exc.diagnostics, file=sys.stderr)
         raise UsageError(f"{exc} (the compiler's messages are above)") from None
+    for line in build_compile.missed_allocations(plan):
+        print(f"crashcheck: warning: {line}", file=sys.stderr)
     # The model the adapter names must be one crashcheck knows, or the one --model gives; a
     # structure whose model cannot be had is not registered (no meta.json).
     structures._driver_info.cache_clear()

@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crashcheck.harness.target import link_errors, toolchain
+from crashcheck.harness.target import link_check, link_errors, toolchain
 from crashcheck.harness.core.errors import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,6 +78,8 @@ class Plan:
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
     common_cflags: list[str] = field(default_factory=list)
     headers: list[Path] = field(default_factory=list)    # the structure's headers (not compiled alone)
+    # allocations the pass left in DRAM under pm_malloc: (file, line, callee) (missed_allocations)
+    missed: set[tuple[str, int, str]] = field(default_factory=set)
 
     @property
     def cxx(self) -> bool:
@@ -126,17 +128,78 @@ def pass_env(plan: Plan) -> dict[str, str]:
     first line of the user's code it was inlined into (CRASHCHECK_PASS_SOURCE_ROOTS), and marks
     the sites in the structure's own files (CRASHCHECK_PASS_STRUCTURE_FILES), whose header lines
     name their stores (docs/trace-format.md)."""
-    files = plan.sources + plan.headers + [plan.adapter]
-    roots = sorted({str(p.parent) for p in files})
+    own = plan.sources + plan.headers + (included_sources(plan) if plan.pm_malloc else [])
+    roots = sorted({str(p.parent) for p in own + [plan.adapter]})
     env = {**os.environ, "CRASHCHECK_PASS_SOURCE_ROOTS": ":".join(roots),
-           "CRASHCHECK_PASS_STRUCTURE_FILES": ":".join(str(p) for p in plan.sources + plan.headers)}
+           "CRASHCHECK_PASS_STRUCTURE_FILES": ":".join(str(p) for p in own)}
     if plan.pm_malloc:
         env["CRASHCHECK_PASS_PM_MALLOC"] = "1"
     return env
 
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
+_INCLUDED: dict[tuple, list[Path]] = {}
+
+
+def included_sources(plan: Plan) -> list[Path]:
+    """The C and C++ sources (by suffix) that the structure's sources #include, at any depth: a
+    unity-build habit of real code (`#include "nodes.cpp"`). Their lines are the structure's as
+    much as the file that includes them, so --pm-malloc sends their `new` to the pool too (the
+    pass knows the structure's files by name; without this a node made there lands in DRAM and the
+    run reports a node outside the pool and nondeterminism). Asked of the preprocessor (-MM: the
+    user's includes, not the system's) once per build."""
+    key = (tuple(plan.sources), tuple(plan.cflags), plan.adapter)
+    if key in _INCLUDED:
+        return _INCLUDED[key]
+    found: dict[Path, None] = {}
+    given = set(plan.sources + plan.headers)
+    for src in plan.sources:
+        lang = language(src)
+        cmd = [compilers(False)[lang], *plan.flags(lang), "-MM", str(src)]
+        res = subprocess.run(cmd, capture_output=True, text=True)
+        if res.returncode != 0:
+            continue                  # the compile itself says why, with the whole output
+        deps = re.split(r"(?<!\\)\s+", res.stdout.replace("\\\n", " ").split(":", 1)[-1].strip())
+        for dep in deps:
+            # as the pass names files: absolute, without . and .. (not through symlinks)
+            path = Path(os.path.normpath(os.path.abspath(dep.replace("\\ ", " ")))) if dep else None
+            if path and path.suffix in C_SUFFIXES + CXX_SUFFIXES and path not in given and path.is_file():
+                found[path] = None
+    _INCLUDED[key] = list(found)
+    return _INCLUDED[key]
+
+
+MISSED = "crashcheck-pass: pm-malloc missed: "
+
+
+def missed_allocations(plan: Plan) -> list[str]:
+    """One line per allocation of the structure's own code that --pm-malloc could not send to the
+    pool: the pass reports a call at a line of the user's code outside the structure's files (a
+    header not given to crashcheck build), whose objects would stay in DRAM and show at run time
+    only as a node outside the pool or nondeterminism."""
+    out = []
+    for file, line, callee in sorted(plan.missed):
+        what = "new" if callee.startswith("_Zn") else callee
+        try:
+            name = os.path.relpath(file)
+        except ValueError:
+            name = file
+        name = name if not name.startswith("..") else file
+        out.append(f"--pm-malloc: `{what}` at {name}:{line} stays in DRAM: {Path(file).name} is not one of "
+                   f"the structure's files; give it to crashcheck build with the sources (FILES take "
+                   f"headers too)")
+    return out
+
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None,
+         missed: set[tuple[str, int, str]] | None = None) -> None:
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if missed is not None:
+        for line in res.stderr.splitlines():
+            if line.startswith(MISSED):
+                file, _, rest = line[len(MISSED):].partition("\t")
+                num, _, callee = rest.partition("\t")
+                if num.isdigit():
+                    missed.add((file, int(num), callee))
     if res.returncode != 0:
         out = (res.stderr + res.stdout).rstrip()
         lines = out.splitlines()
@@ -178,7 +241,8 @@ def compile_object(plan: Plan, src: Path, obj: Path, traced: bool, extra: list[s
         env["CRASHCHECK_PASS_ALLOC_ONLY"] = "1"
     if env is not None and traced and declares_threads(plan.adapter):
         env["CRASHCHECK_PASS_LOADS"] = "1"
-    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env)
+    _run(_command(plan, src, traced) + extra + ["-c", str(src), "-o", str(obj)], f"compiling {src.name}", env,
+         plan.missed if plan.pm_malloc and src in plan.sources else None)
 
 
 def syntax_check(plan: Plan) -> None:
@@ -207,6 +271,9 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
         obj = workdir / f"{tag}-{i}-{src.stem}.o"
         compile_object(plan, src, obj, traced, [f"-D{d}" for d in defines])
         objs.append(obj)
+    why = link_check.before_link(objs, plan.adapter)
+    if why is not None:
+        raise BuildFailure(f"linking {out.name} failed: {why}", "")
     cc = compilers(traced)["c++" if plan.cxx else "c"]
     tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

@@ -3,7 +3,8 @@
 Owns reading the linker's output (GNU ld through clang) for the symbols it could not resolve or
 found twice, and naming the likely fix: an adapter without its `cc_adapter` table, a C `inline`
 function whose only definition is an inline definition (C emits no symbol for it: another
-translation unit that calls it finds none), a library not given with --ldflags, a function of the
+translation unit that calls it finds none), a library not given with --ldflags (named with its
+flag when it is one of the system's usual ones: harness/target/system_libs.py), a function of the
 structure that clashes with one of crashcheck's. harness/target/build_compile.py calls `reason` when a
 link fails and puts it in the one error line; the linker's whole output is printed above it.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from crashcheck.harness.target import link_check, system_libs
 
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
 MULTIPLE = re.compile(r"multiple definition of `([^']+)'")
@@ -100,9 +103,7 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         return f"the linker cannot find {lib} (given in --ldflags?)"
     undefined = list(dict.fromkeys(UNDEFINED.findall(out)))
     if "cc_adapter" in undefined:
-        return (f"the adapter {adapter.name} defines no `cc_adapter`: every adapter defines the table "
-                "`const struct cc_adapter cc_adapter = { .name = ..., ... };` (trees/common/cc_tree.h); "
-                "in C++ include cc_tree.h first, for its C linkage")
+        return link_check.no_table(adapter)
     if undefined:
         name = undefined[0]
         callers = _callers(out, name)
@@ -115,6 +116,11 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
             return (f"undefined reference to `{name}`{called}: --ldflags -Wl,--wrap={name[7:]} sends every "
                     f"call of {name[7:]} in the driver, crashcheck's own code included, to {name}, and no "
                     f"source given defines it{more}")
+        lib = system_libs.library_of(name) if _cxx_parts(name) is None else None
+        if lib is not None:
+            title, flag = lib
+            return (f"undefined reference to `{name}`{called}: it is in {title}, which the link was not "
+                    f"given: add --ldflags {flag}{more}")
         if _cxx_parts(name) is not None:
             inline = _cxx_inline_in(user_files, name)
             if inline is not None:
@@ -135,6 +141,12 @@ def reason(out: str, user_files: list[Path], adapter: Path) -> str | None:
         return (f"undefined reference to `{name}`{called}: no source given defines it; add the source that "
                 f"does, or the library that has it with --ldflags -l<library>{more}")
     doubled = list(dict.fromkeys(MULTIPLE.findall(out)))
+    if doubled and doubled[0].startswith(("operator new", "operator delete")):
+        # crashcheck's own operator delete forms are weak (trees/common/pm_malloc.c): a second
+        # definition is in the user's files, and an operator cannot be renamed
+        return (f"`{doubled[0]}` is defined twice in the structure's sources and adapter: a program has "
+                "one global operator new and delete; keep one definition and delete the other"
+                + (f"; also {', '.join(doubled[1:4])}" if len(doubled) > 1 else ""))
     if doubled:
         return (f"`{doubled[0]}` is defined twice: the structure defines a function or variable of that name "
                 "and so does crashcheck's driver or another source (trees/common, the runtime); rename it"

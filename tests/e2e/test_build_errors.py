@@ -57,10 +57,17 @@ def _link_failure(res, name: str) -> str:
     return last
 
 
-def test_adapter_without_its_table_is_named(instrument_built):
-    last = _link_failure(run_cli("build", "buildcheck-notable", "--adapter", FIXTURE / "no_table.c"),
-                         "buildcheck-notable")
-    assert "the adapter no_table.c defines no `cc_adapter`" in last and "cc_tree.h" in last
+@pytest.mark.parametrize("ldflags", [[], ["--ldflags", "-fuse-ld=gold"]], ids=["ld", "gold"])
+def test_adapter_without_its_table_is_named(instrument_built, ldflags):
+    """Found in the objects before the link (issue 49.14): one line whatever the linker (gold words
+    its undefined reference otherwise, and gave the raw linker error)."""
+    res = run_cli("build", "buildcheck-notable", "--adapter", FIXTURE / "no_table.c", *ldflags)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "crashcheck: error: linking driver failed: the adapter no_table.c defines no `cc_adapter`: every "
+        "adapter defines the table `const struct cc_adapter cc_adapter = { .name = ..., ... };` "
+        "(trees/common/cc_tree.h); in C++ include cc_tree.h first, for its C linkage"], res.stderr
+    assert not (ROOT / "build" / "user" / "buildcheck-notable" / "meta.json").exists()
 
 
 def test_inline_only_function_of_another_file_is_named(instrument_built):
@@ -71,7 +78,8 @@ def test_inline_only_function_of_another_file_is_named(instrument_built):
 
 
 def test_missing_library_is_named(instrument_built):
-    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE / "no_table.c", "--ldflags", "-lnosuchlib_cc")
+    res = run_cli("build", "buildcheck-nolib", "--adapter", FIXTURE.parent / "insertonly" / "adapter.c",
+                  "--ldflags", "-lnosuchlib_cc")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     last = res.stderr.strip().splitlines()[-1]
     assert "the linker cannot find the library nosuchlib_cc (`-lnosuchlib_cc` in --ldflags)" in last, last
@@ -93,3 +101,11 @@ def test_cxx_member_defined_nowhere_is_named(instrument_built):
     last = _link_failure(res, "buildcheck-cxxmissing")
     assert "undefined reference to `buildcheck::Shape::" in last, last
     assert "no source given defines it; it must be defined in one of the sources given" in last, last
+
+
+def test_library_of_the_system_is_named_with_its_flag(instrument_built):
+    """exp2 is the C math library's: the line says `--ldflags -lm`, not `-l<library>` (issue 49.13)."""
+    res = run_cli("build", "buildcheck-libm", "--adapter", FIXTURE / "needs_libm.c")
+    last = _link_failure(res, "buildcheck-libm")
+    assert "undefined reference to `exp2` (called from needs_libm_scale (needs_libm.c:" in last, last
+    assert "the C math library" in last and "add --ldflags -lm" in last and "<library>" not in last, last

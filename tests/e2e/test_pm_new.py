@@ -3,13 +3,11 @@
 header's line as the allocation site, though its code is compiled inside the adapter; the
 adapter's own `new` (its handle) stays in DRAM; a std::atomic store of the header is named by
 the header's line, the libstdc++ frames in its `via`."""
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
-from userbuild import build_once
+from userbuild import build_once, traced_events
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "hdrmap"
@@ -26,13 +24,7 @@ def hdrmap(instrument_built):
 
 
 def _events(driver: Path, tmp_path: Path, ops: str) -> list[dict]:
-    trace = tmp_path / "t"
-    res = subprocess.run([driver, "run", "--pool", tmp_path / "p", "--size", "8m", "--create", "-"],
-                         input=ops, capture_output=True, text=True,
-                         env={"CRASHCHECK_TRACE": str(trace), "PATH": "/usr/bin:/bin"})
-    assert res.returncode == 0, res.stderr
-    shown = run_cli("trace", "show", trace, "--json")
-    return [json.loads(line) for line in shown.stdout.splitlines()]
+    return traced_events(driver, tmp_path, ops)
 
 
 def test_new_in_the_structure_is_in_the_pool_new_in_the_adapter_is_not(hdrmap, tmp_path):

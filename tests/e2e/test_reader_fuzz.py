@@ -7,13 +7,15 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crashcheck.crashsim.trace import ADDR_MASK, Trace, TraceError, read_trace
+import hostile
+from crashcheck.crashsim.trace import ADDR_MASK, NO_SITE, Trace, TraceError, read_trace
 from crashcheck.harness.triage import record_formats
 from crashcheck.harness.cli.main import main
 from crashcheck.harness.core.errors import UsageError
@@ -129,6 +131,95 @@ def test_corrupt_trace_cli(readers_base, original, tmp_path, capsys, muts, comma
     assert status in (0, 2), err
     if status == 2:
         assert len(err) == 1 and err[0].startswith("crashcheck: error: "), err
+    else:
+        assert all(line.startswith("crashcheck: warning: ") and "trace cut" in line for line in err), err
+
+
+# -- every length and count of the format, given hostile values ---------------------------------
+
+def fields(raw: bytes) -> dict[str, list[tuple[int, int]]]:
+    """(byte position, width) of every length and count the reader must check, by part: the
+    header's fields, each site record's numbers and string lengths, each chunk's event count and
+    payload length, each event's site id and size (docs/trace-format.md)."""
+    out: dict[str, list[tuple[int, int]]] = {
+        "header": [(8, 4), (12, 4), (16, 8), (24, 8), (32, 4), (36, 4), (44, 4), (48, 8), (56, 8)],
+        "site": [], "chunk": [], "event": []}
+    (nsites,) = struct.unpack_from("<I", raw, 44)
+    pos = 64
+    for _ in range(nsites):
+        out["site"] += [(pos + 4 * i, 4) for i in range(5)]
+        pos += 20
+        for _ in range(5):
+            out["site"].append((pos, 2))
+            pos += 2 + struct.unpack_from("<H", raw, pos)[0]
+    for p, kind, _ in hostile.events(raw):
+        if kind == -1:
+            out["chunk"] += [(p + 4, 4), (p + 8, 8)]
+        elif kind == 13:
+            out["event"].append((p + 1, 2))           # a store8's site id
+        else:
+            out["event"] += [(p + 4, 4), (p + 14, 2)]  # site id, size
+    return out
+
+
+HOSTILE = st.sampled_from([0, 1, 7, 8, 0x7F, 0x80, 0xFF, 0x1000, 0x1001, 0xFFFF, 0x10000, 0x7FFFFFFF,
+                           0xFFFFFFFF, 1 << 32, 1 << 47, 1 << 48, 1 << 62, (1 << 64) - 1])
+
+
+@st.composite
+def field_edits(draw, raw):
+    where = fields(raw)
+    data = bytearray(raw)
+    for _ in range(draw(st.integers(1, 3))):
+        # the part first, so that the few header fields are drawn as often as the many events'
+        pos, width = draw(st.sampled_from(where[draw(st.sampled_from(sorted(where)))]))
+        old = int.from_bytes(data[pos:pos + width], "little")
+        value = draw(st.one_of(HOSTILE, st.integers(-3, 3).map(lambda d, o=old: o + d)))
+        data[pos:pos + width] = (value % (1 << (8 * width))).to_bytes(width, "little")
+    cut = draw(st.one_of(st.none(), st.none(), st.none(), st.integers(0, len(data))))
+    return bytes(data if cut is None else data[:cut])
+
+
+def sane(trace: Trace) -> None:
+    """What a trace the reader returns says, beyond `sound`: names a compiler could have written,
+    and events naming sites of the table."""
+    sound(trace)
+    for site in trace.sites:
+        assert len(site.file.encode()) <= 4096 and len(site.inlined_file.encode()) <= 4096
+        for text in (site.file, site.func, site.inlined_file, site.inlined_func):
+            assert not any(ord(c) < 32 or ord(c) == 127 for c in text)
+    for e in trace.events:
+        assert e.site == NO_SITE or 0 <= e.site < len(trace.sites)
+    assert trace.pool_base + trace.pool_size <= ADDR_MASK + 1
+
+
+@settings(FUZZ, max_examples=150, deadline=5000)
+@given(data=st.data())
+def test_hostile_field_values(readers_base, original, tmp_path, data):
+    """Every length and count field, set to a hostile value (0, 2^16-1, 2^32-1, 2^64-1, off by a
+    few ...) and the file maybe cut: a sane trace or one TraceError line, in seconds."""
+    raw, _ = original
+    path = put(tmp_path, readers_base.trace, data.draw(field_edits(raw)))
+    try:
+        trace = read_trace(path)
+    except TraceError as exc:
+        one_line(exc)
+        return
+    sane(trace)
+
+
+@settings(FUZZ, max_examples=24, deadline=20000)
+@given(data=st.data(), command=st.sampled_from(
+    [["trace", "stats", "{}"], ["trace", "show", "{}"], ["states", "{}", "--limit", "1"]]))
+def test_hostile_field_values_cli(readers_base, original, tmp_path, capsys, data, command):
+    """The same through every subcommand that reads a trace: exit 0 or 2 with one line."""
+    raw, _ = original
+    path = put(tmp_path, readers_base.trace, data.draw(field_edits(raw)))
+    status = main([str(path) if a == "{}" else a for a in command])
+    err = capsys.readouterr().err.splitlines()
+    assert status in (0, 2), err
+    if status == 2:
+        assert len(err) == 1 and err[0].startswith("crashcheck: error: ") and err[0].isprintable(), err
     else:
         assert all(line.startswith("crashcheck: warning: ") and "trace cut" in line for line in err), err
 

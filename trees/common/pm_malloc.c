@@ -185,16 +185,22 @@ void *cc_pm_new_aligned_at(size_t n, size_t align, crashcheck_site_t site)
  * a program may; a C driver never calls them).  The default ones give the memory to free();
  * these give a pool object back to the pool first, so an object the structure took with `new`
  * may be deleted anywhere: in the adapter, or in the standard library's compiled code (a
- * std::string's buffer).  Memory that is not the pool's goes to free() as before. */
-void _ZdlPv(void *p) { cc_pm_free(p); }
-void _ZdaPv(void *p) { cc_pm_free(p); }
-void _ZdlPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
-void _ZdaPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
-void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
-void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
-void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
-void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
-void _ZdlPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
-void _ZdaPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
-void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }
-void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }
+ * std::string's buffer).  Memory that is not the pool's goes to free() as before.
+ *
+ * Each is weak: an adapter written before crashcheck replaced operator delete defines its own
+ * operator new and delete into the pool (the documented way then), and the link takes the user's
+ * forms and keeps these only for the forms the user left out, instead of failing on a name
+ * defined twice (tests/fixtures/old_adapters). */
+#define REPLACEABLE __attribute__((weak))
+REPLACEABLE void _ZdlPv(void *p) { cc_pm_free(p); }
+REPLACEABLE void _ZdaPv(void *p) { cc_pm_free(p); }
+REPLACEABLE void _ZdlPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
+REPLACEABLE void _ZdaPvm(void *p, size_t n) { (void)n; cc_pm_free(p); }
+REPLACEABLE void _ZdlPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
+REPLACEABLE void _ZdaPvSt11align_val_t(void *p, size_t a) { (void)a; cc_pm_free(p); }
+REPLACEABLE void _ZdlPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
+REPLACEABLE void _ZdaPvmSt11align_val_t(void *p, size_t n, size_t a) { (void)n; (void)a; cc_pm_free(p); }
+REPLACEABLE void _ZdlPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
+REPLACEABLE void _ZdaPvRKSt9nothrow_t(void *p, const void *t) { (void)t; cc_pm_free(p); }
+REPLACEABLE void _ZdlPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }
+REPLACEABLE void _ZdaPvSt11align_val_tRKSt9nothrow_t(void *p, size_t a, const void *t) { (void)a; (void)t; cc_pm_free(p); }
