@@ -45,7 +45,7 @@ CRASH = Obj({"index": (Opt(Nat()), REQUIRED), "choice": (CHOICE, list), "event":
 TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Text(), ""),
                 "off": (Opt(Nat()), None), "size": (Nat(), 0), "line": (Nat(), 0),
                 "state": (Opt(Text(("durable", "persisted", "lost"))), None)})
-COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Nat(), REQUIRED), "exhaustive": (Bool(), False)})
+COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Big(), REQUIRED), "exhaustive": (Bool(), False)})
 # a hang: the states of its crash point that hung its way, and the checks that took the full or the
 # shorter time limit (harness/check/hangs.py)
 HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Nat()), None), "full": (Nat(), 0),
