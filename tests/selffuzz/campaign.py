@@ -88,7 +88,8 @@ def campaign(first: int, n: int, jobs: int = 1, work: Path | None = None, dask: 
                     tally.seconds[o.sub] += o.elapsed
                     if logf:
                         row = {k: v for k, v in asdict(o).items() if k not in ("stdout", "stderr")}
-                        row.update(verdict=verdict, reason=reason, results=str(o.results) if o.results else None)
+                        row.update(verdict=verdict, reason=reason, results=str(o.results) if o.results else None,
+                                   stderr_tail=o.stderr[-600:])
                         logf.write(json.dumps(row) + "\n")
                         logf.flush()
                     if verdict != "ok":

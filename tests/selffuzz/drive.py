@@ -100,7 +100,8 @@ def _after_runs(t: Target, work: Path, env: dict, results: list[Path]) -> Iterat
             for rec, cls in _records(res, REPLAYS_PER_RESULTS - replayed):
                 replayed += 1
                 yield run(t.seed, "replay", [*CLI, "replay", rec], FIXED_DEADLINE_S, work, env,
-                          replay_class=cls, nondeterministic=t.knobs.nondeterministic)
+                          replay_class=cls,
+                          nondeterministic=t.knobs.nondeterministic or t.knobs.threads > 0)
 
 
 def _trace_reads(t: Target, trace: Path, traced_ok: bool, env: dict) -> Iterator[Outcome]:

@@ -14,7 +14,8 @@ The promises, for every command run by drive.py:
     and the file is JSON with the format field;
   - a legal target builds, its traces read back (exit 0), and a results file a run wrote renders;
   - replay of a record exits 0 ("fixed") only when the code changed: never for these unchanged
-    targets, above all never for a nondeterministic one;
+    targets, above all never for a nondeterministic one; and a record of a deterministic target
+    (no time/pid/address values, no threads) replays (exit 2 "cannot replay" is a failure);
   - its own output stays readable: at most FLOOD_BYTES printed (the target's floods stay out).
 """
 from __future__ import annotations
@@ -48,7 +49,7 @@ class Outcome:
     results: Path | None = None     # the results file it was asked to write
     expect_ok: bool = False         # a command that must exit 0 on this input (build, report, a trace)
     replay_class: str = ""          # replay: the record's class
-    nondeterministic: bool = False  # the target draws values from time, pid or addresses
+    nondeterministic: bool = False  # the target draws values from time, pid or addresses, or runs threads
     flood_ok: bool = False          # trace show of a large trace prints a lot by design
     notes: list[str] = field(default_factory=list)
 
@@ -101,6 +102,8 @@ def judge(o: Outcome) -> tuple[str, str]:
     if o.sub == "replay" and o.status == 0 and o.replay_class not in HANG_CLASSES:
         why = "a nondeterministic target" if o.nondeterministic else "an unchanged target"
         return "oracle", f"replay says fixed (exit 0) of {why} ({o.replay_class})"
+    if o.sub == "replay" and o.status == 2 and not o.nondeterministic and o.replay_class not in HANG_CLASSES:
+        return "oracle", f"a record just written does not replay ({o.replay_class}): {_last_line(o.stderr)}"
     if o.out_bytes > FLOOD_BYTES and not o.flood_ok:
         return "oracle", f"printed {o.out_bytes} bytes"
     return "ok", ""
