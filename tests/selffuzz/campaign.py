@@ -53,6 +53,23 @@ class Tally:
         return "\n".join(rows)
 
 
+def from_log(path: Path) -> Tally:
+    """The tally of a campaign's --log (JSON lines, one per run): a run stopped early still counts."""
+    tally = Tally()
+    seeds = set()
+    for line in Path(path).read_text().splitlines():
+        row = json.loads(line)
+        seeds.add(row["seed"])
+        tally.runs[row["sub"]] += 1
+        tally.seconds[row["sub"]] += row["elapsed"]
+        if row["verdict"] != "ok":
+            (tally.internal if row["verdict"] == "internal" else tally.oracle)[row["sub"]] += 1
+            tally.failures.append(Failure(row["seed"], row["sub"], row["verdict"], row["reason"], row["argv"],
+                                          draw(row["seed"]).describe(), row.get("stderr_tail", "")))
+    tally.targets = len(seeds)
+    return tally
+
+
 def units(seeds: list[int]) -> list[list[Target]]:
     """SEEDS as units of work: a structure family's seeds together."""
     out: dict[str, list[Target]] = defaultdict(list)
