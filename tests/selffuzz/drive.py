@@ -27,7 +27,7 @@ from .params import Target
 # the checkout's venv (the bench script may run under any python3), as tests/cli_run.py runs it
 PYTHON = ROOT / ".venv" / "bin" / "python"
 CLI = [str(PYTHON if PYTHON.exists() else sys.executable), "-m", "crashcheck.harness.cli.main"]
-FIXED_DEADLINE_S = 60.0            # commands without a budget: states, trace, replay, report
+FIXED_DEADLINE_S = 90.0           # commands without a budget: states, trace, replay, report (loaded box)
 BUILD_DEADLINE_S = 300.0           # a family's build (several drivers) on a loaded 2-core box
 PROGRAM_RUN_LIMIT_S = 60.0         # crashcheck's own limit on a program's traced run (target/program.py)
 TRACED_DEADLINE_S = 15.0           # the target's own traced run (a hang in it is the target's)
@@ -140,9 +140,7 @@ def drive_structure(t: Target, work: Path, builds: Path, built: dict[str, Outcom
     history = mine / "history"
     history.write_text("".join(f"insert {k} {k * 3}\n" for k in range(1, t.max_ops + 1))
                        + "update 1 5\ndelete 2\nlookup 1\n")
-    driver = builds / t.name / "bugs" / t.bug_name / "driver"
-    if not driver.exists():
-        driver = next(iter(sorted((builds / t.name).rglob("driver"))), driver)
+    driver = builds / t.name / f"driver-bug-{t.bug_name}"      # the traced driver of this seed's variant
     trace = mine / "history.trace"
     traced = run(t.seed, "traced driver", [driver, "run", "--pool", mine / "pool", "--create", "--size", "8m", history],
                  TRACED_DEADLINE_S, mine, dict(env, CRASHCHECK_TRACE=str(trace)))
