@@ -53,11 +53,12 @@ class Tally:
         return "\n".join(rows)
 
 
-def from_log(path: Path) -> Tally:
-    """The tally of a campaign's --log (JSON lines, one per run): a run stopped early still counts."""
+def from_log(paths: list[Path]) -> Tally:
+    """The tally of campaigns' --log files (JSON lines, one per run): a run stopped early still
+    counts; a seed in several logs counts once as a target."""
     tally = Tally()
     seeds = set()
-    for line in Path(path).read_text().splitlines():
+    for line in (ln for p in paths for ln in Path(p).read_text().splitlines()):
         row = json.loads(line)
         seeds.add(row["seed"])
         tally.runs[row["sub"]] += 1
