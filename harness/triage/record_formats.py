@@ -48,8 +48,8 @@ TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Te
 COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Big(), REQUIRED), "exhaustive": (Bool(), False)})
 # a hang: the states of its crash point that hung its way, and the checks that took the full or the
 # shorter time limit (harness/check/hangs.py)
-HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Nat()), None), "full": (Nat(), 0),
-            "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Nat(), 0),
+HUNG = Obj({"states": (Big(), REQUIRED), "explored": (Opt(Big()), None), "full": (Nat(), 0),
+            "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Big(), 0),
             "history_points": (Nat(), 0)})
 # a threaded run's picture (harness/triage/lanes.py): positions are trace event indices
 LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(), REQUIRED),

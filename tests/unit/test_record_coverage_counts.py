@@ -1,17 +1,28 @@
-"""A record's coverage counts as large as the crash states fuzz explores: 2^72 states explored at one
-crash point is what a structure with a few wide pending lines gives (found by the self-fuzz,
-tests/selffuzz: `crashcheck report` refused the results file `fuzz` had just written)."""
+"""A record's counts of crash states are as large as the states fuzz explores: 2^72 states at one
+crash point is what a structure with a few wide pending lines gives, and a lazy execution that hangs
+counts every state of its class (found by the self-fuzz, tests/selffuzz: `crashcheck report`
+refused the results file `fuzz` had just written, at `coverage.explored` and `hung.history_states`)."""
 import pytest
 
 from crashcheck.harness.core.schema import SchemaError
-from crashcheck.harness.triage.record_formats import COVERAGE
+from crashcheck.harness.triage.record_formats import COVERAGE, HUNG
+
+COUNTS = pytest.mark.parametrize("count", [2 ** 63, 2 ** 72, 2 ** 1100], ids=["2^63", "2^72", "2^1100"])
 
 
-@pytest.mark.parametrize("count", [2 ** 63, 2 ** 72, 2 ** 1100], ids=["2^63", "2^72", "2^1100"])
+@COUNTS
 def test_coverage_takes_counts_past_63_bits(count):
     assert COVERAGE.check({"legal": count, "explored": count, "exhaustive": True}, "bugs[0].coverage")["explored"] == count
 
 
-def test_coverage_still_refuses_what_is_no_count():
+@COUNTS
+def test_a_hang_takes_counts_past_63_bits(count):
+    hung = HUNG.check({"states": count, "explored": count, "full": 2, "history_states": count}, "bugs[0].hung")
+    assert hung["states"] == hung["explored"] == hung["history_states"] == count
+
+
+def test_counts_still_refuse_what_is_no_count():
     with pytest.raises(SchemaError, match="explored"):
         COVERAGE.check({"legal": 4, "explored": -1}, "bugs[0].coverage")
+    with pytest.raises(SchemaError, match="history_states"):
+        HUNG.check({"states": 1, "history_states": "many"}, "bugs[0].hung")
