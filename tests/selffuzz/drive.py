@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 from .gen import ROOT, write_program, write_structure
-from .oracle import GRACE_S, Outcome
+from . import oracle
+from .oracle import Outcome
 from .params import Target
 
 # the checkout's venv (the bench script may run under any python3), as tests/cli_run.py runs it
@@ -136,7 +137,7 @@ def drive_structure(t: Target, work: Path, builds: Path, built: dict[str, Outcom
         yield run(t.seed, " ".join(["fuzz", *extra]),
                   [*CLI, "fuzz", t.name, "--bug", t.bug_name, "--budget", str(t.budget), "--seed", str(t.seed),
                    "--max-ops", str(t.max_ops), "--quiet", "--json", res, *extra],
-                  t.budget + GRACE_S + (15 if extra else 0), mine, env, results=res)
+                  t.budget + oracle.GRACE_S + (15 if extra else 0), mine, env, results=res)
     history = mine / "history"
     history.write_text("".join(f"insert {k} {k * 3}\n" for k in range(1, t.max_ops + 1))
                        + "update 1 5\ndelete 2\nlookup 1\n")
@@ -174,7 +175,7 @@ def drive_program(t: Target, work: Path, env: dict) -> Iterator[Outcome]:
         if recover:
             argv += ["--recover", f"{prog} recover {{image}}"]
         yield run(t.seed, f"run {strategy}", [*argv, "--", prog, "run", "pool", str(t.max_ops)],
-                  _run_budget(t) + GRACE_S, mine, env, results=res)
+                  _run_budget(t) + oracle.GRACE_S, mine, env, results=res)
     trace = mine / "prog.trace"
     (mine / "traced").mkdir(exist_ok=True)
     traced = run(t.seed, "traced program", [prog, "run", "pool", str(t.max_ops)], TRACED_DEADLINE_S,
