@@ -63,12 +63,22 @@ def from_log(paths: list[Path]) -> Tally:
         seeds.add(row["seed"])
         tally.runs[row["sub"]] += 1
         tally.seconds[row["sub"]] += row["elapsed"]
+        if row["verdict"] == "ok":         # judged again: the oracle may have learnt a rule since
+            row["verdict"], row["reason"] = judge(_outcome(row))
         if row["verdict"] != "ok":
             (tally.internal if row["verdict"] == "internal" else tally.oracle)[row["sub"]] += 1
             tally.failures.append(Failure(row["seed"], row["sub"], row["verdict"], row["reason"], row["argv"],
                                           draw(row["seed"]).describe(), row.get("stderr_tail", "")))
     tally.targets = len(seeds)
     return tally
+
+
+def _outcome(row: dict) -> Outcome:
+    """A logged run as an Outcome (its stderr tail for its stderr; stdout is not logged)."""
+    fields = {k: row[k] for k in ("seed", "sub", "argv", "status", "elapsed", "deadline", "out_bytes", "expect_ok",
+                                  "replay_class", "nondeterministic", "flood_ok")}
+    return Outcome(**fields, stdout="", stderr=row.get("stderr_tail", ""),
+                   results=Path(row["results"]) if row.get("results") else None)
 
 
 def units(seeds: list[int]) -> list[list[Target]]:

@@ -73,6 +73,7 @@ def test_replay_says_fixed_only_when_something_changed():
     assert verdict == "oracle" and "nondeterministic" in reason
     assert judge(outcome(sub="replay", status=0, replay_class="lost-durable-write"))[0] == "oracle"
     assert judge(outcome(sub="replay", status=0, replay_class="operation-hang")) == ("ok", "")   # timing
+    assert judge(outcome(sub="replay", status=0, replay_class="nondeterminism", nondeterministic=True))[0] == "oracle"
     assert judge(outcome(sub="replay", status=1, replay_class="lost-durable-write")) == ("ok", "")
 
 
