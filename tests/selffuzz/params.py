@@ -40,6 +40,7 @@ class Knobs:
     threads: int = 0              # threads each operation starts and joins (they store to scratch)
     noise: int = 0                # 0 quiet, 1 a line per operation on stdout and stderr, 2 4 MB once
     bug: bool = False             # publishes before persisting: a lost-durable-write / checker failure
+    unflushed: bool = False       # the memset / pending lines are never flushed (scratch nobody reads)
 
     @property
     def nondeterministic(self) -> bool:
@@ -74,7 +75,7 @@ class Target:
         for name in ("memset", "pending", "wide"):
             if getattr(k, name):
                 bits.append(f"{name}={getattr(k, name)}")
-        bits += [name for name in ("torn", "nt", "bug") if getattr(k, name)]
+        bits += [name for name in ("unflushed", "torn", "nt", "bug") if getattr(k, name)]
         if k.nondet:
             bits.append(f"nondet={k.nondet}")
         if k.fault_phase:
@@ -116,6 +117,12 @@ def _knobs(rng: random.Random, phases: tuple[str, ...], weights: tuple[int, ...]
     return k
 
 
+def _unflushed(seed: int, k: Knobs) -> None:
+    """Scratch stores left pending for good (what the pending-lines warning is about), drawn apart
+    from the other knobs so that adding it changed no seed's other knobs."""
+    k.unflushed = bool(k.memset or k.pending) and random.Random(f"unflushed {seed}").random() < 0.5
+
+
 def _budget(rng: random.Random) -> int:
     # mostly short runs; a few long ones (the oracle's deadline is budget + grace)
     return rng.choice([5] * 20 + [10, 20, 60])
@@ -137,6 +144,7 @@ def draw(seed: int) -> Target:
     kind = kind_of(seed)
     if kind == "structure":
         knobs = _knobs(rng, STRUCTURE_PHASES, (1,) * len(STRUCTURE_PHASES))
+        _unflushed(seed, knobs)
         budget = _budget(rng)
         if knobs.memset >= 328 or knobs.pending >= 65:
             budget = max(budget, BIG_BUDGET_S)      # else no history of it ends within the budget
@@ -148,6 +156,8 @@ def draw(seed: int) -> Target:
         return Target(seed, kind, lang, knobs, budget,
                       max_ops=rng.choice([10, 10, 10, 30]), own_new=own_new, include_cpp=include_cpp,
                       family=fam)
-    return Target(seed, kind, "c", _knobs(rng, PROGRAM_PHASES, PROGRAM_PHASE_WEIGHTS), _budget(rng),
+    knobs = _knobs(rng, PROGRAM_PHASES, PROGRAM_PHASE_WEIGHTS)
+    _unflushed(seed, knobs)
+    return Target(seed, kind, "c", knobs, _budget(rng),
                   max_ops=rng.choice([3, 3, 5, 8, 40]), markers=rng.choice(["op", "pmreorder", "none"]),
                   mapper=rng.choice(["libpmem", "pool"]))

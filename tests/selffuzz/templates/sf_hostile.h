@@ -5,7 +5,8 @@
  *
  *   sf_stores(scratch, n)  huge memsets, many pending lines, wide, torn and non-temporal stores,
  *                          values from time/pid/addresses, threads storing beside it; all of it
- *                          made durable before it returns (so crash points in it have many states)
+ *                          made durable before it returns (so crash points in it have many states),
+ *                          unless SF_UNFLUSHED leaves the memset / pending lines pending for good
  *   sf_fault()             the fault of this variant: a hang, a crash, an exit, a stop or a flood
  *   sf_noise()             a line on stdout and stderr per call, or 4 MB once
  */
@@ -27,6 +28,9 @@
 #endif
 #ifndef SF_PENDING
 #define SF_PENDING 0
+#endif
+#ifndef SF_UNFLUSHED
+#define SF_UNFLUSHED 0          /* 1: the memset and pending lines are never written back */
 #endif
 #ifndef SF_WIDE
 #define SF_WIDE 0
@@ -101,13 +105,17 @@ static inline void sf_stores(uint8_t *scratch, uint64_t n)
 #if SF_MEMSET
 	memset(scratch, (int)(v & 0xff) | 1, SF_MEMSET);
 	_mm_sfence();                                      /* a crash point with the whole memset pending */
+#if !SF_UNFLUSHED
 	sf_persist(scratch, SF_MEMSET);
+#endif
 #endif
 #if SF_PENDING
 	for (int i = 0; i < SF_PENDING; i++)
 		memcpy(scratch + (size_t)i * SF_LINE, &v, 8);
 	_mm_sfence();                                      /* every one of those lines pending at once */
+#if !SF_UNFLUSHED
 	sf_persist(scratch, (size_t)SF_PENDING * SF_LINE);
+#endif
 #endif
 #if SF_WIDE == 16
 	typedef uint64_t sf_v2 __attribute__((vector_size(16)));
