@@ -55,8 +55,10 @@
 #endif
 
 #define SF_LINE 64
-/* scratch bytes the stores need: every line is its own, past the structure's data */
-#define SF_SCRATCH_BIG (SF_MEMSET > SF_PENDING * SF_LINE ? SF_MEMSET : SF_PENDING * SF_LINE)
+/* scratch bytes the stores need: every line is its own, past the structure's data; whole lines, so
+ * the small stores' lines after them are aligned (a 32-byte vector store must be) */
+#define SF_SCRATCH_BIG_ (SF_MEMSET > SF_PENDING * SF_LINE ? SF_MEMSET : SF_PENDING * SF_LINE)
+#define SF_SCRATCH_BIG ((SF_SCRATCH_BIG_ + SF_LINE - 1) / SF_LINE * SF_LINE)
 #define SF_SCRATCH (SF_SCRATCH_BIG + 8 * SF_LINE)
 
 /* sf_persist -- write back [p, p + n) and fence (internal) */
