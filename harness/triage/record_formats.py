@@ -76,7 +76,7 @@ PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), 
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
 SYMPTOM = Obj({"class": (Text(_classes()), REQUIRED), "detail": (Text(), ""), "group": (Text(), ""),
-               "occurrences": (Nat(), 1), "same_state": (Bool(), False),
+               "occurrences": (Big(), 1), "same_state": (Bool(), False),
                "lost": (List(Text()), list), "persisted": (List(Text()), list)})
 # how far a bug was shrunk (harness/run/search.py): its history, its crash state
 _HOW = ("done", "cut by the budget", "not tried")
@@ -117,7 +117,7 @@ RECORD = Obj({
     "expected_reason": (Opt(Text()), None),
     "detail": (Text(), ""),
     "group": (Text(), ""),
-    "occurrences": (Nat(), 1),
+    "occurrences": (Big(), 1),
     "lost": (List(STORE), list),
     "persisted": (List(STORE), list),
     "code_pointers": (List(STORE), list),
