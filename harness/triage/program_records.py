@@ -11,6 +11,7 @@ bug is its example that loses the fewest stores. Never runs anything and never r
 """
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -89,14 +90,28 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         # a program has no history to shrink; its failing state is always shrunk (program_explore.shrink)
         "shrink": {"history": "not tried", "crash_state": "done"},
         "output": v.output[-OUTPUT_CHARS:],
-        "program": {**program, "argv": list(traced.argv), "operation": where},
     }
     record = relative_record(record)
-    argv0 = record["program"]["argv"][0]
-    if "/" not in argv0:
-        # made relative to the folder crashcheck ran in: a bare name would be looked up on PATH
-        record["program"]["argv"][0] = "./" + argv0
+    record["program"] = _runnable({**program, "argv": list(traced.argv), "operation": where})
     return record
+
+
+def _runnable(program: dict) -> dict:
+    """PROGRAM's argv and commands as replay runs them again: from the folder crashcheck ran in,
+    so a path inside that folder becomes ./PATH. Not relative_record's rule (which strips the
+    project root too, and leaves a bare NAME that replay would look up on PATH)."""
+    here = os.path.normpath(os.getcwd())
+    if here == os.sep:
+        return program
+    inside = here + os.sep
+
+    def rel(text):
+        return text.replace(inside, "./") if isinstance(text, str) else text
+    out = {k: rel(v) for k, v in program.items()}
+    out["argv"] = [rel(a) for a in program["argv"]]
+    if "/" not in out["argv"][0]:
+        out["argv"][0] = "./" + out["argv"][0]      # as run: a path relative to that folder
+    return out
 
 
 def merge(found: list[dict], bugdir: Path) -> list[dict]:

@@ -48,8 +48,8 @@ TIMELINE = Obj({"seq": (Nat(), REQUIRED), "kind": (Text(), REQUIRED), "sub": (Te
 COVERAGE = Obj({"legal": (Big(), REQUIRED), "explored": (Big(), REQUIRED), "exhaustive": (Bool(), False)})
 # a hang: the states of its crash point that hung its way, and the checks that took the full or the
 # shorter time limit (harness/check/hangs.py)
-HUNG = Obj({"states": (Nat(), REQUIRED), "explored": (Opt(Big()), None), "full": (Nat(), 0),
-            "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Nat(), 0),
+HUNG = Obj({"states": (Big(), REQUIRED), "explored": (Opt(Big()), None), "full": (Nat(), 0),
+            "short": (Nat(), 0), "short_ms": (Opt(Nat()), None), "history_states": (Big(), 0),
             "history_points": (Nat(), 0)})
 # a threaded run's picture (harness/triage/lanes.py): positions are trace event indices
 LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(), REQUIRED),
@@ -76,7 +76,7 @@ PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), 
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
 SYMPTOM = Obj({"class": (Text(_classes()), REQUIRED), "detail": (Text(), ""), "group": (Text(), ""),
-               "occurrences": (Nat(), 1), "same_state": (Bool(), False),
+               "occurrences": (Big(), 1), "same_state": (Bool(), False),
                "lost": (List(Text()), list), "persisted": (List(Text()), list)})
 # how far a bug was shrunk (harness/run/search.py): its history, its crash state
 _HOW = ("done", "cut by the budget", "not tried")
@@ -117,7 +117,7 @@ RECORD = Obj({
     "expected_reason": (Opt(Text()), None),
     "detail": (Text(), ""),
     "group": (Text(), ""),
-    "occurrences": (Nat(), 1),
+    "occurrences": (Big(), 1),
     "lost": (List(STORE), list),
     "persisted": (List(STORE), list),
     "code_pointers": (List(STORE), list),
@@ -149,8 +149,7 @@ RECORD = Obj({
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
-             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0),
-             "states_checked": (Big(), 0)})
+             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
 # `fuzz --perf`: flushes and fences that did nothing (harness/check/perf_tally.py)
 PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Nat()), dict),
             "sites": (List(Obj({"kind": (Text(), REQUIRED), "sub": (Text(), ""), "where": (Text(), ""),
