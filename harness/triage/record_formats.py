@@ -149,7 +149,8 @@ RECORD = Obj({
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),
-             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0)})
+             "executions": (Nat(), 0), "hung_short": (Nat(), 0), "elapsed_s": (Seconds(), 0.0),
+             "states_checked": (Big(), 0)})
 # `fuzz --perf`: flushes and fences that did nothing (harness/check/perf_tally.py)
 PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Nat()), dict),
             "sites": (List(Obj({"kind": (Text(), REQUIRED), "sub": (Text(), ""), "where": (Text(), ""),
