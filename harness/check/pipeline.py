@@ -352,6 +352,7 @@ class Checker:
             f.history_point = oracle.history_point(orig)
             f.origin_lost = orig.lost(choice)
             shrink_state(self.session, rtrace, oracle, f, orig)
+            f.shrunk = True
             f.group = finding_group(trace, f)
             return
         f.point = self.point_at(trace, f.point.index)
@@ -362,6 +363,7 @@ class Checker:
             # shrunk as what the recovered state showed; a torn store again (or not) once minimal
             f.cls, f.detail, f.torn = f.torn.cls, f.verdict.detail, None
         shrink_state(self.session, trace, oracle, f)
+        f.shrunk = True
         if torn_store.may_tear(f) and not self.budget.expired() and torn_store.tear(self.session, trace, oracle, f):
             torn_store.add_recovery_reads(self.session, trace, f)
             return

@@ -59,6 +59,7 @@ from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
 from crashcheck.harness.run.config import Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
+from crashcheck.harness.run.fold_proofs import prove_folds
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
 from crashcheck.harness.run.journal import Journal
@@ -349,7 +350,9 @@ class Search(DeterminismProbes):
         be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
         reported as first seen. Shrinking traces each history again: a trace that differs from the
         first is a nondeterminism finding, and the bug stays as first seen."""
-        for entry in sorted(self.registry.values(), key=lambda e: e.rank):
+        # the newest first: an early bug's example is the one the batches shrank most, and a
+        # late one, found beside it, is the one an unshrunk state would name after its stores
+        for entry in sorted(self.registry.values(), key=lambda e: e.found_at, reverse=True):
             entry.history_shrink = self._history_shrink(entry)
             has_state = entry.finding.point is not None and entry.finding.cls != "leak"
             # (a leak's crash state is kept as found: what leaked is what matters)
@@ -381,4 +384,8 @@ class Search(DeterminismProbes):
                     entry.state_shrink = CUT      # out of time, or stopped, part way
                 if diff is not None:      # report it as found, in the trace it was found in
                     entry.outcome.trace, entry.finding = before, kept
-        check_fixes(self.checker, self.registry.values(), lambda: bool(self.interrupted or self.error))
+        stop = lambda: bool(self.interrupted or self.error)      # noqa: E731
+        check_fixes(self.checker, self.registry.values(), stop)
+        # a fix proven for one bug, applied to the others' histories: what it removes may be
+        # folded into its bug, what remains is a bug of its own (harness/run/fold_proofs.py)
+        prove_folds(self.checker, self.registry.values(), stop)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check.findings import Finding, address_free, site_key, store_site
+from crashcheck.harness.check.fix_words import describe
 from crashcheck.harness.check.ranking import finding_tier, rank
 
 def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
@@ -139,6 +140,111 @@ def _plain(group: tuple[str, str]) -> tuple[str, str]:
     return (group[0], group[1].removeprefix("in recovery: "))
 
 
+def lost_cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
+    """The source lines of the stores F's shrunk crash state loses (its minimal lost-store set,
+    inside recovery prefixed), sorted: what tells F's cause from another's. () when F has no
+    shrunk crash state that loses stores (a leak's state is kept as found, an unshrunk state
+    loses whatever it happened to lose; a run without crash loses nothing)."""
+    if not f.shrunk or f.cls == "leak" or f.point is None or trace is None or not f.lost:
+        return ()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        return tuple(store_lines(f.recovery_trace, f.lost, "in recovery: "))
+    return tuple(store_lines(trace, f.lost))
+
+
+def fix_key(f: Finding) -> str | None:
+    """F's proven fix as the text other findings' `removed_by` names it by, or None."""
+    fix = f.fix
+    if fix is None or not getattr(fix, "found", False):
+        return None
+    return describe(fix.edits)
+
+
+def same_cause_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """The keys that make findings one bug by their cause alone: the stores that matter of a
+    shrunk crash state (lost and needed, in either order: a non-atomic pair), its minimal lost
+    stores, or, for a crash in recovery with its own stores durable, the stores the first crash
+    lost."""
+    keys: list[tuple] = []
+    c = cause(trace, f)
+    if c:
+        keys.append(("cause", c))
+    elif f.recovery_of is not None and f.origin_lost:
+        # recovery crashed with every store of its own durable: what fails is the repair of
+        # the original crash, so its cause is the stores that crash lost (the same key as a
+        # finding of that crash state without the crash in recovery)
+        keys.append(("cause", tuple(store_lines(trace, f.origin_lost))))
+    lost = lost_cause(trace, f)
+    if lost:
+        keys.append(("lost", lost))
+    return keys
+
+
+def shared_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """The keys that make findings one bug when nothing tells their causes apart (merge): a
+    group (a rule broken, a way recovery died, a first lost store), a store the failure hinges on,
+    a crash-free twin's groups, a new code path, a follow-up's wrong answer. Different bugs can
+    share any of them (two bugs break one rule; every insert's link store is needed by most
+    failures), so they fold findings of different causes only when one's fix removes the other."""
+    # (a rule broken after a crash inside recovery is the rule broken after any crash)
+    keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+    # a failure the same operations show without any crash (harness/check/without_crash.py) is
+    # that crash-free finding's bug: its wrong answer's shape and its rules
+    twin = f.without_crash
+    if twin is not None:
+        keys += [("group", _plain(g)) for g in [twin.group] + [s.group for s in twin.symptoms]]
+    # a run without crash that fails: the new code path of its first failing operation
+    # (harness/check/findings.py new_stores), as a crash state's stores that matter
+    for run in ([f] if f.point is None else []) + ([twin] if twin is not None else []):
+        if run.new_stores:
+            keys.append(("new stores", run.new_stores))
+    # every rule one crash state breaks is that state's bug, not only the first one reported
+    keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
+    # one follow-up operation returning the same wrong output after recoveries the oracle
+    # accepted: the same hidden damage, wherever the crash fell
+    if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
+        keys.append(("divergence", f.verdict.detail))
+    # a store the failure needs persisted, or the durable store where the order went wrong:
+    # failures that hinge on one such store are one bug
+    keys += [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
+    keys += [("store", a) for a in anchor(trace, f)]
+    return keys
+
+
+class _Bugs:
+    """Union-find over findings that keeps, per bug, what tells its cause: its minimal lost-store
+    sets, its members' proven fixes and the fixes proven to remove a member's failure."""
+
+    def __init__(self, n: int) -> None:
+        self.parent = list(range(n))
+        self.lost: list[set] = [set() for _ in range(n)]
+        self.fixes: list[set] = [set() for _ in range(n)]
+        self.removed_by: list[set] = [set() for _ in range(n)]
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def may_fold(self, i: int, j: int) -> bool:
+        """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
+        minimal lost-store set, or a fix of one is proven to remove a failure of the other."""
+        a, b = self.find(i), self.find(j)
+        if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
+            return True
+        return bool(self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a])
+
+    def union(self, i: int, j: int) -> None:
+        a, b = self.find(i), self.find(j)
+        if a == b:
+            return
+        keep, gone = min(a, b), max(a, b)
+        self.parent[gone] = keep
+        for part in (self.lost, self.fixes, self.removed_by):
+            part[keep] |= part[gone]
+
+
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
     primary: the first tier of classes (harness/check/ranking.py TIERS) the bug shows, in it a run without any crash, then
@@ -146,56 +252,30 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
     after later deletes as broken rules; a node swung to before its entries are durable shows as
     broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
-    TRACE(item) the trace its crash point lives in."""
-    parent = list(range(len(items)))
+    TRACE(item) the trace its crash point lives in.
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    Two passes: findings of one cause (same_cause_keys) are one bug first; then findings that
+    share a group, a store or a code path (shared_keys) join, unless that would put two
+    different minimal lost-store sets in one bug that no proven fix joins (a fix of one bug
+    proven to make the other's history pass, Finding.removed_by): those are different causes,
+    each a bug of its own, whatever they share."""
+    bugs = _Bugs(len(items))
     owner: dict[tuple, int] = {}
     leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
     written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
-
-    def union(i: int, j: int) -> None:
-        a, b = find(i), find(j)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
+    weak: list[list[tuple]] = []
     for i, item in enumerate(items):
-        f = finding(item)
-        # (a rule broken after a crash inside recovery is the rule broken after any crash)
-        keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
-        # a failure the same operations show without any crash (harness/check/without_crash.py) is
-        # that crash-free finding's bug: its wrong answer's shape and its rules
-        twin = f.without_crash
-        if twin is not None:
-            keys += [("group", _plain(g)) for g in [twin.group] + [s.group for s in twin.symptoms]]
-        # a run without crash that fails: the new code path of its first failing operation
-        # (harness/check/findings.py new_stores), as a crash state's stores that matter
-        for run in ([f] if f.point is None else []) + ([twin] if twin is not None else []):
-            if run.new_stores:
-                keys.append(("new stores", run.new_stores))
-        # every rule one crash state breaks is that state's bug, not only the first one reported
-        keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
-        # one follow-up operation returning the same wrong output after recoveries the oracle
-        # accepted: the same hidden damage, wherever the crash fell
-        if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
-            keys.append(("divergence", f.verdict.detail))
-        t = trace(item)
-        c = cause(t, f)
-        if c:
-            keys.append(("cause", c))
-        elif f.recovery_of is not None and f.origin_lost:
-            # recovery crashed with every store of its own durable: what fails is the repair of
-            # the original crash, so its cause is the stores that crash lost (the same key as a
-            # finding of that crash state without the crash in recovery)
-            keys.append(("cause", tuple(store_lines(t, f.origin_lost))))
-        # a store the failure needs persisted, or the durable store where the order went wrong:
-        # failures that hinge on one such store are one bug
-        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
-        keys += [("store", a) for a in anchor(t, f)]
+        f, t = finding(item), trace(item)
+        lost = lost_cause(t, f)
+        if lost:
+            bugs.lost[i].add(lost)
+        fix = fix_key(f)
+        if fix is not None:
+            bugs.fixes[i].add(fix)
+        bugs.removed_by[i].update(f.removed_by)
+        for key in same_cause_keys(t, f):
+            bugs.union(i, owner.setdefault((f.expected,) + key, i))
+        weak.append(shared_keys(t, f))
         # a new object of the operation in flight, leaked: attached below to a bug whose stores
         # that matter write into a new object of that allocation site
         for site in fresh_objects(t, f):
@@ -203,20 +283,28 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                 leaked.setdefault(i, []).append((f.expected, site))
             else:
                 written.setdefault((f.expected, site), i)
+    holders: dict[tuple, list[int]] = {}
+    for i, keys in enumerate(weak):
+        expected = finding(items[i]).expected
         for key in keys:
-            key = (f.expected,) + key
-            union(i, owner.setdefault(key, i))
+            # every earlier finding with the key, not only the first: the first may be of
+            # another cause and a later one of this finding's
+            have = holders.setdefault((expected,) + key, [])
+            for j in have:
+                if bugs.may_fold(i, j):
+                    bugs.union(i, j)
+            have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one
     # allocation site (every node of a tree may come from one line) stay apart
     for i, sites in leaked.items():
         j = next((written[k] for k in sites if k in written), None)
-        if j is not None:
-            union(i, j)
-    bugs: dict[int, list] = {}
+        if j is not None and bugs.may_fold(i, j):
+            bugs.union(i, j)
+    grouped: dict[int, list] = {}
     for i, item in enumerate(items):
-        bugs.setdefault(find(i), []).append(item)
+        grouped.setdefault(bugs.find(i), []).append(item)
     out = []
-    for members in bugs.values():
+    for members in grouped.values():
         # the most telling class; within it a run without any crash (a mistake that needs no
         # crash is a logic bug, whatever a crash shows of it), then the simplest, then a crash
         # outside recovery that lost stores (the plainest picture of the mistake); then ITEMS
@@ -226,6 +314,21 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
+
+
+def folded_by_fix(members: list, finding, trace) -> int:
+    """How many of MEMBERS (merge's list) lose other minimal stores than the primary and are in
+    its bug because a fix of the bug is proven to remove their failure."""
+    first = finding(members[0])
+    mine = lost_cause(trace(members[0]), first)
+    fixes = {k for k in (fix_key(finding(it)) for it in members) if k is not None}
+    n = 0
+    for it in members[1:]:
+        f = finding(it)
+        lost = lost_cause(trace(it), f)
+        if mine and lost and lost != mine and fixes & set(f.removed_by):
+            n += 1
+    return n
 
 
 def symptoms(members: list, finding, trace) -> list[dict]:
@@ -286,4 +389,5 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["anchor", "broken_rules", "cause", "classes", "fresh_objects", "merge", "order", "orders", "symptoms"]
+__all__ = ["anchor", "broken_rules", "cause", "classes", "fix_key", "folded_by_fix", "fresh_objects", "lost_cause", "merge",
+           "order", "orders", "same_cause_keys", "shared_keys", "symptoms"]

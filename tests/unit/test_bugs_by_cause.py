@@ -1,0 +1,91 @@
+"""Identity by cause (harness/triage/bugs.py merge, issue 48): findings whose shrunk crash states
+lose different minimal stores are different bugs, whatever group or store they share, unless a
+fix of one is proven to make the other's history pass (Finding.removed_by,
+harness/run/fold_proofs.py); then the other is folded into its bug and counted as such. Findings
+without a cause of their own (an unshrunk state, a leak) still join by what they share, which is
+what keeps one bug's many symptoms together."""
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.fix_edits import Edit
+from crashcheck.harness.check.fix_search import FixResult
+from crashcheck.harness.triage import bugs
+
+from test_bugs_grouping import FakePoint, FakeTrace, P
+
+RULE = "rule: leaf ? has value pointer ?, not an allocated value object"
+
+
+def shrunk(cls, lost, needed=(), group=None):
+    f = Finding(cls, f"{cls} detail", (cls, group or f"{cls}-{lost}"), point=FakePoint(),
+                choice=(tuple(lost), tuple(needed)))
+    f.needed = [P(s) for s in needed]
+    f.shrunk = True
+    return f
+
+
+def fixed(f, line):
+    f.fix = FixResult(edits=(Edit("persist-after", f"/src/tree.c:{line}"),))
+    return bugs.fix_key(f)
+
+
+def merged(fs):
+    trace = FakeTrace()
+    return bugs.merge(fs, lambda f: f, lambda f: trace)
+
+
+def test_two_causes_that_break_one_rule_stay_two_bugs():
+    """A delete's unflushed unlink and an update's swing before its value both break the rule
+    about value pointers; their minimal lost stores differ: two bugs (one, before)."""
+    unlink = shrunk("invariant-violation", [2], group=RULE)
+    swing = shrunk("invariant-violation", [3], group=RULE)
+    assert len(merged([unlink, swing])) == 2
+
+
+def test_two_causes_that_need_one_store_persisted_stay_two_bugs():
+    """Every insert's link store is needed by most failures of a tree: sharing it names nothing."""
+    a = shrunk("wrong-value", [2], needed=[1])
+    b = shrunk("resurrected-delete", [3], needed=[1])
+    assert len(merged([a, b])) == 2
+
+
+def test_a_failure_the_bugs_fix_removes_is_folded_into_it():
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [2, 3], group=RULE)     # loses one more store
+    fix = fixed(a, 12)
+    b.removed_by.append(fix)
+    out = merged([a, b])
+    assert len(out) == 1
+    trace = FakeTrace()
+    assert bugs.folded_by_fix(out[0], lambda f: f, lambda f: trace) == 1
+
+
+def test_a_fix_proven_to_remove_another_failure_folds_only_that_one():
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [3], group=RULE)
+    c = shrunk("invariant-violation", [0], group=RULE)
+    b.removed_by.append(fixed(a, 12))
+    c.removed_by.append("add a flush and a fence after /src/tree.c:99")    # another fix's
+    out = merged([a, b, c])
+    assert sorted(len(m) for m in out) == [1, 2]
+    assert [m for m in out if len(m) == 1][0] == [c]
+
+
+def test_symptoms_without_a_cause_of_their_own_still_join_by_what_they_share():
+    """A leak (its state kept as found) and an unshrunk finding lose nothing that names a cause:
+    they join the bug they share a group with, as one bug's symptoms always did."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    a.symptoms.append(Finding("leak", "leak", ("leak", "alloc at tree.c:40")))
+    leak = Finding("leak", "leak", ("leak", "alloc at tree.c:40"), point=FakePoint(), choice=((3,), ()))
+    leak.shrunk = True
+    unshrunk = Finding("invariant-violation", "d", ("invariant-violation", RULE), point=FakePoint(),
+                       choice=((0, 3), ()))
+    assert len(merged([a, leak, unshrunk])) == 1
+
+
+def test_a_bridge_without_a_cause_does_not_join_two_causes():
+    """A finding without lost stores shares a group with two bugs of different causes: it joins
+    the first; the second stays apart (transitivity would fold them through it)."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    bridge = Finding("invariant-violation", "d", ("invariant-violation", RULE))
+    b = shrunk("invariant-violation", [3], group=RULE)
+    out = merged([a, bridge, b])
+    assert sorted(len(m) for m in out) == [1, 2]
