@@ -98,8 +98,8 @@ def print_summary(console: Console, res: dict) -> None:
             by_fix = sum(b.get("folded_by_fix", 0) for b in mine)
             console.print(f"  {len(mine)} bug{'s' if len(mine) != 1 else ''} ({folded} symptom"
                           f"{'s' if folded != 1 else ''} folded: {by_fix} of other lost stores, each removed by "
-                          "its bug's proven fix; the others of the same crash state or lost stores, or losing "
-                          "none)", highlight=False)
+                          "its bug's proven fix; the others of the same cause: the same crash state, lost stores "
+                          "or published store, or losing none of their own)", highlight=False)
         if row.get("unshrunk"):
             console.print(f"  {row['unshrunk']} bug(s) not shrunk, reported as first seen: no time was left to "
                           "shrink their crash states (named by what those states lost)", highlight=False)

@@ -43,9 +43,15 @@ def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
             continue
         if stop() or checker.budget.expired():
             break
+        # the other known fixes (but B's own) applied too, so that a third bug in B's history
+        # masks nothing; then A's fix must be what makes the difference
+        own = fix_key(b.finding)
+        rest = tuple(e for words, edits in checker.known_fixes.items() if words not in (fix, own) for e in edits)
         tried += 1
         try:
-            ok = checker.prove_fix(b.outcome.ops, a.finding.fix.edits)
+            ok = checker.prove_fix(b.outcome.ops, a.finding.fix.edits, rest)
+            if ok and rest:
+                ok = checker.prove_fix(b.outcome.ops, (), rest) is False
         except (Stopped, OutOfTime, DriverFailure, ValueError):
             ok = None
         if ok:

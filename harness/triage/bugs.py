@@ -19,6 +19,13 @@ folded per crash state (harness/check/ranking.py fold_state):
     groups (Finding.without_crash: a logic mistake the continuation reached); a leak of an object the operation in flight allocated
     joins a bug whose stores that matter write into an object of that allocation site
     (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
+Those shared keys fold findings of one cause; they do not tell causes apart (two bugs break one
+rule, and most failures of a tree need every insert's link persisted). So (issue 48) findings
+whose shrunk crash states lose different minimal stores (`lost_cause`) are different bugs, however
+much they share, unless a proven fix of one removes the other's failure (Finding.removed_by, filled
+in on the trace by harness/check/pipeline.py fix_finding and harness/run/fold_proofs.py); a
+finding without a cause of its own (a leak, an unshrunk state, a run without crash) joins by what
+it shares (`merge`, docs/bug-record.md "How bugs are told apart").
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
@@ -204,11 +211,19 @@ def shared_keys(trace: Trace | None, f: Finding) -> list[tuple]:
     # accepted: the same hidden damage, wherever the crash fell
     if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
         keys.append(("divergence", f.verdict.detail))
-    # a store the failure needs persisted, or the durable store where the order went wrong:
-    # failures that hinge on one such store are one bug
-    keys += [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
-    keys += [("store", a) for a in anchor(trace, f)]
-    return keys
+    return keys + hinge_keys(trace, f)
+
+
+def hinge_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """A store the failure needs persisted, or the durable store where the order went wrong
+    (anchor): failures that hinge on one such store are one bug (a node published before its
+    contents were written fails with whichever of its contents a crash lost), unless that store
+    is what another of them loses (merge: then one needs it durable and the other fails because
+    it is not, two causes)."""
+    if trace is None:
+        return []
+    keys = [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
+    return keys + [("store", a) for a in anchor(trace, f)]
 
 
 class _Bugs:
@@ -227,11 +242,14 @@ class _Bugs:
             i = self.parent[i]
         return i
 
-    def may_fold(self, i: int, j: int) -> bool:
+    def may_fold(self, i: int, j: int, hinge: str | None = None) -> bool:
         """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
-        minimal lost-store set, or a fix of one is proven to remove a failure of the other."""
+        minimal lost-store set, a fix of one is proven to remove a failure of the other, or
+        (HINGE: the store both hinge on) neither loses the store both hinge on."""
         a, b = self.find(i), self.find(j)
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
+            return True
+        if hinge is not None and not any(hinge in lost for lost in self.lost[a] | self.lost[b]):
             return True
         return bool(self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a])
 
@@ -283,6 +301,16 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                 leaked.setdefault(i, []).append((f.expected, site))
             else:
                 written.setdefault((f.expected, site), i)
+    # a failure a proven fix of another bug removes is that bug's symptom, whatever it loses
+    fixed_by: dict[str, int] = {}
+    for i, item in enumerate(items):
+        k = fix_key(finding(item))
+        if k is not None:
+            fixed_by.setdefault(k, i)
+    for i, item in enumerate(items):
+        j = next((fixed_by[k] for k in finding(item).removed_by if k in fixed_by), None)
+        if j is not None and finding(items[j]).expected == finding(item).expected:
+            bugs.union(i, j)
     holders: dict[tuple, list[int]] = {}
     for i, keys in enumerate(weak):
         expected = finding(items[i]).expected
@@ -291,7 +319,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             # another cause and a later one of this finding's
             have = holders.setdefault((expected,) + key, [])
             for j in have:
-                if bugs.may_fold(i, j):
+                if bugs.may_fold(i, j, key[1] if key[0] == "store" else None):
                     bugs.union(i, j)
             have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one
@@ -390,4 +418,4 @@ def orders(members: list, finding, trace) -> list[dict]:
 
 
 __all__ = ["anchor", "broken_rules", "cause", "classes", "fix_key", "folded_by_fix", "fresh_objects", "lost_cause", "merge",
-           "order", "orders", "same_cause_keys", "shared_keys", "symptoms"]
+           "hinge_keys", "order", "orders", "same_cause_keys", "shared_keys", "symptoms"]

@@ -40,13 +40,6 @@ def test_two_causes_that_break_one_rule_stay_two_bugs():
     assert len(merged([unlink, swing])) == 2
 
 
-def test_two_causes_that_need_one_store_persisted_stay_two_bugs():
-    """Every insert's link store is needed by most failures of a tree: sharing it names nothing."""
-    a = shrunk("wrong-value", [2], needed=[1])
-    b = shrunk("resurrected-delete", [3], needed=[1])
-    assert len(merged([a, b])) == 2
-
-
 def test_a_failure_the_bugs_fix_removes_is_folded_into_it():
     a = shrunk("invariant-violation", [2], group=RULE)
     b = shrunk("invariant-violation", [2, 3], group=RULE)     # loses one more store
@@ -89,3 +82,19 @@ def test_a_bridge_without_a_cause_does_not_join_two_causes():
     b = shrunk("invariant-violation", [3], group=RULE)
     out = merged([a, bridge, b])
     assert sorted(len(m) for m in out) == [1, 2]
+
+
+def test_contents_lost_behind_one_published_store_are_one_bug():
+    """A node published before its contents are durable: crashes lose different contents stores,
+    all need the publishing store persisted; none loses it: one bug."""
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("recovery-crash", [3], needed=[1])
+    assert len(merged([a, b])) == 1
+
+
+def test_a_store_one_bug_loses_joins_nothing_another_needs_persisted():
+    """The insert's unflushed link lost (one bug), and a delete's unflushed unlink that needs the
+    link persisted (another): the store one loses and the other needs is no common hinge."""
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("resurrected-delete", [2], needed=[1])
+    assert len(merged([link, unlink])) == 2
