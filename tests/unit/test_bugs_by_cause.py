@@ -4,10 +4,17 @@ fix of one is proven to make the other's history pass (Finding.removed_by,
 harness/run/fold_proofs.py); then the other is folded into its bug and counted as such. Findings
 without a cause of their own (an unshrunk state, a leak) still join by what they share, which is
 what keeps one bug's many symptoms together."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.fix_edits import Edit
 from crashcheck.harness.check.fix_search import FixResult
 from crashcheck.harness.triage import bugs
+from crashcheck.specs.oracle import address_free
 
 from test_bugs_grouping import FakePoint, FakeTrace, P
 
@@ -98,3 +105,27 @@ def test_a_store_one_bug_loses_joins_nothing_another_needs_persisted():
     link = shrunk("lost-durable-write", [1])
     unlink = shrunk("resurrected-delete", [2], needed=[1])
     assert len(merged([link, unlink])) == 2
+
+
+def test_a_check_reporting_its_site_names_its_rule_by_that_site(tmp_path):
+    """CC_VIOLATION (trees/common/cc_tree.h) adds the check's file:line; the rule is that site, so
+    two checks with texts alike but for numbers are two rules, and an adapter calling its
+    callback directly keeps the rule named by its text."""
+    cc = shutil.which("clang-16") or shutil.which("clang") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "adapter.c"
+    src.write_text('#include "cc_tree.h"\n'
+                   'static void cb(void *ctx, const char *t) { (void)ctx; puts(t); }\n'
+                   'int main(void) {\n'
+                   '\tCC_VIOLATION(cb, 0, "node 12 has 1 child");\n'
+                   '\tCC_VIOLATION(cb, 0, "node 13 has 1 child");\n'
+                   '\tcb(0, "leaf 7 on the wrong path");\n'
+                   '\treturn 0;\n}\n')
+    exe = tmp_path / "a.out"
+    subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", f"-I{root / 'trees/common'}", str(src),
+                    "-o", str(exe)], check=True)
+    first, second, plain = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert address_free(first) == "check at adapter.c:4" and address_free(second) == "check at adapter.c:5"
+    assert address_free(plain) == "leaf ? on the wrong path"
