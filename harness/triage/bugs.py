@@ -223,7 +223,13 @@ def hinge_keys(trace: Trace | None, f: Finding) -> list[tuple]:
     if trace is None:
         return []
     keys = [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
-    return keys + [("store", a) for a in anchor(trace, f)]
+    # A failure anchored on a store it did not need persisted hinges on it only with failures
+    # anchored there too, when it loses stores of its own: the allocator's store made durable
+    # before a split's header was lost is no hinge with a delete that needs the allocator's free
+    # persisted. One that loses nothing joins either kind (a node published before its contents
+    # were written, crashed before they were).
+    kinds = ("anchor",) if trace is not None and lost_cause(trace, f) else ("anchor", "store")
+    return keys + [(k, a) for a in anchor(trace, f) for k in kinds]
 
 
 class _Bugs:
@@ -249,9 +255,12 @@ class _Bugs:
         a, b = self.find(i), self.find(j)
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
             return True
-        if hinge is not None and not any(hinge in lost for lost in self.lost[a] | self.lost[b]):
+        proven = bool(self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a])
+        if (hinge is not None and not any(hinge in lost for lost in self.lost[a] | self.lost[b])
+                and not (self.fixes[a] and self.fixes[b] and self.fixes[a].isdisjoint(self.fixes[b]))):
+            # (each with a fix of its own that the other's failure does not need: two causes)
             return True
-        return bool(self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a])
+        return proven
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -319,7 +328,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             # another cause and a later one of this finding's
             have = holders.setdefault((expected,) + key, [])
             for j in have:
-                if bugs.may_fold(i, j, key[1] if key[0] == "store" else None):
+                if bugs.may_fold(i, j, key[1] if key[0] in ("store", "anchor") else None):
                     bugs.union(i, j)
             have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one

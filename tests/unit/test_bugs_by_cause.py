@@ -129,3 +129,28 @@ def test_a_check_reporting_its_site_names_its_rule_by_that_site(tmp_path):
     first, second, plain = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
     assert address_free(first) == "check at adapter.c:4" and address_free(second) == "check at adapter.c:5"
     assert address_free(plain) == "leaf ? on the wrong path"
+
+
+def test_two_bugs_with_fixes_of_their_own_share_no_hinge():
+    """Both need one store persisted (the allocator's), and each has its own proven fix that the
+    other's failure does not need: two causes."""
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("invariant-violation", [3], needed=[1])
+    fixed(a, 12)
+    fixed(b, 13)
+    assert len(merged([a, b])) == 2
+
+
+def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_between_causes():
+    """The allocator's store: a delete's failure needs its free persisted; a split's failure is
+    anchored on the allocation its operation made durable before losing its header: two causes."""
+
+    class Unit:
+        def __init__(self, seqs):
+            self.pieces = [P(s) for s in seqs]
+    split = shrunk("invariant-violation", [8])
+    split.point = FakePoint()
+    split.point.op, split.point.event, split.point.units = 0, 9, [Unit([8])]
+    assert bugs.anchor(FakeTrace(), split) == ["/src/tree.c:15", "/src/tree.c:16"]
+    delete = shrunk("invariant-violation", [2], needed=[5])
+    assert len(merged([split, delete])) == 2
