@@ -241,6 +241,7 @@ class _Bugs:
         self.lost: list[set] = [set() for _ in range(n)]
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
+        self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -248,19 +249,19 @@ class _Bugs:
             i = self.parent[i]
         return i
 
-    def may_fold(self, i: int, j: int, hinge: str | None = None) -> bool:
+    def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
         """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
         minimal lost-store set, a fix of one is proven to remove a failure of the other, or
-        (HINGE: the store both hinge on) neither loses the store both hinge on."""
+        HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, neither
+        loses, and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
             return True
-        proven = bool(self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a])
-        if (hinge is not None and not any(hinge in lost for lost in self.lost[a] | self.lost[b])
-                and not (self.fixes[a] and self.fixes[b] and self.fixes[a].isdisjoint(self.fixes[b]))):
-            # (each with a fix of its own that the other's failure does not need: two causes)
+        if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
             return True
-        return proven
+        return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
+                and not self.fixes[a] and not self.fixes[b]
+                and not any(hinge[1] in lost for lost in self.lost[a] | self.lost[b]))
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -268,7 +269,7 @@ class _Bugs:
             return
         keep, gone = min(a, b), max(a, b)
         self.parent[gone] = keep
-        for part in (self.lost, self.fixes, self.removed_by):
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges):
             part[keep] |= part[gone]
 
 
@@ -296,6 +297,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         lost = lost_cause(t, f)
         if lost:
             bugs.lost[i].add(lost)
+            bugs.hinges[i].update(hinge_keys(t, f))
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
@@ -328,7 +330,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             # another cause and a later one of this finding's
             have = holders.setdefault((expected,) + key, [])
             for j in have:
-                if bugs.may_fold(i, j, key[1] if key[0] in ("store", "anchor") else None):
+                if bugs.may_fold(i, j, key if key[0] in ("store", "anchor") else None):
                     bugs.union(i, j)
             have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one

@@ -154,3 +154,23 @@ def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_betwe
     assert bugs.anchor(FakeTrace(), split) == ["/src/tree.c:15", "/src/tree.c:16"]
     delete = shrunk("invariant-violation", [2], needed=[5])
     assert len(merged([split, delete])) == 2
+
+
+def test_a_finding_without_a_cause_is_no_bridge_for_a_hinge():
+    """A failure that loses nothing hinges on a store that two bugs of different lost stores
+    also touch, one needing it and one anchored on it: it joins one; the other stays apart."""
+    a = shrunk("invariant-violation", [2], needed=[5])
+    bridge = Finding("wrong-value", "d", ("wrong-value", "crash@x"), point=FakePoint(), choice=((), ()))
+    bridge.needed = [P(5)]
+    b = shrunk("wrong-value", [3], needed=[6])
+    bridge.needed_early = [P(6)]
+    assert len(merged([a, bridge, b])) == 2
+
+
+def test_a_hinge_folds_different_lost_stores_only_where_no_fix_is_proven():
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("recovery-crash", [3], needed=[1])
+    fixed(a, 12)
+    assert len(merged([a, b])) == 2
+    b.removed_by.append(bugs.fix_key(a))
+    assert len(merged([a, b])) == 1
