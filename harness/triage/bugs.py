@@ -223,13 +223,7 @@ def hinge_keys(trace: Trace | None, f: Finding) -> list[tuple]:
     if trace is None:
         return []
     keys = [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
-    # A failure anchored on a store it did not need persisted hinges on it only with failures
-    # anchored there too, when it loses stores of its own: the allocator's store made durable
-    # before a split's header was lost is no hinge with a delete that needs the allocator's free
-    # persisted. One that loses nothing joins either kind (a node published before its contents
-    # were written, crashed before they were).
-    kinds = ("anchor",) if trace is not None and lost_cause(trace, f) else ("anchor", "store")
-    return keys + [(k, a) for a in anchor(trace, f) for k in kinds]
+    return keys + [("store", a) for a in anchor(trace, f)]
 
 
 class _Bugs:
@@ -238,6 +232,7 @@ class _Bugs:
 
     def __init__(self, n: int) -> None:
         self.parent = list(range(n))
+        self.lost_anywhere: set[str] = set()    # every store line some finding's cause loses
         self.lost: list[set] = [set() for _ in range(n)]
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
@@ -252,8 +247,9 @@ class _Bugs:
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
         """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
         minimal lost-store set, a fix of one is proven to remove a failure of the other, or
-        HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, neither
-        loses, and no fix is proven on either side (where one is, the proof decides)."""
+        HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
+        finding loses (then it is that finding's bug's cause, not a publication both hinge on),
+        and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
             return True
@@ -261,7 +257,7 @@ class _Bugs:
             return True
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
                 and not self.fixes[a] and not self.fixes[b]
-                and not any(hinge[1] in lost for lost in self.lost[a] | self.lost[b]))
+                and hinge[1] not in self.lost_anywhere)
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -297,6 +293,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         lost = lost_cause(t, f)
         if lost:
             bugs.lost[i].add(lost)
+            bugs.lost_anywhere.update(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
         fix = fix_key(f)
         if fix is not None:
@@ -330,7 +327,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             # another cause and a later one of this finding's
             have = holders.setdefault((expected,) + key, [])
             for j in have:
-                if bugs.may_fold(i, j, key if key[0] in ("store", "anchor") else None):
+                if bugs.may_fold(i, j, key if key[0] == "store" else None):
                     bugs.union(i, j)
             have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one

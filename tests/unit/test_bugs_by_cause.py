@@ -141,9 +141,11 @@ def test_two_bugs_with_fixes_of_their_own_share_no_hinge():
     assert len(merged([a, b])) == 2
 
 
-def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_between_causes():
+def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_once_a_fix_is_proven():
     """The allocator's store: a delete's failure needs its free persisted; a split's failure is
-    anchored on the allocation its operation made durable before losing its header: two causes."""
+    anchored on the allocation its operation made durable before losing its header. Without a
+    fix nothing tells them from a node published before its contents (one bug); the delete's
+    proven fix, which the split's failure does not need, makes them two."""
 
     class Unit:
         def __init__(self, seqs):
@@ -153,6 +155,8 @@ def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_betwe
     split.point.op, split.point.event, split.point.units = 0, 9, [Unit([8])]
     assert bugs.anchor(FakeTrace(), split) == ["/src/tree.c:15", "/src/tree.c:16"]
     delete = shrunk("invariant-violation", [2], needed=[5])
+    assert len(merged([split, delete])) == 1
+    fixed(delete, 12)
     assert len(merged([split, delete])) == 2
 
 
@@ -174,3 +178,10 @@ def test_a_hinge_folds_different_lost_stores_only_where_no_fix_is_proven():
     assert len(merged([a, b])) == 2
     b.removed_by.append(bugs.fix_key(a))
     assert len(merged([a, b])) == 1
+
+
+def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("invariant-violation", [2], needed=[1])
+    split = shrunk("invariant-violation", [3], needed=[1])
+    assert len(merged([link, unlink, split])) == 3
