@@ -226,6 +226,17 @@ def hinge_keys(trace: Trace | None, f: Finding) -> list[tuple]:
     return keys + [("store", a) for a in anchor(trace, f)]
 
 
+def removed_by(trace: Trace | None, f: Finding, edits_of: dict, lost_anywhere: set[str]) -> set[str]:
+    """The fixes of F.removed_by (proven to make F's history pass) that remove F's own failure:
+    those that edit a store F's state loses, or one F hinges on that no finding loses (a
+    publication). EDITS_OF: a fix's words -> its edits; LOST_ANYWHERE: every store line some
+    finding of the run loses. A fix that passes F's history only by removing another bug's
+    failures in it (with F's own fixed too) is not F's."""
+    lost = set(lost_cause(trace, f))
+    touched = lost | ({k[1] for k in hinge_keys(trace, f)} - (lost_anywhere - lost))
+    return {w for w in f.removed_by if w in edits_of and any({e.anchor, e.other} & touched for e in edits_of[w])}
+
+
 class _Bugs:
     """Union-find over findings that keeps, per bug, what tells its cause: its minimal lost-store
     sets, its members' proven fixes and the fixes proven to remove a member's failure."""
@@ -284,6 +295,9 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     proven to make the other's history pass, Finding.removed_by): those are different causes,
     each a bug of its own, whatever they share."""
     bugs = _Bugs(len(items))
+    for item in items:
+        bugs.lost_anywhere.update(lost_cause(trace(item), finding(item)))
+    edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in items if fix_key(finding(it)) is not None}
     owner: dict[tuple, int] = {}
     leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
     written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
@@ -293,12 +307,11 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         lost = lost_cause(t, f)
         if lost:
             bugs.lost[i].add(lost)
-            bugs.lost_anywhere.update(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
-        bugs.removed_by[i].update(f.removed_by)
+        bugs.removed_by[i].update(removed_by(t, f, edits_of, bugs.lost_anywhere))
         for key in same_cause_keys(t, f):
             bugs.union(i, owner.setdefault((f.expected,) + key, i))
         weak.append(shared_keys(t, f))
@@ -316,7 +329,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         if k is not None:
             fixed_by.setdefault(k, i)
     for i, item in enumerate(items):
-        j = next((fixed_by[k] for k in finding(item).removed_by if k in fixed_by), None)
+        j = next((fixed_by[k] for k in sorted(bugs.removed_by[i]) if k in fixed_by), None)
         if j is not None and finding(items[j]).expected == finding(item).expected:
             bugs.union(i, j)
     holders: dict[tuple, list[int]] = {}
@@ -357,12 +370,13 @@ def folded_by_fix(members: list, finding, trace) -> int:
     its bug because a fix of the bug is proven to remove their failure."""
     first = finding(members[0])
     mine = lost_cause(trace(members[0]), first)
-    fixes = {k for k in (fix_key(finding(it)) for it in members) if k is not None}
+    edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in members if fix_key(finding(it)) is not None}
+    anywhere = {line for it in members for line in lost_cause(trace(it), finding(it))}
     n = 0
     for it in members[1:]:
         f = finding(it)
         lost = lost_cause(trace(it), f)
-        if mine and lost and lost != mine and fixes & set(f.removed_by):
+        if mine and lost and lost != mine and removed_by(trace(it), f, edits_of, anywhere):
             n += 1
     return n
 
@@ -426,4 +440,4 @@ def orders(members: list, finding, trace) -> list[dict]:
 
 
 __all__ = ["anchor", "broken_rules", "cause", "classes", "fix_key", "folded_by_fix", "fresh_objects", "lost_cause", "merge",
-           "hinge_keys", "order", "orders", "same_cause_keys", "shared_keys", "symptoms"]
+           "hinge_keys", "order", "orders", "removed_by", "same_cause_keys", "shared_keys", "symptoms"]

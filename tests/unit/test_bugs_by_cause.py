@@ -60,7 +60,7 @@ def test_a_failure_the_bugs_fix_removes_is_folded_into_it():
 
 def test_a_fix_proven_to_remove_another_failure_folds_only_that_one():
     a = shrunk("invariant-violation", [2], group=RULE)
-    b = shrunk("invariant-violation", [3], group=RULE)
+    b = shrunk("invariant-violation", [2, 3], group=RULE)
     c = shrunk("invariant-violation", [0], group=RULE)
     b.removed_by.append(fixed(a, 12))
     c.removed_by.append("add a flush and a fence after /src/tree.c:99")    # another fix's
@@ -174,10 +174,19 @@ def test_a_finding_without_a_cause_is_no_bridge_for_a_hinge():
 def test_a_hinge_folds_different_lost_stores_only_where_no_fix_is_proven():
     a = shrunk("invariant-violation", [2], needed=[1])
     b = shrunk("recovery-crash", [3], needed=[1])
-    fixed(a, 12)
+    fixed(a, 11)                  # (a commit at the publishing store both hinge on)
     assert len(merged([a, b])) == 2
     b.removed_by.append(bugs.fix_key(a))
     assert len(merged([a, b])) == 1
+
+
+def test_a_fix_that_passes_a_history_only_by_removing_another_bugs_failure_there_folds_nothing():
+    """The delete's history also shows the insert's lost link: the link's fix (with the delete's
+    own) makes it pass, but it edits nothing the delete's state loses or hinges on."""
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("invariant-violation", [2])
+    unlink.removed_by.append(fixed(link, 11))
+    assert len(merged([link, unlink])) == 2
 
 
 def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
