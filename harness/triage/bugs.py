@@ -234,7 +234,16 @@ def removed_by(trace: Trace | None, f: Finding, edits_of: dict, lost_anywhere: s
     failures in it (with F's own fixed too) is not F's."""
     lost = set(lost_cause(trace, f))
     touched = lost | ({k[1] for k in hinge_keys(trace, f)} - (lost_anywhere - lost))
-    return {w for w in f.removed_by if w in edits_of and any({e.anchor, e.other} & touched for e in edits_of[w])}
+
+    def touches(e) -> bool:
+        # an edit of one line's persistence must be at a line F loses or hinges on; one that
+        # persists more (a whole object, all a commit wrote) may cover F's lost stores unnamed
+        return e.kind not in ONE_LINE or bool({e.anchor, e.other} & touched)
+    return {w for w in f.removed_by if w in edits_of and any(touches(e) for e in edits_of[w])}
+
+
+# fix edits (harness/check/fix_edits.py) that persist the one line of the store they name
+ONE_LINE = ("flush-after", "persist-after", "fence-after")
 
 
 class _Bugs:
