@@ -194,3 +194,12 @@ def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
     unlink = shrunk("invariant-violation", [2], needed=[1])
     split = shrunk("invariant-violation", [3], needed=[1])
     assert len(merged([link, unlink, split])) == 3
+
+
+def test_without_the_fix_search_what_findings_share_folds_them_as_before():
+    """--no-fix: nothing can prove two causes one, so a single bug's findings of different lost
+    stores (a grown node's entries past its first line, in two node types) are not split."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [3], group=RULE)
+    trace = FakeTrace()
+    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace, proofs=False)) == 1
