@@ -382,19 +382,13 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
 
 
 def folded_by_fix(members: list, finding, trace) -> int:
-    """How many of MEMBERS (merge's list) lose other minimal stores than the primary and are in
-    its bug because a fix of the bug is proven to remove their failure."""
-    first = finding(members[0])
-    mine = lost_cause(trace(members[0]), first)
+    """How many of MEMBERS (merge's list, its primary too) lose stores of their own, have no fix
+    of their own, and are in the bug because a fix of one of its members is proven to remove
+    their failure (removed_by)."""
     edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in members if fix_key(finding(it)) is not None}
     anywhere = {line for it in members for line in lost_cause(trace(it), finding(it))}
-    n = 0
-    for it in members[1:]:
-        f = finding(it)
-        lost = lost_cause(trace(it), f)
-        if mine and lost and lost != mine and removed_by(trace(it), f, edits_of, anywhere):
-            n += 1
-    return n
+    return sum(1 for it in members if fix_key(finding(it)) is None and lost_cause(trace(it), finding(it))
+               and removed_by(trace(it), finding(it), edits_of, anywhere))
 
 
 def symptoms(members: list, finding, trace) -> list[dict]:
