@@ -14,6 +14,7 @@ value as a decimal little-endian integer; anything else as `x:HEX` (the driver's
 from __future__ import annotations
 
 import bisect
+import operator
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -74,11 +75,14 @@ State = tuple[tuple[bytes, bytes], ...]
 EMPTY: State = ()
 
 
+_pair_key = operator.itemgetter(0)
+
+
 def step(state: State, op: Op) -> tuple[State, str]:
     """Apply OP; returns the new state and the result line the driver must print."""
-    keys = [k for k, _ in state]
-    i = bisect.bisect_left(keys, op.key)
-    present = i < len(keys) and keys[i] == op.key
+    # searched in place: a list of the keys built per step was most of a continuation's replay
+    i = bisect.bisect_left(state, op.key, key=_pair_key)
+    present = i < len(state) and state[i][0] == op.key
     if op.kind == "insert":
         if present:
             return state, "exists"

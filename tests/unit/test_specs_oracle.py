@@ -207,3 +207,25 @@ def test_address_free_folds_hex_key_bytes():
              "leaf 0x600000020480 under key byte ff at position 4: its key has another byte there"]
     assert {address_free(t) for t in texts} == {"leaf ? under key byte ? at position ?: its key has another byte there"}
     assert address_free("N256 node, x:00c88b63") == "N? node, x:?"
+
+
+def test_a_followup_replayed_once_per_recovered_state_and_answers(monkeypatch):
+    """States of one crash point that recover alike and answer the follow-up alike share one
+    replay of it (specs/oracle.py _replay_once); another follow-up list, recovered state or
+    answer is replayed anew, and the verdicts are those of a fresh replay."""
+    from crashcheck.specs import model as model_mod
+    calls = []
+    real = model_mod.replay
+    monkeypatch.setattr(model_mod, "replay", lambda *a: calls.append(1) or real(*a))
+    follow = [parse_op("lookup 1"), parse_op("insert 9 90")]
+    point = HistoryPoint(2, None)
+    verdicts = [judge_recovery(HISTORY, point, ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), follow).ok
+                for _ in range(3)]
+    assert verdicts == [True] * 3 and len(calls) == 1
+    bad = judge_recovery(HISTORY, point, ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
+    assert not bad.ok and len(calls) == 2
+    assert judge_recovery(HISTORY, point, ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow).cls == bad.cls
+    assert len(calls) == 2
+    # the same operations in another list (another crash point's): replayed again
+    assert judge_recovery(HISTORY, point, ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), list(follow)).ok
+    assert len(calls) == 3
