@@ -11,6 +11,7 @@
 #include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <errno.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -291,6 +292,8 @@ static void run_followup(const struct cc_adapter *a, void *t, const struct cc_hi
 	FILE *m = h->n ? open_memstream(&buf, &len) : NULL;
 	if (h->n && !m)
 		abort();
+	if (m) /* this thread alone writes it: no lock taken per character and number */
+		__fsetlocking(m, FSETLOCKING_BYCALLER);
 	for (size_t i = 0; i < h->n; i++) {
 		cc_run_op(a, t, &h->ops[i], m);
 		fflush(m);
