@@ -126,6 +126,7 @@ class Runner:
         self._next_id = 0
         self.next_state = 0            # state ids must increase within a session (dup_of names them)
         self._unique: dict[int, CheckResult] = {}
+        self._fu_text, self._fu_bytes = "", b""      # the last follow-up queued, encoded
         self.stats = RunnerStats()
         self._start()
 
@@ -188,7 +189,11 @@ class Runner:
         if state < self.next_state:
             raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
         self.next_state = state + 1
-        fu = followup.encode()
+        # encoded once per crash point: the explorer hands every state of a point the same text
+        # (a continuation's is a few KiB)
+        if followup is not self._fu_text:
+            self._fu_text, self._fu_bytes = followup, followup.encode()
+        fu = self._fu_bytes
         # one pack for the request head and the body's followup length: this runs per state
         self._queue.append(_STATE_HEAD.pack(REQ_STATE, 4 + len(fu) + len(writes), state, len(fu)) + fu + writes)
         self._kinds.append(REQ_STATE)

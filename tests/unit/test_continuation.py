@@ -39,19 +39,25 @@ def model_outputs(state, ops):
     return out
 
 
-def test_every_key_looked_up_then_a_scan_then_the_rest_of_the_history():
+def test_keys_a_state_may_lack_looked_up_then_a_scan_then_the_rest_of_the_history():
+    # 2 done (1 and 9 present in every acceptable state: the check looks them up in the dump),
+    # insert 5 in flight, 7 not inserted yet: those two are looked up
     ops = continuation(HISTORY, 2, 2, neighbours=0)
-    keys = ["lookup 1", "lookup 9", "lookup 5", "lookup 7"]   # deleted (9) and in flight (5) too
-    assert texts(ops[:4]) == keys
-    assert ops[4].kind == "scan" and ops[4].key == k(0) and ops[4].count >= 64
-    assert texts(ops[5:9]) == texts(HISTORY[3:])              # after the crashed op (index 2)
-    # between operations (4 done, none in flight) the rest starts at the next one
-    assert texts(continuation(HISTORY, 4, None, neighbours=0)[5:8]) == texts(HISTORY[4:])
+    assert texts(ops[:2]) == ["lookup 5", "lookup 7"]
+    assert ops[2].kind == "scan" and ops[2].key == k(0) and ops[2].count >= 64
+    assert texts(ops[3:7]) == texts(HISTORY[3:])              # after the crashed op (index 2)
+    # between operations (4 done, none in flight: 1 and 5 present, 9 deleted) the rest starts at
+    # the next one
+    between = continuation(HISTORY, 4, None, neighbours=0)
+    assert texts(between[:2]) == ["lookup 9", "lookup 7"] and between[2].kind == "scan"
+    assert texts(between[3:6]) == texts(HISTORY[4:])
+    # an update in flight: its key's value differs between the acceptable states, so it is looked up
+    assert texts(continuation(HISTORY, 6, 6, neighbours=0)[:2]) == ["lookup 9", "lookup 5"]
 
 
 def test_crashed_key_inserted_updated_deleted_and_its_neighbours_crossed():
     ops = continuation(HISTORY, 2, 2, neighbours=6)
-    tail = ops[5 + len(HISTORY) - 3:]
+    tail = ops[3 + len(HISTORY) - 3:]
     assert [op.kind for op in tail[:7]] == ["insert", "lookup", "delete", "lookup", "insert", "update", "lookup"]
     assert {op.key for op in tail[:7]} == {k(5)}
     near = [op.key for op in tail[7:] if op.kind == "insert"]
@@ -81,7 +87,8 @@ def test_a_lookup_that_finds_the_key_the_dump_lacks_is_a_divergence_naming_the_s
     follow = continuation(HISTORY, 2, 2)
     state = MODEL.dump_state(dump((1, 10), (9, 90)))        # insert 5 in flight, not applied
     outs = model_outputs(state, follow)
-    outs[2] = "value 50"                                     # lookup 5 finds it anyway
+    assert texts(follow[:1]) == ["lookup 5"]
+    outs[0] = "value 50"                                     # lookup 5 finds it anyway
     v_ = judge_recovery(HISTORY, HistoryPoint(2, 2), answer(dump((1, 10), (9, 90)), outs), follow)
     assert v_.cls == "post-recovery-divergence"
     assert "`lookup 5` returned `value 50`" in v_.detail
@@ -116,17 +123,16 @@ def test_a_recovery_the_model_follows_passes_and_names_its_state():
 
 def test_the_rest_of_a_long_history_is_cut_at_rest_max():
     ops = [parse_op(f"insert {i} {i}") for i in range(40)]
-    follow = continuation(ops, 3, 3, neighbours=0, rest_max=5)
-    assert texts(follow[41:46]) == texts(ops[4:9]) and follow[46].kind == "insert" and follow[46].key == k(3)
+    follow = continuation(ops, 3, 3, neighbours=0, rest_max=5)   # 0-2 present: 37 lookups, a scan
+    assert texts(follow[38:43]) == texts(ops[4:9]) and follow[43].kind == "insert" and follow[43].key == k(3)
 
 
 def test_keys_only_a_load_phase_used_are_left_to_the_dump_check():
     # keys 1 and 9 loaded and never touched again: present and durable in every state checked,
-    # looked up by the check's own pass over the dump; 5 (loaded, then updated) and 7 are looked up
+    # looked up by the check's own pass over the dump; 5 (loaded, then updated) is looked up
     from crashcheck.specs.model import with_load
     ops = with_load([parse_op(x) for x in ["insert 1 10", "insert 9 90", "insert 5 50",
                                            "insert 7 70", "update 5 51"]], 3)
-    out = continuation(ops, 4, 4, neighbours=0)
-    assert texts(out[:3]) == ["lookup 5", "lookup 7", "scan 0 64"]
-    # without a load phase every key is looked up, as before
-    assert texts(continuation(list(ops), 4, 4, neighbours=0)[:4]) == ["lookup 1", "lookup 9", "lookup 5", "lookup 7"]
+    assert texts(continuation(ops, 3, 3, neighbours=0)[:2]) == ["lookup 7", "scan 0 64"]   # 7 in flight
+    assert texts(continuation(ops, 4, 4, neighbours=0)[:2]) == ["lookup 5", "scan 0 64"]   # 5's update
+    # 5 is present before the crash whatever insert 7 does: left out for the same reason

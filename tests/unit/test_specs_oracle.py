@@ -207,3 +207,38 @@ def test_address_free_folds_hex_key_bytes():
              "leaf 0x600000020480 under key byte ff at position 4: its key has another byte there"]
     assert {address_free(t) for t in texts} == {"leaf ? under key byte ? at position ?: its key has another byte there"}
     assert address_free("N256 node, x:00c88b63") == "N? node, x:?"
+
+
+def test_a_followup_answered_by_the_model_once_per_recovered_state(monkeypatch):
+    """States of one crash point that recover to the same state share the model's answers to
+    the follow-up (specs/oracle.py _replay_once): worked out once, and answers equal to them need
+    no replay; answers that differ are replayed (which says where and how), and another
+    follow-up list (another crash point's) or recovered state is worked out anew."""
+    import dataclasses
+
+    from crashcheck.specs import model as model_mod
+    from crashcheck.specs.ordered_map import MODEL
+    steps, replays = [], []
+    counted = dataclasses.replace(MODEL, step=lambda state, op: steps.append(op) or MODEL.step(state, op))
+    real_replay = model_mod.replay
+    monkeypatch.setattr(model_mod, "replay", lambda *a: replays.append(1) or real_replay(*a))
+    sets = model_mod.prefix_states(MODEL, HISTORY)
+
+    def judge(point, result, follow):
+        return judge_recovery(HISTORY, point, result, follow, model=counted, sets=sets)
+    follow = [parse_op("lookup 1"), parse_op("insert 9 90")]
+    point = HistoryPoint(2, None)
+    verdicts = [judge(point, ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), follow).ok for _ in range(3)]
+    assert verdicts == [True] * 3 and len(steps) == len(follow) and not replays
+    bad = judge(point, ok(dump((1, 10), (2, 20)), ["value 10", "exists"]), follow)
+    assert bad.cls == "post-recovery-divergence" and "insert 9 90" in bad.detail and len(replays) == 1
+    # fewer answers than operations (a check that died in the follow-up): their prefix is judged
+    assert judge(point, ok(dump((1, 10), (2, 20)), ["value 10"]), follow).cls == "post-recovery-divergence"
+    assert len(replays) == 1
+    # another list of the same operations (another crash point's), another recovered state (the
+    # operation in flight applied): worked out again
+    steps.clear()
+    assert judge(point, ok(dump((1, 10), (2, 20)), ["value 10", "ok"]), list(follow)).ok
+    flight = HistoryPoint(2, 2)        # `update 1 11` in flight: both states acceptable
+    assert judge(flight, ok(dump((1, 11), (2, 20)), ["value 11", "ok"]), follow).ok
+    assert len(steps) == 2 * len(follow) and len(replays) == 1

@@ -45,6 +45,7 @@
 #include "fault.h"
 #include "history.h"
 #include "ops.h"
+#include "persist.h" /* cc_persist_skip */
 #include "pm_alloc.h"
 
 #if __has_include("runner.h")
@@ -484,6 +485,9 @@ static int cmd_serve(int argc, char **argv)
 		mapped = (extra_off[k] + extra_size[k] + 4095) & ~(size_t)4095;
 	}
 	supply_regions();
+	/* no flush or fence of a check's private image makes anything durable (persist.h): the
+	 * check processes start from this one's memory, the flag set */
+	cc_persist_skip = getenv("CRASHCHECK_TRACE") == NULL;
 	return cc_runner_serve(0, 1, base, mapped, serve_check, &pool_size, &lim) ? 1 : 0;
 #else
 	usage_error("serve: this driver was built without the checker runner (crashsim/runner/runner.h)");

@@ -90,7 +90,8 @@ int cc_run_op(const struct cc_adapter *a, void *t, const struct cc_op *op, FILE 
 	default:
 		st = CC_ERROR;
 	}
-	fprintf(out, "%s\n", status_word(st));
+	fputs(status_word(st), out);
+	fputc('\n', out);
 	return st;
 }
 
