@@ -13,6 +13,7 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/InstrTypes.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
@@ -160,6 +161,30 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
     }
   }
   Key K{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags};
+  auto It = Index.find(K);
+  if (It != Index.end())
+    return It->second;
+  unsigned Id = Sites.size();
+  Index.emplace(K, Id);
+  Sites.push_back(K);
+  return Id;
+}
+
+unsigned SiteTable::callSiteOf(const CallBase &CB, const std::string &Via) {
+  // A flush in a helper that is not inlined is named here, as an inlined helper's is named
+  // at its inlined-at caller: the line of the call itself (not the function the call was
+  // inlined into, which site_key's caller view would pick from an inlined-at field).
+  const DILocation *Loc = userFrame(located(CB));
+  std::string File, Func = functionOf(Loc, CB);
+  unsigned Line = 0, Col = 0, Flags = 0;
+  if (Loc) {
+    File = fileOf(Loc->getScope());
+    Line = Loc->getLine();
+    Col = Loc->getColumn();
+    if (isStructureFile(File))
+      Flags |= SITE_OWN;
+  }
+  Key K{File, Func, "", "", Line, Col, 0, 0, Via, Flags};
   auto It = Index.find(K);
   if (It != Index.end())
     return It->second;

@@ -15,6 +15,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/Module.h"
 
@@ -49,6 +50,10 @@ public:
   /// Index of the site of instruction I (its debug location, or its
   /// function's name when there is none) with EXTRA flags, creating it on first use.
   unsigned siteOf(const llvm::Instruction &I, unsigned Extra = 0);
+
+  /// Index of the site of call CB that may enter a persist helper: the call's line in
+  /// the user's code, no inlined-at caller, VIA (the callee) as its chain.
+  unsigned callSiteOf(const llvm::CallBase &CB, const std::string &Via);
 
   /// Emit the array; call once, after every siteOf and before ref.
   void finalize();
