@@ -160,7 +160,10 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
         InlFunc = SP->getName().str();
     }
   }
-  Key K{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags};
+  return intern(Key{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags});
+}
+
+unsigned SiteTable::intern(const Key &K) {
   auto It = Index.find(K);
   if (It != Index.end())
     return It->second;
@@ -184,14 +187,7 @@ unsigned SiteTable::callSiteOf(const CallBase &CB, const std::string &Via) {
     if (isStructureFile(File))
       Flags |= SITE_OWN;
   }
-  Key K{File, Func, "", "", Line, Col, 0, 0, Via, Flags};
-  auto It = Index.find(K);
-  if (It != Index.end())
-    return It->second;
-  unsigned Id = Sites.size();
-  Index.emplace(K, Id);
-  Sites.push_back(K);
-  return Id;
+  return intern(Key{File, Func, "", "", Line, Col, 0, 0, Via, Flags});
 }
 
 Constant *SiteTable::stringConstant(const std::string &S) {

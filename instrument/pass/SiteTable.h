@@ -67,6 +67,8 @@ private:
   using Key = std::tuple<std::string, std::string, std::string, std::string,
                          unsigned, unsigned, unsigned, unsigned, std::string, unsigned>;
   llvm::Constant *stringConstant(const std::string &S);
+  /// The index of site K, added on first use.
+  unsigned intern(const Key &K);
 
   llvm::Module &M;
   std::map<Key, unsigned> Index;
