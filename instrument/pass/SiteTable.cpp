@@ -126,6 +126,17 @@ static std::string frameText(const DILocation *F) {
   return Text + (SP ? SP->getName().str() : "?");
 }
 
+// place -- LOC's file, line and column, and SITE_OWN in FLAGS for a structure's file (internal)
+static void place(const DILocation *Loc, std::string &File, unsigned &Line, unsigned &Col, unsigned &Flags) {
+  if (!Loc)
+    return;
+  File = fileOf(Loc->getScope());
+  Line = Loc->getLine();
+  Col = Loc->getColumn();
+  if (isStructureFile(File))
+    Flags |= SITE_OWN;
+}
+
 unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
   const DILocation *Inner = located(I);
   // A store inside a helper (std::atomic's store in bits/atomic_base.h,
@@ -137,12 +148,8 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
     Chain += (Chain.empty() ? "" : "\n") + frameText(F);
   std::string File, Func = functionOf(Loc, I), InlFile, InlFunc;
   unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0, Flags = Extra;
+  place(Loc, File, Line, Col, Flags);
   if (Loc) {
-    File = fileOf(Loc->getScope());
-    Line = Loc->getLine();
-    Col = Loc->getColumn();
-    if (isStructureFile(File))
-      Flags |= SITE_OWN;
     // The inlined-at site is the nearest caller in another file, else the
     // outermost caller: a fence inside cc_mfence inside persistent() (both in
     // persist.h) inside link() inside wort_insert is reported at link()'s
@@ -180,13 +187,7 @@ unsigned SiteTable::callSiteOf(const CallBase &CB, const std::string &Via) {
   const DILocation *Loc = userFrame(located(CB));
   std::string File, Func = functionOf(Loc, CB);
   unsigned Line = 0, Col = 0, Flags = 0;
-  if (Loc) {
-    File = fileOf(Loc->getScope());
-    Line = Loc->getLine();
-    Col = Loc->getColumn();
-    if (isStructureFile(File))
-      Flags |= SITE_OWN;
-  }
+  place(Loc, File, Line, Col, Flags);
   return intern(Key{File, Func, "", "", Line, Col, 0, 0, Via, Flags});
 }
 
