@@ -80,7 +80,7 @@ struct leafdir *leafdir_create(void)
 	persistent(l, sizeof(*l));
 	d0->n = 1;
 	d0->e[0].leaf = l;
-	/* whole: pm_alloc's zeroing stores are not flushed, and would stay pending all along */
+	/* whole: its count and first entry (pm_alloc's zeroes are durable already) */
 	persistent(d0, sizeof(*d0));
 	persistent(d1, sizeof(*d1));
 	r->head = l;

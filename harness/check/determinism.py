@@ -33,7 +33,7 @@ def _site(trace: Trace, site_id: int) -> str:
     return f"{site.file}:{site.line}" + (f" in {site.func}" if site.func else "")
 
 
-def _event_text(trace: Trace, ev: Event) -> str:
+def event_text(trace: Trace, ev: Event) -> str:
     where = f" at +{ev.off:#x}" if ev.off is not None else ""
     size = f" of {ev.size} bytes" if ev.kind in ("store", "ntstore") else ""
     return f"a {ev.kind}{size}{where} by {_site(trace, ev.site)}"
@@ -59,10 +59,10 @@ def trace_difference(first: Trace, second: Trace, stored: bool = True) -> tuple[
         site = first.site(a.site)
         line = f"{site.file}:{site.line}" if site is not None else "?"
         if (a.kind, a.site, a.off, a.size) == (b.kind, b.site, b.off, b.size) and a.data != b.data:
-            return (f"{a.kind} at {line}", f"event #{i}, {_event_text(first, a)}, stored {_hex(a.data)} in "
+            return (f"{a.kind} at {line}", f"event #{i}, {event_text(first, a)}, stored {_hex(a.data)} in "
                     f"the first run and {_hex(b.data)} in the second")
-        return (f"path at {line}", f"event #{i} is {_event_text(first, a)} in the first run and "
-                f"{_event_text(second, b)} in the second")
+        return (f"path at {line}", f"event #{i} is {event_text(first, a)} in the first run and "
+                f"{event_text(second, b)} in the second")
     if len(first.events) != len(second.events):
         i = min(len(first.events), len(second.events))
         longer, trace = (first, "first") if len(first.events) > i else (second, "second")
@@ -70,7 +70,7 @@ def trace_difference(first: Trace, second: Trace, stored: bool = True) -> tuple[
         site = longer.site(ev.site)
         return (f"path at {site.file}:{site.line}" if site is not None else "path at ?",
                 f"the first run logged {len(first.events)} events, the second {len(second.events)}; "
-                f"the {trace} went on with {_event_text(longer, ev)}")
+                f"the {trace} went on with {event_text(longer, ev)}")
     return None
 
 
@@ -103,4 +103,4 @@ def describe(how: str) -> str:
     return f"the same history, run twice, did not do the same: {how}{ADVICE}"
 
 
-__all__ = ["ADVICE", "CLASS", "describe", "findings_difference", "findings_key", "trace_difference"]
+__all__ = ["ADVICE", "CLASS", "describe", "event_text", "findings_difference", "findings_key", "trace_difference"]

@@ -35,6 +35,11 @@ PROGRAM_CLASSES = ("checker-failure", "checker-crash", "checker-hang")
 RECOVERY_CLASSES = ("recovery-crash", "recovery-hang")
 PLACEHOLDER = re.compile(r"\{image(\d*)\}")
 DEFAULT_TIMEOUT_S = 10.0
+# A line of a command's output that says what went wrong (a checker's banner or progress line
+# does not): the first such line of stderr is the one a finding shows (telling_line)
+ERROR_LOOKING = re.compile(r"error|fail|assert|abort|corrupt|invalid|inconsisten|mismatch|panic|fatal|"
+                           r"wrong|unexpected|expected|violat|missing|cannot|can't|unable|bad\b|broken|"
+                           r"lost|not found|illegal", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ class Verdict:
     cls: str | None = None
     how: str = ""          # in words: "the checker exited with status 1"
     key: str = ""          # `how` without varying numbers: part of a finding's group
-    output: str = ""       # the tail of what the failing command printed
+    output: str = ""       # the tail of what the failing command printed (stdout's, then stderr's)
+    errors: str = ""       # the tail of its stderr alone
 
     def same(self, other: "Verdict") -> bool:
         return not other.ok and other.cls == self.cls
@@ -93,7 +99,19 @@ def _verdict(stage: str, end: RunEnd) -> Verdict:
         cls = "checker-hang" if hang else "checker-crash" if end.status in ("signal", "parent-killed") \
             else "checker-failure"
     return Verdict(False, cls, f"{'recovery' if stage == 'recover' else 'the checker'} {end.how()}",
-                   f"{stage}: {end.how_key()}", end.output)
+                   f"{stage}: {end.how_key()}", end.output, end.errors)
+
+
+def telling_line(v: Verdict) -> str:
+    """The line of the failing command's output that says why it failed, "" if none does: the
+    first error-looking line of its stderr, else stderr's first line, else the first error-looking
+    line of its stdout. Never a banner or progress line of stdout alone: then the exit status or
+    signal (`how`) says it all."""
+    err = [ln.strip() for ln in v.errors.splitlines() if ln.strip()]
+    stdout_part = v.output[:len(v.output) - len(v.errors)] if v.errors and v.output.endswith(v.errors) else v.output
+    out = [ln.strip() for ln in stdout_part.splitlines() if ln.strip()]
+    telling = [ln for ln in err if ERROR_LOOKING.search(ln)] + err[:1] + [ln for ln in out if ERROR_LOOKING.search(ln)]
+    return telling[0] if telling else ""
 
 
 class ImageChecker:
@@ -143,12 +161,12 @@ class ImageChecker:
 
     def _run_one(self, stage: str, cmd: Command, env: dict[str, str]) -> RunEnd:
         """One command with the timeout in force (see __init__ on hangs)."""
-        argv, out = cmd.argv(self.files), self.folder / f"{stage}.out"
+        argv, out, err = cmd.argv(self.files), self.folder / f"{stage}.out", self.folder / f"{stage}.err"
         short = self.short_s
         if self.log_reads:
             env = {**env, **program_reads.env(self._log(stage), self.files)}
             program_reads.clear(self._log(stage))
-        end = run_supervised(argv, env=env, output=out, timeout_s=short or self.timeout_s)
+        end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=short or self.timeout_s)
         if short is not None and end.status in ("timeout", "stopped"):
             if (stage, end.output) in self.hangs:
                 self.hung_short += 1
@@ -156,7 +174,7 @@ class ImageChecker:
             self.rechecked += 1
             if self.log_reads:
                 program_reads.clear(self._log(stage))
-            end = run_supervised(argv, env=env, output=out, timeout_s=self.timeout_s)
+            end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=self.timeout_s)
         if end.status == "ok":
             self.slowest_ok = max(self.slowest_ok, end.elapsed)
         elif end.status in ("timeout", "stopped") and end.timeout_s >= self.timeout_s:
@@ -233,13 +251,13 @@ def crash_free_image(trace: Trace, layout: Layout) -> bytearray:
 
 def check_crash_free(trace: Trace, checker: ImageChecker) -> None:
     """The commands must pass on the crash-free image, or they cannot judge crash states: a
-    UsageError naming what failed and the last line it printed."""
+    UsageError naming what failed and the line that says why (telling_line)."""
     v = checker.check(crash_free_image(trace, checker.layout), [])
     if not v.ok:
-        last = [ln for ln in v.output.strip().splitlines() if ln.strip()][-1:] or [""]
+        why = telling_line(v)
         raise UsageError(f"{v.how} on the crash-free image (every store of the run persisted), so it "
-                         f"cannot judge crash images" + (f": {last[0][:200]}" if last[0] else ""))
+                         f"cannot judge crash images" + (f": {why[:200]}" if why else ""))
 
 
 __all__ = ["Command", "DEFAULT_TIMEOUT_S", "ImageChecker", "PROGRAM_CLASSES", "RECOVERY_CLASSES", "Verdict",
-           "check_crash_free", "crash_free_image"]
+           "check_crash_free", "crash_free_image", "telling_line"]

@@ -3,7 +3,9 @@
 Owns replaying: the record's history is traced again with the same driver, the crash point and
 crash state it names are checked again, and the oracle judges the result; a nondeterminism
 record's history is checked a few times and the runs compared (harness/check/determinism.py). Exit status 1 when the
-bug reproduces (as `fuzz` exits 1 on bugs), 0 only when it no longer does (fixed), 2 on bad input,
+bug reproduces (as `fuzz` exits 1 on bugs), 0 only when it no longer does (fixed) on the very run
+the record was made from (its `trace_digest`, harness/check/trace_digest.py), 3 when the replay
+ran differently (nondeterministic: the run parted from the recorded one), 2 on bad input,
 including a record that cannot be replayed as recorded (a crash point or crash state the trace
 of its history no longer has: the structure changed, or the record is corrupt).
 """
@@ -13,7 +15,7 @@ import argparse
 
 from crashcheck.harness.core import defaults
 
-from crashcheck.harness.check import determinism, torn_store
+from crashcheck.harness.check import determinism, torn_store, trace_digest
 
 from crashcheck.harness.triage import record_formats
 
@@ -104,6 +106,23 @@ def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Setting
     return 0
 
 
+def _again(checker: Checker, ops: list):
+    """One more traced run of OPS (None if it fails): replay_parting compares two replays."""
+    def trace_again():
+        try:
+            return checker.trace(ops)[0]
+        except RunFailure:
+            return None
+    return trace_again
+
+
+def not_reproduced(text: str, rec: dict, parted: trace_digest.Replayed | None) -> int:
+    """The end of a replay whose crash state now passes (trace_digest.not_reproduced)."""
+    lines, status = trace_digest.not_reproduced(text, rec.get("trace_digest"), parted)
+    print("\n".join(lines))
+    return status
+
+
 def run(args: argparse.Namespace) -> int:
     rec = load_record(args.record, args.id)
     if rec["program"] is not None:
@@ -161,6 +180,14 @@ def _replay(path: str, rec: dict) -> int:
             same = f.cls == rec["class"]
             print(f"{'reproduced' if same else 'a different bug now'} without any crash: {f.cls}: {f.detail}")
             return 1
+        parted = trace_digest.replay_parting(rec.get("trace_digest"), trace, _again(checker, ops),
+                                             s.driver(rec["bug"]), not s.own_pool)
+        if parted is not None and parted.parting.what == "path" and not parted.changed:
+            # the same driver took another path: the record's crash point and state are not this run's
+            print(f"not reproducible: nondeterministic: {parted.text}")
+            print(f"  {s.name} does not do the same on the same history, so no replay can say whether the "
+                  "bug is fixed" + determinism.ADVICE)
+            return trace_digest.EXIT_NONDETERMINISTIC
         if crash.get("index") is None:
             # found by the crash-free run: run it again and see whether it still fails
             found = checker.crash_free_findings(ops, lines, trace)
@@ -170,8 +197,8 @@ def _replay(path: str, rec: dict) -> int:
             if found:
                 print(f"a different bug now, without any crash: {found[0].cls}: {found[0].detail}")
                 return 1
-            print("not reproduced: the crash-free run now agrees with the model and keeps the invariants")
-            return 0
+            return not_reproduced("not reproduced: the crash-free run now agrees with the model and keeps the "
+                                  "invariants", rec, parted)
         oracle = checker.oracle(ops, trace, lines, follow, aimed=False)   # the follow-up the record ran
         history_cp = None
         if rec.get("recovery_of"):
@@ -218,8 +245,7 @@ def _replay(path: str, rec: dict) -> int:
             for o in attributed:
                 print(f"  leaked +{o['off']:#x} {o['size']} bytes, allocated at {site_text(o.get('site'))}")
             return 1
-        print("not reproduced: nothing leaks in this crash state any more")
-        return 0
+        return not_reproduced("not reproduced: nothing leaks in this crash state any more", rec, parted)
     if not verdict.ok and rec["class"] == "persistency-race":
         # the race's crash state (the racing store lost) fails the way durable linearizability
         # says (harness/check/persistency_race.py): whatever the recovered state shows
@@ -234,5 +260,4 @@ def _replay(path: str, rec: dict) -> int:
     if not verdict.ok:
         print(f"a different bug now: {verdict.cls}: {verdict.detail}")
         return 1
-    print("not reproduced: recovery now leaves an acceptable state")
-    return 0
+    return not_reproduced("not reproduced: recovery now leaves an acceptable state", rec, parted)

@@ -76,6 +76,7 @@ class RunEnd:
     elapsed: float = 0.0
     timeout_s: float = 0.0
     output: str = ""             # tail of what it printed on stdout and stderr
+    errors: str = ""             # tail of its stderr alone (only when run_supervised had ERRORS)
     maxrss_kb: int = 0
     inherited_kb: int = 0        # our own resident high-water mark when we started it (_resident_kb)
     mem_limit: int = 0           # the RLIMIT_AS it ran under (bytes, 0: none)
@@ -150,10 +151,11 @@ def run_timeout_s(nops: int, base_ms: int, op_ms: int, cap_ms: int, deadline: fl
 
 
 def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeout_s: float,
-                   mem_bytes: int = 0, cwd: Path | None = None) -> RunEnd:
+                   mem_bytes: int = 0, cwd: Path | None = None, errors: Path | None = None) -> RunEnd:
     """Run ARGV under supervision (see the module's design note); its stdout and stderr go to
-    OUTPUT. MEM_BYTES is the memory allowance (0: no address-space limit); CWD its working folder
-    (default ours)."""
+    OUTPUT, or its stderr to ERRORS when given (then `output` holds stdout's tail, then stderr's,
+    and `errors` stderr's alone). MEM_BYTES is the memory allowance (0: no address-space limit);
+    CWD its working folder (default ours)."""
     if strays.TOKEN in os.environ:     # a daemon it starts is found by it after the command
         env = {**env, strays.TOKEN: os.environ[strays.TOKEN]}
     shield = shutil.which("timeout")
@@ -175,11 +177,14 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     t0 = time.monotonic()
     inherited_kb = _resident_kb()
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    efd = os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if errors is not None else fd
     try:
-        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, env=env, cwd=cwd,
+        proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=efd, env=env, cwd=cwd,
                                 start_new_session=True, preexec_fn=None if prlimit else set_limits)
     finally:
         os.close(fd)
+        if efd != fd:
+            os.close(efd)
     pgid = proc.pid                # start_new_session: it leads its own session and group
     try:
         pidfd = os.pidfd_open(proc.pid)
@@ -235,6 +240,9 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     else:
         end.code = 0
     end.output = output_tail(output)
+    if errors is not None:
+        end.errors = output_tail(errors)
+        end.output = "\n".join(filter(None, (end.output, end.errors)))
     return end
 
 

@@ -21,6 +21,7 @@ from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
 from crashcheck.harness.core.counts import big, for_json, json_int
+from crashcheck.harness.check import trace_digest
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.core.workdir import make_workdir
@@ -153,7 +154,9 @@ def lazy_unavailable(checker: ImageChecker) -> str:
 def replay(rec: dict, out=None) -> int:
     """Run a program record again: trace its program as recorded (the same arguments, the very
     schedule), rebuild its crash state and judge it. 1: it reproduces (the same class or another
-    failure), 0: the state now passes, UsageError: the record no longer fits the trace."""
+    failure), 0: the state now passes on the recorded run, trace_digest.EXIT_NONDETERMINISTIC:
+    the program ran differently (harness/check/trace_digest.py), UsageError: the record no
+    longer fits the trace."""
     out = out or sys.stdout
     prog = rec["program"]
     settings = Settings(model=rec["model"], strategy=rec["strategy"], limit=rec["limit"], seed=rec["seed"],
@@ -168,6 +171,18 @@ def replay(rec: dict, out=None) -> int:
         root = Path(tmp)
         traced = trace_program(argv, root / "run", tracer=settings.tracer, sched=prog["sched"],
                                replay_schedule=rec["schedule"])
+
+        def again():
+            return trace_program(argv, root / "again", tracer=settings.tracer, sched=prog["sched"],
+                                 replay_schedule=rec["schedule"]).trace
+        parted = trace_digest.replay_parting(rec["trace_digest"], traced.trace, again, argv[0])
+        if parted is not None and parted.parting.what == "path" and not parted.changed:
+            # the same program took another path: the record's crash point and state are not this run's
+            print(f"not reproducible: nondeterministic: {parted.text}", file=out)
+            print("  the program does not do the same when run again with the same arguments (the clock, "
+                  "rand() seeded from it, its process id, input files...), so no replay can say whether "
+                  "the bug is fixed", file=out)
+            return trace_digest.EXIT_NONDETERMINISTIC
         checker = ImageChecker(traced.trace, trace_layout(traced.trace), checker_cmd, recover_cmd,
                                root / "check", prog["timeout_s"])
         got = image_at(traced.trace, settings.options(), crash["index"], tuple(crash["choice"]), checker)
@@ -186,8 +201,10 @@ def replay(rec: dict, out=None) -> int:
         print(f"  lost   #{p.seq} {'r' + str(p.region) if p.region else ''}+{p.off:#x} {len(p.data)} bytes "
               f"{p.data.hex()}  {site.describe() if site else '?'}", file=out)
     if v.ok:
-        print("not reproduced: the commands now pass on this crash state", file=out)
-        return 0
+        lines, status = trace_digest.not_reproduced("not reproduced: the commands now pass on this crash state",
+                                                    rec["trace_digest"], parted)
+        print("\n".join(lines), file=out)
+        return status
     if v.output.strip():
         print("output:", file=out)
         for line in v.output.strip().splitlines()[-10:]:

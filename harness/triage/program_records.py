@@ -16,8 +16,10 @@ import shlex
 from pathlib import Path
 
 from crashcheck.harness.check.findings import crash_site, site_key
+from crashcheck.harness.check.program_check import telling_line
 from crashcheck.harness.check.program_explore import ProgramFinding
 from crashcheck.harness.core.counts import json_int
+from crashcheck.harness.check.trace_digest import fingerprint
 from crashcheck.harness.core.paths import relative_record
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.target.program import TracedProgram
@@ -61,9 +63,9 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         key = site_key(trace, trace.events[p.seq].site)
         if key != "?" and key not in sites:
             sites.append(key)
-    last = [ln for ln in v.output.strip().splitlines() if ln.strip()][-1:] or [""]
     where = _op_text(traced, cp.op)
-    detail = f"{v.how} after a crash during {where}" + (f": {last[0][:300]}" if last[0] else "")
+    why = telling_line(v)
+    detail = f"{v.how} after a crash during {where}" + (f": {why[:300]}" if why else "")
     history = [traced.ops[k] for k in sorted(traced.ops)] if traced.ops else ["(the whole run)"]
     legal, explored = finding.coverage
     record = {
@@ -90,6 +92,8 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         # a program has no history to shrink; its failing state is always shrunk (program_explore.shrink)
         "shrink": {"history": "not tried", "crash_state": "done"},
         "output": v.output[-OUTPUT_CHARS:],
+        # what `replay` compares its run with (harness/check/trace_digest.py)
+        "trace_digest": fingerprint(trace, cp.event, traced.argv[0]),
     }
     record = relative_record(record)
     record["program"] = _runnable({**program, "argv": list(traced.argv), "operation": where})

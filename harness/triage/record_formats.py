@@ -73,6 +73,11 @@ PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), 
                "timeout_s": (Seconds(), 10.0), "run": (Nat(), 0), "run_seed": (Opt(Nat()), None),
                "sched": (Opt(Text()), None), "operation": (Text(), "")})
 
+# the fingerprint of the recorded run's trace up to the crash (harness/check/trace_digest.py)
+TRACE_DIGEST = Obj({"events": (Nat(), REQUIRED), "block": (Nat(1), REQUIRED),
+                    "path": (List(Text()), REQUIRED), "stored": (List(Text()), REQUIRED),
+                    "binary": (Text(), "")})
+
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
 SYMPTOM = Obj({"class": (Text(_classes()), REQUIRED), "detail": (Text(), ""), "group": (Text(), ""),
@@ -147,6 +152,7 @@ RECORD = Obj({
     "program": (Opt(PROGRAM), None),
     "output": (Text(), ""),
     "fix": (Opt(FIX), None),
+    "trace_digest": (Opt(TRACE_DIGEST), None),
 })
 STATS = Obj({"histories": (Nat(), 0), "crash_points": (Nat(), 0), "states_legal": (Big(), 0),
              "states_explored": (Big(), 0), "points_sampled": (Nat(), 0), "points_complete": (Nat(), 0),

@@ -19,10 +19,12 @@ from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.triage import bugs, lanes
 from crashcheck.harness.triage.fix_record import fix_json
 from crashcheck.harness.check.findings import Finding, HistoryOutcome, crash_site, oracle_point, site_key
-from crashcheck.harness.check import threads
+from crashcheck.harness.check import determinism, threads, trace_digest
 from crashcheck.harness.check.hangs import hang_words
 from crashcheck.harness.core.counts import json_int
+from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.paths import relative_record, source
+from crashcheck.harness.target import structures
 from crashcheck.harness.core.settings import Settings
 from crashcheck.specs import registry
 from crashcheck.specs.model import Model
@@ -143,6 +145,21 @@ def _hung(f: Finding) -> dict | None:
             "history_points": h.history_points}
 
 
+def _digest(outcome: HistoryOutcome, f: Finding, structure: str, bug: str | None) -> dict | None:
+    """The fingerprint of the history's trace up to the finding's crash point (all of it for a
+    finding of the run without crash or of a crash inside recovery) and of the driver that
+    traced it; None for a nondeterminism finding (its runs differ by definition) or without a
+    trace."""
+    if outcome.trace is None or f.cls == determinism.CLASS:
+        return None
+    end = f.point.event if f.point is not None and f.recovery_trace is None else None
+    try:
+        driver = structures.get(structure).driver(bug)
+    except UsageError:          # a structure only this run knows: the events alone are compared
+        driver = None
+    return trace_digest.fingerprint(outcome.trace, end, driver)
+
+
 def build_record(*, structure: str, bug: str | None, settings: Settings, outcome: HistoryOutcome,
                  finding: Finding, ident: str, bugdir: Path,
                  members: list[tuple[Finding, Trace | None]] | None = None,
@@ -218,6 +235,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "lanes_crash": None,
         # an ordering bug's fix, proven on the trace (harness/check/fix_search.py); null otherwise
         "fix": fix_json(f.fix),
+        # what `replay` compares its run with, so "fixed" means the same run no longer fails
+        "trace_digest": _digest(outcome, f, structure, bug),
     }
     if threaded is not None and outcome.run_trace is not None:
         run = outcome.run_trace

@@ -30,6 +30,16 @@
 //   logged as any store, at a site of its own flagged SITE_CODE_POINTER (the harness reports
 //   one that reaches PM as code-pointer-in-pm)
 //   crashcheck_op_begin/op_end/mark/alloc/free/here get the caller's site.
+//   a persist helper that is not inlined (a function whose only PM events are flushes and
+//   fences, such as a user's pflush(addr, len) in its own file): its flushes and fences take
+//   the site of the call that entered it, so they are named at the structure's line that
+//   called the helper (as an inlined helper's are, through its inlined-at caller):
+//     site' = __cc_caller_site ? __cc_caller_site : site
+//   and every call that may enter one (a direct call of a function declared here but defined
+//   elsewhere, not a C library function; a call of a helper defined here; an indirect call),
+//   outside helpers themselves, sets that thread-local variable to a site of its own (the
+//   call's line, `via` the callee) for the call's duration:
+//     old = __cc_caller_site; __cc_caller_site = callsite; call; __cc_caller_site = old
 //   with CRASHCHECK_PASS_PM_MALLOC=1 at compile time (crashcheck build --pm-malloc), an
 //   allocation call whose first frame in the user's code is one of the structure's files
 //   (CRASHCHECK_PASS_STRUCTURE_FILES): malloc, calloc, realloc, free, posix_memalign,
@@ -63,6 +73,7 @@
 #include "Compat.h"
 #include "SiteTable.h"
 
+#include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/Analysis/ValueTracking.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/InlineAsm.h"
@@ -253,16 +264,19 @@ public:
       for (Instruction &I : instructions(F))
         classify(I);
     }
+    findHelpers();
     // Check loads first: they go before their instruction, which the
     // rewrites below may replace (invoke -> call).
     for (CheckLoad &C : Reads)
       rewriteCheckLoad(C);
-    if (Points.empty())
+    if (Points.empty() && Calls.empty())
       return !Reads.empty();
     // Phase 3: the site table, then the rewrites.
     Sites.finalize();
     for (Point &P : Points)
       rewrite(P);
+    for (auto &[CI, Site] : Calls)
+      rewriteCall(*CI, Site);
     for (Instruction *I : ToErase)
       I->eraseFromParent();
     if (envFlag("CRASHCHECK_PASS_STATS"))
@@ -355,6 +369,85 @@ private:
       return true;
     }
     return false;
+  }
+
+  // The persist helpers among the module's functions (a function whose PM events are only
+  // flushes and fences: see the banner), then the calls that may enter one, each with a site.
+  void findHelpers() {
+    if (AllocOnly)
+      return;
+    std::map<Function *, std::pair<unsigned, unsigned>> Events;   // flushes and fences, other PM events
+    std::set<Instruction *> Pointed;
+    for (const Point &P : Points) {
+      Pointed.insert(P.I);
+      auto &C = Events[P.I->getFunction()];
+      bool Persist = P.K == Kind::Flush || P.K == Kind::Fence;
+      if (P.K == Kind::Asm) {
+        Persist = true;
+        for (const AsmEvent &E : P.Asm)
+          Persist &= E.K == AsmEvent::Flush || E.K == AsmEvent::Fence;
+      }
+      if (Persist)
+        C.first++;
+      else if (P.K != Kind::SchedOnly && P.K != Kind::Load)
+        C.second++;
+    }
+    for (auto &[F, C] : Events)
+      if (C.first && !C.second && F->getName() != "main")
+        Helpers.insert(F);
+    TargetLibraryInfoImpl TLII{Triple(M.getTargetTriple())};
+    TargetLibraryInfo TLI(TLII);
+    for (Function &F : M) {
+      if (F.isDeclaration() || startsWith(F.getName(), "__cc_") || Helpers.count(&F))
+        continue;
+      for (Instruction &I : instructions(F)) {
+        auto *CI = dyn_cast<CallInst>(&I);
+        if (!CI || Pointed.count(CI) || CI->isInlineAsm() || CI->isMustTailCall())
+          continue;
+        Function *Callee = CI->getCalledFunction();
+        std::string Via = "an indirect call";
+        if (Callee) {
+          StringRef N = Callee->getName();
+          LibFunc LF;
+          if (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF) ||
+              (!Callee->isDeclaration() && !Helpers.count(Callee)))
+            continue;
+          bool Skip = false;
+          for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "pmem", "_ZNSt", "_ZSt",
+                                  "__cxa_", "_Unwind", "__assert", "__stack_chk"})
+            Skip |= startsWith(N, Pre);
+          if (Skip)
+            continue;
+          Via = N.str() + "()";
+        }
+        Calls.push_back({CI, Sites.callSiteOf(*CI, Via)});
+      }
+    }
+  }
+
+  // The thread-local site of the call in progress that may have entered a persist helper.
+  GlobalVariable *callerSiteVar() {
+    auto *GV = cast<GlobalVariable>(M.getOrInsertGlobal("__cc_caller_site", Ptr));
+    GV->setThreadLocalMode(GlobalValue::InitialExecTLSModel);
+    return GV;
+  }
+
+  // old = __cc_caller_site; __cc_caller_site = site; call; __cc_caller_site = old
+  void rewriteCall(CallInst &CI, unsigned Site) {
+    GlobalVariable *GV = callerSiteVar();
+    IRBuilder<> B(&CI);
+    B.SetCurrentDebugLocation(CI.getDebugLoc());
+    LoadInst *Old = B.CreateLoad(Ptr, GV);
+    B.CreateStore(Sites.ref(Site), GV);
+    IRBuilder<> A(CI.getNextNode());
+    A.SetCurrentDebugLocation(CI.getDebugLoc());
+    A.CreateStore(Old, GV);
+  }
+
+  // The site a flush or fence of a persist helper logs: its caller's, when a call set one.
+  Value *helperSite(IRBuilder<> &B, Constant *Site) {
+    LoadInst *Caller = B.CreateLoad(Ptr, callerSiteVar());
+    return B.CreateSelect(B.CreateIsNull(Caller), Site, Caller);
   }
 
   void add(Instruction &I, Kind K, unsigned Sub = 0) {
@@ -769,10 +862,12 @@ private:
     }
     case Kind::Flush:
       callHook(B, hook("__cc_flush", {Ptr, I32, Ptr}),
-                   {cast<CallBase>(I)->getArgOperand(0), ConstantInt::get(I32, P.Sub), Site});
+                   {cast<CallBase>(I)->getArgOperand(0), ConstantInt::get(I32, P.Sub),
+                    Helpers.count(I->getFunction()) ? helperSite(B, Site) : Site});
       return;
     case Kind::Fence:
-      callHook(B, hook("__cc_fence", {I32, Ptr}), {ConstantInt::get(I32, P.Sub), Site});
+      callHook(B, hook("__cc_fence", {I32, Ptr}),
+               {ConstantInt::get(I32, P.Sub), Helpers.count(I->getFunction()) ? helperSite(B, Site) : Site});
       return;
     case Kind::Load: {
       auto *LI = cast<LoadInst>(I);
@@ -782,7 +877,7 @@ private:
       return;
     }
     case Kind::Asm:
-      return rewriteAsm(B, *cast<CallBase>(I), P, Site);
+      return rewriteAsm(B, *cast<CallBase>(I), P, Helpers.count(I->getFunction()) ? helperSite(B, Site) : Site);
     case Kind::Pmem:
       return rewritePmem(B, *cast<CallBase>(I), Site);
     case Kind::PmemObjCall:
@@ -843,7 +938,7 @@ private:
            CB.getArgOperand(0)->getType()->isPointerTy();
   }
 
-  void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Constant *Site) {
+  void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Value *Site) {
     for (const AsmEvent &E : P.Asm) {
       switch (E.K) {
       case AsmEvent::Fence:
@@ -942,6 +1037,8 @@ private:
   LLVMContext &Ctx;
   Type *Ptr, *I32, *I64, *VoidTy;
   std::vector<Point> Points;
+  std::set<Function *> Helpers;                          // persist helpers (findHelpers)
+  std::vector<std::pair<CallInst *, unsigned>> Calls;    // calls that may enter one, with their sites
   std::vector<CheckLoad> Reads;
   std::vector<Instruction *> ToErase;
   Stats S;

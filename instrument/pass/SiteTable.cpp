@@ -13,6 +13,7 @@
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Function.h"
+#include "llvm/IR/InstrTypes.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Transforms/Utils/ModuleUtils.h"
@@ -125,6 +126,17 @@ static std::string frameText(const DILocation *F) {
   return Text + (SP ? SP->getName().str() : "?");
 }
 
+// place -- LOC's file, line and column, and SITE_OWN in FLAGS for a structure's file (internal)
+static void place(const DILocation *Loc, std::string &File, unsigned &Line, unsigned &Col, unsigned &Flags) {
+  if (!Loc)
+    return;
+  File = fileOf(Loc->getScope());
+  Line = Loc->getLine();
+  Col = Loc->getColumn();
+  if (isStructureFile(File))
+    Flags |= SITE_OWN;
+}
+
 unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
   const DILocation *Inner = located(I);
   // A store inside a helper (std::atomic's store in bits/atomic_base.h,
@@ -136,12 +148,8 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
     Chain += (Chain.empty() ? "" : "\n") + frameText(F);
   std::string File, Func = functionOf(Loc, I), InlFile, InlFunc;
   unsigned Line = 0, Col = 0, InlLine = 0, InlCol = 0, Flags = Extra;
+  place(Loc, File, Line, Col, Flags);
   if (Loc) {
-    File = fileOf(Loc->getScope());
-    Line = Loc->getLine();
-    Col = Loc->getColumn();
-    if (isStructureFile(File))
-      Flags |= SITE_OWN;
     // The inlined-at site is the nearest caller in another file, else the
     // outermost caller: a fence inside cc_mfence inside persistent() (both in
     // persist.h) inside link() inside wort_insert is reported at link()'s
@@ -159,7 +167,10 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
         InlFunc = SP->getName().str();
     }
   }
-  Key K{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags};
+  return intern(Key{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags});
+}
+
+unsigned SiteTable::intern(const Key &K) {
   auto It = Index.find(K);
   if (It != Index.end())
     return It->second;
@@ -167,6 +178,17 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
   Index.emplace(K, Id);
   Sites.push_back(K);
   return Id;
+}
+
+unsigned SiteTable::callSiteOf(const CallBase &CB, const std::string &Via) {
+  // A flush in a helper that is not inlined is named here, as an inlined helper's is named
+  // at its inlined-at caller: the line of the call itself (not the function the call was
+  // inlined into, which site_key's caller view would pick from an inlined-at field).
+  const DILocation *Loc = userFrame(located(CB));
+  std::string File, Func = functionOf(Loc, CB);
+  unsigned Line = 0, Col = 0, Flags = 0;
+  place(Loc, File, Line, Col, Flags);
+  return intern(Key{File, Func, "", "", Line, Col, 0, 0, Via, Flags});
 }
 
 Constant *SiteTable::stringConstant(const std::string &S) {

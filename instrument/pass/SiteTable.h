@@ -15,6 +15,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DebugInfoMetadata.h"
 #include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/InstrTypes.h"
 #include "llvm/IR/Instruction.h"
 #include "llvm/IR/Module.h"
 
@@ -50,6 +51,10 @@ public:
   /// function's name when there is none) with EXTRA flags, creating it on first use.
   unsigned siteOf(const llvm::Instruction &I, unsigned Extra = 0);
 
+  /// Index of the site of call CB that may enter a persist helper: the call's line in
+  /// the user's code, no inlined-at caller, VIA (the callee) as its chain.
+  unsigned callSiteOf(const llvm::CallBase &CB, const std::string &Via);
+
   /// Emit the array; call once, after every siteOf and before ref.
   void finalize();
 
@@ -62,6 +67,8 @@ private:
   using Key = std::tuple<std::string, std::string, std::string, std::string,
                          unsigned, unsigned, unsigned, unsigned, std::string, unsigned>;
   llvm::Constant *stringConstant(const std::string &S);
+  /// The index of site K, added on first use.
+  unsigned intern(const Key &K);
 
   llvm::Module &M;
   std::map<Key, unsigned> Index;

@@ -21,6 +21,16 @@
 
 #define FILTER(addr) ((uintptr_t)(addr) - cc_pm_lo < cc_pm_span)
 
+/*
+ * __cc_caller_site -- the site of the call in progress that may have entered
+ * a persist helper that is not inlined (a user's pflush() in a file of its
+ * own): the pass sets it around such calls and a helper's flushes and fences
+ * log it in place of their own site, so they are named at the line that
+ * called the helper (instrument/pass/CrashcheckPass.cpp).  Per thread; NULL
+ * outside such a call.
+ */
+__thread crashcheck_site_t __cc_caller_site __attribute__((tls_model("initial-exec")));
+
 /* log_store -- log a store of SIZE bytes at ADDR, in pieces if huge (internal) */
 static void log_store(uint8_t kind, const void *addr, uint64_t size, uint32_t origin, uint32_t site)
 {

@@ -335,3 +335,21 @@ def test_a_daemon_the_checker_starts_dies_with_the_run(pmlog, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     time.sleep(0.2)
     assert not _sleeping(marker), "the checker's daemon outlived the run"
+
+
+def test_finding_line_shows_the_stderr_error_not_the_closing_banner(pmlog, tmp_path):
+    # issue 49 point 10: a checker that prints its error on stderr and a banner on stdout last;
+    # the finding's line shows how it ended and the stderr error, never the banner
+    script = tmp_path / "checker.sh"
+    script.write_text(f"#!/bin/sh\necho 'checker v1 starting'\n"
+                      f"{pmlog['pmlog']} check \"$1\" >/dev/null 2>&1 && exit 0\n"
+                      "echo 'progress: 3 entries read' >&2\necho 'checker: entry 2 is corrupt' >&2\n"
+                      "echo '== checker finished =='\nexit 4\n")
+    script.chmod(0o755)
+    res = _run(tmp_path, "--limit", "2", "--checker", f"{script} {{image}}",
+               "--", pmlog["pmlog-bug"], "append", "pool", "1")
+    assert res.returncode == 1, res.stdout + res.stderr
+    [bug] = json.loads((tmp_path / "out.json").read_text())["bugs"]
+    assert bug["detail"].startswith("the checker exited with status 4 after a crash during ")
+    assert bug["detail"].endswith(": checker: entry 2 is corrupt"), bug["detail"]
+    assert "== checker finished ==" in bug["output"]        # the output's tail keeps both streams

@@ -34,13 +34,15 @@ def _point(tmp_path, dirty_lines: int):
 
 def test_the_site_holding_most_pending_lines_is_named(tmp_path):
     trace, point = _point(tmp_path, 60)
-    total, by_site = pending.pending_sites(trace, point)
+    total, by_site, zeroed = pending.pending_sites(trace, point)
     assert total == 61
     assert by_site["cache.cc:40 in fill"] == 60 and by_site["map.hpp:12 in insert"] == 1
     hint = pending.pending_hint(trace, point, "`insert 1 2`")
     assert point.legal == 2 ** 61
     assert "61 cache lines stored and never flushed; 60 of them in objects allocated at cache.cc:40 in fill" in hint
     assert "`insert 1 2`" in hint and "2.31e18 legal crash states" in hint
+    assert not zeroed["cache.cc:40 in fill"]
+    assert "data the code stores there and never flushes" in hint and "belongs in DRAM" in hint
 
 
 def test_no_hint_below_the_explosion(tmp_path):
@@ -55,3 +57,43 @@ def test_a_fuzz_run_says_it_once_among_the_warnings(trees_built, tmp_path, monke
     res = fuzz_target("wort", None, Settings(seed=1), Config(examples=4, budget=None))
     hints = [w for w in res.warnings if w.startswith(PENDING)]
     assert len(hints) == 1 and "wort.c:" in hints[0] and "legal crash states at one crash point" in hints[0]
+
+
+def _buffer(tmp_path, data: bytes, flush: bool, file: str = "cache.cc"):
+    """60 lines of one allocated buffer stored with DATA, flushed or not, then one fence."""
+    w = TraceWriter(pool_size=1 << 16)
+    buf = w.site(file, 40, "fill")
+    w.op_begin(0)
+    w.alloc(0x1000, 64 * 60, site=buf)
+    for i in range(60):
+        w.store(0x1000 + 64 * i, data)
+        if flush:
+            w.flush(0x1000 + 64 * i)
+    w.fence()
+    w.op_end(0)
+    trace = read_trace(w.write(tmp_path / "t.trace"))
+    point = [p for p in Simulator.from_trace(trace).crash_points() if p.kind == "fence"][-1]
+    return trace, point
+
+
+def test_zeroes_nothing_flushed_are_called_an_allocators_zeroing(tmp_path):
+    # issue 49 point 8: not "belong in DRAM" for objects an allocator zeroed and never flushed
+    trace, point = _buffer(tmp_path, bytes(8), flush=False)
+    hint = pending.pending_hint(trace, point)
+    assert "60 of them in objects allocated at cache.cc:40 in fill, holding only zeroes" in hint
+    assert "an allocator's zeroing" in hint and "pmemobj_zalloc" in hint and "DRAM" not in hint
+
+
+def test_lines_flushed_and_waiting_for_their_fence_get_no_hint(tmp_path):
+    # an allocator that zeroes a large object, flushes every line, then fences once (pm_alloc.c)
+    trace, point = _buffer(tmp_path, bytes(8), flush=True)
+    assert point.legal >= pending.EXPLODES
+    assert pending.unflushed_units(trace, point) == [] and pending.pending_hint(trace, point) is None
+
+
+def test_sites_are_named_relative_to_the_checkout(tmp_path):
+    # issue 49 point 8: no absolute path, as the rest of the summary names sites
+    from crashcheck.harness.target.structures import ROOT
+    trace, point = _buffer(tmp_path, b"\x01" * 8, flush=False, file=str(ROOT / "trees" / "hart" / "epalloc.c"))
+    hint = pending.pending_hint(trace, point)
+    assert "objects allocated at trees/hart/epalloc.c:40 in fill" in hint and str(ROOT) not in hint

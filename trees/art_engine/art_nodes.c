@@ -80,7 +80,7 @@ art_type_for(const struct art_ops *ops, unsigned count)
 }
 
 /*
- * art_node_alloc -- a zeroed node of TYPE, not yet persistent.
+ * art_node_alloc -- a node of TYPE, durably zeroed (pm_alloc), its header not yet persistent.
  *
  * noinline: the allocation site the leak report names is this function, so
  * expect.json can mark its by-design leaks.

@@ -37,8 +37,10 @@
  * -----------
  * The lowest free slot of the lowest-numbered non-full chunk of the class is
  * taken; new chunks are the lowest free ones.  The choice depends only on
- * the image, so a history replays to the same addresses, and objects are
- * zeroed so no stale bytes survive into the caller's writes.
+ * the image, so a history replays to the same addresses.  Objects are
+ * zeroed, flushed and fenced before they are handed out (as PMDK's zalloc):
+ * the zeroes are durable, so neither stale bytes of a freed object nor a
+ * zeroing store the caller never flushed appear after a crash.
  */
 #include "crashcheck_own.h" /* first: this file is crashcheck's own code (rt_fault.c) */
 #include <stdio.h>
@@ -377,9 +379,17 @@ void *pm_alloc_at(size_t n, crashcheck_site_t site)
 	}
 	if (!p)
 		return NULL;
-	/* zeroed so no stale bytes of a freed object reach the caller's image;
-	 * not flushed: the caller persists the object before publishing it */
+	/* zeroed durably, as PMDK's pmemobj_zalloc is: no stale bytes of a freed
+	 * object survive a crash, and the zeroing is never a store the caller
+	 * lost (a crash before the fence loses only the allocator's zeroes,
+	 * flushed already, of an object not yet handed out) */
 	memset(p, 0, objsize);
+	cc_flush(p, objsize);
+#if CC_FLUSH == CC_FLUSH_CLFLUSH
+	cc_mfence();
+#else
+	cc_sfence();
+#endif
 	crashcheck_alloc_at(p, objsize, site);
 	return p;
 }

@@ -44,8 +44,9 @@ void *pm_root(void);
 
 /*
  * pm_alloc_at -- allocate N zeroed bytes (aligned to 8; to 64 for N >= 64)
- * and persist the allocation record.  The zeroing stores are not flushed:
- * the caller persists the object before publishing it.  SITE names the
+ * and persist the allocation record.  The zeroes are durable before it
+ * returns (flushed and fenced, as PMDK's pmemobj_zalloc): the caller
+ * persists only what it writes into the object.  SITE names the
  * caller (use the pm_alloc macro).  NULL when the pool is exhausted.
  */
 void *pm_alloc_at(size_t n, crashcheck_site_t site);

@@ -11,8 +11,8 @@
  * from being handed out twice until the caller sets its bit.
  *
  *   - chunk allocation (Algorithm 2 lines 8-11): meta.alog = chain + 1 is
- *     persisted first, then pm_alloc, the zeroed chunk is persisted with
- *     PNext = head, then head = chunk, then alog = 0.  pm_alloc persists its
+ *     persisted first, then pm_alloc (whose zeroes are durable), the chunk's
+ *     header is persisted with PNext = head, then head = chunk, then alog = 0.  pm_alloc persists its
  *     allocation record before it returns, so a crash before the head store
  *     leaves an allocated chunk nobody links; recovery frees every such orphan
  *     while alog says an allocation was in flight.  (The paper leaves this
@@ -324,9 +324,9 @@ static struct ep_chunk *chunk_new_locked(struct hart *t, int chain)
 		c->hdr = hdr_make(0);
 		c->next = m->head[chain];
 #ifndef BUG_HART_CHAIN_HEAD_FIRST
-		/* the whole chunk: recovery reads free slots' value pointers, and
-		 * pm_alloc's zeroing is not flushed */
-		persistent(c, chunk_bytes(chain));
+		/* the header (PNext to the old head): recovery reads free slots'
+		 * value pointers too, but pm_alloc's zeroes are durable already */
+		persistent(c, sizeof *c);
 #endif
 		if (idx_add(t, c, chain)) {
 			pm_free(c);
@@ -337,7 +337,7 @@ static struct ep_chunk *chunk_new_locked(struct hart *t, int chain)
 #ifdef BUG_HART_CHAIN_HEAD_FIRST
 			/* seeded bug: the new chunk (its PNext to the old head) is made
 			 * durable only after the head names it */
-			persistent(c, chunk_bytes(chain));
+			persistent(c, sizeof *c);
 #endif
 		}
 	}
