@@ -71,7 +71,9 @@ def test_progress_line_with_huge_counts(n, shown):
 @pytest.mark.parametrize("n,shown", HUGE)
 def test_pending_hint_and_hang_words_with_huge_counts(n, shown):
     trace = SimpleNamespace(events=[], line_size=64, site=lambda _: None)
-    point = SimpleNamespace(legal=n, event=9, units=[SimpleNamespace(kind="line", line=0x1000)])
+    # one line stored (data, not an allocator's zeroes) and never flushed, holding every state
+    unit = SimpleNamespace(kind="line", line=0x1000, choices=n, pieces=[SimpleNamespace(seq=1, data=b"\x01")])
+    point = SimpleNamespace(legal=n, event=9, units=[unit])
     hint = pending_hint(trace, point, "`insert 1`")
     assert hint.startswith(shown.replace("e+", "e") + " legal crash states at one crash point (trace event #9")
     hung = SimpleNamespace(states=3, short=0, short_ms=0, history_points=1)
