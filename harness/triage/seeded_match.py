@@ -33,7 +33,8 @@ def symptom_texts(record: dict) -> list[str]:
     texts = []
     for s in record.get("symptoms") or []:
         texts.append(s.get("group") or "")
-        texts += [site_text(p.get("site")) for p in s.get("lost") or []]
+        # a symptom's lost stores are `file:line` texts (a record's `orders`)
+        texts += [p if isinstance(p, str) else site_text(p.get("site")) for p in s.get("lost") or []]
     return [t for t in dict.fromkeys(texts) if t]
 
 
