@@ -19,6 +19,7 @@ recovery-failure and follow-up rules.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 from dataclasses import dataclass, field
@@ -311,9 +312,18 @@ def _last_line(result: dict) -> str:
 _NUMBERS = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|(?<=byte )[0-9a-fA-F]{2}\b|[0-9]+")
 
 
+# The site a check reported with CC_VIOLATION (trees/common/cc_tree.h): " [check at FILE:LINE]".
+_CHECK_SITE = re.compile(r" \[check at ([^\]\n]+):([0-9]+)\]$")
+
+
 def address_free(text: str) -> str:
     """A violation's text without addresses and numbers, so one broken rule is one bug across
-    histories (Heart's "key byte a3 at position 2" and "key byte 1a at position 4" alike)."""
+    histories (Heart's "key byte a3 at position 2" and "key byte 1a at position 4" alike); for a
+    violation its check reported with its site (CC_VIOLATION), that site, by file name and line
+    (`check at wort_recover.c:190`): the check is the rule, whatever its text says."""
+    site = _CHECK_SITE.search(text)
+    if site is not None:
+        return f"check at {os.path.basename(site.group(1))}:{site.group(2)}"
     return _NUMBERS.sub("?", text)[:80]
 
 

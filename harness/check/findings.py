@@ -75,6 +75,13 @@ class Finding:
     # A failure a store that persisted in part causes (harness/check/torn_store.py Torn): the
     # finding is then a `torn-store`, one bug per store site; None otherwise.
     torn: Any = None
+    # Its crash state went through shrink_state (harness/check/state_shrink.py): its lost stores
+    # are minimal and name its cause (harness/triage/bugs.py lost_cause); an unshrunk state's
+    # lost stores are whatever the state happened to lose, and name nothing.
+    shrunk: bool = False
+    # The fixes (fix_search.describe of their edits) of other bugs of the run proven to make this
+    # finding's history pass (harness/run/fold_proofs.py): it may be folded into their bug.
+    removed_by: list[str] = field(default_factory=list)
 
     @property
     def lost(self) -> list[Piece]:

@@ -151,11 +151,12 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
 
 # -- proving --------------------------------------------------------------------------------
 
-def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple[Edit, ...]
-           ) -> tuple[bool, bool, str]:
-    """Whether every crash state of TRACE with EDITS passes ORACLE's judgement (leaks are bugs of
-    their own and not counted): (passes, every legal state was checked, the first failure)."""
-    edited = trace_edit(trace, edits).apply(trace)
+def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple[Edit, ...],
+           also: tuple[Edit, ...] = ()) -> tuple[bool, bool, str]:
+    """Whether every crash state of TRACE with EDITS (and ALSO: the fixes of other bugs already
+    proven, which unmask this one) passes ORACLE's judgement (leaks are bugs of their own and not
+    counted): (passes, every legal state was checked, the first failure)."""
+    edited = trace_edit(trace, tuple(edits) + tuple(e for e in also if e not in edits)).apply(trace)
     first_op = next((i for i, ev in enumerate(edited.events) if ev.kind == "op_begin"
                      and ev.addr == getattr(oracle.ops, "load", 0)), len(edited.events))
     runner = session.runner(trace)
@@ -182,9 +183,13 @@ def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tupl
 
 
 def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,
-               max_candidates: int = MAX_CANDIDATES, max_seconds: float = MAX_SECONDS) -> FixResult | None:
+               max_candidates: int = MAX_CANDIDATES, max_seconds: float = MAX_SECONDS,
+               also: tuple[Edit, ...] = ()) -> FixResult | None:
     """The first candidate (in candidates' order) under which every crash state of F's history
-    passes, or a result saying none was found; None for a finding not about ordering."""
+    passes, or a result saying none was found; None for a finding not about ordering. ALSO: the
+    proven fixes of the run's other bugs, applied with every candidate (in code with several
+    bugs, a history that shows this one usually shows another too: fixed in simulation, it no
+    longer masks whether a candidate removes this one)."""
     if not about_ordering(f):
         return None
     t0 = time.monotonic()
@@ -198,7 +203,7 @@ def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Find
             break
         result.tried += 1
         try:
-            ok, complete, why = passes(session, trace, oracle, c.edits)
+            ok, complete, why = passes(session, trace, oracle, c.edits, also)
         except (Stopped, OutOfTime):
             result.reason = f"the run's time ran out after {result.tried - 1} candidates"
             break
@@ -216,11 +221,12 @@ def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Find
     return result
 
 
-def prove(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple[Edit, ...]) -> bool | None:
-    """Whether EDITS (found on another history) make every crash state of this one pass; None
-    when the run's time ran out first."""
+def prove(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple[Edit, ...],
+          also: tuple[Edit, ...] = ()) -> bool | None:
+    """Whether EDITS (found on another history; with ALSO, other bugs' fixes) make every crash
+    state of this one pass; None when the run's time ran out first."""
     try:
-        return passes(session, trace, oracle, edits)[0]
+        return passes(session, trace, oracle, edits, also)[0]
     except (Stopped, OutOfTime):
         return None
 

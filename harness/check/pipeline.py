@@ -42,7 +42,7 @@ from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.check.hangs import HangTally, hang_limit, recheck
 from crashcheck.harness.check.pending import pending_hint
 from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
-                              oracle_point, result_dict)
+                              oracle_point, result_dict, site_key, store_site)
 from crashcheck.harness.check.judging import HistoryJudge
 from crashcheck.harness.check.recovery_crashes import crash_recoveries, worth_crashing
 from crashcheck.harness.check.session import Session, history_text
@@ -50,7 +50,7 @@ from crashcheck.harness.check.schedule_shrink import shown, shrink_schedule, swi
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.check.state_shrink import shrink_state
 from crashcheck.harness.check.without_crash import without_crash
-from crashcheck.harness.check.fix_search import prove, search_fix
+from crashcheck.harness.check.fix_search import about_ordering, candidates, describe, prove, search_fix
 from crashcheck.harness.check.perf_tally import PerfTally
 from crashcheck.harness.target.structures import Structure
 from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
@@ -87,6 +87,9 @@ class Checker:
         self.value_size = structure.value_size
         self.value_min = structure.value_min
         self.map_ops = structure.map_ops
+        # the fixes proven so far in this run, by their words (fix_words.describe): applied in
+        # simulation to later fix searches so that a bug already known masks no other (fix_finding)
+        self.known_fixes: dict[str, tuple] = {}
 
     def close(self) -> None:
         self.session.close()
@@ -315,11 +318,12 @@ class Checker:
 
     # -- making a finding ready to report ----------------------------------------------------
 
-    def finalize(self, outcome: HistoryOutcome, f: Finding) -> None:
+    def finalize(self, outcome: HistoryOutcome, f: Finding, fix: bool = True) -> None:
         """Make F, found while fuzzing, ready to report: trace its history again (traces are
         deterministic, so its crash point has the same index), shrink its crash state, and
-        recompute its group from the shrunk state. A concurrency bug found without a crash gets
-        its schedule shrunk instead (harness/check/schedule_shrink.py)."""
+        recompute its group from the shrunk state; with FIX, search its fix (else fix_finding
+        does, later). A concurrency bug found without a crash gets its schedule shrunk instead
+        (harness/check/schedule_shrink.py)."""
         if f.point is None and threads.is_threaded(outcome.ops) and outcome.schedule:
             before = switches(outcome.schedule)
             shrunk = shrink_schedule(lambda ops: self.check(ops, crashes=False), outcome, f)
@@ -352,6 +356,7 @@ class Checker:
             f.history_point = oracle.history_point(orig)
             f.origin_lost = orig.lost(choice)
             shrink_state(self.session, rtrace, oracle, f, orig)
+            f.shrunk = True
             f.group = finding_group(trace, f)
             return
         f.point = self.point_at(trace, f.point.index)
@@ -362,25 +367,63 @@ class Checker:
             # shrunk as what the recovered state showed; a torn store again (or not) once minimal
             f.cls, f.detail, f.torn = f.torn.cls, f.verdict.detail, None
         shrink_state(self.session, trace, oracle, f)
+        f.shrunk = True
         if torn_store.may_tear(f) and not self.budget.expired() and torn_store.tear(self.session, trace, oracle, f):
             torn_store.add_recovery_reads(self.session, trace, f)
             return
         f.group = finding_group(trace, f)
         if not threads.is_threaded(outcome.ops):
             f.without_crash = without_crash(self, outcome.ops, oracle, f)
-            if self.settings.fixes and not self.budget.expired():
+            if fix and self.settings.fixes and not self.budget.expired():
                 f.fix = search_fix(self.session, trace, oracle, f)
 
-    def prove_fix(self, ops: list, edits: tuple) -> bool | None:
-        """Whether the fix EDITS (harness/check/fix_search.py, found on another history) makes
-        every crash state of history OPS pass; None when it cannot tell (the history does not
-        fail without it either, is threaded, or the time ran out)."""
+    def likely_fix(self, outcome: HistoryOutcome, f: Finding) -> tuple:
+        """The edits the fix search would try first for F (fix_search.candidates), or ()."""
+        if not about_ordering(f) or outcome.trace is None:
+            return ()
+        found = candidates(outcome.trace, f)
+        return found[0].edits if found else ()
+
+    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = ()) -> None:
+        """F's fix, for a finding finalize shrank without one, with the run's other bugs unmasked
+        (known_fixes, applied in simulation). When the known fixes together make F's history
+        pass, F is a symptom of their bugs and gets no fix of its own: F.removed_by names each
+        known fix without which the history fails again, first those that edit a store F's state
+        loses (harness/triage/bugs.py folds F into the first one's bug). Else the search applies
+        every known fix with each candidate (harness/check/fix_search.py), and the fix found
+        joins the known ones. HINTS: edits applied with every candidate too (the likely fixes of
+        other bugs none of whose fixes is proven yet, when each masks the other)."""
+        if (not self.settings.fixes or self.budget.expired() or not about_ordering(f)
+                or threads.is_threaded(outcome.ops) or outcome.trace is None):
+            return
+        trace = outcome.trace
+        lines = self.trace(outcome.ops)[1]
+        oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
+        known = list(self.known_fixes.items())
+        every = tuple(e for _, edits in known for e in edits)
+        if known and prove(self.session, trace, oracle, every):
+            needed = [words for words, edits in known
+                      if prove(self.session, trace, oracle, tuple(e for e in every if e not in edits)) is False]
+            lost = {site_key(trace, store_site(trace, p)) for p in f.lost}
+            mine = [w for w, edits in known if w in needed and any({e.anchor, e.other} & lost for e in edits)]
+            f.removed_by.extend(w for w in mine + [w for w in needed if w not in mine] if w not in f.removed_by)
+            if not f.removed_by:
+                f.removed_by.append(known[0][0])      # any one of them removes it
+            return
+        f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every))
+        if f.fix is not None and f.fix.found:
+            self.known_fixes.setdefault(describe(f.fix.edits), f.fix.edits)
+
+    def prove_fix(self, ops: list, edits: tuple, also: tuple = ()) -> bool | None:
+        """Whether the fix EDITS (harness/check/fix_search.py, found on another history; with
+        ALSO, other bugs' fixes) makes every crash state of history OPS pass; None when it cannot
+        tell (the history does not fail without it either, is threaded, or the time ran out)."""
         if threads.is_threaded(ops) or self.budget.expired():
             return None
         trace, lines = self.trace(ops)
         if self.crash_free_findings(ops, lines, trace):
             return None
-        return prove(self.session, trace, self.oracle(ops, trace, lines, self.followup(ops)), edits)
+        return prove(self.session, trace, self.oracle(ops, trace, lines, self.followup(ops)), edits, also)
 
 
 def coverage_key(f: Finding):

@@ -91,9 +91,18 @@ def print_summary(console: Console, res: dict) -> None:
             console.print(f"  {perf_line(row['perf'])}", highlight=False, markup=False)
         for warning in row.get("warnings") or []:
             console.print(f"  warning: {warning}", highlight=False, markup=False)
+        mine = [b for b in res["bugs"] if b.get("structure") == row["structure"] and b.get("bug") == row["bug"]
+                and not b["expected"]]
+        folded = sum(len(b.get("symptoms") or []) for b in mine)
+        if folded:
+            by_fix = sum(b.get("folded_by_fix", 0) for b in mine)
+            console.print(f"  {len(mine)} bug{'s' if len(mine) != 1 else ''} ({folded} symptom"
+                          f"{'s' if folded != 1 else ''} folded: {by_fix} of other lost stores, each removed by "
+                          "its bug's proven fix; the others of the same cause: the same crash state, lost stores "
+                          "or published store, or losing none of their own)", highlight=False)
         if row.get("unshrunk"):
-            console.print(f"  {row['unshrunk']} bug(s) reported as first seen: no time was left to "
-                          "shrink their crash states", highlight=False)
+            console.print(f"  {row['unshrunk']} bug(s) not shrunk, reported as first seen: no time was left to "
+                          "shrink their crash states (named by what those states lost)", highlight=False)
         if st["histories"] == 0 and not row["unexpected"]:
             console.print(f"  warning: no history of {name} was checked ({why_none(res, row)}); "
                           "nothing is known about it", highlight=False)

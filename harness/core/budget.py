@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 # Share of the budget reserved for shrinking crash states after the search, and for writing the
 # results and the report after that.
-RESERVE_SHARE = 0.1
-RESERVE_MAX_S = 30.0
+RESERVE_SHARE = 0.2
+RESERVE_MAX_S = 45.0
 WRITE_SHARE = 0.03
 WRITE_MAX_S = 2.0
 

@@ -172,7 +172,8 @@ def prepare(results: dict) -> dict:
         # fields of newer records (a journal or an older results file may lack them)
         for name, default in (("cause", []), ("symptoms", []), ("orders", []), ("assumptions", None),
                               ("code_pointers", []),
-                              ("classes", []), ("without_crash", ""), ("shrink", None), ("fix", None)):
+                              ("classes", []), ("without_crash", ""), ("shrink", None), ("fix", None),
+                              ("folded_by_fix", 0)):
             bug.setdefault(name, default)
         bug["diff"] = _diff(bug.get("expected_states", []), bug.get("actual"))
         bug["diff_note"] = ""

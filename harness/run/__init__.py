@@ -10,6 +10,7 @@ what it owns), from the top:
   batch            one unit of work (Share) and fuzz_batch, which runs its Search anywhere
   search, merge    one share's search (Search); joining shares into a target's bugs
   fix_checks       a fix proven on a bug's example checked on its other failing histories
+  fold_proofs      each bug's fix applied to the other bugs' examples: what it removes may fold
   strategies, found, results, journal, wire
                    the histories drawn; what the search says to Hypothesis; the typed results
                    (Stats, Progress, TargetResult, Results and the results file); the journal;

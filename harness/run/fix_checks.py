@@ -45,15 +45,19 @@ def check_fixes(checker: Checker, entries, stop: Callable[[], bool]) -> None:
         fix = entry.finding.fix
         if fix is None or not fix.found or not entry.others:
             continue
-        verdicts = _on_all(checker, entry.others, fix.edits, stop)
+        # the other bugs' fixes applied too: another failing history of this bug may show
+        # another bug as well (Checker.known_fixes)
+        also = tuple(e for words, edits in checker.known_fixes.items() if words != describe(fix.edits)
+                     for e in edits)
+        verdicts = _on_all(checker, entry.others, fix.edits, stop, also)
         if any(ok is False for ok in verdicts):
             for edits in fix.remaining[:NEXT_CANDIDATES]:
                 if stop() or checker.budget.expired():
                     break
                 fix.tried += 1
-                if checker.prove_fix(entry.outcome.ops, edits) is not True:
+                if checker.prove_fix(entry.outcome.ops, edits, also) is not True:
                     continue
-                again = _on_all(checker, entry.others, edits, stop)
+                again = _on_all(checker, entry.others, edits, stop, also)
                 if all(ok is True for ok in again):
                     fix.rejected.append(f"{describe(fix.edits)}: fails on another history of the bug")
                     fix.edits, verdicts = edits, again
@@ -64,15 +68,16 @@ def check_fixes(checker: Checker, entries, stop: Callable[[], bool]) -> None:
                 (fix.proven_for if ok else fix.failed_for).append([checker.model.op_text(op) for op in ops])
 
 
-def _on_all(checker: Checker, histories: list, edits, stop: Callable[[], bool]) -> list[bool | None]:
-    """Whether EDITS make every crash state of each of HISTORIES pass (None: not known)."""
+def _on_all(checker: Checker, histories: list, edits, stop: Callable[[], bool], also: tuple = ()
+            ) -> list[bool | None]:
+    """Whether EDITS (with ALSO) make every crash state of each of HISTORIES pass (None: not known)."""
     out: list[bool | None] = []
     for ops in histories:
         if stop() or checker.budget.expired():
             out.append(None)
             continue
         try:
-            out.append(checker.prove_fix(ops, edits))
+            out.append(checker.prove_fix(ops, edits, also))
         except (Stopped, OutOfTime, DriverFailure, ValueError):
             out.append(None)
     return out

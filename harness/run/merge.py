@@ -66,11 +66,14 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     """Turn RESULT's entries (merged over its shares) into its records: entries whose shrunk
     findings are in one group are one bug (the first by size, then by when its group was found,
     is shown), numbered per class in group order."""
-    merged: dict[tuple[str, str], Entry] = {}
+    merged: dict[tuple, Entry] = {}
     for entry in sorted(result.entries, key=lambda e: (e.size, e.found_at)):
-        have = merged.get(entry.finding.group)
+        # one group and one cause: two bugs that break one rule stay apart by their minimal
+        # lost stores (harness/triage/bugs.py lost_cause)
+        key = (*entry.finding.group, *bugs.lost_cause(entry.outcome.trace, entry.finding))
+        have = merged.get(key)
         if have is None:
-            merged[entry.finding.group] = replace(entry)
+            merged[key] = replace(entry)
         else:
             have.occurrences += entry.occurrences
             have.first_seen = min(have.first_seen, entry.first_seen)
@@ -78,7 +81,8 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
-    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0])
+    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0],
+                       proofs=settings.fixes)
     result.unshrunk = sum(any(e.unshrunk for _, e in members) for members in found)
     result.first_by_class = {}
     for entry in merged.values():
@@ -104,7 +108,7 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
             shrink={"history": entry.history_shrink, "crash_state": entry.state_shrink}))
 
 
-def _fold_followup_deaths(merged: dict[tuple[str, str], Entry]) -> None:
+def _fold_followup_deaths(merged: dict[tuple, Entry]) -> None:
     """A follow-up operation that died or hung after recovery (post-recovery-divergence, group
     `follow-up: <kind>: <how>`) the way the same kind of operation also died without any crash
     (operation-crash/-hang, group `<kind>: <how>`) is that operation's bug, shown by the simpler

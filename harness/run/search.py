@@ -59,6 +59,7 @@ from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
 from crashcheck.harness.run.config import Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
+from crashcheck.harness.run.fold_proofs import prove_folds
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
 from crashcheck.harness.run.journal import Journal
@@ -344,12 +345,45 @@ class Search(DeterminismProbes):
         classes, how = self.batch_shrink.get(entry.rank[1] if len(entry.rank) > 1 else -1, (frozenset(), NOT_TRIED))
         return how if entry.finding.cls in classes and not entry.finding.expected else NOT_TRIED
 
+    def _search_fixes(self, stop: Callable[[], bool]) -> None:
+        """Search the fix of every shrunk example, the first found first: the bug found first is
+        usually the one every history shows, and its fix, applied in simulation to the later
+        searches, unmasks the others (Checker.fix_finding); an example a known fix removes is
+        that bug's symptom and gets no fix of its own."""
+        shrunk = [e for e in sorted(self.registry.values(), key=lambda e: e.found_at) if e.state_shrink == SHRUNK]
+        checker = self.checker
+
+        def unfixed() -> list[Entry]:
+            return [e for e in shrunk if not e.finding.removed_by and e.finding.fix is not None
+                    and not e.finding.fix.found and not e.finding.expected]
+        try:
+            for entry in shrunk:
+                if stop() or self.budget.expired():
+                    return
+                checker.fix_finding(entry.outcome, entry.finding)
+            # bugs that mask each other (a history that deletes shows the insert's bug too, and
+            # the insert's shortest history may delete): each searched again with the likely
+            # fixes of the others applied, in simulation
+            for entry in unfixed():
+                if stop() or self.budget.expired():
+                    return
+                hints = tuple(x for o in unfixed() if o is not entry
+                              for x in checker.likely_fix(o.outcome, o.finding))
+                if hints:
+                    checker.fix_finding(entry.outcome, entry.finding, hints)
+        except (Stopped, OutOfTime, DriverFailure):
+            return
+        except KeyboardInterrupt as exc:
+            self.interrupted = signal_name(exc)
+
     def _shrink_states(self) -> None:
         """Shrink the crash state of every example kept (the merge joins those that turn out to
         be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
         reported as first seen. Shrinking traces each history again: a trace that differs from the
         first is a nondeterminism finding, and the bug stays as first seen."""
-        for entry in sorted(self.registry.values(), key=lambda e: e.rank):
+        # the newest first: an early bug's example is the one the batches shrank most, and a
+        # late one, found beside it, is the one an unshrunk state would name after its stores
+        for entry in sorted(self.registry.values(), key=lambda e: e.found_at, reverse=True):
             entry.history_shrink = self._history_shrink(entry)
             has_state = entry.finding.point is not None and entry.finding.cls != "leak"
             # (a leak's crash state is kept as found: what leaked is what matters)
@@ -360,7 +394,7 @@ class Search(DeterminismProbes):
             before, kept = entry.outcome.trace, replace(entry.finding)
             failed = None
             try:
-                self.checker.finalize(entry.outcome, entry.finding)
+                self.checker.finalize(entry.outcome, entry.finding, fix=False)
             except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
                 failed = exc
             except KeyboardInterrupt as exc:
@@ -381,4 +415,9 @@ class Search(DeterminismProbes):
                     entry.state_shrink = CUT      # out of time, or stopped, part way
                 if diff is not None:      # report it as found, in the trace it was found in
                     entry.outcome.trace, entry.finding = before, kept
-        check_fixes(self.checker, self.registry.values(), lambda: bool(self.interrupted or self.error))
+        stop = lambda: bool(self.interrupted or self.error)      # noqa: E731
+        self._search_fixes(stop)
+        check_fixes(self.checker, self.registry.values(), stop)
+        # a fix proven for one bug, applied to the others' histories: what it removes may be
+        # folded into its bug, what remains is a bug of its own (harness/run/fold_proofs.py)
+        prove_folds(self.checker, self.registry.values(), stop)

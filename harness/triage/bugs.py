@@ -19,6 +19,13 @@ folded per crash state (harness/check/ranking.py fold_state):
     groups (Finding.without_crash: a logic mistake the continuation reached); a leak of an object the operation in flight allocated
     joins a bug whose stores that matter write into an object of that allocation site
     (`fresh_objects`). Expected findings (known by design) are never merged with unexpected ones.
+Those shared keys fold findings of one cause; they do not tell causes apart (two bugs break one
+rule, and most failures of a tree need every insert's link persisted). So (issue 48) findings
+whose shrunk crash states lose different minimal stores (`lost_cause`) are different bugs, however
+much they share, unless a proven fix of one removes the other's failure (Finding.removed_by, filled
+in on the trace by harness/check/pipeline.py fix_finding and harness/run/fold_proofs.py); a
+finding without a cause of its own (a leak, an unshrunk state, a run without crash) joins by what
+it shares (`merge`, docs/bug-record.md "How bugs are told apart").
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check.findings import Finding, address_free, site_key, store_site
+from crashcheck.harness.check.fix_words import describe
 from crashcheck.harness.check.ranking import finding_tier, rank
 
 def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
@@ -139,63 +147,190 @@ def _plain(group: tuple[str, str]) -> tuple[str, str]:
     return (group[0], group[1].removeprefix("in recovery: "))
 
 
-def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
+def lost_cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
+    """The source lines of the stores F's shrunk crash state loses (its minimal lost-store set,
+    inside recovery prefixed), sorted: what tells F's cause from another's. () when F has no
+    shrunk crash state that loses stores (a leak's state is kept as found, an unshrunk state
+    loses whatever it happened to lose; a run without crash loses nothing)."""
+    if not f.shrunk or f.cls == "leak" or f.point is None or trace is None or not f.lost:
+        return ()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        return tuple(store_lines(f.recovery_trace, f.lost, "in recovery: "))
+    return tuple(store_lines(trace, f.lost))
+
+
+def fix_key(f: Finding) -> str | None:
+    """F's proven fix as the text other findings' `removed_by` names it by, or None."""
+    fix = f.fix
+    if fix is None or not getattr(fix, "found", False):
+        return None
+    return describe(fix.edits)
+
+
+def same_cause_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """The keys that make findings one bug by their cause alone: the stores that matter of a
+    shrunk crash state (lost and needed, in either order: a non-atomic pair), its minimal lost
+    stores, or, for a crash in recovery with its own stores durable, the stores the first crash
+    lost."""
+    keys: list[tuple] = []
+    c = cause(trace, f)
+    if c:
+        keys.append(("cause", c))
+    elif f.recovery_of is not None and f.origin_lost:
+        # recovery crashed with every store of its own durable: what fails is the repair of
+        # the original crash, so its cause is the stores that crash lost (the same key as a
+        # finding of that crash state without the crash in recovery)
+        keys.append(("cause", tuple(store_lines(trace, f.origin_lost))))
+    lost = lost_cause(trace, f)
+    if lost:
+        keys.append(("lost", lost))
+    return keys
+
+
+def shared_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """The keys that make findings one bug when nothing tells their causes apart (merge): a
+    group (a rule broken, a way recovery died, a first lost store), a store the failure hinges on,
+    a crash-free twin's groups, a new code path, a follow-up's wrong answer. Different bugs can
+    share any of them (two bugs break one rule; every insert's link store is needed by most
+    failures), so they fold findings of different causes only when one's fix removes the other."""
+    # (a rule broken after a crash inside recovery is the rule broken after any crash)
+    keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
+    # a failure the same operations show without any crash (harness/check/without_crash.py) is
+    # that crash-free finding's bug: its wrong answer's shape and its rules
+    twin = f.without_crash
+    if twin is not None:
+        keys += [("group", _plain(g)) for g in [twin.group] + [s.group for s in twin.symptoms]]
+    # a run without crash that fails: the new code path of its first failing operation
+    # (harness/check/findings.py new_stores), as a crash state's stores that matter
+    for run in ([f] if f.point is None else []) + ([twin] if twin is not None else []):
+        if run.new_stores:
+            keys.append(("new stores", run.new_stores))
+    # every rule one crash state breaks is that state's bug, not only the first one reported
+    keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
+    # one follow-up operation returning the same wrong output after recoveries the oracle
+    # accepted: the same hidden damage, wherever the crash fell
+    if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
+        keys.append(("divergence", f.verdict.detail))
+    return keys + hinge_keys(trace, f)
+
+
+def hinge_keys(trace: Trace | None, f: Finding) -> list[tuple]:
+    """A store the failure needs persisted, or the durable store where the order went wrong
+    (anchor): failures that hinge on one such store are one bug (a node published before its
+    contents were written fails with whichever of its contents a crash lost), unless that store
+    is what another of them loses (merge: then one needs it durable and the other fails because
+    it is not, two causes)."""
+    if trace is None:
+        return []
+    keys = [("store", site_key(trace, store_site(trace, p))) for p in f.needed + f.needed_early]
+    return keys + [("store", a) for a in anchor(trace, f)]
+
+
+def removed_by(trace: Trace | None, f: Finding, edits_of: dict, lost_anywhere: set[str]) -> set[str]:
+    """The fixes of F.removed_by (proven to make F's history pass) that remove F's own failure:
+    those that edit a store F's state loses, or one F hinges on that no finding loses (a
+    publication). EDITS_OF: a fix's words -> its edits; LOST_ANYWHERE: every store line some
+    finding of the run loses. A fix that passes F's history only by removing another bug's
+    failures in it (with F's own fixed too) is not F's."""
+    lost = set(lost_cause(trace, f))
+    touched = lost | ({k[1] for k in hinge_keys(trace, f)} - (lost_anywhere - lost))
+
+    def touches(e) -> bool:
+        # an edit of one line's persistence must be at a line F loses or hinges on; one that
+        # persists more (a whole object, all a commit wrote) may cover F's lost stores unnamed
+        return e.kind not in ONE_LINE or bool({e.anchor, e.other} & touched)
+    return {w for w in f.removed_by if w in edits_of and any(touches(e) for e in edits_of[w])}
+
+
+# fix edits (harness/check/fix_edits.py) that persist the one line of the store they name
+ONE_LINE = ("flush-after", "persist-after", "fence-after")
+
+
+class _Bugs:
+    """Union-find over findings that keeps, per bug, what tells its cause: its minimal lost-store
+    sets, its members' proven fixes and the fixes proven to remove a member's failure."""
+
+    def __init__(self, n: int, proofs: bool = True) -> None:
+        self.proofs = proofs
+        self.parent = list(range(n))
+        self.lost_anywhere: set[str] = set()    # every store line some finding's cause loses
+        self.lost: list[set] = [set() for _ in range(n)]
+        self.fixes: list[set] = [set() for _ in range(n)]
+        self.removed_by: list[set] = [set() for _ in range(n)]
+        self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
+        """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
+        minimal lost-store set, a fix of one is proven to remove a failure of the other, or
+        HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
+        finding loses (then it is that finding's bug's cause, not a publication both hinge on),
+        and no fix is proven on either side (where one is, the proof decides)."""
+        a, b = self.find(i), self.find(j)
+        if (a == b or not self.proofs or not self.lost[a] or not self.lost[b]
+                or self.lost[a] & self.lost[b]):
+            return True
+        if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
+            return True
+        return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
+                and not self.fixes[a] and not self.fixes[b]
+                and hinge[1] not in self.lost_anywhere)
+
+    def union(self, i: int, j: int) -> None:
+        a, b = self.find(i), self.find(j)
+        if a == b:
+            return
+        keep, gone = min(a, b), max(a, b)
+        self.parent[gone] = keep
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges):
+            part[keep] |= part[gone]
+
+
+def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
     primary: the first tier of classes (harness/check/ranking.py TIERS) the bug shows, in it a run without any crash, then
     the simplest demonstration (the fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
     lost stores, then ITEMS order. (A link never flushed shows first as a lost insert, and only
     after later deletes as broken rules; a node swung to before its entries are durable shows as
     broken rules, and its recovery, which refuses such a node, says less.) FINDING(item) gives the Finding,
-    TRACE(item) the trace its crash point lives in."""
-    parent = list(range(len(items)))
+    TRACE(item) the trace its crash point lives in.
 
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
+    Two passes: findings of one cause (same_cause_keys) are one bug first; then findings that
+    share a group, a store or a code path (shared_keys) join, unless that would put two
+    different minimal lost-store sets in one bug that no proven fix joins (a fix of one bug
+    proven to make the other's history pass, Finding.removed_by): those are different causes,
+    each a bug of its own, whatever they share.
 
+    Without PROOFS (`--no-fix`: no fix is searched, so none can prove two causes one or two),
+    what findings share folds them as it did before causes were told apart: a single bug's
+    findings of different lost stores (a grown node's entries lost past its first line, in
+    NODE48 and in NODE256) would otherwise be two bugs that nothing could join."""
+    bugs = _Bugs(len(items), proofs)
+    for item in items:
+        bugs.lost_anywhere.update(lost_cause(trace(item), finding(item)))
+    edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in items if fix_key(finding(it)) is not None}
     owner: dict[tuple, int] = {}
     leaked: dict[int, list[tuple]] = {}         # a leak -> the allocation sites it leaked
     written: dict[tuple, int] = {}              # an allocation site -> the first bug about it
-
-    def union(i: int, j: int) -> None:
-        a, b = find(i), find(j)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
+    weak: list[list[tuple]] = []
     for i, item in enumerate(items):
-        f = finding(item)
-        # (a rule broken after a crash inside recovery is the rule broken after any crash)
-        keys = [("group", _plain(g)) for g in [f.group] + [s.group for s in f.symptoms]]
-        # a failure the same operations show without any crash (harness/check/without_crash.py) is
-        # that crash-free finding's bug: its wrong answer's shape and its rules
-        twin = f.without_crash
-        if twin is not None:
-            keys += [("group", _plain(g)) for g in [twin.group] + [s.group for s in twin.symptoms]]
-        # a run without crash that fails: the new code path of its first failing operation
-        # (harness/check/findings.py new_stores), as a crash state's stores that matter
-        for run in ([f] if f.point is None else []) + ([twin] if twin is not None else []):
-            if run.new_stores:
-                keys.append(("new stores", run.new_stores))
-        # every rule one crash state breaks is that state's bug, not only the first one reported
-        keys += [("group", ("invariant-violation", "rule: " + address_free(v))) for v in broken_rules(f)[1:]]
-        # one follow-up operation returning the same wrong output after recoveries the oracle
-        # accepted: the same hidden damage, wherever the crash fell
-        if f.cls == "post-recovery-divergence" and f.verdict is not None and not f.verdict.group:
-            keys.append(("divergence", f.verdict.detail))
-        t = trace(item)
-        c = cause(t, f)
-        if c:
-            keys.append(("cause", c))
-        elif f.recovery_of is not None and f.origin_lost:
-            # recovery crashed with every store of its own durable: what fails is the repair of
-            # the original crash, so its cause is the stores that crash lost (the same key as a
-            # finding of that crash state without the crash in recovery)
-            keys.append(("cause", tuple(store_lines(t, f.origin_lost))))
-        # a store the failure needs persisted, or the durable store where the order went wrong:
-        # failures that hinge on one such store are one bug
-        keys += [("store", site_key(t, store_site(t, p))) for p in f.needed + f.needed_early]
-        keys += [("store", a) for a in anchor(t, f)]
+        f, t = finding(item), trace(item)
+        lost = lost_cause(t, f)
+        if lost:
+            bugs.lost[i].add(lost)
+            bugs.hinges[i].update(hinge_keys(t, f))
+        fix = fix_key(f)
+        if fix is not None:
+            bugs.fixes[i].add(fix)
+        bugs.removed_by[i].update(removed_by(t, f, edits_of, bugs.lost_anywhere))
+        for key in same_cause_keys(t, f):
+            bugs.union(i, owner.setdefault((f.expected,) + key, i))
+        weak.append(shared_keys(t, f))
         # a new object of the operation in flight, leaked: attached below to a bug whose stores
         # that matter write into a new object of that allocation site
         for site in fresh_objects(t, f):
@@ -203,20 +338,38 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                 leaked.setdefault(i, []).append((f.expected, site))
             else:
                 written.setdefault((f.expected, site), i)
+    # a failure a proven fix of another bug removes is that bug's symptom, whatever it loses
+    fixed_by: dict[str, int] = {}
+    for i, item in enumerate(items):
+        k = fix_key(finding(item))
+        if k is not None:
+            fixed_by.setdefault(k, i)
+    for i, item in enumerate(items):
+        j = next((fixed_by[k] for k in sorted(bugs.removed_by[i]) if k in fixed_by), None)
+        if j is not None and finding(items[j]).expected == finding(item).expected:
+            bugs.union(i, j)
+    holders: dict[tuple, list[int]] = {}
+    for i, keys in enumerate(weak):
+        expected = finding(items[i]).expected
         for key in keys:
-            key = (f.expected,) + key
-            union(i, owner.setdefault(key, i))
+            # every earlier finding with the key, not only the first: the first may be of
+            # another cause and a later one of this finding's
+            have = holders.setdefault((expected,) + key, [])
+            for j in have:
+                if bugs.may_fold(i, j, key if key[0] == "store" else None):
+                    bugs.union(i, j)
+            have.append(i)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one
     # allocation site (every node of a tree may come from one line) stay apart
     for i, sites in leaked.items():
         j = next((written[k] for k in sites if k in written), None)
-        if j is not None:
-            union(i, j)
-    bugs: dict[int, list] = {}
+        if j is not None and bugs.may_fold(i, j):
+            bugs.union(i, j)
+    grouped: dict[int, list] = {}
     for i, item in enumerate(items):
-        bugs.setdefault(find(i), []).append(item)
+        grouped.setdefault(bugs.find(i), []).append(item)
     out = []
-    for members in bugs.values():
+    for members in grouped.values():
         # the most telling class; within it a run without any crash (a mistake that needs no
         # crash is a logic bug, whatever a crash shows of it), then the simplest, then a crash
         # outside recovery that lost stores (the plainest picture of the mistake); then ITEMS
@@ -226,6 +379,16 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
+
+
+def folded_by_fix(members: list, finding, trace) -> int:
+    """How many of MEMBERS (merge's list, its primary too) lose stores of their own, have no fix
+    of their own, and are in the bug because a fix of one of its members is proven to remove
+    their failure (removed_by)."""
+    edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in members if fix_key(finding(it)) is not None}
+    anywhere = {line for it in members for line in lost_cause(trace(it), finding(it))}
+    return sum(1 for it in members if fix_key(finding(it)) is None and lost_cause(trace(it), finding(it))
+               and removed_by(trace(it), finding(it), edits_of, anywhere))
 
 
 def symptoms(members: list, finding, trace) -> list[dict]:
@@ -286,4 +449,5 @@ def orders(members: list, finding, trace) -> list[dict]:
     return out
 
 
-__all__ = ["anchor", "broken_rules", "cause", "classes", "fresh_objects", "merge", "order", "orders", "symptoms"]
+__all__ = ["anchor", "broken_rules", "cause", "classes", "fix_key", "folded_by_fix", "fresh_objects", "lost_cause", "merge",
+           "hinge_keys", "order", "orders", "removed_by", "same_cause_keys", "shared_keys", "symptoms"]

@@ -140,6 +140,7 @@ RECORD = Obj({
     "assumptions": (Opt(ASSUMPTIONS), None),
     "cause": (List(Text()), list),
     "symptoms": (List(SYMPTOM), list),
+    "folded_by_fix": (Nat(), 0),
     "shrink": (Opt(SHRINK), None),
     "classes": (List(Text(_classes())), list),
     "orders": (List(ORDER), list),

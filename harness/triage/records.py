@@ -259,6 +259,13 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         view = (lambda m: m[0], lambda m: m[1])
         record["cause"] = list(bugs.cause(members[0][1], members[0][0]))
         record["symptoms"] = bugs.symptoms(members, *view)
+        # members of other minimal lost stores, in the bug because its fix removes their failure
+        record["folded_by_fix"] = bugs.folded_by_fix(members, *view)
+        if f.fix is None or not f.fix.found:
+            # the bug's fix is the one a member found (the others' failures it removes)
+            found = next((m[0].fix for m in members if m[0].fix is not None and m[0].fix.found), None)
+            if found is not None:
+                record["fix"] = fix_json(found)
         record["classes"] = bugs.classes(members, view[0])
         record["orders"] = bugs.orders(members, *view)
     if first_seen_s is not None:

@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -99,6 +100,25 @@ typedef int (*cc_item_fn)(void *ctx, const struct cc_arg *cells, size_t n);
 typedef void (*cc_obj_fn)(void *ctx, const void *obj, size_t size);
 /* Called once per invariant violation, with one line of text. */
 typedef void (*cc_violation_fn)(void *ctx, const char *text);
+
+/*
+ * CC_VIOLATION -- report TEXT through FN with the file:line of the check that
+ * found it (the text gets " [check at FILE:LINE]").  crashcheck names a broken
+ * rule by that site (docs/trees.md "check"), so two rules whose texts differ
+ * only in numbers stay two, and one check whose text carries varying words
+ * stays one.  Calling FN directly still works: the rule is then named by its
+ * text without numbers.
+ */
+#define CC_VIOLATION(fn, ctx, text) cc_violation_at((fn), (ctx), (text), __FILE__, __LINE__)
+
+/* cc_violation_at -- CC_VIOLATION's body (internal) */
+static inline void cc_violation_at(cc_violation_fn fn, void *ctx, const char *text,
+				   const char *file, int line)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s [check at %s:%d]", text, file, line);
+	fn(ctx, buf);
+}
 
 struct cc_adapter {
 	const char *name;

@@ -1,0 +1,205 @@
+"""Identity by cause (harness/triage/bugs.py merge, issue 48): findings whose shrunk crash states
+lose different minimal stores are different bugs, whatever group or store they share, unless a
+fix of one is proven to make the other's history pass (Finding.removed_by,
+harness/run/fold_proofs.py); then the other is folded into its bug and counted as such. Findings
+without a cause of their own (an unshrunk state, a leak) still join by what they share, which is
+what keeps one bug's many symptoms together."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from crashcheck.harness.check.findings import Finding
+from crashcheck.harness.check.fix_edits import Edit
+from crashcheck.harness.check.fix_search import FixResult
+from crashcheck.harness.triage import bugs
+from crashcheck.specs.oracle import address_free
+
+from test_bugs_grouping import FakePoint, FakeTrace, P
+
+RULE = "rule: leaf ? has value pointer ?, not an allocated value object"
+
+
+def shrunk(cls, lost, needed=(), group=None):
+    f = Finding(cls, f"{cls} detail", (cls, group or f"{cls}-{lost}"), point=FakePoint(),
+                choice=(tuple(lost), tuple(needed)))
+    f.needed = [P(s) for s in needed]
+    f.shrunk = True
+    return f
+
+
+def fixed(f, line):
+    f.fix = FixResult(edits=(Edit("persist-after", f"/src/tree.c:{line}"),))
+    return bugs.fix_key(f)
+
+
+def merged(fs):
+    trace = FakeTrace()
+    return bugs.merge(fs, lambda f: f, lambda f: trace)
+
+
+def test_two_causes_that_break_one_rule_stay_two_bugs():
+    """A delete's unflushed unlink and an update's swing before its value both break the rule
+    about value pointers; their minimal lost stores differ: two bugs (one, before)."""
+    unlink = shrunk("invariant-violation", [2], group=RULE)
+    swing = shrunk("invariant-violation", [3], group=RULE)
+    assert len(merged([unlink, swing])) == 2
+
+
+def test_a_failure_the_bugs_fix_removes_is_folded_into_it():
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [2, 3], group=RULE)     # loses one more store
+    fix = fixed(a, 12)
+    b.removed_by.append(fix)
+    out = merged([a, b])
+    assert len(out) == 1
+    trace = FakeTrace()
+    assert bugs.folded_by_fix(out[0], lambda f: f, lambda f: trace) == 1
+
+
+def test_a_fix_proven_to_remove_another_failure_folds_only_that_one():
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [2, 3], group=RULE)
+    c = shrunk("invariant-violation", [0], group=RULE)
+    b.removed_by.append(fixed(a, 12))
+    c.removed_by.append("add a flush and a fence after /src/tree.c:99")    # another fix's
+    out = merged([a, b, c])
+    assert sorted(len(m) for m in out) == [1, 2]
+    assert [m for m in out if len(m) == 1][0] == [c]
+
+
+def test_symptoms_without_a_cause_of_their_own_still_join_by_what_they_share():
+    """A leak (its state kept as found) and an unshrunk finding lose nothing that names a cause:
+    they join the bug they share a group with, as one bug's symptoms always did."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    a.symptoms.append(Finding("leak", "leak", ("leak", "alloc at tree.c:40")))
+    leak = Finding("leak", "leak", ("leak", "alloc at tree.c:40"), point=FakePoint(), choice=((3,), ()))
+    leak.shrunk = True
+    unshrunk = Finding("invariant-violation", "d", ("invariant-violation", RULE), point=FakePoint(),
+                       choice=((0, 3), ()))
+    assert len(merged([a, leak, unshrunk])) == 1
+
+
+def test_a_bridge_without_a_cause_does_not_join_two_causes():
+    """A finding without lost stores shares a group with two bugs of different causes: it joins
+    the first; the second stays apart (transitivity would fold them through it)."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    bridge = Finding("invariant-violation", "d", ("invariant-violation", RULE))
+    b = shrunk("invariant-violation", [3], group=RULE)
+    out = merged([a, bridge, b])
+    assert sorted(len(m) for m in out) == [1, 2]
+
+
+def test_contents_lost_behind_one_published_store_are_one_bug():
+    """A node published before its contents are durable: crashes lose different contents stores,
+    all need the publishing store persisted; none loses it: one bug."""
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("recovery-crash", [3], needed=[1])
+    assert len(merged([a, b])) == 1
+
+
+def test_a_store_one_bug_loses_joins_nothing_another_needs_persisted():
+    """The insert's unflushed link lost (one bug), and a delete's unflushed unlink that needs the
+    link persisted (another): the store one loses and the other needs is no common hinge."""
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("resurrected-delete", [2], needed=[1])
+    assert len(merged([link, unlink])) == 2
+
+
+def test_a_check_reporting_its_site_names_its_rule_by_that_site(tmp_path):
+    """CC_VIOLATION (trees/common/cc_tree.h) adds the check's file:line; the rule is that site, so
+    two checks with texts alike but for numbers are two rules, and an adapter calling its
+    callback directly keeps the rule named by its text."""
+    cc = shutil.which("clang-16") or shutil.which("clang") or shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    root = Path(__file__).resolve().parents[2]
+    src = tmp_path / "adapter.c"
+    src.write_text('#include "cc_tree.h"\n'
+                   'static void cb(void *ctx, const char *t) { (void)ctx; puts(t); }\n'
+                   'int main(void) {\n'
+                   '\tCC_VIOLATION(cb, 0, "node 12 has 1 child");\n'
+                   '\tCC_VIOLATION(cb, 0, "node 13 has 1 child");\n'
+                   '\tcb(0, "leaf 7 on the wrong path");\n'
+                   '\treturn 0;\n}\n')
+    exe = tmp_path / "a.out"
+    subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", f"-I{root / 'trees/common'}", str(src),
+                    "-o", str(exe)], check=True)
+    first, second, plain = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert address_free(first) == "check at adapter.c:4" and address_free(second) == "check at adapter.c:5"
+    assert address_free(plain) == "leaf ? on the wrong path"
+
+
+def test_two_bugs_with_fixes_of_their_own_share_no_hinge():
+    """Both need one store persisted (the allocator's), and each has its own proven fix that the
+    other's failure does not need: two causes."""
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("invariant-violation", [3], needed=[1])
+    fixed(a, 12)
+    fixed(b, 13)
+    assert len(merged([a, b])) == 2
+
+
+def test_a_store_one_failure_needs_and_another_was_anchored_on_is_no_hinge_once_a_fix_is_proven():
+    """The allocator's store: a delete's failure needs its free persisted; a split's failure is
+    anchored on the allocation its operation made durable before losing its header. Without a
+    fix nothing tells them from a node published before its contents (one bug); the delete's
+    proven fix, which the split's failure does not need, makes them two."""
+
+    class Unit:
+        def __init__(self, seqs):
+            self.pieces = [P(s) for s in seqs]
+    split = shrunk("invariant-violation", [8])
+    split.point = FakePoint()
+    split.point.op, split.point.event, split.point.units = 0, 9, [Unit([8])]
+    assert bugs.anchor(FakeTrace(), split) == ["/src/tree.c:15", "/src/tree.c:16"]
+    delete = shrunk("invariant-violation", [2], needed=[5])
+    assert len(merged([split, delete])) == 1
+    fixed(delete, 12)
+    assert len(merged([split, delete])) == 2
+
+
+def test_a_finding_without_a_cause_is_no_bridge_for_a_hinge():
+    """A failure that loses nothing hinges on a store that two bugs of different lost stores
+    also touch, one needing it and one anchored on it: it joins one; the other stays apart."""
+    a = shrunk("invariant-violation", [2], needed=[5])
+    bridge = Finding("wrong-value", "d", ("wrong-value", "crash@x"), point=FakePoint(), choice=((), ()))
+    bridge.needed = [P(5)]
+    b = shrunk("wrong-value", [3], needed=[6])
+    bridge.needed_early = [P(6)]
+    assert len(merged([a, bridge, b])) == 2
+
+
+def test_a_hinge_folds_different_lost_stores_only_where_no_fix_is_proven():
+    a = shrunk("invariant-violation", [2], needed=[1])
+    b = shrunk("recovery-crash", [3], needed=[1])
+    fixed(a, 11)                  # (a commit at the publishing store both hinge on)
+    assert len(merged([a, b])) == 2
+    b.removed_by.append(bugs.fix_key(a))
+    assert len(merged([a, b])) == 1
+
+
+def test_a_fix_that_passes_a_history_only_by_removing_another_bugs_failure_there_folds_nothing():
+    """The delete's history also shows the insert's lost link: the link's fix (with the delete's
+    own) makes it pass, but it edits nothing the delete's state loses or hinges on."""
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("invariant-violation", [2])
+    unlink.removed_by.append(fixed(link, 11))
+    assert len(merged([link, unlink])) == 2
+
+
+def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
+    link = shrunk("lost-durable-write", [1])
+    unlink = shrunk("invariant-violation", [2], needed=[1])
+    split = shrunk("invariant-violation", [3], needed=[1])
+    assert len(merged([link, unlink, split])) == 3
+
+
+def test_without_the_fix_search_what_findings_share_folds_them_as_before():
+    """--no-fix: nothing can prove two causes one, so a single bug's findings of different lost
+    stores (a grown node's entries past its first line, in two node types) are not split."""
+    a = shrunk("invariant-violation", [2], group=RULE)
+    b = shrunk("invariant-violation", [3], group=RULE)
+    trace = FakeTrace()
+    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace, proofs=False)) == 1
