@@ -469,6 +469,18 @@ CATALOG_CASES = [
                  bugs='[{"name": "../x", "define": "B", "class": "leak"}]'),
     catalog_case("define with a space", "is not a C macro name",
                  bugs='[{"name": "b", "define": "B -DX", "class": "leak"}]'),
+    # many-bug variants (docs/trees.md "Many bugs at once"): an entry naming other entries
+    *[catalog_case(name, needle, bugs='[{"name": "b", "define": "B", "class": "leak"}, %s]' % entries)
+      for name, needle, entries in [
+          ("many naming an unknown bug", "[1].bugs: 'c' is not a seeded bug of this catalog",
+           '{"name": "many", "bugs": ["c"]}'),
+          ("many naming a many", "[2].bugs: 'many' is not a seeded bug",
+           '{"name": "many", "bugs": ["b"]}, {"name": "more", "bugs": ["many"]}'),
+          ("many naming nothing", "[1].bugs names no seeded bug", '{"name": "many", "bugs": []}'),
+          ("many naming a bug twice", "[1].bugs names a seeded bug twice", '{"name": "many", "bugs": ["b", "b"]}'),
+          ("many of another class", "[1].class must be one of many",
+           '{"name": "many", "bugs": ["b"], "class": "leak"}'),
+          ("many bugs a text", "[1].bugs must be a list", '{"name": "many", "bugs": "b"}')]],
     catalog_case("expect known a text", "known must be a list", expect='{"known": "x"}'),
     catalog_case("expect a list", "must be an object", expect="[]"),
 ]

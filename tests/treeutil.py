@@ -52,9 +52,15 @@ def tree_sources(tree: str) -> str:
                    for p in sorted((ROOT / "trees" / d).glob("*.c")))
 
 
+def seeded_bugs(path) -> list[dict]:
+    """The seeded bugs of the catalog PATH (a bugs.json), one per variant: its many-bug variants
+    (entries naming "bugs", docs/trees.md "Many bugs at once") left out."""
+    return [b for b in json.loads(Path(path).read_text()) if "bugs" not in b]
+
+
 def catalog(tree: str) -> list[dict]:
-    """TREE's seeded bugs (trees/<tree>/bugs.json)."""
-    return json.loads((ROOT / "trees" / tree / "bugs.json").read_text())
+    """TREE's seeded bugs (trees/<tree>/bugs.json), its many-bug variants left out."""
+    return seeded_bugs(ROOT / "trees" / tree / "bugs.json")
 
 
 def key(*head: int, low: int = 0) -> int:

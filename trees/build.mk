@@ -2,7 +2,8 @@
 # common/) that has an adapter.c, generically, into build/trees/<t>/:
 #   driver-native       clang -O2 -g, no pass, linked with the runtime (speed baseline, tests)
 #   driver              built with instrument/bin/crashcheck-cc (the pass) at -O2: traced runs
-#   driver-bug-<name>   one per entry of trees/<t>/bugs.json, like driver plus -D<define>
+#   driver-bug-<name>   one per entry of trees/<t>/bugs.json, like driver plus -D<define> (a
+#                       many-bug variant: plus the -D<define> of every seeded bug it names)
 # Every binary links the tree's .c files, the .c files of the shared folders the tree names in
 # trees/<t>/shared.txt (if any; e.g. art_engine/ for WOART and ART+CoW, with each folder also on
 # the include path) and trees/common/*.c, each compiled on its own into build/trees-obj/ (the
@@ -74,10 +75,12 @@ $(TREES_COMMON_TRACED_LOADS): $(TREES_OBJ)/common/traced-loads/%.o: %.c $(TREES_
 	$(TREES_TRACE_CC) $(TREES_CFLAGS) --crashcheck-loads -c $< -o $@
 
 # trees_bugs -- "tree:name:DEFINE" for each entry of trees/$(1)/bugs.json, read with $(PYTHON)
-# (make PYTHON=...: pip's build passes its own interpreter). A catalog it cannot read stops the
-# build: without it the seeded-bug variants would silently not be built.
+# (make PYTHON=...: pip's build passes its own interpreter); for a many-bug variant (an entry naming
+# "bugs" instead of a define) DEFINE is the defines of those entries joined by commas. A catalog it
+# cannot read stops the build: without it the seeded-bug variants would silently not be built.
 PYTHON ?= python3
-trees_bugs = $(shell $(PYTHON) -c 'import json,sys; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], b["define"]) for b in json.load(open(sys.argv[1]))))' trees/$(1)/bugs.json $(1))$(if $(filter 0,$(.SHELLSTATUS)),,$(error trees/$(1)/bugs.json: $(PYTHON) could not read it (make PYTHON=/path/to/python3)))
+TREES_COMMA := ,
+trees_bugs = $(shell $(PYTHON) -c 'import json,sys; c = json.load(open(sys.argv[1])); d = {b["name"]: b.get("define") for b in c}; print(" ".join("%s:%s:%s" % (sys.argv[2], b["name"], ",".join(d[n] for n in b["bugs"]) if "bugs" in b else b["define"]) for b in c))' trees/$(1)/bugs.json $(1))$(if $(filter 0,$(.SHELLSTATUS)),,$(error trees/$(1)/bugs.json: $(PYTHON) could not read it (make PYTHON=/path/to/python3)))
 
 # trees_shared -- the shared folders tree $(1) names in trees/$(1)/shared.txt (one a line, `#`
 # starts a comment); each must hold sources and be neither a tree (no adapter.c) nor common/
@@ -134,10 +137,12 @@ trees_touched = $(strip \
   $(if $(call trees_mention,$(2),$(filter %.h,$(TREES_$(1)_HDRS))),$(TREES_$(1)_OWN),\
   $(call trees_mention,$(2),$(TREES_$(1)_OWN)))))
 
-# BUG_RULE -- driver-bug-$(2) of tree $(1), built with -D$(3): the sources it changes compiled
-# again with it, the others' traced objects reused
+# BUG_RULE -- driver-bug-$(2) of tree $(1), built with -D$(3) (each of them, for the commas of a
+# many-bug variant): the sources any of them changes compiled again with all of them, the others'
+# traced objects reused
 define BUG_RULE
-TREES_$(1)_BUG_$(2)_TOUCHED := $$(call trees_touched,$(1),$$(firstword $$(subst =, ,$(3))))
+TREES_$(1)_BUG_$(2)_DEFS := $$(subst $$(TREES_COMMA), ,$(3))
+TREES_$(1)_BUG_$(2)_TOUCHED := $$(sort $$(foreach d,$$(TREES_$(1)_BUG_$(2)_DEFS),$$(call trees_touched,$(1),$$(firstword $$(subst =, ,$$(d))))))
 TREES_$(1)_BUG_$(2)_OBJS := $$(call trees_obj,$(1)/bug-$(2),traced,$$(TREES_$(1)_BUG_$(2)_TOUCHED))
 TREES_$(1)_BUG_$(2)_LINK := $$(foreach s,$$(TREES_$(1)_OWN) $$(TREES_COMMON_SRCS),$$(if \
     $$(filter $$(s),$$(TREES_$(1)_BUG_$(2)_TOUCHED)),$$(call trees_obj,$(1)/bug-$(2),traced,$$(s)),$$(if \
@@ -146,7 +151,7 @@ TREES_$(1)_BUG_$(2)_LINK := $$(foreach s,$$(TREES_$(1)_OWN) $$(TREES_COMMON_SRCS
 $$(TREES_$(1)_BUG_$(2)_OBJS): $(TREES_OBJ)/$(1)/bug-$(2)/traced/%.o: %.c $$(TREES_$(1)_HDRS) $$(TREES_COMMON_HDRS) \
                                trees/$(1)/bugs.json $$(TREES_TRACE_OBJ_DEPS)
 	@mkdir -p $$(@D)
-	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) -D$(3) -c $$< -o $$@
+	$$(TREES_TRACE_CC) $$(TREES_$(1)_CFLAGS) $$(TREES_$(1)_LOADS) $$(addprefix -D,$$(TREES_$(1)_BUG_$(2)_DEFS)) -c $$< -o $$@
 
 $(BUILD)/trees/$(1)/driver-bug-$(2): $$(TREES_$(1)_BUG_$(2)_LINK) $$(TREES_TRACE_DEPS)
 	@mkdir -p $$(@D)

@@ -76,7 +76,7 @@ def _compile_all(plan: build_compile.Plan, out: Path, bugs: list) -> None:
             native_f = pool.submit(build_compile.common_objects, plan, work, False)
             traced, native = traced_f.result(), native_f.result()
         jobs = [(out / "driver", traced, True, []), (out / "driver-native", native, False, [])]
-        jobs += [(out / f"driver-bug-{bug.name}", traced, True, [bug.define]) for bug in bugs]
+        jobs += [(out / f"driver-bug-{bug.name}", traced, True, list(bug.defines)) for bug in bugs]
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
             for done in [pool.submit(build_compile.build_variant, plan, o, common, work, t, defs)
                          for o, common, t, defs in jobs]:

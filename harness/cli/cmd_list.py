@@ -18,7 +18,7 @@ from crashcheck.harness.core.errors import UsageError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("list", help="structures, their persistency models and seeded bugs")
     p.add_argument("--json", action="store_true",
-                   help="a JSON list of {name, builtin, model, models, bugs, known}; a broken one has {name, error}")
+                   help="a JSON list of {name, builtin, model, models, bugs, many, known}; a broken one has {name, error}")
     p.set_defaults(func=run)
 
 
@@ -38,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         rows.append({"name": name, "builtin": s.builtin, "model": spec, "models": list(s.models),
                      "bugs": [{"name": b.name, "class": b.cls, "description": b.description, "threads": b.threads}
                               for b in s.bugs],
+                     "many": [{"name": v.name, "bugs": list(v.parts), "description": v.description, "threads": v.threads}
+                              for v in s.many],
                      "known": s.known})
     if args.json:
         print(json.dumps(rows, indent=2))
@@ -53,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         for b in row["bugs"]:
             needs = f"(needs --threads {b['threads']}) " if b["threads"] > 1 else ""
             print(f"    --bug {b['name']:<28} {b['class']:<26} {needs}{b['description']}")
+        for v in row["many"]:
+            needs = f"(needs --threads {v['threads']}) " if v["threads"] > 1 else ""
+            print(f"    --bug {v['name']:<28} {'many':<26} {needs}{len(v['bugs'])} seeded bugs at once: {', '.join(v['bugs'])}")
         for k in row["known"]:
             print(f"    known by design: {k['class']} from {k['alloc_func'] or '?'}: {k['reason']}")
     return 0

@@ -53,10 +53,28 @@ MODELS = ("adr", "eadr")
 @dataclass(frozen=True)
 class SeededBug:
     name: str
-    define: str
-    cls: str
+    define: str                  # its -D flag ("" for a many-bug variant: see defines)
+    cls: str                     # its class; "many" for a many-bug variant
     description: str
     threads: int = 1             # threads a history needs to show it (catalog "threads")
+    # A many-bug variant (catalog entry with "bugs"): the seeded bugs it builds in at once, and
+    # their defines; empty for a single seeded bug
+    parts: tuple[str, ...] = ()
+    part_defines: tuple[str, ...] = ()
+    # what names this bug in the records of its own variant (catalog "signature": the file:line of
+    # its lost stores or leaked objects, or the group of a failure without crash): how a record of
+    # a many-bug variant is told to be this bug's (bench/detection --many, tests/quality/test_many.py)
+    signature: tuple[str, ...] = ()
+    other_classes: tuple[str, ...] = ()   # catalog "other_classes": classes it may also show as
+
+    @property
+    def defines(self) -> tuple[str, ...]:
+        """The -D flags its driver is built with: its own, or all its parts'."""
+        return self.part_defines if self.parts else (self.define,)
+
+    @property
+    def many(self) -> bool:
+        return bool(self.parts)
 
 
 @dataclass
@@ -65,7 +83,8 @@ class Structure:
     folder: Path                 # sources (trees/<name> or the user's)
     build: Path                  # where its drivers are
     builtin: bool
-    bugs: list[SeededBug] = field(default_factory=list)
+    bugs: list[SeededBug] = field(default_factory=list)   # its seeded bugs, one per variant
+    many: list[SeededBug] = field(default_factory=list)   # its many-bug variants (several at once)
     known: list[dict] = field(default_factory=list)   # expect.json "known" entries
     expect_model: str | None = None   # expect.json "model": the persistency model it is built for
     models: tuple[str, ...] = MODELS
@@ -79,9 +98,7 @@ class Structure:
         if bug is None:
             path = self.build / "driver"
         else:
-            if bug not in {b.name for b in self.bugs}:
-                raise UsageError(f"{self.name} has no seeded bug {bug!r}; known: "
-                                 f"{', '.join(b.name for b in self.bugs) or 'none'}")
+            self.bug(bug)
             path = self.build / f"driver-bug-{bug}"
         if not path.exists():
             hint = "run `make trees` (or scripts/setup)" if self.builtin else f"run `crashcheck build {self.name} ...` again"
@@ -92,10 +109,12 @@ class Structure:
         return self.build / "driver-native"
 
     def bug(self, name: str) -> SeededBug:
-        for b in self.bugs:
+        """The seeded bug or many-bug variant NAME (`--bug NAME`), or UsageError naming those known."""
+        for b in self.bugs + self.many:
             if b.name == name:
                 return b
-        raise UsageError(f"{self.name} has no seeded bug {name!r}")
+        raise UsageError(f"{self.name} has no seeded bug {name!r}; known: "
+                         f"{', '.join(b.name for b in self.bugs + self.many) or 'none'}")
 
     @property
     def info(self) -> dict:
@@ -213,8 +232,24 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,%d}\Z" % (NAME_MAX - 1))
 _DEFINE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # A catalog entry of class "none" is a control variant that must pass (e.g. a structure that only
 # prints noise): the gate and the misbehaviour tests fuzz it and expect no finding.
-BUGS = List(Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
-                 "description": (Text(), ""), "threads": (Nat(1), 1)}))
+BUG = Obj({"name": (Text(), REQUIRED), "define": (Text(), REQUIRED), "class": (Text(CLASSES + CONCURRENT_CLASSES + ("none",)), REQUIRED),
+           "description": (Text(), ""), "threads": (Nat(1), 1), "signature": (List(Text()), list),
+           "other_classes": (List(Text(CLASSES + CONCURRENT_CLASSES)), list)})
+# A many-bug variant: the entry names other entries ("bugs") instead of a define, and its driver is
+# built with all their defines at once (docs/trees.md "Many bugs at once"). Its class is "many".
+MANY = "many"
+COMBINED = Obj({"name": (Text(), REQUIRED), "bugs": (List(Text()), REQUIRED), "class": (Text((MANY,)), MANY),
+                "description": (Text(), ""), "threads": (Nat(1), 1)})
+
+
+class _Entry:
+    """One catalog entry: a many-bug variant when it names "bugs", else a seeded bug."""
+
+    def check(self, value, where):
+        return (COMBINED if isinstance(value, dict) and "bugs" in value else BUG).check(value, where)
+
+
+BUGS = List(_Entry())
 # "model": the persistency model the structure is built for (Heart: eadr, no flushes); runs use it
 # unless told otherwise. Absent: adr.
 EXPECT = Obj({"model": (Opt(Text(MODELS)), None), "known": (List(Obj({"class": (Text(CLASSES), REQUIRED), "alloc_func": (Opt(Text()), None),
@@ -239,16 +274,40 @@ def _checked(spec, path: Path, default):
 def read_bugs(path: Path) -> list[SeededBug]:
     """The seeded-bug catalog PATH (none if it does not exist), checked, or UsageError."""
     bugs: list[SeededBug] = []
-    for i, b in enumerate(_checked(BUGS, path, [])):
+    entries = _checked(BUGS, path, [])
+    for i, b in enumerate(entries):
         # the name becomes a file name (driver-bug-NAME), the define a -D flag
         if not _NAME.match(b["name"]):
             raise UsageError(f"{path}: [{i}].name {b['name'][:40]!r} is not a name (letters, digits, - _ ., at most {NAME_MAX})")
-        if not _DEFINE.match(b["define"]):
-            raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
         if any(b["name"] == other.name for other in bugs):
             raise UsageError(f"{path}: two seeded bugs are named {b['name']!r}")
-        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"], b["threads"]))
+        if "bugs" in b:
+            bugs.append(_combined(path, i, b, entries))
+            continue
+        if not _DEFINE.match(b["define"]):
+            raise UsageError(f"{path}: [{i}].define {b['define'][:40]!r} is not a C macro name")
+        bugs.append(SeededBug(b["name"], b["define"], b["class"], b["description"], b["threads"],
+                              signature=tuple(b["signature"]), other_classes=tuple(b["other_classes"])))
     return bugs
+
+
+def _combined(path: Path, i: int, entry: dict, entries: list[dict]) -> SeededBug:
+    """The many-bug variant ENTRY ([I] of the catalog PATH): its parts must be seeded bugs of the
+    same catalog (not variants themselves), each named once, and it needs the most threads any of
+    them needs."""
+    singles = {e["name"]: e for e in entries if "bugs" not in e}
+    names = entry["bugs"]
+    if not names:
+        raise UsageError(f"{path}: [{i}].bugs names no seeded bug")
+    for name in names:
+        if name not in singles:
+            raise UsageError(f"{path}: [{i}].bugs: {name[:40]!r} is not a seeded bug of this catalog "
+                             f"(known: {', '.join(singles) or 'none'})")
+    if len(set(names)) != len(names):
+        raise UsageError(f"{path}: [{i}].bugs names a seeded bug twice")
+    threads = max([entry["threads"]] + [singles[n]["threads"] for n in names])
+    return SeededBug(entry["name"], "", MANY, entry["description"], threads, parts=tuple(names),
+                     part_defines=tuple(singles[n]["define"] for n in names))
 
 
 # The largest capacity a structure may declare: a history crossing it loads that many keys.
@@ -274,6 +333,11 @@ def _catalog(folder: Path, bugs_file: Path | None = None) -> tuple:
     return bugs, expect["known"], expect["model"], thresholds, tuple(reserved), expect["distinct_values"]
 
 
+def _split(bugs: list[SeededBug]) -> tuple[list[SeededBug], list[SeededBug]]:
+    """A catalog's entries as (seeded bugs, many-bug variants)."""
+    return [b for b in bugs if not b.many], [b for b in bugs if b.many]
+
+
 def builtin_names() -> list[str]:
     trees = ROOT / "trees"
     return sorted(p.name for p in trees.iterdir()
@@ -296,7 +360,7 @@ def get(name: str) -> Structure:
     if name in builtin_names():
         folder = ROOT / "trees" / name
         bugs, known, model, thresholds, reserved, distinct = _catalog(folder)
-        return Structure(name, folder, BUILD / "trees" / name, True, bugs, known, expect_model=model,
+        return Structure(name, folder, BUILD / "trees" / name, True, *_split(bugs), known, expect_model=model,
                          thresholds=thresholds, reserved_keys=reserved, distinct_values=distinct)
     build = user_build(name) if STRUCTURE_NAME.match(name) else None
     if build is not None:
@@ -304,7 +368,7 @@ def get(name: str) -> Structure:
         folder = Path(meta["folder"] or build)
         bugs, known, model, thresholds, reserved, distinct = _catalog(
             folder, Path(meta["bugs"]) if meta["bugs"] else None)
-        return Structure(name, folder, build, False, bugs, known, expect_model=model,
+        return Structure(name, folder, build, False, *_split(bugs), known, expect_model=model,
                          model_file=Path(meta["model_file"]) if meta["model_file"] else None,
                          thresholds=thresholds, reserved_keys=reserved, distinct_values=distinct)
     raise UsageError(f"unknown structure {name!r}; known: {', '.join(all_names()) or 'none (run make)'}")

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from treeutil import seeded_bugs
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "bucketmap"
 HEADER = EXAMPLE / "bucketmap.hpp"
-CATALOG = {b["name"]: b for b in json.loads((EXAMPLE / "bugs.json").read_text())}
+CATALOG = {b["name"]: b for b in seeded_bugs(EXAMPLE / "bugs.json")}
 
 
 def _line(tag: str) -> int:

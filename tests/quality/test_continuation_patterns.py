@@ -6,15 +6,15 @@ Each pattern passes today's check of a recovered state (the dump is acceptable, 
 rules hold, every dumped key is found): only the lookup of the key in flight against the dump,
 an insert next to it, or its delete after recovery shows it.
 """
-import json
 from pathlib import Path
 
 import pytest
+from treeutil import seeded_bugs
 from userbuild import build_once
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "leafdir"
-BUGS = [pytest.param(b["name"], b["class"], id=b["name"]) for b in json.loads((EXAMPLE / "bugs.json").read_text())]
+BUGS = [pytest.param(b["name"], b["class"], id=b["name"]) for b in seeded_bugs(EXAMPLE / "bugs.json")]
 # a build and four runs: about a minute of CPU, more than the default suite's share
 pytestmark = pytest.mark.slow
 

@@ -4,11 +4,11 @@ catalog names (one root cause, one bug: its other symptoms are listed in that bu
 
 Deterministic: fixed seed and a fixed number of histories per structure.
 """
-import json
 import subprocess
 from pathlib import Path
 
 import pytest
+from treeutil import seeded_bugs
 from userbuild import build_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +26,7 @@ def _catalog(folder: Path, structure: str):
     # bugs that need threads ("threads" > 1) are found by tests/quality/test_threads.py
     return [pytest.param(structure, b["name"], b["class"], id=f"{structure}-{b['name']}",
                          marks=[pytest.mark.slow] if (structure, b["name"]) in SLOW_SEEDED else [])
-            for b in json.loads(path.read_text()) if b.get("threads", 1) == 1]
+            for b in seeded_bugs(path) if b.get("threads", 1) == 1]
 
 
 # Seeded bugs whose histories are rare enough that the gate's run costs more than CI affords: HART's

@@ -12,13 +12,12 @@ that never finds it fails the test.
 """
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from treeutil import ROOT
+from treeutil import ROOT, seeded_bugs
 
-CATALOG = json.loads((ROOT / "trees" / "heart" / "bugs.json").read_text())
+CATALOG = seeded_bugs(ROOT / "trees" / "heart" / "bugs.json")
 MT_BUGS = [b for b in CATALOG if b.get("threads", 1) > 1]
 # how each bug is fuzzed: the plain-store commits show on any history; a lost write under a
 # transformation needs a node to grow while another thread writes into it (at default settings

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
+from treeutil import seeded_bugs
 
 ROOT = Path(__file__).resolve().parents[2]
-BUGS = {b["name"]: b for b in json.loads((ROOT / "trees" / "rangelock" / "bugs.json").read_text())}
+BUGS = {b["name"]: b for b in seeded_bugs(ROOT / "trees" / "rangelock" / "bugs.json")}
 
 # bug -> (seed, examples) at which the default `--sched mixed` finds it (stop_on_class stops the
 # run at the batch that does: histories in brackets, measured on this 2-core machine)

@@ -27,7 +27,7 @@ import pytest
 
 from cli_run import run_cli
 from dict_model import check_history_then_drain, check_short_keys_and_prefixes, key_pool
-from treeutil import CLANG, ROOT, run_driver
+from treeutil import CLANG, ROOT, run_driver, seeded_bugs
 
 DRIVER = ROOT / "build" / "trees" / "heart" / "driver-native"
 
@@ -87,7 +87,7 @@ def test_heart_multithreaded(heart_mt, tmp_path, threads, seed):
     assert res.stdout.strip() == "ok"
 
 
-CATALOG = json.loads((ROOT / "trees" / "heart" / "bugs.json").read_text())
+CATALOG = seeded_bugs(ROOT / "trees" / "heart" / "bugs.json")
 # the bugs heart_mt's phases were written to show (a lost insert, a lost concurrent insert, a reader
 # of a freed leaf); the catalog's later ones are shown under the scheduler (test_heart_threads.py)
 MT_BUGS = [b for b in CATALOG if b["name"] in ("commit-plain-store", "grow-no-version", "free-no-epoch")]

@@ -24,11 +24,11 @@ from hypothesis import HealthCheck, given, settings
 
 from crashcheck.specs import model as spec_model
 from crashcheck.specs import range_lock
-from treeutil import CLANG, ROOT, run_driver
+from treeutil import CLANG, ROOT, run_driver, seeded_bugs
 
 TREE = ROOT / "trees" / "rangelock"
 DRIVER = ROOT / "build" / "trees" / "rangelock" / "driver-native"
-BUGS = json.loads((TREE / "bugs.json").read_text())
+BUGS = seeded_bugs(TREE / "bugs.json")
 U64 = (1 << 64) - 1
 
 # How each seeded bug is shown natively: "seq" (single thread, deterministic), "crash" (the single
