@@ -71,7 +71,7 @@ def _classes() -> tuple[str, ...]:
 # program mode (`crashcheck run`): how to run the program and its commands again
 PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), "recover": (Opt(Text()), None),
                "timeout_s": (Seconds(), 10.0), "run": (Nat(), 0), "run_seed": (Opt(Nat()), None),
-               "sched": (Opt(Text()), None), "operation": (Text(), "")})
+               "sched": (Opt(Text()), None), "operation": (Text(), ""), "setup": (Opt(Text()), None)})
 
 
 # one root cause, one bug (harness/triage/bugs.py): the other findings of the bug, its store orders
