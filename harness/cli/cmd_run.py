@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from crashcheck.crashsim.persistency import MODELS, ModelOptions
+from crashcheck.crashsim.persistency import ALL_MODELS, ModelOptions
 from crashcheck.harness.check.engines import ENGINES, EngineConfig
 from crashcheck.harness.check.program_check import DEFAULT_TIMEOUT_S, Command
 from crashcheck.harness.cli import options
@@ -47,8 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--setup", metavar="'SHELL COMMAND'",
                    help="run first, untraced, in the folder the program runs in (e.g. 'truncate -s 4M pool'): "
                         "a pool it leaves is where the traced run and every crash image start")
-    p.add_argument("--model", choices=MODELS, default=defaults.PERSISTENCY_MODEL,
-                   help=f"persistency model (default {defaults.PERSISTENCY_MODEL})")
+    p.add_argument("--model", choices=ALL_MODELS, default=defaults.PERSISTENCY_MODEL,
+                   help=f"persistency model (default {defaults.PERSISTENCY_MODEL}; pmreorder: a store reaches PM "
+                        "only once flushed, as pmreorder replays it)")
     p.add_argument("--strategy", choices=STRATEGIES, default="bounded",
                    help="which crash states to check: bounded (default), exhaustive, or lazy (by what "
                         "commands built with crashcheck-cc read; bounded otherwise, saying why)")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from crashcheck.crashsim.persistency import MODELS
+from crashcheck.crashsim.persistency import ALL_MODELS
 from crashcheck.crashsim.states import STRATEGIES
 from crashcheck.harness.core.defaults import LIMIT, TRACER, TRACERS
 from crashcheck.harness.core.errors import UsageError
@@ -56,7 +56,7 @@ LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(
             "result": (Opt(Text()), None), "call": (Nat(), REQUIRED), "ret": (Opt(Nat()), None)})
 PREEMPTION = Obj({"step": (Nat(), REQUIRED), "from": (Nat(), REQUIRED), "to": (Nat(), REQUIRED),
                   "at": (Nat(), REQUIRED), "site": (Opt(SITE), None), "where": (Text(), "")})
-ASSUMPTIONS = Obj({"model": (Text(MODELS), "adr"), "atomic_unit": (Nat(1), 8),
+ASSUMPTIONS = Obj({"model": (Text(ALL_MODELS), "adr"), "atomic_unit": (Nat(1), 8),
                    "clflush_guarantees": (Bool(), False), "text": (Text(), "")})
 SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
               "lines": (List(Tuple((Nat(), Text()))), REQUIRED)})
@@ -99,7 +99,7 @@ RECORD = Obj({
     "class": (Text(_classes()), REQUIRED),
     "structure": (Text(), REQUIRED),
     "bug": (Opt(Text()), None),
-    "model": (Text(MODELS), REQUIRED),
+    "model": (Text(ALL_MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), "bounded"),
     "seed": (Nat(), 0),
     "limit": (Nat(1), LIMIT),
@@ -158,7 +158,7 @@ PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Na
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),
-    "model": (Text(MODELS), REQUIRED),
+    "model": (Text(ALL_MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), REQUIRED),
     "seed": (Nat(), 0),
     "tracer": (Text(TRACERS), TRACER),
