@@ -181,8 +181,8 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     PMREORDER_MARKERS and, when engines were configured, choose each point's states instead of
     STRATEGY (a NoReorderNoCheck point is not checked, nor counted among the crash points).
 
-    --jobs: a worker passes SHARE (k, n): it picks and judges the states of the points whose
-    index is k modulo n, and neither shrinks nor counts (prejudge() returns what it ran); the
+    --jobs: a worker passes SHARE (k, n): it picks and judges the states of the k-th of n runs
+    of consecutive points, and neither shrinks nor counts (prejudge() returns what it ran); the
     parent passes PREJUDGED, the workers' picks and verdicts, and walks every point as one process
     would, running only what they did not (shrinking): the findings are those of one process."""
     sim = Simulator.from_trace(trace, options)
@@ -193,13 +193,15 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     offsets = checker.layout.offsets
     picks: dict[int, Pick] = {}
     stats.executions = prejudged.executions if prejudged else 0
+    # a worker's share is a run of consecutive points (neighbours repeat each other's images)
+    total = sim.count_crash_points() if share is not None else 0
 
     for cp in sim.crash_points():
         how = point_strategy(sections, cp, strategy, checker.log_reads)
         if how == "unchecked":
             stats.points_unchecked += 1
             continue
-        if share is not None and cp.index % share[1] != share[0]:
+        if share is not None and cp.index * share[1] // total != share[0]:
             continue
         checker.env = sections.env(cp.event) if sections is not None else {}
         env_key = repr(sorted(checker.env.items()))

@@ -157,7 +157,10 @@ def run(args: argparse.Namespace) -> int:
           f"{st['crash_points']} crash points, {st['states_explored']} crash states checked of "
           f"{st['states_legal']} legal ({st['executions']} images judged, the rest repeated an image), "
           f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
-    print("coverage: " + (f"bounded: {sampled} of {st['crash_points']} crash points sampled "
+    print("coverage: " + (f"{sampled} of {st['crash_points']} crash points checked in part, as the engine of "
+                          f"their section chose (-x/-r); no bug among the states checked"
+                          if sampled and job.engines else
+                          f"bounded: {sampled} of {st['crash_points']} crash points sampled "
                           f"(at most {job.settings.limit} states each); no bug among the states checked"
                           if sampled else "every legal crash state of every crash point was checked")
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"

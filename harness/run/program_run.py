@@ -145,7 +145,7 @@ def _share(k: int) -> Prejudged:
 
 
 def in_workers(trace, make_checker: Callable[[int], ImageChecker], n: int, kw: dict) -> Prejudged:
-    """--jobs N: N forked workers each pick and judge the states of every N-th crash point, each
+    """--jobs N: N forked workers each pick and judge the states of one N-th of the crash points, each
     with its own image files (MAKE_CHECKER(k)); their picks and verdicts, merged. The parent's
     walk then finds, shrinks and counts exactly as one process would (program_explore._walk)."""
     global _JOB

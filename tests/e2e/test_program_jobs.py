@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from crashcheck.harness.run import program_run
+
 from test_program_engines import _main, built  # noqa: F401  (the fixture)
 from test_program_mode import pmlog  # noqa: F401  (the fixture)
 
@@ -27,7 +29,15 @@ def _results(tmp, *args) -> dict:
 
 
 @pytest.mark.parametrize("which", ["pmlog", "pmsections"])
-def test_jobs_same_findings(which, pmlog, built, tmp_path):  # noqa: F811
+def test_jobs_same_findings(which, pmlog, built, tmp_path, monkeypatch):  # noqa: F811
+    shares = []
+    real = program_run.in_workers
+
+    def counted(*args):
+        got = real(*args)
+        shares.append(len(got.picks))
+        return got
+    monkeypatch.setattr(program_run, "in_workers", counted)
     if which == "pmlog":
         args = ["--checker", f"{pmlog['pmlog']} check {{image}}", "--seed", "3", "--limit", "4",
                 "--", pmlog["pmlog-bug"], "append", "pool", "3"]
@@ -37,4 +47,6 @@ def test_jobs_same_findings(which, pmlog, built, tmp_path):  # noqa: F811
     one = _results(tmp_path / "one", "--jobs", "1", *args)
     two = _results(tmp_path / "two", "--jobs", "2", *args)
     assert two["program"]["jobs"] == 2 and one["bugs"]
+    # the workers picked every checked crash point's states (the parent only shrank)
+    assert shares == [two["stats"]["crash_points"]]
     assert _same_parts(one) == _same_parts(two)
