@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
                           if sampled else "every legal crash state of every crash point was checked")
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
                                                   if sampled else "every legal crash state checked"))
+    if st.get("engine_markers_unseen"):
+        print(f"engines: the program emitted no marker of {', '.join(st['engine_markers_unseen'])} "
+              f"(given to -x): their engines never applied")
     if st.get("points_unchecked"):
         print(f"engines: {st['points_unchecked']} crash points inside NoReorderNoCheck sections not checked")
     print(_lazy_line(job.settings.strategy, st) or "", end="")

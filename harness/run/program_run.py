@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from crashcheck.crashsim.layout import trace_layout
-from crashcheck.harness.check.engines import EngineConfig, Sections
+from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
 from crashcheck.harness.core.errors import UsageError
@@ -58,6 +58,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     traced_runs = 0
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
     fallbacks: list[str] = []         # why lazy could not be used (a run checked bounded instead)
+    seen: set[str] = set()            # the section names the runs' markers opened (for -x's names)
     with make_workdir(0) as tmp:
         root = Path(tmp)
         for r in range(run.runs):
@@ -72,6 +73,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 checker.on_shorten = run.progress
                 strategy = s.strategy
                 sections = Sections(traced.markers, run.engines)
+                seen.update(marker_name(text) for _, text in traced.markers)
                 checker.log_reads = strategy == "lazy" or (run.engines is not None and run.engines.uses("lazy"))
                 checker.env = sections.env(len(traced.trace.events))
                 check_crash_free(traced.trace, checker)
@@ -116,6 +118,8 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "points_unchecked": st.points_unchecked,
+                  # -x names no run's markers opened: their engines never applied (a typo, or no markers)
+                  "engine_markers_unseen": sorted(set(run.engines.markers) - seen) if run.engines else [],
                   "lazy_points": st.lazy_points,
                   "lazy_executions": st.lazy_executions, "lazy_states_legal": st.lazy_legal, "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2),

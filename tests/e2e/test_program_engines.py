@@ -73,6 +73,11 @@ def test_engines_per_section(built, tmp_path):
                         "-r", "ReorderFull")
     assert res.returncode == 1 and _details(results) and all("b persisted without a" in d for d in _details(results))
     assert results["program"]["engines"]["markers"]["pair"] == "ReorderReverseAccumulative"
+    assert results["stats"]["engine_markers_unseen"] == []
+    # a marker name the program never emits is said, not silently ignored
+    res, results = _run(built, tmp_path / "typo", "-x", "piar=NoReorderDoCheck", "-r", "ReorderFull")
+    assert results["stats"]["engine_markers_unseen"] == ["piar"]
+    assert "emitted no marker of piar (given to -x)" in res.stdout
 
 
 def test_markers_told_to_checker_and_replayed(built, tmp_path):
