@@ -4,7 +4,8 @@ into one results file's worth of bugs.
 
 Owns the loop over runs (`--runs N`: `{seed}` in the arguments is the run's seed, seed + run
 number) and schedules (`--schedules N`: each run also under N seeds of the deterministic
-scheduler, random:SEED), the check that the commands pass on each run's crash-free image, the
+scheduler, random:SEED), each traced after the `--setup` command, its crash points judged by
+`--jobs` forked workers when asked, under pmreorder's engines (`-x`/`-r`) when given, the check that the commands pass on each run's crash-free image, the
 counts, and the results (docs/bug-record.md, with a `program` object), plus replaying one record.
 Never parses a command line and never renders (harness/cli/cmd_run.py writes the files).
 """

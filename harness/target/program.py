@@ -2,7 +2,8 @@
 once traced, and naming its operations.
 
 Owns the program's side of program mode: the program must exist and be executable; `{seed}` in
-its arguments is replaced by the run's seed; it runs in a fresh folder of its own (so a pool file
+its arguments is replaced by the run's seed; it runs in a fresh folder of its own, after the
+`--setup` shell command (untraced) ran there (so a pool file
 it creates by a relative name never meets an earlier run's), supervised, traced by the pass
 (CRASHCHECK_TRACE, a binary built with crashcheck-cc) or by pmemcheck (any binary); a threaded
 program runs under the deterministic scheduler when a schedule seed is given. Its operations are
