@@ -10,6 +10,9 @@ Models (see docs of crashsim/simulate.py for the full statement):
         fence of the flushing thread guarantees every earlier piece of the line; an NT store is
         guaranteed at its thread's next fence.
   eadr  caches are persistent; a crash leaves a prefix of the global piece order.
+  pmreorder  pmreorder's flush-only view: as adr, except that a cached piece reaches PM only once
+        a flush of its line covers it (adr also lets an unflushed piece persist by eviction): at
+        a crash, unflushed pieces are lost in every state.
 """
 from __future__ import annotations
 
@@ -17,7 +20,9 @@ from dataclasses import dataclass
 
 from .errors import CrashcheckError
 
-MODELS = ("adr", "eadr")
+MODELS = ("adr", "eadr")                   # the hardware's models (fuzz, structures)
+# every model a trace can be read under: pmreorder's flush-only view is offered by `crashcheck run`
+ALL_MODELS = MODELS + ("pmreorder",)
 
 
 class ModelError(CrashcheckError, ValueError):
@@ -28,7 +33,7 @@ class ModelError(CrashcheckError, ValueError):
 class ModelOptions:
     """How a trace is read as a persistency model.
 
-    model               "adr" (x86 ADR, default) or "eadr".
+    model               "adr" (x86 ADR, default), "eadr" or "pmreorder" (adr, flush-only).
     clflush_guarantees  adr only: a clflush guarantees its line at once, without a fence.
                         (Off by default: clflush is treated like clflushopt.) When on, every
                         clflush is also a crash point, since durability changes there.
@@ -43,8 +48,8 @@ class ModelOptions:
 
     def validate(self, trace_line_size: int = 64) -> int:
         """Check the options; return the effective line size."""
-        if self.model not in MODELS:
-            raise ModelError(f"unknown persistency model {self.model!r} (known: {', '.join(MODELS)})")
+        if self.model not in ALL_MODELS:
+            raise ModelError(f"unknown persistency model {self.model!r} (known: {', '.join(ALL_MODELS)})")
         line = self.line_size or trace_line_size
         for name, value in (("line size", line), ("atomic unit", self.atomic_unit)):
             if value <= 0 or value & (value - 1):

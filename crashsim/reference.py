@@ -17,6 +17,8 @@ Rules (the same as the fast simulator's, phrased per piece):
         one step: no persisted piece follows a lost one unless both are pieces of that one store
         in that line. NT pieces are unconstrained. A `library` store (model.DURABLE_ORIGINS)
         guarantees, when it is logged, itself and every earlier cached piece of its line.
+  pmreorder  as adr, and a cached piece may be in S only if some flush of its line (by any
+        thread) comes after it and before C: an unflushed piece is lost in every state.
   eadr  a piece of thread T is guaranteed at crash point C if T fences, or begins or ends an
         operation, after the piece and before C, or if it is the store of a locked instruction
         (T's previous event is a `locked` fence): that instruction drains the buffer after it.
@@ -100,7 +102,7 @@ def ref_crash_points(events: Sequence[Event], options: ModelOptions) -> list[tup
         if ev.kind in ("fence", "op_begin", "op_end"):
             out.append((i, ev.kind))
         elif (ev.kind == "flush" and ev.sub == "clflush" and options.clflush_guarantees
-              and options.model == "adr"):
+              and options.model != "eadr"):
             out.append((i, "clflush"))
     out.append((len(events), "end"))
     return out
@@ -123,6 +125,11 @@ def _guaranteed_adr(p: RefPiece, events: Sequence[Event], c: int, options: Model
         if any(events[g].kind == "fence" and events[g].tid == ev.tid for g in range(f + 1, c)):
             return True
     return False
+
+
+def _flushed(p: RefPiece, events: Sequence[Event], c: int, line_size: int) -> bool:
+    """Some flush of P's line, by any thread, comes after P and before crash point C."""
+    return any(events[f].kind == "flush" and events[f].addr // line_size == p.line for f in range(p.key[0] + 1, c))
 
 
 def _library_store(ev: Event) -> bool:
@@ -176,8 +183,11 @@ def reference(events: Sequence[Event], options: ModelOptions | None = None,
             raise ValueError(f"reference enumerator: {len(pending)} pending pieces at event {c} "
                              f"(more than {max_pending}); use a smaller trace")
         states = set()
-        for r in range(len(pending) + 1):
-            for subset in combinations(pending, r):
+        may_persist = pending
+        if options.model == "pmreorder":
+            may_persist = tuple(k for k in pending if by_key[k].nt or _flushed(by_key[k], events, c, line_size))
+        for r in range(len(may_persist) + 1):
+            for subset in combinations(may_persist, r):
                 kept = frozenset(subset)
                 if _legal(kept, before, guaranteed, pending, options):
                     states.add(kept)

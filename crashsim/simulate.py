@@ -1,7 +1,7 @@
 """The fast persistency simulator: one pass over the events, yielding crash points with their
 pending units, while the guaranteed image is kept up to date incrementally.
 
-Owns: the x86-ADR and eADR rules, crash points, and the pending state at each of them.
+Owns: the x86-ADR and eADR rules (and pmreorder's flush-only view of ADR), crash points, and the pending state at each of them.
 
 x86-ADR (default)
   - Every store is split into failure-atomic pieces (crashcheck.crashsim.persistency.split_points).
@@ -20,6 +20,12 @@ x86-ADR (default)
     issuing core's write-combining buffer, which only that core's fence drains.) When an NT piece
     and a cached piece of the same bytes both persist, the later one in trace order wins.
   - Multi-threaded traces use the recorded global order.
+
+pmreorder (ADR as pmreorder replays it)
+  - As ADR, except that a cached piece can persist only once a flush of its line (by any thread)
+    covers it: a line's unit holds its flushed pending pieces only (a prefix of its pending ones,
+    since a flush covers every earlier piece of the line); the unflushed ones are lost in every
+    state. (ADR lets them persist by eviction.)
 
 eADR
   - Caches are persistent: a store is durable once it leaves its thread's store buffer, which
@@ -293,7 +299,7 @@ class Simulator:
 
     def count_crash_points(self) -> int:
         """How many crash points crash_points() will yield (a cheap pass, for progress bars)."""
-        clflush = self.options.clflush_guarantees and self.options.model == "adr"
+        clflush = self.options.clflush_guarantees and self.options.model != "eadr"
         n = 1
         for ev in self.events:
             k = ev.kind
@@ -321,6 +327,8 @@ class Simulator:
         gprefix: dict[int, int] = {}               # line -> guaranteed prefix length
         nt_pend: dict[int, list[Piece]] = {}       # thread -> NT pieces awaiting its fence
         flushed: dict[int, dict[int, int]] = {}    # thread -> line -> pieces its flushes cover
+        flush_only = opts.model == "pmreorder"
+        fl_any: dict[int, int] = {}                # pmreorder: line -> pieces any flush covered
         buffered: dict[int, list[Piece]] = {}      # eadr: thread -> pieces since its drain point
         if eadr and len({ev.tid for ev in self.events if ev.kind in ("store", "ntstore")}) > 1:
             image.out_of_order_cached = True
@@ -338,8 +346,13 @@ class Simulator:
                 return cp
             if eadr:
                 units = tuple(Unit("thread", None, tuple(buffered[t])) for t in sorted(buffered))
+            elif flush_only:
+                # pmreorder: a line's pieces some flush covered (a prefix of its pending ones) only
+                units = tuple(Unit("line", line * line_size, tuple(pend[line][:fl_any.get(line, 0) - gprefix.get(line, 0)]))
+                              for line in sorted(pend) if fl_any.get(line, 0) > gprefix.get(line, 0))
             else:
                 units = tuple(Unit("line", line * line_size, tuple(pend[line])) for line in sorted(pend))
+            if not eadr:
                 if nt_pend:
                     nts = sorted((p for ps in nt_pend.values() for p in ps), key=lambda p: p.id)
                     units += tuple(Unit("nt", p.line * line_size, (p,)) for p in nts)
@@ -438,6 +451,8 @@ class Simulator:
                     cover = flushed.setdefault(ev.tid, {})
                     if count > cover.get(line, 0):
                         cover[line] = count
+                if count > fl_any.get(line, 0):     # (after the clflush's crash point: it precedes the flush)
+                    fl_any[line] = count
             elif kind == "op_begin":
                 yield point(i, "op_begin")
                 if eadr:

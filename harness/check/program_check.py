@@ -149,6 +149,9 @@ class ImageChecker:
         # holds those of the last check, recovery's first (None: not asked, or a command hung)
         self.log_reads = False
         self.last_reads: list[Reads] | None = None
+        # variables the commands get on top of the program's environment (PMREORDER_MARKERS:
+        # set per crash point by the explorer, harness/check/engines.py)
+        self.env: dict[str, str] = {}
 
     @property
     def short_s(self) -> float | None:
@@ -209,7 +212,7 @@ class ImageChecker:
 
     def run(self) -> Verdict:
         """Recovery (if any), then the checker, on the files written last."""
-        env = program_env({})
+        env = program_env(self.env)
         reads: list[Reads] | None = [] if self.log_reads else None
         self.last_reads = None
         v = Verdict(True)

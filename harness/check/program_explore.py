@@ -22,6 +22,7 @@ from crashcheck.crashsim.simulate import CrashPoint, Simulator
 from crashcheck.crashsim.states import StateCodec, explored_count, select
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import program_lazy
+from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states
 from crashcheck.harness.check.program_check import ImageChecker, Verdict
 from crashcheck.harness.check.program_reads import Reads
 
@@ -50,6 +51,7 @@ class ExploreStats:
     lazy_points: int = 0              # crash points searched by the commands' reads (lazy)
     lazy_executions: int = 0          # the states those searches judged
     lazy_legal: int = 0               # the legal states of those points
+    points_unchecked: int = 0         # crash points inside NoReorderNoCheck sections (engines)
 
 
 def _full(cp: CrashPoint) -> list[int]:
@@ -106,62 +108,131 @@ def needed(cp: CrashPoint, choice: tuple[int, ...], judge: Callable[[tuple[int, 
     return out
 
 
-def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
-            seed: int, on_point: Callable[[ExploreStats, int], None] | None = None
-            ) -> tuple[list[ProgramFinding], ExploreStats]:
+def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
+    """How CP is checked: the run's STRATEGY, or the engine in force there (engines.STRATEGY);
+    lazy becomes bounded when the commands' reads cannot be followed (not LAZY_OK)."""
+    engine = sections.engine_at(cp.event) if sections is not None else None
+    how = STRATEGY[engine] if engine is not None else strategy
+    return "bounded" if how == "lazy" and not lazy_ok else how
+
+
+@dataclass
+class Pick:
+    """The states a crash point's strategy chose, and what they cover."""
+    states: list[tuple[int, ...]]
+    weight: dict[tuple[int, ...], int]     # lazy: a state's class size (its occurrences if it fails)
+    explored: int
+    lazy_executions: int | None = None     # lazy points: the states its search judged
+
+
+# (image fingerprint, the commands' extra environment) -> verdict, and the commands' reads (lazy:
+# None when not trusted); one image under other markers may be judged otherwise
+Verdicts = dict[tuple[int, str], tuple[Verdict, "list[Reads] | None"]]
+
+
+def _pick(cp: CrashPoint, how: str, image, run, plans: dict, offsets, limit: int, seed: int) -> Pick:
+    """The states HOW checks at CP; lazy judges them on the way (RUN: choice -> (verdict, reads))."""
+    lazy = how == "lazy"
+    plan = LazyPlan(cp, image, plans) if lazy and cp.legal > EAGER_BELOW else None
+    if plan is not None and plan.feasible:
+        states: list[tuple[int, ...]] = []
+        outcome = program_lazy.search(plan, offsets, limit, lambda c: (states.append(c), run(c)[1])[1])
+        # a failing execution fails for every state of its class: they are its occurrences
+        weight = {leaf.choice: leaf.covers for leaf in outcome.leaves}
+        explored = outcome.covered
+        if not outcome.complete(cp.legal):
+            # partial: the bounded sample's states no class covers, one by one
+            leaves = outcome.leaves
+            extra = [tuple(c) for c in select(cp, "bounded", limit, seed)
+                     if not any(leaf.contains(c) for leaf in leaves)]
+            states += extra
+            explored = min(cp.legal, explored + outcome.unknown + len(extra))
+        return Pick(states, weight, explored, outcome.executions)
+    if how in ("in-order", "prefixes", "suffixes"):
+        states = engine_states(cp, how)
+        return Pick(states, {}, len(states))
+    how = "bounded" if lazy else how
+    return Pick([tuple(c) for c in select(cp, how, limit, seed)], {}, explored_count(cp, how, limit, seed))
+
+
+@dataclass
+class Prejudged:
+    """Worker processes' share of a run (--jobs): each point's pick, and the verdicts they ran."""
+    picks: dict[int, Pick] = field(default_factory=dict)
+    verdicts: Verdicts = field(default_factory=dict)
+    executions: int = 0
+
+
+def explore(trace: Trace, checker: ImageChecker, **kw) -> tuple[list[ProgramFinding], ExploreStats]:
+    """Judge the states a strategy picks at every crash point: _walk() below, its findings and counts."""
+    findings, stats, _ = _walk(trace, checker, **kw)
+    return findings, stats
+
+
+def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
+          seed: int, on_point: Callable[[ExploreStats, int], None] | None = None,
+          sections: Sections | None = None, share: tuple[int, int] | None = None,
+          prejudged: Prejudged | None = None) -> tuple[list[ProgramFinding], ExploreStats, Prejudged]:
     """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
     ON_POINT(stats, findings so far) is called after each crash point. Lazy (the checker's
     reads logged: checker.log_reads) searches each point by what the commands read
     (harness/check/program_lazy.py); a point it cannot finish gets the bounded sample's states
-    its classes did not cover."""
+    its classes did not cover. SECTIONS (the run's pmreorder markers) give the commands
+    PMREORDER_MARKERS and, when engines were configured, choose each point's states instead of
+    STRATEGY (a NoReorderNoCheck point is not checked, nor counted among the crash points).
+
+    --jobs: a worker passes SHARE (k, n): it picks and judges the states of the k-th of n runs
+    of consecutive points, and neither shrinks nor counts (prejudge() returns what it ran); the
+    parent passes PREJUDGED, the workers' picks and verdicts, and walks every point as one process
+    would, running only what they did not (shrinking): the findings are those of one process."""
     sim = Simulator.from_trace(trace, options)
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
-    # image fingerprint -> verdict, and the commands' reads (lazy: None when not trusted)
-    verdicts: dict[int, tuple[Verdict, list[Reads] | None]] = {}
-    lazy = strategy == "lazy"
+    verdicts: Verdicts = dict(prejudged.verdicts) if prejudged else {}
     plans: dict = {}                        # LazyPlan's cache of group contents across points
     offsets = checker.layout.offsets
+    picks: dict[int, Pick] = {}
+    stats.executions = prejudged.executions if prejudged else 0
+    # a worker's share is a run of consecutive points (neighbours repeat each other's images)
+    total = sim.count_crash_points() if share is not None else 0
 
     for cp in sim.crash_points():
+        how = point_strategy(sections, cp, strategy, checker.log_reads)
+        if how == "unchecked":
+            stats.points_unchecked += 1
+            continue
+        if share is not None and cp.index * share[1] // total != share[0]:
+            continue
+        checker.env = sections.env(cp.event) if sections is not None else {}
+        env_key = repr(sorted(checker.env.items()))
         codec = StateCodec(cp, sim.image)
         stats.crash_points += 1
         stats.states_legal += cp.legal
 
         def run(choice: tuple[int, ...]) -> tuple[Verdict, list[Reads] | None]:
             fp, blob = codec.encode(choice)
-            got = verdicts.get(fp)
+            got = verdicts.get((fp, env_key))
             if got is None:
                 stats.executions += 1
                 v = checker.check(sim.image.base, decode_writes(blob))
                 reads = checker.last_reads
-                got = verdicts[fp] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
+                got = verdicts[fp, env_key] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
             return got
 
         def judge(choice: tuple[int, ...]) -> Verdict:
             return run(choice)[0]
 
-        plan = LazyPlan(cp, sim.image, plans) if lazy and cp.legal > EAGER_BELOW else None
-        if plan is not None and plan.feasible:
-            states: list[tuple[int, ...]] = []
-            outcome = program_lazy.search(plan, offsets, limit, lambda c: (states.append(c), run(c)[1])[1])
-            # a failing execution fails for every state of its class: they are its occurrences
-            weight = {leaf.choice: leaf.covers for leaf in outcome.leaves}
+        pick = prejudged.picks[cp.index] if prejudged else _pick(cp, how, sim.image, run, plans, offsets, limit, seed)
+        if share is not None:
+            for choice in pick.states:
+                judge(tuple(choice))
+            picks[cp.index] = pick
+            continue
+        states, weight, explored = pick.states, pick.weight, pick.explored
+        if pick.lazy_executions is not None:
             stats.lazy_points += 1
-            stats.lazy_executions += outcome.executions
+            stats.lazy_executions += pick.lazy_executions
             stats.lazy_legal += cp.legal
-            explored = outcome.covered
-            if not outcome.complete(cp.legal):
-                # partial: the bounded sample's states no class covers, one by one
-                leaves = outcome.leaves
-                extra = [tuple(c) for c in select(cp, "bounded", limit, seed)
-                         if not any(leaf.contains(c) for leaf in leaves)]
-                states += extra
-                explored = min(cp.legal, explored + outcome.unknown + len(extra))
-        else:
-            weight = {}
-            states = select(cp, "bounded" if lazy else strategy, limit, seed)
-            explored = explored_count(cp, "bounded" if lazy else strategy, limit, seed)
         stats.states_explored += explored
         stats.points_sampled += explored < cp.legal
 
@@ -187,13 +258,28 @@ def explore(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strat
                                            (cp.legal, explored), times, seqs, needed(cp, small, judge)))
         if on_point is not None:
             on_point(stats, len(findings))
-    return findings, stats
+    return findings, stats, Prejudged(picks, verdicts, stats.executions)
 
 
-def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int, ...], checker: ImageChecker
-             ) -> tuple[CrashPoint, Verdict] | None:
-    """Judge one crash state again (replay): crash point INDEX, state CHOICE. None when the trace
-    has no such crash point or the choice does not fit it."""
+def prejudge(trace: Trace, checker: ImageChecker, share: tuple[int, int], **kw) -> Prejudged:
+    """A worker's share of explore() (--jobs): its points' picks and the verdicts it ran."""
+    return _walk(trace, checker, share=share, **kw)[2]
+
+
+def merge(parts: list[Prejudged]) -> Prejudged:
+    out = Prejudged()
+    for part in parts:
+        out.picks.update(part.picks)
+        out.verdicts.update(part.verdicts)
+        out.executions += part.executions
+    return out
+
+
+def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int, ...], checker: ImageChecker,
+             sections: Sections | None = None) -> tuple[CrashPoint, Verdict] | None:
+    """Judge one crash state again (replay): crash point INDEX, state CHOICE, the commands told
+    the markers SECTIONS had emitted by then. None when the trace has no such crash point or the
+    choice does not fit it."""
     sim = Simulator.from_trace(trace, options)
     for cp in sim.crash_points(wanted=lambda i: i == index):
         if cp.index != index:
@@ -201,8 +287,9 @@ def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int,
         if len(choice) != len(cp.units) or any(not 0 <= k < u.choices for k, u in zip(choice, cp.units)):
             return None
         _, blob = StateCodec(cp, sim.image).encode(choice)
+        checker.env = sections.env(cp.event) if sections is not None else {}
         return cp, checker.check(sim.image.base, decode_writes(blob))
     return None
 
 
-__all__ = ["ExploreStats", "ProgramFinding", "explore", "image_at", "shrink"]
+__all__ = ["ExploreStats", "Pick", "Prejudged", "ProgramFinding", "explore", "image_at", "merge", "prejudge", "shrink"]

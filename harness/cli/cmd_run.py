@@ -16,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from crashcheck.crashsim.persistency import MODELS, ModelOptions
+from crashcheck.crashsim.persistency import ALL_MODELS, ModelOptions
+from crashcheck.harness.check.engines import ENGINES, EngineConfig
 from crashcheck.harness.check.program_check import DEFAULT_TIMEOUT_S, Command
 from crashcheck.harness.cli import options
 from crashcheck.harness.cli.fuzz_summary import speed_text
@@ -45,17 +46,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="judges one image: exit 0 consistent, anything else (status, signal, hang) a finding")
     p.add_argument("--recover", metavar="'CMD {image}'",
                    help="the program's own recovery or open path, run on the image before the checker")
-    p.add_argument("--model", choices=MODELS, default=defaults.PERSISTENCY_MODEL,
-                   help=f"persistency model (default {defaults.PERSISTENCY_MODEL})")
+    p.add_argument("--setup", metavar="'SHELL COMMAND'",
+                   help="run first, untraced, in the folder the program runs in (e.g. 'truncate -s 4M pool'): "
+                        "a pool it leaves is where the traced run and every crash image start")
+    p.add_argument("--model", choices=ALL_MODELS, default=defaults.PERSISTENCY_MODEL,
+                   help=f"persistency model (default {defaults.PERSISTENCY_MODEL}; pmreorder: a store reaches PM "
+                        "only once flushed, as pmreorder replays it)")
     p.add_argument("--strategy", choices=STRATEGIES, default="bounded",
                    help="which crash states to check: bounded (default), exhaustive, or lazy (by what "
                         "commands built with crashcheck-cc read; bounded otherwise, saying why)")
+    p.add_argument("-x", dest="engine_markers", action="append", metavar="MARKER=ENGINE",
+                   help="pmreorder's per-section engines: MARKER=ENGINE[,MARKER=ENGINE...] or a JSON config "
+                        "file of marker name -> engine; repeatable (docs/from-pmreorder.md#engines)")
+    p.add_argument("-r", dest="default_engine", metavar="ENGINE",
+                   help="pmreorder's default engine outside configured sections (with -x and no -r: "
+                        f"NoReorderNoCheck, as pmreorder); one of {', '.join(ENGINES)}")
     p.add_argument("--limit", type=options.positive, default=defaults.LIMIT,
                    help=f"bounded: states per crash point (default {defaults.LIMIT})")
     p.add_argument("--seed", type=options.seed, default=0,
                    help="run seed: {seed} in ARGS of run N is SEED+N; bounded's sampling; schedules' seeds")
     p.add_argument("--runs", type=options.positive, default=1, metavar="N",
                    help="run the program N times, {seed} in its arguments replaced by each run's seed")
+    p.add_argument("--jobs", type=options.positive, default=1, metavar="N",
+                   help="judge the crash points in N worker processes (the same findings as 1 for a seed)")
     p.add_argument("--schedules", type=int, default=0, metavar="N",
                    help="threaded programs: run each under N schedules of the deterministic scheduler")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
@@ -86,9 +99,12 @@ def _check(args: argparse.Namespace) -> ProgramRun:
     if args.schedules and args.tracer == "pmemcheck":
         raise UsageError("run: --schedules needs the deterministic scheduler, which only programs built "
                          "with crashcheck-cc have (not --tracer pmemcheck)")
+    if args.setup is not None and not args.setup.strip():
+        raise UsageError("run: --setup is empty: give a shell command, e.g. --setup 'truncate -s 4M pool'")
     if not 0 < args.timeout <= MAX_TIMEOUT_S:
         raise UsageError(f"run: --timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, not {args.timeout}")
     ModelOptions(atomic_unit=args.atomic_unit).validate()
+    engines = EngineConfig.from_options(args.engine_markers, args.default_engine)
     checker = Command.parse(args.checker, "--checker")
     recover = Command.parse(args.recover, "--recover") if args.recover is not None else None
     program = resolve(argv[0])
@@ -98,14 +114,15 @@ def _check(args: argparse.Namespace) -> ProgramRun:
     settings = Settings(model=args.model, strategy=args.strategy, limit=args.limit, seed=args.seed,
                         atomic_unit=args.atomic_unit, tracer=args.tracer)
     return ProgramRun([program] + argv[1:], checker, recover, settings, runs=args.runs,
-                      schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program))
+                      schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program),
+                      engines=engines, setup=args.setup, jobs=args.jobs)
 
 
 def _lazy_line(strategy: str, st: dict) -> str:
     """The summary's line on how lazy went ("" when not asked for): by the commands' reads, or
     bounded and why."""
-    if strategy != "lazy":
-        return ""
+    if strategy != "lazy" and not (st.get("lazy_points") or st.get("lazy_fallback")):
+        return ""     # (lazy also serves ReorderFull sections under -x/-r)
     if st.get("lazy_fallback"):
         return f"lazy: not used, checked with bounded: {st['lazy_fallback']}\n"
     return (f"lazy: {st['lazy_points']} crash points searched by what the commands read "
@@ -142,11 +159,19 @@ def run(args: argparse.Namespace) -> int:
           f"{st['crash_points']} crash points, {big(st['states_explored'])} crash states checked of "
           f"{big(st['states_legal'])} legal ({st['executions']} images judged, the rest repeated an image), "
           f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
-    print("coverage: " + (f"bounded: {sampled} of {st['crash_points']} crash points sampled "
+    print("coverage: " + (f"{sampled} of {st['crash_points']} crash points checked in part, as the engine of "
+                          f"their section chose (-x/-r); no bug among the states checked"
+                          if sampled and job.engines else
+                          f"bounded: {sampled} of {st['crash_points']} crash points sampled "
                           f"(at most {job.settings.limit} states each); no bug among the states checked"
                           if sampled else "every legal crash state of every crash point was checked")
           if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
                                                   if sampled else "every legal crash state checked"))
+    if st.get("engine_markers_unseen"):
+        print(f"engines: the program emitted no marker of {', '.join(st['engine_markers_unseen'])} "
+              f"(given to -x): their engines never applied")
+    if st.get("points_unchecked"):
+        print(f"engines: {st['points_unchecked']} crash points inside NoReorderNoCheck sections not checked")
     print(_lazy_line(job.settings.strategy, st) or "", end="")
     if st["crash_points"]:
         print(f"speed: {speed_text(st)}")

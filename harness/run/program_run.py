@@ -4,12 +4,14 @@ into one results file's worth of bugs.
 
 Owns the loop over runs (`--runs N`: `{seed}` in the arguments is the run's seed, seed + run
 number) and schedules (`--schedules N`: each run also under N seeds of the deterministic
-scheduler, random:SEED), the check that the commands pass on each run's crash-free image, the
+scheduler, random:SEED), each traced after the `--setup` command, its crash points judged by
+`--jobs` forked workers when asked, under pmreorder's engines (`-x`/`-r`) when given, the check that the commands pass on each run's crash-free image, the
 counts, and the results (docs/bug-record.md, with a `program` object), plus replaying one record.
 Never parses a command line and never renders (harness/cli/cmd_run.py writes the files).
 """
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import time
 from dataclasses import dataclass, field
@@ -17,9 +19,10 @@ from pathlib import Path
 from typing import Callable
 
 from crashcheck.crashsim.layout import trace_layout
+from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
-from crashcheck.harness.check.program_explore import ExploreStats, explore, image_at
+from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
 from crashcheck.harness.core.counts import big, for_json, json_int
 from crashcheck.harness.check import trace_digest
 from crashcheck.harness.core.errors import UsageError
@@ -44,6 +47,9 @@ class ProgramRun:
     schedules: int = 0                 # 0: no scheduler
     timeout_s: float = 10.0
     name: str = ""
+    jobs: int = 1                      # --jobs: worker processes judging the crash points
+    setup: str | None = None           # --setup: a shell command run before each traced run, untraced
+    engines: EngineConfig | None = None   # pmreorder's -x/-r: each section's states (None: --strategy)
     progress: Callable[[str], None] | None = None
     stats: ExploreStats = field(default_factory=ExploreStats)
 
@@ -75,6 +81,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     traced_runs = 0
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
     fallbacks: list[str] = []         # why lazy could not be used (a run checked bounded instead)
+    seen: set[str] = set()            # the section names the runs' markers opened (for -x's names)
     with make_workdir(0) as tmp:
         root = Path(tmp)
         for r in range(run.runs):
@@ -82,7 +89,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
             argv = with_seed(run.argv, seed)
             for k in range(max(1, run.schedules)):
                 sched = _sched(run, k)
-                traced = trace_program(argv, root / "run", tracer=s.tracer, sched=sched)
+                traced = trace_program(argv, root / "run", tracer=s.tracer, sched=sched, setup=run.setup)
                 traced_runs += 1
                 if s.strategy == "exhaustive":
                     # before any state is checked (harness/check/exhaustive.py); a caller that
@@ -94,7 +101,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                                        root / "check", run.timeout_s)
                 checker.on_shorten = run.progress
                 strategy = s.strategy
-                checker.log_reads = strategy == "lazy"
+                sections = Sections(traced.markers, run.engines)
+                seen.update(marker_name(text) for _, text in traced.markers)
+                checker.log_reads = strategy == "lazy" or (run.engines is not None and run.engines.uses("lazy"))
+                checker.env = sections.env(len(traced.trace.events))
                 check_crash_free(traced.trace, checker)
                 why = lazy_unavailable(checker)
                 if why:
@@ -104,14 +114,24 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                         if run.progress:
                             run.progress(f"lazy: {why}: checking with bounded instead")
                 what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
-                findings, stats = explore(traced.trace, checker, options=s.options(), strategy=strategy,
-                                          limit=s.limit, seed=s.seed, on_point=_progress(run, what))
+                kw = dict(options=s.options(), strategy=strategy, limit=s.limit, seed=s.seed, sections=sections)
+                prejudged = None
+                if run.jobs > 1:
+                    def make_checker(k: int, traced=traced, log_reads=checker.log_reads) -> ImageChecker:
+                        c = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
+                                         root / f"check-{k}", run.timeout_s)
+                        c.log_reads = log_reads
+                        return c
+                    prejudged = in_workers(traced.trace, make_checker, run.jobs, kw)
+                findings, stats = explore(traced.trace, checker, prejudged=prejudged,
+                                          on_point=_progress(run, what), **kw)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
-                             "lazy_points", "lazy_executions", "lazy_legal"):
+                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
                 shortened += checker.short_s is not None
                 program = {"checker": run.checker.text, "recover": run.recover.text if run.recover else None,
+                           "setup": run.setup,
                            "timeout_s": run.timeout_s, "run": r, "run_seed": seed, "sched": sched}
                 for n, f in enumerate(findings):
                     found.append(program_records.build(f, traced, name=run.name, settings=s, program=program,
@@ -127,7 +147,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "states_explored": json_int(st.states_explored), "states_checked": json_int(st.states_explored),
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
-                  "runs_timeout_shortened": shortened, "lazy_points": st.lazy_points,
+                  "runs_timeout_shortened": shortened, "points_unchecked": st.points_unchecked,
+                  # -x names no run's markers opened: their engines never applied (a typo, or no markers)
+                  "engine_markers_unseen": sorted(set(run.engines.markers) - seen) if run.engines else [],
+                  "lazy_points": st.lazy_points,
                   "lazy_executions": st.lazy_executions, "lazy_states_legal": json_int(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2), **rates(st.executions, st.states_explored, elapsed)}
     # lazy asked for but no run could follow the commands' reads: the results say what was done
@@ -137,10 +160,34 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
             "command": command, "complete": True, "interrupted": None, "stats": stats_json,
             "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json,
                                "unexpected": len(bugs), "expected": 0, "complete": True, "warnings": []}],
-            "program": {"argv": list(run.argv), "checker": run.checker.text,
+            "program": {"argv": list(run.argv), "checker": run.checker.text, "setup": run.setup,
                         "recover": run.recover.text if run.recover else None, "runs": run.runs,
-                        "schedules": run.schedules, "timeout_s": run.timeout_s},
+                        "schedules": run.schedules, "timeout_s": run.timeout_s, "jobs": run.jobs,
+                        "engines": ({"markers": dict(run.engines.markers), "default": run.engines.default}
+                                    if run.engines else None)},
             "bugs": bugs}
+
+
+# what a forked worker of in_workers() judges (set in the parent just before the fork)
+_JOB: tuple | None = None
+
+
+def _share(k: int) -> Prejudged:
+    trace, make_checker, n, kw = _JOB
+    return prejudge(trace, make_checker(k), (k, n), **kw)
+
+
+def in_workers(trace, make_checker: Callable[[int], ImageChecker], n: int, kw: dict) -> Prejudged:
+    """--jobs N: N forked workers each pick and judge the states of one N-th of the crash points, each
+    with its own image files (MAKE_CHECKER(k)); their picks and verdicts, merged. The parent's
+    walk then finds, shrinks and counts exactly as one process would (program_explore._walk)."""
+    global _JOB
+    _JOB = (trace, make_checker, n, kw)
+    try:
+        with multiprocessing.get_context("fork").Pool(n) as pool:
+            return merge(pool.map(_share, range(n)))
+    finally:
+        _JOB = None
 
 
 def lazy_unavailable(checker: ImageChecker) -> str:
@@ -170,11 +217,11 @@ def replay(rec: dict, out=None) -> int:
     with make_workdir(0) as tmp:
         root = Path(tmp)
         traced = trace_program(argv, root / "run", tracer=settings.tracer, sched=prog["sched"],
-                               replay_schedule=rec["schedule"])
+                               replay_schedule=rec["schedule"], setup=prog.get("setup"))
 
         def again():
             return trace_program(argv, root / "again", tracer=settings.tracer, sched=prog["sched"],
-                                 replay_schedule=rec["schedule"]).trace
+                                 replay_schedule=rec["schedule"], setup=prog.get("setup")).trace
         parted = trace_digest.replay_parting(rec["trace_digest"], traced.trace, again, argv[0])
         if parted is not None and parted.parting.what == "path" and not parted.changed:
             # the same program took another path: the record's crash point and state are not this run's
@@ -185,7 +232,8 @@ def replay(rec: dict, out=None) -> int:
             return trace_digest.EXIT_NONDETERMINISTIC
         checker = ImageChecker(traced.trace, trace_layout(traced.trace), checker_cmd, recover_cmd,
                                root / "check", prog["timeout_s"])
-        got = image_at(traced.trace, settings.options(), crash["index"], tuple(crash["choice"]), checker)
+        got = image_at(traced.trace, settings.options(), crash["index"], tuple(crash["choice"]), checker,
+                       Sections(traced.markers, None))
         if got is None:
             raise UsageError(f"{rec['id']}: the program's trace no longer has crash point {crash['index']} with "
                              f"that crash state (the program or its build changed, or the record is corrupt)")
@@ -214,4 +262,4 @@ def replay(rec: dict, out=None) -> int:
     return 1
 
 
-__all__ = ["ProgramRun", "execute", "lazy_unavailable", "replay"]
+__all__ = ["ProgramRun", "execute", "in_workers", "lazy_unavailable", "replay"]

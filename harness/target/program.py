@@ -2,7 +2,8 @@
 once traced, and naming its operations.
 
 Owns the program's side of program mode: the program must exist and be executable; `{seed}` in
-its arguments is replaced by the run's seed; it runs in a fresh folder of its own (so a pool file
+its arguments is replaced by the run's seed; it runs in a fresh folder of its own, after the
+`--setup` shell command (untraced) ran there (so a pool file
 it creates by a relative name never meets an earlier run's), supervised, traced by the pass
 (CRASHCHECK_TRACE, a binary built with crashcheck-cc) or by pmemcheck (any binary); a threaded
 program runs under the deterministic scheduler when a schedule seed is given. Its operations are
@@ -58,6 +59,7 @@ class TracedProgram:
     marked: bool                  # the program marked operations (else the run is one)
     schedule: str | None          # the schedule file the scheduler wrote (threaded runs)
     output: str                   # the tail of what the program printed
+    markers: list[tuple[int, str]]  # pmreorder markers (event index, NAME.BEGIN/NAME.END), in trace order
 
 
 def program_env(extra: dict[str, str]) -> dict[str, str]:
@@ -69,16 +71,29 @@ def program_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def run_setup(setup: str, cwd: Path, out: Path) -> None:
+    """The set-up command (`--setup`: a shell command, not traced) in CWD, the folder the traced
+    program then runs in: what it leaves there (a pool made by `truncate -s 4M pool` or
+    `pmempool create`) is the program's starting point. One UsageError line when it fails."""
+    end = run_supervised(["/bin/sh", "-c", setup], env=program_env({}), output=out, timeout_s=RUN_TIMEOUT_S, cwd=cwd)
+    if end.status != "ok":
+        last = end.output.strip().splitlines()[-1:] or [""]
+        raise UsageError(f"the set-up command {end.how()} ({setup})" + (f": {last[0][:200]}" if last[0] else ""))
+
+
 def trace_program(argv: list[str], folder: Path, *, tracer: str, sched: str | None = None,
-                  replay_schedule: str | None = None) -> TracedProgram:
-    """Run ARGV (program resolved) once in FOLDER (made empty here), traced by TRACER. SCHED
-    ("random:SEED", ...) runs it under the deterministic scheduler; REPLAY_SCHEDULE (a schedule
-    file's text) replays a recorded interleaving exactly. A program that fails, writes no trace or
-    maps no PM is the user's mistake: one UsageError line."""
+                  replay_schedule: str | None = None, setup: str | None = None) -> TracedProgram:
+    """Run ARGV (program resolved) once in FOLDER (made empty here), traced by TRACER, after SETUP
+    (a shell command, untraced, in the same folder). SCHED ("random:SEED", ...) runs it under the
+    deterministic scheduler; REPLAY_SCHEDULE (a schedule file's text) replays a recorded
+    interleaving exactly. A program that fails, writes no trace or maps no PM is the user's
+    mistake: one UsageError line."""
     if folder.exists():
         shutil.rmtree(folder)
     cwd = folder / "cwd"
     cwd.mkdir(parents=True)
+    if setup is not None:
+        run_setup(setup, cwd, folder / "setup.out")
     trace_path = folder / "run.trace"
     extra: dict[str, str] = {}
     schedule_out = folder / "schedule"
@@ -119,9 +134,22 @@ def trace_program(argv: list[str], folder: Path, *, tracer: str, sched: str | No
     if not trace.regions:
         raise UsageError(f"{argv[0]} mapped no persistent memory crashcheck sees (a file mapped with "
                          "pmem_map_file, a libpmemobj pool, crashcheck_pool_open or crashcheck_register_pm)")
+    markers = pmreorder_markers(trace)
     ops, marked = operations(trace)
     schedule = schedule_out.read_text() if schedule_out.is_file() else None
-    return TracedProgram(trace, argv, ops, marked, schedule, end.output)
+    return TracedProgram(trace, argv, ops, marked, schedule, end.output, markers)
+
+
+def pmreorder_markers(trace: Trace) -> list[tuple[int, str]]:
+    """TRACE's pmreorder markers as (event index, text), before operations() turns them into
+    operation boundaries: what a checker is told (PMREORDER_MARKERS) and what engines key on."""
+    out = []
+    for i, ev in enumerate(trace.events):
+        if ev.kind == "mark":
+            text = ev.data.decode("utf-8", "replace")
+            if MARKER.match(text):
+                out.append((i, text))
+    return out
 
 
 def operations(trace: Trace) -> tuple[dict[int, str], bool]:
@@ -159,4 +187,4 @@ def operations(trace: Trace) -> tuple[dict[int, str], bool]:
     return ops, bool(ops)
 
 
-__all__ = ["MARKER", "SEED", "TracedProgram", "operations", "program_env", "resolve", "trace_program", "with_seed"]
+__all__ = ["MARKER", "SEED", "TracedProgram", "operations", "pmreorder_markers", "program_env", "resolve", "run_setup", "trace_program", "with_seed"]

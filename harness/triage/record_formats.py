@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from crashcheck.crashsim.persistency import MODELS
+from crashcheck.crashsim.persistency import ALL_MODELS
 from crashcheck.crashsim.states import STRATEGIES
 from crashcheck.harness.core.defaults import LIMIT, TRACER, TRACERS
 from crashcheck.harness.core.errors import UsageError
@@ -56,7 +56,7 @@ LANE = Obj({"thread": (Nat(), REQUIRED), "op": (Nat(), REQUIRED), "text": (Text(
             "result": (Opt(Text()), None), "call": (Nat(), REQUIRED), "ret": (Opt(Nat()), None)})
 PREEMPTION = Obj({"step": (Nat(), REQUIRED), "from": (Nat(), REQUIRED), "to": (Nat(), REQUIRED),
                   "at": (Nat(), REQUIRED), "site": (Opt(SITE), None), "where": (Text(), "")})
-ASSUMPTIONS = Obj({"model": (Text(MODELS), "adr"), "atomic_unit": (Nat(1), 8),
+ASSUMPTIONS = Obj({"model": (Text(ALL_MODELS), "adr"), "atomic_unit": (Nat(1), 8),
                    "clflush_guarantees": (Bool(), False), "text": (Text(), "")})
 SOURCE = Obj({"file": (Text(), REQUIRED), "line": (Nat(), REQUIRED),
               "lines": (List(Tuple((Nat(), Text()))), REQUIRED)})
@@ -71,7 +71,7 @@ def _classes() -> tuple[str, ...]:
 # program mode (`crashcheck run`): how to run the program and its commands again
 PROGRAM = Obj({"argv": (List(Text()), REQUIRED), "checker": (Text(), REQUIRED), "recover": (Opt(Text()), None),
                "timeout_s": (Seconds(), 10.0), "run": (Nat(), 0), "run_seed": (Opt(Nat()), None),
-               "sched": (Opt(Text()), None), "operation": (Text(), "")})
+               "sched": (Opt(Text()), None), "operation": (Text(), ""), "setup": (Opt(Text()), None)})
 
 # the fingerprint of the recorded run's trace up to the crash (harness/check/trace_digest.py)
 TRACE_DIGEST = Obj({"events": (Nat(), REQUIRED), "block": (Nat(1), REQUIRED),
@@ -104,7 +104,7 @@ RECORD = Obj({
     "class": (Text(_classes()), REQUIRED),
     "structure": (Text(), REQUIRED),
     "bug": (Opt(Text()), None),
-    "model": (Text(MODELS), REQUIRED),
+    "model": (Text(ALL_MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), "bounded"),
     "seed": (Nat(), 0),
     "limit": (Nat(1), LIMIT),
@@ -166,7 +166,7 @@ PERF = Obj({"histories": (Nat(), 0), "operations": (Nat(), 0), "totals": (Map(Na
 RESULTS = Obj({
     "crashcheck": (Nat(), REQUIRED),
     "structures": (List(Text()), list),
-    "model": (Text(MODELS), REQUIRED),
+    "model": (Text(ALL_MODELS), REQUIRED),
     "strategy": (Text(STRATEGIES), REQUIRED),
     "seed": (Nat(), 0),
     "tracer": (Text(TRACERS), TRACER),

@@ -47,7 +47,7 @@ action = st.one_of(
               st.binary(min_size=40, max_size=40),
               st.sampled_from(["memset", "memcpy", "memmove", "libpmem", "library"])),
 )
-options = st.builds(ModelOptions, model=st.sampled_from(["adr", "eadr"]), clflush_guarantees=st.booleans(),
+options = st.builds(ModelOptions, model=st.sampled_from(["adr", "eadr", "pmreorder"]), clflush_guarantees=st.booleans(),
                     line_size=st.sampled_from([32, 64]), atomic_unit=st.sampled_from([4, 8, 8, 16]))
 
 

@@ -1,0 +1,175 @@
+"""pmreorder's engine configuration in program mode: which states each marked section of a run
+gets checked, and the markers a checker is told (docs/from-pmreorder.md#engines).
+
+Owns the engine names, reading them as pmreorder takes them (`-x NAME=ENGINE[,NAME=ENGINE]`, or a
+JSON file of marker name -> engine; `-r ENGINE` for everywhere else), the walk of a run's markers
+that says which engine is in force at each event (sections nest: a section with no engine of its
+own keeps its enclosing one, its END restores the enclosing one), the `PMREORDER_MARKERS` value a
+checker gets (the markers emitted before the crash, joined by '|', as pmreorder sets it), and the
+states an engine picks at one crash point. Never runs a command (program_check.py) or walks the
+crash points (program_explore.py).
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from dataclasses import dataclass
+
+from crashcheck.crashsim.simulate import CrashPoint
+from crashcheck.harness.core.errors import UsageError
+
+ENGINES = ("NoReorderNoCheck", "NoReorderDoCheck", "ReorderFull", "ReorderPartial",
+           "ReorderAccumulative", "ReorderReverseAccumulative")
+# pmreorder's default engine outside configured sections (its -r default)
+PMREORDER_DEFAULT = "NoReorderNoCheck"
+# what each engine is checked with: a strategy of ours, or an engine-specific list of states
+STRATEGY = {"ReorderFull": "lazy", "ReorderPartial": "bounded", "NoReorderDoCheck": "in-order",
+            "ReorderAccumulative": "prefixes", "ReorderReverseAccumulative": "suffixes",
+            "NoReorderNoCheck": "unchecked"}
+ENV = "PMREORDER_MARKERS"
+
+
+def _engine(name: str, where: str) -> str:
+    if name not in ENGINES:
+        raise UsageError(f"{where}: unknown engine {name!r} (pmreorder's engines: {', '.join(ENGINES)})")
+    return name
+
+
+def parse_markers(values: list[str]) -> dict[str, str]:
+    """The -x values (each a JSON config file's path, or NAME=ENGINE pairs separated by commas,
+    as pmreorder reads its -x) as one marker name -> engine map, later values winning."""
+    out: dict[str, str] = {}
+    for value in values:
+        if os.path.isfile(value):
+            try:
+                loaded = json.loads(open(value, encoding="utf-8").read())
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise UsageError(f"-x {value}: not a JSON config file ({exc})") from None
+            if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                       for k, v in loaded.items()):
+                raise UsageError(f"-x {value}: the config must be a JSON object of marker name -> engine name")
+            pairs = list(loaded.items())
+        else:
+            pairs = []
+            for pair in value.split(","):
+                name, eq, engine = pair.partition("=")
+                if not eq or not name:
+                    raise UsageError(f"-x {value!r}: give MARKER=ENGINE[,MARKER=ENGINE...] or a JSON config file")
+                pairs.append((name, engine))
+        for name, engine in pairs:
+            out[name] = _engine(engine, f"-x {name}")
+    return out
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Marker name -> engine, and the engine everywhere no configured section is open."""
+    markers: dict[str, str]
+    default: str
+
+    @staticmethod
+    def from_options(x_values: list[str] | None, default: str | None) -> "EngineConfig | None":
+        """None when neither -x nor -r was given (the run's --strategy applies everywhere)."""
+        if not x_values and default is None:
+            return None
+        return EngineConfig(parse_markers(x_values or []),
+                            _engine(default, "-r") if default is not None else PMREORDER_DEFAULT)
+
+    def uses(self, strategy: str) -> bool:
+        return any(STRATEGY[e] == strategy for e in (self.default, *self.markers.values()))
+
+
+def marker_name(text: str) -> str:
+    """A marker's section name as pmreorder keys its config: the text before the first '.'."""
+    return text.partition(".")[0]
+
+
+class Sections:
+    """A run's pmreorder markers, (event index, text) in trace order, walked once: the engine in
+    force and the markers emitted before any event."""
+
+    def __init__(self, markers: list[tuple[int, str]], config: EngineConfig | None) -> None:
+        self.index = [i for i, _ in markers]
+        self.joined: list[str] = []             # PMREORDER_MARKERS after each marker
+        self.engine: list[str | None] = []      # the engine in force after each marker
+        stack: list[tuple[str, str | None]] = [("", config.default if config else None)]
+        seen: list[str] = []
+        for _, text in markers:
+            seen.append(text)
+            self.joined.append("|".join(seen))
+            name = marker_name(text)
+            if text.endswith(".BEGIN"):
+                engine = config.markers.get(name) if config else None
+                stack.append((name, engine or stack[-1][1]))
+            elif text.endswith(".END"):
+                # the latest open section of that name ends (pmreorder refuses crossed sections)
+                at = next((k for k in range(len(stack) - 1, 0, -1) if stack[k][0] == name), None)
+                if at is not None:
+                    del stack[at]
+            self.engine.append(stack[-1][1])
+        self.default = config.default if config else None
+
+    def _last(self, event: int) -> int:
+        """How many markers came before EVENT."""
+        return bisect.bisect_left(self.index, event)
+
+    def env(self, event: int) -> dict[str, str]:
+        """The checker's PMREORDER_MARKERS at a crash before EVENT (len(events): after the run);
+        {} for a run that emitted no marker."""
+        if not self.index:
+            return {}
+        n = self._last(event)
+        return {ENV: self.joined[n - 1] if n else ""}
+
+    def engine_at(self, event: int) -> str | None:
+        """The engine in force at a crash before EVENT; None when no engine was configured."""
+        n = self._last(event)
+        return self.engine[n - 1] if n else self.default
+
+
+def _choice_keeping(cp: CrashPoint, keep: set[int]) -> tuple[int, ...] | None:
+    """The state of CP keeping exactly the pending pieces whose seq is in KEEP, None if illegal."""
+    out = []
+    for u in cp.units:
+        want = [p.seq in keep for p in u.pieces]
+        if u.orders is None:
+            k = sum(want)
+            if want != [True] * k + [False] * (len(want) - k):
+                return None
+            out.append(k)
+        else:
+            idx = tuple(i for i, w in enumerate(want) if w)
+            k = next((c for c, order in enumerate(u.orders) if tuple(sorted(order)) == idx), None)
+            if k is None:
+                return None
+            out.append(k)
+    return tuple(out)
+
+
+def engine_states(cp: CrashPoint, how: str) -> list[tuple[int, ...]]:
+    """The states HOW ("in-order", "prefixes", "suffixes") checks at CP, no repeats.
+
+    in-order: every pending store persisted, in program order (the state a crash-free run reaches).
+    prefixes: for each k, the first k pending stores in program order persisted (each is legal).
+    suffixes: for each k, the last k pending stores persisted, as far as a cache line allows: a
+    line keeps its pending stores only when all of them are among the last k (a line keeping a
+    later store without an earlier one cannot happen on x86, so that state is not checked)."""
+    full = tuple(u.choices - 1 for u in cp.units)
+    if how == "in-order":
+        return [full]
+    seqs = sorted(p.seq for u in cp.units for p in u.pieces)
+    out: dict[tuple[int, ...], None] = {}
+    for k in range(len(seqs) + 1):
+        if how == "prefixes":
+            c = _choice_keeping(cp, set(seqs[:k]))
+        else:
+            tail = set(seqs[len(seqs) - k:])
+            c = tuple(u.choices - 1 if all(p.seq in tail for p in u.pieces) else 0 for u in cp.units)
+        if c is not None:
+            out[c] = None
+    return list(out)
+
+
+__all__ = ["ENGINES", "ENV", "EngineConfig", "PMREORDER_DEFAULT", "STRATEGY", "Sections", "engine_states",
+           "marker_name", "parse_markers"]
