@@ -105,12 +105,14 @@ def _verdict(stage: str, end: RunEnd) -> Verdict:
 def telling_line(v: Verdict) -> str:
     """The line of the failing command's output that says why it failed, "" if none does: the
     first error-looking line of its stderr, else stderr's first line, else the first error-looking
-    line of its stdout. Never a banner or progress line of stdout alone: then the exit status or
-    signal (`how`) says it all."""
+    line of its stdout, else (a checker that says why on stdout alone, as many pmreorder checkers
+    do: `puts("b persisted without a")`) stdout's last line, which the exit status or signal
+    (`how`) is shown before."""
     err = [ln.strip() for ln in v.errors.splitlines() if ln.strip()]
     stdout_part = v.output[:len(v.output) - len(v.errors)] if v.errors and v.output.endswith(v.errors) else v.output
     out = [ln.strip() for ln in stdout_part.splitlines() if ln.strip()]
-    telling = [ln for ln in err if ERROR_LOOKING.search(ln)] + err[:1] + [ln for ln in out if ERROR_LOOKING.search(ln)]
+    telling = ([ln for ln in err if ERROR_LOOKING.search(ln)] + err[:1]
+               + [ln for ln in out if ERROR_LOOKING.search(ln)] + out[-1:])
     return telling[0] if telling else ""
 
 
