@@ -15,6 +15,7 @@ each:
   harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
   harness/check/torn_store.py        whether a failing state's cause is a store that persisted in part
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
+  harness/check/checker_fixes.py     fixes across bugs: other bugs' proven fixes applied (unmasking), proofs
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashcheck.crashsim.explore into the runner and hands
@@ -43,7 +44,7 @@ from crashcheck.harness.check.hangs import HangTally, hang_limit, recheck
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.pending import pending_hint
 from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
-                              oracle_point, result_dict, site_key, store_site)
+                              oracle_point, result_dict)
 from crashcheck.harness.check.judging import HistoryJudge
 from crashcheck.harness.check.recovery_crashes import crash_recoveries, worth_crashing
 from crashcheck.harness.check.session import Session, history_text
@@ -51,7 +52,8 @@ from crashcheck.harness.check.schedule_shrink import shown, shrink_schedule, swi
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.check.state_shrink import shrink_state
 from crashcheck.harness.check.without_crash import without_crash
-from crashcheck.harness.check.fix_search import about_ordering, candidates, describe, prove, search_fix
+from crashcheck.harness.check.fix_search import search_fix
+from crashcheck.harness.check.checker_fixes import CheckerFixes
 from crashcheck.harness.check.perf_tally import PerfTally
 from crashcheck.harness.target.structures import Structure
 from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
@@ -68,7 +70,7 @@ def first_op_event(ops, trace: Trace) -> int:
                 len(trace.events))
 
 
-class Checker:
+class Checker(CheckerFixes):
     """Checks histories for one structure (or seeded-bug variant) with one runner process."""
 
     def __init__(self, structure: Structure, bug: str | None, settings: Settings,
@@ -379,54 +381,6 @@ class Checker:
             f.without_crash = without_crash(self, outcome.ops, oracle, f)
             if fix and self.settings.fixes and not self.budget.expired():
                 f.fix = search_fix(self.session, trace, oracle, f)
-
-    def likely_fix(self, outcome: HistoryOutcome, f: Finding) -> tuple:
-        """The edits the fix search would try first for F (fix_search.candidates), or ()."""
-        if not about_ordering(f) or outcome.trace is None:
-            return ()
-        found = candidates(outcome.trace, f)
-        return found[0].edits if found else ()
-
-    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = ()) -> None:
-        """F's fix, for a finding finalize shrank without one, with the run's other bugs unmasked
-        (known_fixes, applied in simulation). When the known fixes together make F's history
-        pass, F is a symptom of their bugs and gets no fix of its own: F.removed_by names each
-        known fix without which the history fails again, first those that edit a store F's state
-        loses (harness/triage/bugs.py folds F into the first one's bug). Else the search applies
-        every known fix with each candidate (harness/check/fix_search.py), and the fix found
-        joins the known ones. HINTS: edits applied with every candidate too (the likely fixes of
-        other bugs none of whose fixes is proven yet, when each masks the other)."""
-        if (not self.settings.fixes or self.budget.expired() or not about_ordering(f)
-                or threads.is_threaded(outcome.ops) or outcome.trace is None):
-            return
-        trace = outcome.trace
-        lines = self.trace(outcome.ops)[1]
-        oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
-        known = list(self.known_fixes.items())
-        every = tuple(e for _, edits in known for e in edits)
-        if known and prove(self.session, trace, oracle, every):
-            needed = [words for words, edits in known
-                      if prove(self.session, trace, oracle, tuple(e for e in every if e not in edits)) is False]
-            lost = {site_key(trace, store_site(trace, p)) for p in f.lost}
-            mine = [w for w, edits in known if w in needed and any({e.anchor, e.other} & lost for e in edits)]
-            f.removed_by.extend(w for w in mine + [w for w in needed if w not in mine] if w not in f.removed_by)
-            if not f.removed_by:
-                f.removed_by.append(known[0][0])      # any one of them removes it
-            return
-        f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every))
-        if f.fix is not None and f.fix.found:
-            self.known_fixes.setdefault(describe(f.fix.edits), f.fix.edits)
-
-    def prove_fix(self, ops: list, edits: tuple, also: tuple = ()) -> bool | None:
-        """Whether the fix EDITS (harness/check/fix_search.py, found on another history; with
-        ALSO, other bugs' fixes) makes every crash state of history OPS pass; None when it cannot
-        tell (the history does not fail without it either, is threaded, or the time ran out)."""
-        if threads.is_threaded(ops) or self.budget.expired():
-            return None
-        trace, lines = self.trace(ops)
-        if self.crash_free_findings(ops, lines, trace):
-            return None
-        return prove(self.session, trace, self.oracle(ops, trace, lines, self.followup(ops)), edits, also)
 
 
 def coverage_key(f: Finding):
