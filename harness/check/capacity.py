@@ -10,13 +10,13 @@ it is the capacity crossed. The first KIND_WARMUP operations of each kind only l
 path; a capacity below that is crossed inside the checked part of plain histories already.
 
 Also owns `crossed`: which points a checked history crossed, told by the same new sites firing
-inside its checked (not load) operations. A structure that declares thresholds (expect.json) is
-never probed: its declaration overrides. Never draws histories (specs/threshold_histories.py
+inside its checked (not load) operations. A structure that declares thresholds (expect.json) gets
+those as its points (`declared`), read from the same probe run: the probe's insert of key C + 1. Never draws histories (specs/threshold_histories.py
 `observed` does, from the points' keys) and never decides what is a bug.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crashcheck.crashsim.trace import NO_SITE, Trace
 from crashcheck.specs.capacity_probe import MAX_POINT, probe_history
@@ -40,13 +40,16 @@ class CapacityPoint:
     index: int              # that operation's index in the probe's history
     marks: frozenset        # what the operation did first (op_marks): crossing it shows these
     where: str              # the first new store's site, in words
+    declared: bool = False  # a threshold of expect.json (with no marks: crossed by the keys held)
+    why: str = ""           # why no history can cross it in this run (the point is listed, not drawn)
 
     @property
     def label(self) -> str:
-        return f"{self.on} at {self.keys} keys ({self.where})" if self.where else f"{self.on} at {self.keys} keys"
+        said = "; ".join(x for x in ("declared" if self.declared else "", self.where) if x)
+        return f"{self.on} at {self.keys} keys ({said})" if said else f"{self.on} at {self.keys} keys"
 
     def as_json(self) -> dict:
-        return {"on": self.on, "keys": self.keys, "where": self.where}
+        return {"on": self.on, "keys": self.keys, "where": self.where, "declared": self.declared}
 
 
 def op_marks(trace: Trace) -> dict[int, set]:
@@ -102,23 +105,44 @@ def _where(new: set, trace: Trace | None) -> str:
     return ""
 
 
+def declared(thresholds, ops: list, marks: dict[int, set], trace: Trace | None) -> list[CapacityPoint]:
+    """The points of declared THRESHOLDS (expect.json keys), one insert point each at the probe's
+    operation that inserts key C + 1 (OPS, traced as MARKS): marked by what it did that no earlier
+    insert did, when it did something new (a chunk chained by a new store), else crossed by the
+    keys a checked insert finds (C before it)."""
+    out = []
+    for cap in sorted(set(thresholds)):
+        if cap >= len(ops) or ops[cap].kind != "insert":
+            continue
+        before = set().union(*(marks.get(i, set()) for i in range(cap) if ops[i].kind == "insert"))
+        new = frozenset(marks.get(cap, set()) - before)
+        out.append(CapacityPoint("insert", cap, cap, new, _where(new, trace), declared=True))
+    return out
+
+
 def observe(checker, deadline: float | None = None) -> list[CapacityPoint]:
     """The capacity points of CHECKER's structure, from one traced crash-free run of the probe's
-    history, ended at DEADLINE (time.monotonic()) if it is not done; none for a structure that
-    declares thresholds, is not a map, or whose probe run fails or runs out of time (the fuzz run
-    finds out why on its own)."""
+    history, ended at DEADLINE (time.monotonic()) if it is not done: its declared thresholds'
+    (declared) or else the observed ones (points); none for a structure that is not a map, or
+    whose probe run fails or runs out of time (the fuzz run finds out why on its own). A point no
+    history can cross cheaply carries its reason (`why`)."""
     s = checker.structure
-    if s.thresholds or checker.model.name != "ordered_map" or not s.has_pm:
+    if checker.model.name != "ordered_map" or not s.has_pm:
         return []
     ops = probe_history(s.key_kind, s.value_size, s.map_ops, s.reserved_keys)
     try:
         trace, _lines = checker.trace(ops, deadline)
     except Exception:      # noqa: BLE001 - a failing probe only means no points are known
-        return []
-    out = points(ops, op_marks(trace), trace)
+        return [CapacityPoint("insert", k, k, frozenset(), "", declared=True,
+                              why="the probe's run failed or ran out of time") for k in sorted(set(s.thresholds))]
+    marks = op_marks(trace)
+    out = declared(s.thresholds, ops, marks, trace) if s.thresholds else points(ops, marks, trace)
     # the lines the probe's run leaves pending at its last crash point, under the run's model
-    if out and len(checker.point_at(trace, -1).pending_lines) > PENDING_MAX:
-        return []
+    pending = len(checker.point_at(trace, -1).pending_lines) if out else 0
+    if pending > PENDING_MAX:
+        why = (f"the structure leaves {pending} lines pending under {checker.settings.model} after the "
+               f"probe's run (more than {PENDING_MAX}): every checked state of a loaded history would carry them")
+        return [replace(p, why=why) for p in out]
     return out
 
 
@@ -132,7 +156,23 @@ def crossed(pts: list[CapacityPoint], ops: list, trace: Trace | None, load: int)
     for i, m in op_marks(trace).items():
         if load <= i < len(ops):
             done.setdefault(getattr(ops[i], "kind", ""), set()).update(m)
-    return [p for p in pts if p.marks & done.get(p.on, set())]
+    held = _inserts_at(ops, load) if any(not p.marks for p in pts) else set()
+    return [p for p in pts if (p.marks & done.get(p.on, set()) if p.marks else p.on == "insert" and p.keys in held)]
 
 
-__all__ = ["CapacityPoint", "crossed", "observe", "op_marks", "points"]
+def _inserts_at(ops: list, load: int) -> set[int]:
+    """The numbers of keys a map held before each checked insert of a new key in OPS (from LOAD on)."""
+    present: set = set()
+    out = set()
+    for i, op in enumerate(ops):
+        kind, key = getattr(op, "kind", ""), getattr(op, "key", None)
+        if kind == "insert" and key not in present:
+            if i >= load:
+                out.add(len(present))
+            present.add(key)
+        elif kind == "delete":
+            present.discard(key)
+    return out
+
+
+__all__ = ["CapacityPoint", "crossed", "declared", "observe", "op_marks", "points"]

@@ -55,6 +55,12 @@ class Stats:
     # capacity points a probe run observed (harness/check/capacity.py), each with the number of
     # checked histories that crossed it inside their checked part
     capacity: dict = field(default_factory=dict)
+    # why a point of `capacity` was not crossed, when the run knows (its label -> the reason)
+    capacity_why: dict = field(default_factory=dict)
+    # the histories drawn to cross each point (harness/run/search.py `_cross_points`; part of
+    # `histories`) and the seconds they took: the cost of crossing
+    capacity_histories: int = _count("")
+    capacity_s: float = _count("")
 
     @staticmethod
     def counts() -> list[str]:
@@ -82,6 +88,10 @@ class Stats:
             self.perf = PerfTally().add(self.perf).add(other.perf)
         for label, n in other.capacity.items():
             self.capacity[label] = self.capacity.get(label, 0) + n
+        for label, why in other.capacity_why.items():
+            self.capacity_why.setdefault(label, why)
+        for label in [k for k in self.capacity_why if self.capacity.get(k)]:
+            del self.capacity_why[label]      # crossed by another share after all
 
     def as_json(self) -> dict:
         out: dict = {}
@@ -91,7 +101,7 @@ class Stats:
             value = getattr(self, f.name)
             if f.name == "states_legal" and value >= EXACT_LIMIT:
                 value = str(value)
-            out[f.name] = round(value, 2) if f.name == "elapsed_s" else value
+            out[f.name] = round(value, 2) if f.name in ("elapsed_s", "capacity_s") else value
             if f.name == "points_sampled":
                 out["points_complete"] = self.crash_points - self.points_sampled
         out["states_per_s"] = round(self.states_explored / self.elapsed_s, 1) if self.elapsed_s else 0.0
@@ -100,7 +110,7 @@ class Stats:
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
 # not checked are told per target.
-TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity", "max_ops")   # (capacity: per structure)
+TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity", "capacity_why", "max_ops")   # (capacity: per structure)
 
 
 @dataclass

@@ -57,7 +57,7 @@ from crashcheck.harness.core.budget import Budget, OutOfTime, signal_name, swall
 from crashcheck.harness.core.errors import DriverFailure, UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
-from crashcheck.harness.run.config import Config, batches
+from crashcheck.harness.run.config import LANES, Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import CLASS_ORDER, FOUND, Abort, Found, ShrinkSpent, batch_end, raise_found
@@ -78,6 +78,11 @@ CRASH_FREE_TRY = 0.1
 
 
 PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
+# Histories drawn to cross each capacity point in every run (`_cross_points`), and the most
+# checked operations each has: the crossing operation (up to 3 with the 0-2 before it) and
+# little else, so a crossing costs about what a short plain history does.
+CROSS_EXAMPLES = 3
+CROSS_OPS = 3
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -133,6 +138,7 @@ class Search(DeterminismProbes):
             self.checker = checker
             try:
                 lanes = LaneOps(self.config, self._strategies(checker))
+                self._cross_points(checker)
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -174,8 +180,45 @@ class Search(DeterminismProbes):
         self.capacity = capacity.observe(checker, time.monotonic() + probe_s)
         for p in self.capacity:
             self.stats.capacity.setdefault(p.label, 0)
-        points = tuple((p.on, p.keys, p.index) for p in self.capacity)
+            if p.why:
+                self.stats.capacity_why[p.label] = p.why
+        # (points no history can cross cheaply are listed, never drawn; declared ones are drawn
+        # the way threshold_histories.crossing draws them)
+        points = tuple((p.on, p.keys, p.index) for p in self.capacity if not p.why and not p.declared)
+        if self.config.history is not None:
+            # `crashcheck check --history`: exactly the user's history (its crossings counted too)
+            return lambda config: strategies.given_history(config.history)
         return lambda config: strategies.for_target(self.target, config, checker.model, points)
+
+    def _cross_points(self, checker: Checker) -> None:
+        """Before the drawn histories: CROSS_EXAMPLES histories that cross each capacity point
+        (the probe's operations up to just before it as their load, never crash-checked, then at
+        most CROSS_OPS checked operations around it), so every point is crossed in every run, under
+        every model, not when the draws happen to. Point i is a batch of lane i % lanes, numbered
+        -1 - i, run by the share that runs that lane: the same histories with any --jobs. A point
+        the budget leaves no time for is listed as not crossed, with that reason."""
+        if self.config.history is not None:
+            return              # `crashcheck check --history`: the user's history only
+        lanes = max(LANES, self.config.jobs)
+        for i, p in enumerate(self.capacity):
+            if p.why or (i % lanes) % max(1, self.config.jobs) != self.share:
+                continue
+            if self.budget.search_over():
+                self.stats.capacity_why.setdefault(p.label, "the budget ran out before its crossing histories")
+                continue
+            strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
+                                             cross=(p.on, p.keys, p.index))
+            t0, n0 = time.monotonic(), self.stats.histories
+            checker.aimer.lane = i % lanes
+            try:
+                self._batch(strategy, -1 - i, i % lanes, CROSS_EXAMPLES)
+            finally:
+                self.stats.capacity_histories += self.stats.histories - n0
+                self.stats.capacity_s += time.monotonic() - t0
+            if not self.stats.capacity.get(p.label):
+                self.stats.capacity_why.setdefault(
+                    p.label, f"its {CROSS_EXAMPLES} crossing histories never ran the point's new path "
+                             "inside a checked operation")
 
     # -- one batch --------------------------------------------------------------------------
 
