@@ -143,3 +143,17 @@ def test_a_structure_leaving_lines_pending_gets_its_points_listed_with_the_reaso
     assert (125, "") in seen["eadr"], seen
     assert [k for k, _ in seen["adr"]] == [k for k, _ in seen["eadr"]], seen
     assert all("lines pending under adr" in why for _, why in seen["adr"]), seen
+
+
+def test_every_point_is_crossed_in_every_run_declared_ones_too(trees_built, tmp_path):
+    # WOART declares its NODE48's 48 children (expect.json): listed as a point of its own and
+    # crossed by the histories every run draws to cross each point, with a single drawn history
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.run.search import CROSS_EXAMPLES
+    r = fuzz_target("woart", None, Settings(seed=2), Config(examples=1, budget=None), bugdir=tmp_path)
+    [(label, n)] = r.stats.capacity.items()
+    assert label.startswith("insert at 48 keys (declared") and n >= 1, r.stats.capacity
+    assert r.stats.capacity_histories == CROSS_EXAMPLES and r.stats.capacity_s > 0
+    assert r.stats.histories == 1 + CROSS_EXAMPLES and not r.stats.capacity_why
