@@ -184,7 +184,7 @@ class Search(DeterminismProbes):
                 self.stats.capacity_why[p.label] = p.why
         # (points no history can cross cheaply are listed, never drawn; declared ones are drawn
         # the way threshold_histories.crossing draws them)
-        points = tuple((p.on, p.keys, p.index) for p in self.capacity if not p.why and not p.declared)
+        points = tuple(p.drawn for p in self.capacity if not p.why and not p.declared)
         if self.config.history is not None:
             # `crashcheck check --history`: exactly the user's history (its crossings counted too)
             return lambda config: strategies.given_history(config.history)
@@ -207,7 +207,7 @@ class Search(DeterminismProbes):
                 self.stats.capacity_why.setdefault(p.label, "the budget ran out before its crossing histories")
                 continue
             strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
-                                             cross=(p.on, p.keys, p.index))
+                                             cross=p.drawn)
             t0, n0 = time.monotonic(), self.stats.histories
             checker.aimer.lane = i % lanes
             try:
