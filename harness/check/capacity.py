@@ -29,7 +29,7 @@ KIND_WARMUP = WARMUP    # operations of a kind that only learn its ordinary path
 # ran for 20 minutes, one to 32 keys took 3x a plain history). Such a run gets no points: its
 # plain histories' bulk loads (17-48 keys) still come.
 PENDING_MAX = 64
-MAX_POINTS = 4          # points kept per direction, the smallest first
+MAX_POINTS = 5          # points kept per direction (and per pattern), the first the probe meets
 STORES = ("store", "ntstore")
 
 

@@ -98,6 +98,9 @@ class Stats:
         for f in fields(self):
             if f.name == "perf":
                 continue          # its own section of the row (Results.as_json)
+            if f.name == "capacity_why":     # (a point crossed after all needs no reason)
+                out[f.name] = {k: v for k, v in self.capacity_why.items() if not self.capacity.get(k)}
+                continue
             value = getattr(self, f.name)
             if f.name == "states_legal" and value >= EXACT_LIMIT:
                 value = str(value)
