@@ -158,3 +158,36 @@ def test_every_point_is_crossed_in_every_run_declared_ones_too(trees_built, tmp_
     assert label.startswith("insert at 48 keys (declared") and n >= 1, r.stats.capacity
     assert r.stats.capacity_histories == CROSS_EXAMPLES and r.stats.capacity_s > 0
     assert r.stats.histories == 1 + CROSS_EXAMPLES and not r.stats.capacity_why
+
+
+def test_a_delete_that_runs_a_new_path_on_the_full_structure_is_a_point():
+    # (issue 50) the warm-up learns the ordinary delete on a small structure, so a path the first
+    # delete of the full structure runs (entries moved back from a level that had been full) is
+    # a point, where learning from the first deletes of the full structure hid it
+    ops = probe_history()
+    events, present = [], 0
+    for i, op in enumerate(ops):
+        events += [ev("op_begin", i), ev("store", site=LEAF)]
+        if op.kind == "delete" and present > 100:
+            events.append(ev("store", site=SHRINK))
+        present += 1 if op.kind == "insert" else -1
+        events.append(ev("op_end", i))
+    pts = points(ops, op_marks(NS(events=events)))
+    assert [(p.on, p.keys) for p in pts] == [("delete", PROBE_KEYS)]
+
+
+def test_a_pattern_of_colliding_keys_reaches_a_point_the_main_history_did_not():
+    from crashcheck.specs.capacity_probe import PATTERN_KEYS, PATTERNS, pattern_keys
+    keys = [int.from_bytes(k, "big") for k in pattern_keys()]
+    assert len(keys) == PATTERN_KEYS and len({k % 256 for k in keys}) == 1
+    ops = probe_history(pattern=PATTERNS[0])
+    assert [op.kind for op in ops] == ["insert"] * PATTERN_KEYS + ["delete"] * PATTERN_KEYS
+    assert probe_history(pattern=PATTERNS[1])[PATTERN_KEYS].key == ops[PATTERN_KEYS - 1].key   # newest first
+    # the main history learnt the ordinary insert and delete (no warm-up in a pattern): the
+    # pattern's first delete, which moves an entry back up, is a point labelled with the pattern
+    learnt = {"insert": {("store", LEAF)}, "delete": {("store", LEAF)}}
+    marks = {i: {("store", LEAF)} for i in range(len(ops))}
+    marks[PATTERN_KEYS].add(("store", SPLIT))
+    [p] = points(ops, marks, None, learnt, PATTERNS[0])
+    assert (p.on, p.keys, p.index) == ("delete", PATTERN_KEYS, PATTERN_KEYS)
+    assert p.label == f"delete at {PATTERN_KEYS} keys ({PATTERNS[0]})" and p.drawn[-1] == PATTERNS[0]
