@@ -136,9 +136,10 @@ class Search(DeterminismProbes):
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
+            crossing: list = []          # capacity points still to cross (_crossings)
             try:
                 lanes = LaneOps(self.config, self._strategies(checker))
-                self._cross_points(checker)
+                crossing[:] = self._crossings()
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -149,6 +150,9 @@ class Search(DeterminismProbes):
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break
+                    self._cross_points(checker, crossing, lane)
+                else:
+                    self._cross_points(checker, crossing, None)     # (--examples: those left)
             except OutOfTime:
                 pass
             except Abort as exc:
@@ -158,6 +162,8 @@ class Search(DeterminismProbes):
             except Exception:      # noqa: BLE001 - an internal error: keep what was found
                 self.error = traceback.format_exc()
             self.interrupted = self.interrupted or swallowed_signal()
+            for _i, p in crossing:
+                self.stats.capacity_why.setdefault(p.label, "the run ended before its crossing histories")
             self.decided.clear()
             self._shrink_states()
         self.stats.elapsed_s = time.monotonic() - self.t0
@@ -190,22 +196,31 @@ class Search(DeterminismProbes):
             return lambda config: strategies.given_history(config.history)
         return lambda config: strategies.for_target(self.target, config, checker.model, points)
 
-    def _cross_points(self, checker: Checker) -> None:
-        """Before the drawn histories: CROSS_EXAMPLES histories that cross each capacity point
-        (the probe's operations up to just before it as their load, never crash-checked, then at
-        most CROSS_OPS checked operations around it), so every point is crossed in every run, under
-        every model, not when the draws happen to. Point i is a batch of lane i % lanes, numbered
-        -1 - i, run by the share that runs that lane: the same histories with any --jobs. A point
-        the budget leaves no time for is listed as not crossed, with that reason."""
+    def _crossings(self) -> list:
+        """The capacity points this share draws histories to cross, as (i, point): point i is a
+        batch of lane i % lanes, run by the share that runs that lane (the same histories with
+        any --jobs); none for `crashcheck check --history` (the user's history only)."""
         if self.config.history is not None:
-            return              # `crashcheck check --history`: the user's history only
+            return []
         lanes = max(LANES, self.config.jobs)
-        for i, p in enumerate(self.capacity):
-            if p.why or (i % lanes) % max(1, self.config.jobs) != self.share:
-                continue
+        return [(i, p) for i, p in enumerate(self.capacity)
+                if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
+
+    def _cross_points(self, checker: Checker, crossing: list, lane: int | None) -> None:
+        """After a drawn batch of LANE: CROSS_EXAMPLES histories that cross each point of CROSSING
+        (taken off it) that belongs to LANE, or every one once half the time budget is gone (or,
+        LANE None, after the last batch): the probe's operations up to just before the point as
+        their load, never crash-checked, then at most CROSS_OPS checked operations around it. So
+        every point is crossed in every run under every model, not when the draws happen to, and
+        a bug plain histories find is not kept waiting behind them. Numbered -1 - i (Hypothesis's
+        seed) in lane i % lanes."""
+        lanes = max(LANES, self.config.jobs)
+        budget = self.config.budget
+        late = lane is None or bool(budget and time.monotonic() - self.budget.start > budget / 2)
+        for i, p in [x for x in crossing if late or x[0] % lanes == lane]:
             if self.budget.search_over():
-                self.stats.capacity_why.setdefault(p.label, "the budget ran out before its crossing histories")
-                continue
+                return
+            crossing.remove((i, p))
             strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
                                              cross=p.drawn)
             t0, n0 = time.monotonic(), self.stats.histories
