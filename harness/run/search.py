@@ -83,6 +83,7 @@ PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
 # little else, so a crossing costs about what a short plain history does.
 CROSS_EXAMPLES = 3
 CROSS_OPS = 3
+CROSS_GUESS_S = 1.0      # a crossing history's seconds, before the run has timed one
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -206,17 +207,25 @@ class Search(DeterminismProbes):
         return [(i, p) for i, p in enumerate(self.capacity)
                 if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
 
+    def _late(self, left: int) -> bool:
+        """Whether the time budget has only about twice what LEFT points' crossing histories are
+        expected to take (as those of this run took so far, else CROSS_GUESS_S each) left."""
+        soft = self.budget.soft
+        if soft is None or not left:
+            return False
+        each = self.stats.capacity_s / self.stats.capacity_histories if self.stats.capacity_histories else CROSS_GUESS_S
+        return soft - time.monotonic() < 2 * left * CROSS_EXAMPLES * each
+
     def _cross_points(self, checker: Checker, crossing: list, lane: int | None) -> None:
         """After a drawn batch of LANE: CROSS_EXAMPLES histories that cross each point of CROSSING
-        (taken off it) that belongs to LANE, or every one once half the time budget is gone (or,
-        LANE None, after the last batch): the probe's operations up to just before the point as
+        (taken off it) that belongs to LANE, or every one once the time budget has little more left
+        than they need (_late; or, LANE None, after the last batch): the probe's operations up to just before the point as
         their load, never crash-checked, then at most CROSS_OPS checked operations around it. So
         every point is crossed in every run under every model, not when the draws happen to, and
         a bug plain histories find is not kept waiting behind them. Numbered -1 - i (Hypothesis's
         seed) in lane i % lanes."""
         lanes = max(LANES, self.config.jobs)
-        budget = self.config.budget
-        late = lane is None or bool(budget and time.monotonic() - self.budget.start > budget / 2)
+        late = lane is None or self._late(len(crossing))
         for i, p in [x for x in crossing if late or x[0] % lanes == lane]:
             if self.budget.search_over():
                 return
