@@ -83,7 +83,7 @@ PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
 # little else, so a crossing costs about what a short plain history does.
 CROSS_EXAMPLES = 3
 CROSS_OPS = 3
-CROSS_GUESS_S = 1.0      # a crossing history's seconds, before the run has timed one
+CROSS_SHARE = 0.25       # of a time budget: its last part, where the crossing histories run
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -151,9 +151,9 @@ class Search(DeterminismProbes):
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break
-                    self._cross_points(checker, crossing, lane)
+                    self._cross_points(checker, crossing, last=False)
                 else:
-                    self._cross_points(checker, crossing, None)     # (--examples: those left)
+                    self._cross_points(checker, crossing, last=True)     # (--examples: after the last batch)
             except OutOfTime:
                 pass
             except Abort as exc:
@@ -198,51 +198,48 @@ class Search(DeterminismProbes):
         return lambda config: strategies.for_target(self.target, config, checker.model, points)
 
     def _crossings(self) -> list:
-        """The capacity points this share draws histories to cross, as (i, point): point i is a
-        batch of lane i % lanes, run by the share that runs that lane (the same histories with
-        any --jobs); none for `crashcheck check --history` (the user's history only)."""
+        """The capacity points this share draws histories to cross, as (i, point): point i's are
+        run by the share that runs lane i % lanes (the same histories with any --jobs); none for
+        `crashcheck check --history` (the user's history only)."""
         if self.config.history is not None:
             return []
         lanes = max(LANES, self.config.jobs)
         return [(i, p) for i, p in enumerate(self.capacity)
                 if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
 
-    def _late(self, left: int) -> bool:
-        """Whether the time budget has only about twice what LEFT points' crossing histories are
-        expected to take (as those of this run took so far, else CROSS_GUESS_S each) left."""
+    def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:
+        """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
+        --examples run): histories that cross each point of CROSSING (taken off it), the probe's
+        operations up to just before the point as their load, never crash-checked, then at most
+        CROSS_OPS checked operations around it; CROSS_EXAMPLES of them, or under a time budget as
+        many as the drawn histories left short of that. So every point is crossed in every run,
+        under every model, not when the draws happen to, and bugs drawn histories find are never
+        kept waiting behind them. A point the budget leaves no time for says so. Point i's batch
+        is numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
         soft = self.budget.soft
-        if soft is None or not left:
-            return False
-        each = self.stats.capacity_s / self.stats.capacity_histories if self.stats.capacity_histories else CROSS_GUESS_S
-        return soft - time.monotonic() < 2 * left * CROSS_EXAMPLES * each
-
-    def _cross_points(self, checker: Checker, crossing: list, lane: int | None) -> None:
-        """After a drawn batch of LANE: CROSS_EXAMPLES histories that cross each point of CROSSING
-        (taken off it) that belongs to LANE, or every one once the time budget has little more left
-        than they need (_late; or, LANE None, after the last batch): the probe's operations up to just before the point as
-        their load, never crash-checked, then at most CROSS_OPS checked operations around it. So
-        every point is crossed in every run under every model, not when the draws happen to, and
-        a bug plain histories find is not kept waiting behind them. Numbered -1 - i (Hypothesis's
-        seed) in lane i % lanes."""
+        if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
+            return
         lanes = max(LANES, self.config.jobs)
-        late = lane is None or self._late(len(crossing))
-        for i, p in [x for x in crossing if late or x[0] % lanes == lane]:
+        for i, p in list(crossing):
             if self.budget.search_over():
                 return
             crossing.remove((i, p))
+            # (with --examples always all of them, so the histories do not depend on --jobs)
+            n = CROSS_EXAMPLES - (0 if soft is None else self.stats.capacity.get(p.label, 0))
+            if n <= 0:
+                continue
             strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
                                              cross=p.drawn)
             t0, n0 = time.monotonic(), self.stats.histories
             checker.aimer.lane = i % lanes
             try:
-                self._batch(strategy, -1 - i, i % lanes, CROSS_EXAMPLES)
+                self._batch(strategy, -1 - i, i % lanes, n)
             finally:
                 self.stats.capacity_histories += self.stats.histories - n0
                 self.stats.capacity_s += time.monotonic() - t0
             if not self.stats.capacity.get(p.label):
                 self.stats.capacity_why.setdefault(
-                    p.label, f"its {CROSS_EXAMPLES} crossing histories never ran the point's new path "
-                             "inside a checked operation")
+                    p.label, f"its {n} crossing histories never ran the point's new path inside a checked operation")
 
     # -- one batch --------------------------------------------------------------------------
 
