@@ -84,6 +84,9 @@ PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
 CROSS_EXAMPLES = 3
 CROSS_OPS = 3
 CROSS_SHARE = 0.25       # of a time budget: its last part, where the crossing histories run
+# With --examples, one per point after the last batch: the count cannot depend on what this
+# share's draws crossed (--jobs would change the histories), and every test run pays for it.
+CROSS_FIXED = 1
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -211,8 +214,8 @@ class Search(DeterminismProbes):
         """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
         --examples run): histories that cross each point of CROSSING (taken off it), the probe's
         operations up to just before the point as their load, never crash-checked, then at most
-        CROSS_OPS checked operations around it; CROSS_EXAMPLES of them, or under a time budget as
-        many as the drawn histories left short of that. So every point is crossed in every run,
+        CROSS_OPS checked operations around it: under a time budget as many as the drawn
+        histories left short of CROSS_EXAMPLES crossings, with --examples CROSS_FIXED. So every point is crossed in every run,
         under every model, not when the draws happen to, and bugs drawn histories find are never
         kept waiting behind them. A point the budget leaves no time for says so. Point i's batch
         is numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
@@ -224,8 +227,8 @@ class Search(DeterminismProbes):
             if self.budget.search_over():
                 return
             crossing.remove((i, p))
-            # (with --examples always all of them, so the histories do not depend on --jobs)
-            n = CROSS_EXAMPLES - (0 if soft is None else self.stats.capacity.get(p.label, 0))
+            # (with --examples always CROSS_FIXED, so the histories do not depend on --jobs)
+            n = CROSS_FIXED if soft is None else CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
             if n <= 0:
                 continue
             strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,

@@ -152,12 +152,12 @@ def test_every_point_is_crossed_in_every_run_declared_ones_too(trees_built, tmp_
     from crashcheck.harness.core.settings import Settings
     from crashcheck.harness.run.config import Config
     from crashcheck.harness.run.plan import fuzz_target
-    from crashcheck.harness.run.search import CROSS_EXAMPLES
+    from crashcheck.harness.run.search import CROSS_FIXED
     r = fuzz_target("woart", None, Settings(seed=2), Config(examples=1, budget=None), bugdir=tmp_path)
     [(label, n)] = r.stats.capacity.items()
     assert label.startswith("insert at 48 keys (declared") and n >= 1, r.stats.capacity
-    assert r.stats.capacity_histories == CROSS_EXAMPLES and r.stats.capacity_s > 0
-    assert r.stats.histories == 1 + CROSS_EXAMPLES and not r.stats.capacity_why
+    assert r.stats.capacity_histories == CROSS_FIXED and r.stats.capacity_s > 0
+    assert r.stats.histories == 1 + CROSS_FIXED and not r.stats.capacity_why
 
 
 def test_a_delete_that_runs_a_new_path_on_the_full_structure_is_a_point():
