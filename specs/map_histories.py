@@ -171,7 +171,7 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
                     key_kind: str = "u64", value_size: int = 8, value_min: int | None = None,
                     max_keys: int = 8, map_ops: Sequence[str] | None = None,
                     thresholds: Sequence[int] = (), capacity: Sequence[tuple] = (),
-                    reserved_keys: Sequence[bytes] = (), **_) -> list[Op]:
+                    reserved_keys: Sequence[bytes] = (), cross_only: bool = False, **_) -> list[Op]:
     """A history of MIN_OPS..MAX_OPS operations over at most MAX_KEYS distinct keys, with values
     of VALUE_SIZE bytes, or (for a structure taking VALUE_MIN..VALUE_SIZE bytes) of every
     multiple of 8 in that range. MAP_OPS: the operations the structure has (`driver info`
@@ -179,7 +179,8 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
     THRESHOLDS: capacities the structure declares (expect.json); a quarter of the histories then
     cross one of them (specs/threshold_histories.py). CAPACITY: without THRESHOLDS, the points a
     probe run observed ((on, keys, index), harness/check/capacity.py); a quarter of the histories
-    then cross one the way the probe did (threshold_histories.observed)."""
+    then cross one the way the probe did (threshold_histories.observed); with CROSS_ONLY, every
+    history does (a run's histories drawn to cross each point a few times, harness/run/search.py)."""
     have = set(_KINDS if map_ops is None else map_ops)
     if not {"insert", "lookup"} <= have:
         raise ValueError("a map structure needs at least insert and lookup")
@@ -204,7 +205,7 @@ def drawn_histories(draw, *, keys: str = "mixed", mix: str = "mixed", min_ops: i
             thresholds=thresholds, key_pool=key_pool, key_kind=key_kind, value_sizes=sizes or [8],
             kinds=_kinds(mix, have), have=have, max_ops=max_ops, min_ops=min_ops, random_ops=random_ops,
             value_size=value_size, value_min=value_min))
-    if capacity and not thresholds and draw(st.integers(0, 3)) == 0:
+    if capacity and not thresholds and (cross_only or draw(st.integers(0, 3)) == 0):
         return draw(threshold_histories.observed(
             points=capacity, key_kind=key_kind, value_size=value_size, values=values, kinds=_kinds(mix, have),
             have=have, max_ops=max_ops, min_ops=min_ops, random_ops=random_ops, value_min=value_min,

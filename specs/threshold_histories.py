@@ -88,14 +88,15 @@ def crossing(draw, *, thresholds, key_pool, key_kind, value_sizes, kinds, have, 
 def observed(draw, *, points, key_kind, value_size, values, kinds, have, max_ops, min_ops=1, random_ops,
              value_min, reserved=()):
     """One history that crosses a capacity point a probe run observed (harness/check/capacity.py):
-    POINTS are (on, keys, index) of the probe's history (specs/capacity_probe.py). The load phase
+    POINTS are (on, keys, index[, pattern]) of the probe's history (specs/capacity_probe.py; a
+    pattern's own history when one is named). The load phase
     replays the probe's history up to just before the point (S of 0..2 operations earlier), the
     checked part runs the S + 1 operations that cross it (key KEYS + 1 inserted, or the structure
     shrunk from KEYS keys by a delete), then random operations over the probe's keys near it,
     with values drawn from VALUES."""
     from crashcheck.specs.capacity_probe import probe_history
-    on, keys, index = draw(st.sampled_from(sorted(points)))
-    probe = probe_history(key_kind, value_size, sorted(have), reserved, n=index + 4)
+    on, keys, index, *pattern = draw(st.sampled_from(sorted(points)))
+    probe = probe_history(key_kind, value_size, sorted(have), reserved, n=index + 4, pattern=pattern[0] if pattern else "")
     s = draw(st.integers(0, min(2, max_ops - 1, index)))
     load, checked = probe[:index - s], probe[index - s:index + 1]
     pool = list(dict.fromkeys(op.key for op in probe[max(0, index - 8):index + 4]))

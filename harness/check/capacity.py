@@ -10,18 +10,18 @@ it is the capacity crossed. The first KIND_WARMUP operations of each kind only l
 path; a capacity below that is crossed inside the checked part of plain histories already.
 
 Also owns `crossed`: which points a checked history crossed, told by the same new sites firing
-inside its checked (not load) operations. A structure that declares thresholds (expect.json) is
-never probed: its declaration overrides. Never draws histories (specs/threshold_histories.py
+inside its checked (not load) operations. A structure that declares thresholds (expect.json) gets
+those as its points (`declared`), read from the same probe run: the probe's insert of key C + 1. Never draws histories (specs/threshold_histories.py
 `observed` does, from the points' keys) and never decides what is a bug.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crashcheck.crashsim.trace import NO_SITE, Trace
-from crashcheck.specs.capacity_probe import MAX_POINT, probe_history
+from crashcheck.specs.capacity_probe import MAX_POINT, PATTERNS, PROBE_KEYS, WARMUP, probe_history
 
-KIND_WARMUP = 8         # operations of a kind that only learn its ordinary path
+KIND_WARMUP = WARMUP    # operations of a kind that only learn its ordinary path (the probe's warm-up)
 # Lines the probe's run may leave pending at its end, under the run's persistency model, for its
 # points to be kept: a structure that leaves lines pending across operations (Heart, which issues
 # no flushes, under x86-ADR) keeps every line a load wrote pending at every crash point of the
@@ -29,7 +29,7 @@ KIND_WARMUP = 8         # operations of a kind that only learn its ordinary path
 # ran for 20 minutes, one to 32 keys took 3x a plain history). Such a run gets no points: its
 # plain histories' bulk loads (17-48 keys) still come.
 PENDING_MAX = 64
-MAX_POINTS = 4          # points kept per direction, the smallest first
+MAX_POINTS = 5          # points kept per direction (and per pattern), the first the probe meets
 STORES = ("store", "ntstore")
 
 
@@ -40,13 +40,23 @@ class CapacityPoint:
     index: int              # that operation's index in the probe's history
     marks: frozenset        # what the operation did first (op_marks): crossing it shows these
     where: str              # the first new store's site, in words
+    declared: bool = False  # a threshold of expect.json (with no marks: crossed by the keys held)
+    why: str = ""           # why no history can cross it in this run (the point is listed, not drawn)
+    pattern: str = ""       # the probe's pattern of colliding keys that reached it (capacity_probe.PATTERNS)
 
     @property
     def label(self) -> str:
-        return f"{self.on} at {self.keys} keys ({self.where})" if self.where else f"{self.on} at {self.keys} keys"
+        said = "; ".join(x for x in ("declared" if self.declared else "", self.pattern, self.where) if x)
+        return f"{self.on} at {self.keys} keys ({said})" if said else f"{self.on} at {self.keys} keys"
 
     def as_json(self) -> dict:
-        return {"on": self.on, "keys": self.keys, "where": self.where}
+        return {"on": self.on, "keys": self.keys, "where": self.where, "declared": self.declared,
+                "pattern": self.pattern}
+
+    @property
+    def drawn(self) -> tuple:
+        """The point as threshold_histories.observed draws histories that cross it."""
+        return (self.on, self.keys, self.index, self.pattern)
 
 
 def op_marks(trace: Trace) -> dict[int, set]:
@@ -70,12 +80,14 @@ def op_marks(trace: Trace) -> dict[int, set]:
     return out
 
 
-def points(ops: list, marks: dict[int, set], trace: Trace | None = None) -> list[CapacityPoint]:
+def points(ops: list, marks: dict[int, set], trace: Trace | None = None, learnt: dict | None = None,
+           pattern: str = "") -> list[CapacityPoint]:
     """The capacity points of the probe's history OPS, traced as MARKS (op_marks): per direction,
     the first MAX_POINTS operations past each kind's warm-up that did something no earlier
-    operation of their kind did, at MAX_POINT keys at most."""
-    seen: dict[str, set] = {}
-    done: dict[str, int] = {}
+    operation of their kind did, at MAX_POINT keys at most. LEARNT (kind -> marks): what the
+    main history's operations did, for a PATTERN's history (no warm-up then); it is updated."""
+    seen: dict[str, set] = learnt if learnt is not None else {}
+    done: dict[str, int] = {kind: KIND_WARMUP for kind in seen}
     present = 0
     out: list[CapacityPoint] = []
     for i, op in enumerate(ops):
@@ -84,9 +96,11 @@ def points(ops: list, marks: dict[int, set], trace: Trace | None = None) -> list
         new = m - seen.setdefault(kind, set())
         seen[kind] |= m
         done[kind] = done.get(kind, 0) + 1
-        if (new and done[kind] > KIND_WARMUP and kind in ("insert", "delete") and 0 < present <= MAX_POINT
+        # (a delete point may lie at any size: the deletes that follow shrink the structure)
+        if (new and done[kind] > KIND_WARMUP and kind in ("insert", "delete")
+                and 0 < present <= (MAX_POINT if kind == "insert" else PROBE_KEYS)
                 and sum(p.on == kind for p in out) < MAX_POINTS):
-            out.append(CapacityPoint(kind, present, i, frozenset(new), _where(new, trace)))
+            out.append(CapacityPoint(kind, present, i, frozenset(new), _where(new, trace), pattern=pattern))
         present += 1 if kind == "insert" else -1 if kind == "delete" else 0
     return out
 
@@ -102,23 +116,68 @@ def _where(new: set, trace: Trace | None) -> str:
     return ""
 
 
+def declared(thresholds, ops: list, marks: dict[int, set], trace: Trace | None) -> list[CapacityPoint]:
+    """The points of declared THRESHOLDS (expect.json keys), one insert point each at the probe's
+    operation that inserts key C + 1 (OPS, traced as MARKS): marked by what it did that no earlier
+    insert did, when it did something new (a chunk chained by a new store), else crossed by the
+    keys a checked insert finds (C before it)."""
+    out = []
+    present, before, held = 0, set(), {}
+    for i, op in enumerate(ops):      # the last insert into C keys: past the warm-up
+        if op.kind == "insert":
+            held[present] = (i, frozenset(before))
+            before |= marks.get(i, set())
+        present += 1 if op.kind == "insert" else -1 if op.kind == "delete" else 0
+    for cap in sorted(set(thresholds)):
+        if cap in held:
+            i, seen = held[cap]
+            new = frozenset(marks.get(i, set()) - seen)
+            out.append(CapacityPoint("insert", cap, i, new, _where(new, trace), declared=True))
+    return out
+
+
 def observe(checker, deadline: float | None = None) -> list[CapacityPoint]:
     """The capacity points of CHECKER's structure, from one traced crash-free run of the probe's
-    history, ended at DEADLINE (time.monotonic()) if it is not done; none for a structure that
-    declares thresholds, is not a map, or whose probe run fails or runs out of time (the fuzz run
-    finds out why on its own)."""
+    history, ended at DEADLINE (time.monotonic()) if it is not done: its declared thresholds'
+    (declared) or else the observed ones (points); none for a structure that is not a map, or
+    whose probe run fails or runs out of time (the fuzz run finds out why on its own). A point no
+    history can cross cheaply carries its reason (`why`)."""
     s = checker.structure
-    if s.thresholds or checker.model.name != "ordered_map" or not s.has_pm:
+    if checker.model.name != "ordered_map" or not s.has_pm:
         return []
     ops = probe_history(s.key_kind, s.value_size, s.map_ops, s.reserved_keys)
     try:
         trace, _lines = checker.trace(ops, deadline)
     except Exception:      # noqa: BLE001 - a failing probe only means no points are known
-        return []
-    out = points(ops, op_marks(trace), trace)
+        return [CapacityPoint("insert", k, k, frozenset(), "", declared=True,
+                              why="the probe's run failed or ran out of time") for k in sorted(set(s.thresholds))]
+    marks = op_marks(trace)
+    learnt: dict[str, set] = {}
+    out = declared(s.thresholds, ops, marks, trace) if s.thresholds else points(ops, marks, trace, learnt)
+    if not s.thresholds:
+        out += _patterns(checker, learnt, deadline)
     # the lines the probe's run leaves pending at its last crash point, under the run's model
-    if out and len(checker.point_at(trace, -1).pending_lines) > PENDING_MAX:
-        return []
+    pending = len(checker.point_at(trace, -1).pending_lines) if out else 0
+    if pending > PENDING_MAX:
+        why = (f"the structure leaves {pending} lines pending under {checker.settings.model} after the "
+               f"probe's run (more than {PENDING_MAX}): every checked state of a loaded history would carry them")
+        return [replace(p, why=why) for p in out]
+    return out
+
+
+def _patterns(checker, learnt: dict[str, set], deadline: float | None) -> list[CapacityPoint]:
+    """The points the probe's patterns of colliding keys (capacity_probe.PATTERNS) reach that the
+    main history did not: each pattern traced on a fresh structure, judged against what the main
+    history's operations LEARNT (updated). A pattern whose run fails gives none."""
+    s = checker.structure
+    out: list[CapacityPoint] = []
+    for pattern in PATTERNS:
+        ops = probe_history(s.key_kind, s.value_size, s.map_ops, s.reserved_keys, pattern=pattern)
+        try:
+            trace, _lines = checker.trace(ops, deadline)
+        except Exception:      # noqa: BLE001 - a structure that cannot hold the pattern
+            continue
+        out += points(ops, op_marks(trace), trace, learnt, pattern)
     return out
 
 
@@ -132,7 +191,23 @@ def crossed(pts: list[CapacityPoint], ops: list, trace: Trace | None, load: int)
     for i, m in op_marks(trace).items():
         if load <= i < len(ops):
             done.setdefault(getattr(ops[i], "kind", ""), set()).update(m)
-    return [p for p in pts if p.marks & done.get(p.on, set())]
+    held = _inserts_at(ops, load) if any(not p.marks for p in pts) else set()
+    return [p for p in pts if (p.marks & done.get(p.on, set()) if p.marks else p.on == "insert" and p.keys in held)]
 
 
-__all__ = ["CapacityPoint", "crossed", "observe", "op_marks", "points"]
+def _inserts_at(ops: list, load: int) -> set[int]:
+    """The numbers of keys a map held before each checked insert of a new key in OPS (from LOAD on)."""
+    present: set = set()
+    out = set()
+    for i, op in enumerate(ops):
+        kind, key = getattr(op, "kind", ""), getattr(op, "key", None)
+        if kind == "insert" and key not in present:
+            if i >= load:
+                out.add(len(present))
+            present.add(key)
+        elif kind == "delete":
+            present.discard(key)
+    return out
+
+
+__all__ = ["CapacityPoint", "crossed", "declared", "observe", "op_marks", "points"]

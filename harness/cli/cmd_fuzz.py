@@ -62,6 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fuzz", help="fuzz structures with crash states and report bugs")
     p.add_argument("structures", nargs="+", metavar="STRUCTURE", help="one or more (see `crashcheck list`)")
     p.add_argument("--bug", help="fuzz this seeded-bug variant (one structure only)")
+    add_options(p)
+    p.set_defaults(func=run)
+
+
+def add_options(p: argparse.ArgumentParser, drawn: bool = True) -> None:
+    """The options of a checking run, on P; DRAWN: also those of drawing histories (`fuzz`; not
+    `check --history`, whose one history is given)."""
     p.add_argument("--model", choices=MODELS, default=None,
                    help="persistency model (default: the one the structure is built for, adr unless its "
                         "expect.json says eadr)")
@@ -74,26 +81,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"per crash point: lazy's executions, bounded's states (default {defaults.LIMIT}); a "
                         "lazy point that needs more executions is partial and also gets bounded's sample")
     p.add_argument("--seed", type=int, default=defaults.SEED, help=f"run seed (default {defaults.SEED})")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--budget", type=float, help=f"seconds per structure (default {defaults.BUDGET_S:g})")
-    g.add_argument("--examples", type=int, help="histories per structure (deterministic)")
-    p.add_argument("--jobs", type=int, default=defaults.JOBS, help=f"parallel worker processes (default {defaults.JOBS})")
-    p.add_argument("--dask", metavar="ADDRESS",
-                   help="run on Dask distributed instead: tcp://HOST:8786 (a running scheduler) or local:N "
-                        "(a LocalCluster of N worker processes here); needs crashcheck[dask]")
-    p.add_argument("--max-ops", type=int, default=None,
-                   help=f"longest history (default {defaults.MAX_OPS}; threaded runs grow it while their threads "
-                        "meet on nothing new)")
-    p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
-    p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
-    p.add_argument("--threads", type=int, default=None, metavar="T",
-                   help="threads per history, 1-4 (default 1, or the seeded bug's catalog count); "
-                        "more than 1: run under the deterministic scheduler and check linearizability "
-                        "(thread-safe structures only)")
-    p.add_argument("--sched", choices=SCHED_KINDS, default="mixed",
-                   help="the scheduler's strategy for threaded histories: random walk, PCT, stale (park a "
-                        "thread until a word it read is written), or one of the three drawn for each history "
-                        "(default mixed)")
+    if drawn:
+        g = p.add_mutually_exclusive_group()
+        g.add_argument("--budget", type=float, help=f"seconds per structure (default {defaults.BUDGET_S:g})")
+        g.add_argument("--examples", type=int, help="histories per structure (deterministic)")
+        p.add_argument("--jobs", type=int, default=defaults.JOBS, help=f"parallel worker processes (default {defaults.JOBS})")
+        p.add_argument("--dask", metavar="ADDRESS",
+                       help="run on Dask distributed instead: tcp://HOST:8786 (a running scheduler) or local:N "
+                            "(a LocalCluster of N worker processes here); needs crashcheck[dask]")
+        p.add_argument("--max-ops", type=int, default=None,
+                       help=f"longest history (default {defaults.MAX_OPS}; threaded runs grow it while their threads "
+                            "meet on nothing new)")
+        p.add_argument("--keys", choices=KEY_DISTRIBUTIONS, default=defaults.KEYS, help="key distribution (map histories)")
+        p.add_argument("--mix", choices=MIXES, default=defaults.MIX, help="operation mix (map histories)")
+        p.add_argument("--threads", type=int, default=None, metavar="T",
+                       help="threads per history, 1-4 (default 1, or the seeded bug's catalog count); "
+                            "more than 1: run under the deterministic scheduler and check linearizability "
+                            "(thread-safe structures only)")
+        p.add_argument("--sched", choices=SCHED_KINDS, default="mixed",
+                       help="the scheduler's strategy for threaded histories: random walk, PCT, stale (park a "
+                            "thread until a word it read is written), or one of the three drawn for each history "
+                            "(default mixed)")
     p.add_argument("--recovery-crashes", type=int, default=defaults.RECOVERY_CRASHES, metavar="N",
                    help=f"post-crash images per history whose recovery is crashed too (default "
                         f"{defaults.RECOVERY_CRASHES}; 0: off)")
@@ -109,12 +117,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="who traces each history's run: the Clang pass's runtime (default), or Valgrind's "
                         "pmemcheck, which sees every store, also those of code the pass never compiled "
                         "(precompiled libraries); needs pmemcheck on PATH or $CRASHCHECK_PMEMCHECK")
-    p.add_argument("--shrink", type=int, default=defaults.SHRINK, metavar="N",
-                   help=f"histories tried while shrinking the failures of one batch of histories "
-                        f"(default {defaults.SHRINK}; 0: report a bug's history as first found, and shrink "
-                        f"only its crash state)")
-    p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
-                   help="end the run once a bug of this class is found (not an expected one)")
+    if drawn:
+        p.add_argument("--shrink", type=int, default=defaults.SHRINK, metavar="N",
+                       help=f"histories tried while shrinking the failures of one batch of histories "
+                            f"(default {defaults.SHRINK}; 0: report a bug's history as first found, and shrink "
+                            f"only its crash state)")
+        p.add_argument("--stop-on", metavar="CLASS", choices=CLASSES + CONCURRENT_CLASSES,
+                       help="end the run once a bug of this class is found (not an expected one)")
     p.add_argument("--no-fix", dest="fixes", action="store_false",
                    help="do not search a fix for ordering bugs (the search proves each candidate by checking "
                         "the history again: seconds per bug)")
@@ -126,7 +135,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--report", help="write the HTML report here")
     p.add_argument("--bugdir", help="where each bug record goes (default: RESULTS.bugs/ or crashcheck-bugs/)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
-    p.set_defaults(func=run)
 
 
 def _check_args(args: argparse.Namespace) -> list[tuple[str, str | None]]:

@@ -15,7 +15,7 @@ import argparse
 
 from crashcheck.harness.core import defaults
 
-from crashcheck.harness.check import determinism, torn_store, trace_digest
+from crashcheck.harness.check import determinism, torn_store, trace_digest, user_history
 
 from crashcheck.harness.triage import record_formats
 
@@ -47,19 +47,7 @@ def load_record(path: str, ident: str | None) -> dict:
 
 def _ops(path: str, lines: list[str], what: str, structure: structures.Structure, model: Model) -> list:
     """The operations of LINES in MODEL's notation, each one the structure can run, or UsageError."""
-    limits = {"name": structure.name, "key_kind": structure.key_kind, "value_size": structure.value_size,
-              "value_min": structure.value_min, "map_ops": structure.map_ops}
-    ops = []
-    for i, line in enumerate(lines):
-        try:
-            op = model.parse_op(line)
-        except (ValueError, IndexError, OverflowError) as exc:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({'too few fields' if isinstance(exc, IndexError) else exc})") from None
-        why = model.validate(op, limits)
-        if why:
-            raise UsageError(f"{path}: bad {what} line {i} {line[:60]!r} ({why})")
-        ops.append(op)
-    return ops
+    return user_history.parse_lines(path, lines, what, structure, model)
 
 
 def _check_choice(path: str, what: str, cp, choice: tuple[int, ...]) -> None:

@@ -38,6 +38,19 @@ def speed_text(st: dict) -> str:
             f"{big(st.get('states_covered_per_s', st.get('states_per_s', 0)))} crash states covered/s")
 
 
+def capacity_text(st: dict) -> str:
+    """A target's capacity points (its results `stats`), each with its crossings or why it has none,
+    then the cost of the histories drawn to cross them."""
+    why = st.get("capacity_why") or {}
+    text = "; ".join(f"{label} crossed in {n} checked histor{'y' if n == 1 else 'ies'}" if n else
+                     f"{label} not crossed" + (f": {why[label]}" if label in why else "")
+                     for label, n in st["capacity"].items())
+    n = st.get("capacity_histories", 0)
+    if n:
+        text += f" ({n} crossing histories, {st.get('capacity_s', 0) / n:.2f} s each)"
+    return text
+
+
 def print_summary(console: Console, res: dict) -> None:
     """What RES (a results file, harness/run/results.py Results.as_json) found, per target and per bug."""
     assumed = res.get("assumptions")
@@ -91,10 +104,9 @@ def print_summary(console: Console, res: dict) -> None:
                           "checks of their history had hung the same way with the whole check timeout "
                           "(CRASHCHECK_HANG_AFTER=0 gives every state all of it)", highlight=False)
         if st.get("capacity"):
-            # capacity points a probe run observed (harness/check/capacity.py), crossed or not
-            console.print("  capacity: " + "; ".join(
-                f"{label} crossed in {n} checked histor{'y' if n == 1 else 'ies'}" if n else f"{label} not crossed"
-                for label, n in st["capacity"].items()), highlight=False, markup=False)
+            # capacity points declared or observed by a probe run (harness/check/capacity.py),
+            # crossed or not (and why not), and what the histories drawn to cross them cost
+            console.print("  capacity: " + capacity_text(st), highlight=False, markup=False)
         if row.get("designed_for") and row["designed_for"] != res["model"]:
             console.print(f"  note: {row['structure']} is built for the {row['designed_for']} model and was "
                           f"checked under {res['model']}: findings may be by design", highlight=False)
@@ -137,4 +149,4 @@ def print_summary(console: Console, res: dict) -> None:
         console.print(f"      replay:  {b['replay']}", highlight=False, markup=False)
 
 
-__all__ = ["print_summary", "speed_text", "why_none"]
+__all__ = ["capacity_text", "print_summary", "speed_text", "why_none"]

@@ -18,7 +18,7 @@ from crashcheck.harness.cli import stdout_guard
 from crashcheck.harness.core import strays
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
-COMMAND_MODULES = ["crashcheck.harness.cli.cmd_list", "crashcheck.harness.cli.cmd_fuzz", "crashcheck.harness.cli.cmd_campaign", "crashcheck.harness.cli.cmd_run", "crashcheck.harness.cli.cmd_replay", "crashcheck.harness.cli.cmd_report",
+COMMAND_MODULES = ["crashcheck.harness.cli.cmd_list", "crashcheck.harness.cli.cmd_fuzz", "crashcheck.harness.cli.cmd_check", "crashcheck.harness.cli.cmd_campaign", "crashcheck.harness.cli.cmd_run", "crashcheck.harness.cli.cmd_replay", "crashcheck.harness.cli.cmd_report",
                    "crashcheck.harness.cli.cmd_build", "crashcheck.harness.cli.cmd_init", "crashcheck.harness.cli.cmd_trace", "crashcheck.harness.cli.cmd_stats",
                    "crashcheck.harness.cli.cmd_states", "crashcheck.harness.cli.cmd_doctor"]
 

@@ -9,6 +9,9 @@ Installed with the package (entry point `pytest11`). It gives:
 - the fixture `crashcheck`, a Gate: `crashcheck.check(structure)` fuzzes it and fails the test,
   listing every unexpected bug and the HTML report's path; `crashcheck.run(structure, bug=...)`
   returns the result for tests that assert on it (e.g. that a seeded bug is found with its class);
+- `crashcheck.check_history(HISTORY, structure, ...)`: crash-check exactly one history (a file,
+  `"insert 1 2; delete 1"`, or a list of lines, as `crashcheck check --history` takes) and fail
+  the test on anything unexpected, so a fixed bug's history stays fixed;
 - the options `--crashcheck-seed`, `--crashcheck-examples`, `--crashcheck-budget` and
   `--crashcheck-report-dir` (reports default to the test's tmp_path).
 
@@ -28,6 +31,7 @@ history at all (a budget too small for one).
 from __future__ import annotations
 
 import math
+import os
 import warnings as _warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,9 +168,13 @@ class Gate:
         opts["max_ops"] = opts["max_ops"] or defaults.MAX_OPS
         return opts
 
-    def run(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
+    def run(self, structure: str | None = None, bug: str | None = None, *, history=None, load: int = 0,
+            **overrides) -> GateResult:
+        """Fuzz STRUCTURE (or its seeded-bug variant BUG), or with HISTORY check exactly that history
+        (check_history), and return what was found."""
         # Imported here so that loading the plugin costs nothing for projects that never gate.
-        from crashcheck.harness.run.config import Config
+        from crashcheck.harness.check import user_history
+        from crashcheck.harness.run.config import Config, one_history
         from crashcheck.harness.run.plan import fuzz_targets
         from crashcheck.harness.core.settings import Settings
         from crashcheck.harness.render.report import write_run
@@ -198,7 +206,7 @@ class Gate:
                             continuation=None if opts["continuation"] == "off" else opts["continuation"],
                             fixes=opts["fix"])
         # threads per history: as given, else what the seeded bug's catalog entry needs, else 1
-        threads = opts["threads"] or (s.bug(bug).threads if bug is not None else 1)
+        threads = opts["threads"] or (s.bug(bug).threads if bug is not None and history is None else 1)
         if threads > 1 and not s.thread_safe:
             _refuse(f"{structure} is not thread-safe, so it cannot be checked with {threads} threads")
         config = Config(examples=opts["examples"], budget=opts["budget"],
@@ -208,6 +216,9 @@ class Gate:
         name = structure + (f"-{bug}" if bug else "")
         bugdir = self.report_dir / f"{name}.bugs"
         try:
+            if history is not None:
+                text = os.fspath(history) if isinstance(history, (str, os.PathLike)) else "\n".join(map(str, history))
+                config = one_history(config, user_history.read_history(text, s, s.model(), load))
             results = fuzz_targets([(structure, bug)], settings, config, None, bugdir)
         except UsageError as exc:
             problem = str(exc)
@@ -230,6 +241,15 @@ class Gate:
         return GateResult(structure, bug, res, report,
                           [b for b in res["bugs"] if not b["expected"]],
                           [b for b in res["bugs"] if b["expected"]])
+
+    def check_history(self, history, structure: str | None = None, bug: str | None = None, *, load: int = 0,
+                      **overrides) -> GateResult:
+        """Crash-check exactly HISTORY on STRUCTURE (or its seeded-bug variant BUG), as `crashcheck
+        check --history` does, and fail the test if anything unexpected is found. HISTORY: a file's
+        path, the operations as text (`insert 1 2; delete 1`, or one a line), or a list of lines;
+        its first LOAD operations are set-up, never crash-checked. A fixed bug's history becomes a
+        regression test."""
+        return self.check(structure, bug, history=history, load=load, **overrides)
 
     def check(self, structure: str | None = None, bug: str | None = None, **overrides) -> GateResult:
         """Fuzz STRUCTURE (or its seeded-bug variant BUG) and fail the test if anything

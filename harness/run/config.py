@@ -15,7 +15,7 @@ the same histories, and finds the same bugs, with any --jobs up to LANES.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 from crashcheck.harness.core import defaults
@@ -43,6 +43,8 @@ class Config:
     # threaded: a lane's longest history grows when its batches stop showing new meetings of the
     # threads (harness/run/search.py `_adapt_ops`); off when the user gave --max-ops
     adaptive_ops: bool = True
+    # `crashcheck check --history`: the one history to check (a Workload), instead of drawn ones
+    history: list | None = None
 
 
 def batches(share: int, config: Config) -> Iterator[tuple[int, int, int]]:
@@ -59,6 +61,13 @@ def batches(share: int, config: Config) -> Iterator[tuple[int, int, int]]:
         b += 1
 
 
+def one_history(config: Config, ops) -> Config:
+    """CONFIG made to check exactly the history OPS (a Workload; `crashcheck check --history`, the
+    pytest plugin's check_history): one example, no time budget, room for its checked operations."""
+    return replace(config, history=ops, examples=1, budget=None, jobs=1,
+                   max_ops=max(config.max_ops, len(ops) - getattr(ops, "load", 0)))
+
+
 def budget_for(config: Config, **kw) -> Budget:
     """The budget of one target: config.budget seconds from config.start (the process start,
     for the first target) or from now; KW as Budget takes them (stop_event, parent_pid)."""
@@ -66,4 +75,4 @@ def budget_for(config: Config, **kw) -> Budget:
     return Budget(None if config.examples else config.budget, start=start, **kw)
 
 
-__all__ = ["LANES", "Config", "batches", "budget_for"]
+__all__ = ["LANES", "Config", "batches", "budget_for", "one_history"]

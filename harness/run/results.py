@@ -57,6 +57,12 @@ class Stats:
     # capacity points a probe run observed (harness/check/capacity.py), each with the number of
     # checked histories that crossed it inside their checked part
     capacity: dict = field(default_factory=dict)
+    # why a point of `capacity` was not crossed, when the run knows (its label -> the reason)
+    capacity_why: dict = field(default_factory=dict)
+    # the histories drawn to cross each point (harness/run/search.py `_cross_points`; part of
+    # `histories`) and the seconds they took: the cost of crossing
+    capacity_histories: int = _count("")
+    capacity_s: float = _count("")
 
     @staticmethod
     def counts() -> list[str]:
@@ -84,16 +90,23 @@ class Stats:
             self.perf = PerfTally().add(self.perf).add(other.perf)
         for label, n in other.capacity.items():
             self.capacity[label] = self.capacity.get(label, 0) + n
+        for label, why in other.capacity_why.items():
+            self.capacity_why.setdefault(label, why)
+        for label in [k for k in self.capacity_why if self.capacity.get(k)]:
+            del self.capacity_why[label]      # crossed by another share after all
 
     def as_json(self) -> dict:
         out: dict = {}
         for f in fields(self):
             if f.name == "perf":
                 continue          # its own section of the row (Results.as_json)
+            if f.name == "capacity_why":     # (a point crossed after all needs no reason)
+                out[f.name] = {k: v for k, v in self.capacity_why.items() if not self.capacity.get(k)}
+                continue
             value = getattr(self, f.name)
             if f.name in BIG_COUNTS:
                 value = BIG_COUNTS[f.name](value)
-            out[f.name] = round(value, 2) if f.name == "elapsed_s" else value
+            out[f.name] = round(value, 2) if f.name in ("elapsed_s", "capacity_s") else value
             if f.name == "points_sampled":
                 out["points_complete"] = self.crash_points - self.points_sampled
         out.update(rates(self.executions, self.states_explored, self.elapsed_s))
@@ -117,7 +130,7 @@ def error_line(error: str | None) -> str | None:
 
 # A run's total over its targets leaves these out: thread counts differ per target, and histories
 # not checked are told per target.
-TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity", "max_ops")   # (capacity: per structure)
+TOTAL_LEAVES_OUT = ("not_checked", "threads", "capacity", "capacity_why", "max_ops")   # (capacity: per structure)
 
 
 @dataclass

@@ -58,7 +58,7 @@ from crashcheck.harness.core.budget import Budget, OutOfTime, signal_name, swall
 from crashcheck.harness.core.errors import DriverFailure, UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
-from crashcheck.harness.run.config import Config, batches
+from crashcheck.harness.run.config import LANES, Config, batches
 from crashcheck.harness.run.fix_checks import check_fixes, keep_other
 from crashcheck.harness.run.fold_proofs import prove_folds
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
@@ -81,6 +81,15 @@ CRASH_FREE_TRY = 0.1
 
 
 PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
+# Histories drawn to cross each capacity point in every run (`_cross_points`), and the most
+# checked operations each has: the crossing operation (up to 3 with the 0-2 before it) and
+# little else, so a crossing costs about what a short plain history does.
+CROSS_EXAMPLES = 3
+CROSS_OPS = 3
+CROSS_SHARE = 0.25       # of a time budget: its last part, where the crossing histories run
+# With --examples, one per point after the last batch: the count cannot depend on what this
+# share's draws crossed (--jobs would change the histories), and every test run pays for it.
+CROSS_FIXED = 1
 
 
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
@@ -134,8 +143,10 @@ class Search(DeterminismProbes):
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
             self.checker = checker
+            crossing: list = []          # capacity points still to cross (_crossings)
             try:
                 lanes = LaneOps(self.config, self._strategies(checker))
+                crossing[:] = self._crossings()
                 for batch_no, lane, n in batches(self.share, self.config):
                     if self.budget.search_over():
                         break
@@ -146,6 +157,9 @@ class Search(DeterminismProbes):
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break
+                    self._cross_points(checker, crossing, last=False)
+                else:
+                    self._cross_points(checker, crossing, last=True)     # (--examples: after the last batch)
             except OutOfTime:
                 pass
             except Abort as exc:
@@ -157,6 +171,8 @@ class Search(DeterminismProbes):
             except (Exception, BaseExceptionGroup):   # noqa: BLE001 - an internal error: keep what was found
                 self.error = traceback.format_exc()
             self.interrupted = self.interrupted or swallowed_signal()
+            for _i, p in crossing:
+                self.stats.capacity_why.setdefault(p.label, "the run ended before its crossing histories")
             self.decided.clear()
             try:
                 self._shrink_states()
@@ -186,8 +202,59 @@ class Search(DeterminismProbes):
         self.capacity = capacity.observe(checker, time.monotonic() + probe_s)
         for p in self.capacity:
             self.stats.capacity.setdefault(p.label, 0)
-        points = tuple((p.on, p.keys, p.index) for p in self.capacity)
+            if p.why:
+                self.stats.capacity_why[p.label] = p.why
+        # (points no history can cross cheaply are listed, never drawn; declared ones are drawn
+        # the way threshold_histories.crossing draws them)
+        points = tuple(p.drawn for p in self.capacity if not p.why and not p.declared)
+        if self.config.history is not None:
+            # `crashcheck check --history`: exactly the user's history (its crossings counted too)
+            return lambda config: strategies.given_history(config.history)
         return lambda config: strategies.for_target(self.target, config, checker.model, points)
+
+    def _crossings(self) -> list:
+        """The capacity points this share draws histories to cross, as (i, point): point i's are
+        run by the share that runs lane i % lanes (the same histories with any --jobs); none for
+        `crashcheck check --history` (the user's history only)."""
+        if self.config.history is not None:
+            return []
+        lanes = max(LANES, self.config.jobs)
+        return [(i, p) for i, p in enumerate(self.capacity)
+                if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
+
+    def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:
+        """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
+        --examples run): histories that cross each point of CROSSING (taken off it), the probe's
+        operations up to just before the point as their load, never crash-checked, then at most
+        CROSS_OPS checked operations around it: under a time budget as many as the drawn
+        histories left short of CROSS_EXAMPLES crossings, with --examples CROSS_FIXED. So every point is crossed in every run,
+        under every model, not when the draws happen to, and bugs drawn histories find are never
+        kept waiting behind them. A point the budget leaves no time for says so. Point i's batch
+        is numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
+        soft = self.budget.soft
+        if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
+            return
+        lanes = max(LANES, self.config.jobs)
+        for i, p in list(crossing):
+            if self.budget.search_over():
+                return
+            crossing.remove((i, p))
+            # (with --examples always CROSS_FIXED, so the histories do not depend on --jobs)
+            n = CROSS_FIXED if soft is None else CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
+            if n <= 0:
+                continue
+            strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
+                                             cross=p.drawn)
+            t0, n0 = time.monotonic(), self.stats.histories
+            checker.aimer.lane = i % lanes
+            try:
+                self._batch(strategy, -1 - i, i % lanes, n)
+            finally:
+                self.stats.capacity_histories += self.stats.histories - n0
+                self.stats.capacity_s += time.monotonic() - t0
+            if not self.stats.capacity.get(p.label):
+                self.stats.capacity_why.setdefault(
+                    p.label, f"its {n} crossing histories never ran the point's new path inside a checked operation")
 
     # -- one batch --------------------------------------------------------------------------
 

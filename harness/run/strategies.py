@@ -104,23 +104,28 @@ def histories(model: Model | str = "ordered_map", **opts: Any):
     return m.histories(**opts)
 
 
-def for_target(structure: Structure, config: Config, model: Model | None = None, capacity: tuple = ()):
+def for_target(structure: Structure, config: Config, model: Model | None = None, capacity: tuple = (),
+               cross: tuple | None = None):
     """The histories a fuzz run of STRUCTURE draws under CONFIG: its model's strategy with the run's
     options (keys, mix, max_ops) and the structure's own (key kind, value sizes, the map operations
     its adapter has, the capacities histories must cross); with config.threads > 1, threaded
     histories. MODEL: the structure's model, when the caller has it loaded already. CAPACITY: the
     capacity points a probe run observed ((on, keys, index), harness/check/capacity.py), for a
-    structure that declares no thresholds."""
+    structure that declares no thresholds. CROSS: one such point (declared or observed) that every
+    history crosses the way the probe's history did, instead."""
     model = model or structure.model()
+    thresholds = structure.thresholds
+    if cross is not None:
+        thresholds, capacity = (), (cross,)
     # keys it cannot store and whether values must differ (expect.json): only when declared, so
     # a model that takes neither option is never given them
     declared = {k: v for k, v in (("reserved_keys", structure.reserved_keys),
                                   ("distinct_values", structure.distinct_values),
-                                  ("capacity", capacity)) if v}
+                                  ("capacity", capacity), ("cross_only", cross is not None)) if v}
     strategy = histories(model, keys=config.keys, mix=config.mix, max_ops=config.max_ops,
                          key_kind=structure.key_kind, value_size=structure.value_size,
                          value_min=structure.value_min, map_ops=structure.map_ops,
-                         thresholds=structure.thresholds, **declared)
+                         thresholds=thresholds, **declared)
     if config.threads > 1:
         # a model whose threads follow a protocol (the range lock) draws its own sections
         own = model.thread_histories
@@ -137,5 +142,13 @@ def for_target(structure: Structure, config: Config, model: Model | None = None,
 
 
 
-__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "for_target", "held_engine_clock", "histories", "model_of",
+def given_history(ops):
+    """The strategy of one history, OPS, as the user wrote it (`crashcheck check --history`):
+    every draw is OPS, so Hypothesis has nothing to shrink and checks exactly it."""
+    from hypothesis import strategies as st
+    return st.just(ops)
+
+
+__all__ = ["KEY_DISTRIBUTIONS", "MIXES", "Workload", "for_target", "given_history", "held_engine_clock",
+           "histories", "model_of",
            "with_load"]

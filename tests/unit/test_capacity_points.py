@@ -9,7 +9,7 @@ from hypothesis import given, settings
 
 from crashcheck.crashsim.trace import NO_SITE
 from crashcheck.harness.check.capacity import KIND_WARMUP, crossed, op_marks, points
-from crashcheck.specs.capacity_probe import PROBE_KEYS, probe_history, probe_keys
+from crashcheck.specs.capacity_probe import PROBE_KEYS, WARMUP, probe_history, probe_keys
 from crashcheck.specs.map_histories import histories
 
 LEAF, SPLIT, NODE, SHRINK = 10, 11, 12, 13      # store sites of a made-up structure
@@ -46,7 +46,8 @@ def test_a_split_and_a_shrink_are_points_with_the_keys_held_before():
     pts = points(ops, op_marks(trace), trace)
     assert [(p.on, p.keys) for p in pts] == [("insert", 30), ("delete", 13)]
     grow = pts[0]
-    assert ops[grow.index].kind == "insert" and grow.index == 30
+    # (after the probe's warm-up: WARMUP keys inserted and deleted on a small structure)
+    assert ops[grow.index].kind == "insert" and grow.index == 2 * WARMUP + 30
     # the new store site and the allocation of a new size class (256 bytes) mark it
     assert grow.marks == {("store", SPLIT), ("alloc", NODE, (256).bit_length())}
 
@@ -126,10 +127,11 @@ def test_the_points_crossed_reach_the_summary_the_results_and_the_report(tmp_pat
     assert back["per_structure"][0]["stats"]["capacity"] == {grow: 3, shrink: 0}
 
 
-def test_a_structure_leaving_lines_pending_gets_no_points(trees_built):
+def test_a_structure_leaving_lines_pending_gets_its_points_listed_with_the_reason(trees_built):
     # Heart issues no flushes: under x86-ADR every line a load writes stays pending at every crash
-    # point after it, and one history loaded to 125 keys ran for 20 minutes. Under eADR, its own
-    # model, nothing is left pending and its node transforms are points.
+    # point after it, and one history loaded to 125 keys ran for 20 minutes: its points are listed
+    # with why no history crosses them. Under eADR, its own model, nothing is left pending and its
+    # node transforms are points to cross.
     from crashcheck.harness.check import capacity
     from crashcheck.harness.check.pipeline import Checker
     from crashcheck.harness.core.settings import Settings
@@ -138,6 +140,54 @@ def test_a_structure_leaving_lines_pending_gets_no_points(trees_built):
     seen = {}
     for model in ("eadr", "adr"):
         with Checker(heart, None, Settings(seed=1, model=model)) as checker:
-            seen[model] = [p.keys for p in capacity.observe(checker) if p.on == "insert"]
-    assert 125 in seen["eadr"], seen
-    assert seen["adr"] == [], seen
+            seen[model] = [(p.keys, p.why) for p in capacity.observe(checker) if p.on == "insert"]
+    assert (125, "") in seen["eadr"], seen
+    assert [k for k, _ in seen["adr"]] == [k for k, _ in seen["eadr"]], seen
+    assert all("lines pending under adr" in why for _, why in seen["adr"]), seen
+
+
+def test_every_point_is_crossed_in_every_run_declared_ones_too(trees_built, tmp_path):
+    # WOART declares its NODE48's 48 children (expect.json): listed as a point of its own and
+    # crossed by the histories every run draws to cross each point, with a single drawn history
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.plan import fuzz_target
+    from crashcheck.harness.run.search import CROSS_FIXED
+    r = fuzz_target("woart", None, Settings(seed=2), Config(examples=1, budget=None), bugdir=tmp_path)
+    [(label, n)] = r.stats.capacity.items()
+    assert label.startswith("insert at 48 keys (declared") and n >= 1, r.stats.capacity
+    assert r.stats.capacity_histories == CROSS_FIXED and r.stats.capacity_s > 0
+    assert r.stats.histories == 1 + CROSS_FIXED and not r.stats.capacity_why
+
+
+def test_a_delete_that_runs_a_new_path_on_the_full_structure_is_a_point():
+    # (issue 50) the warm-up learns the ordinary delete on a small structure, so a path the first
+    # delete of the full structure runs (entries moved back from a level that had been full) is
+    # a point, where learning from the first deletes of the full structure hid it
+    ops = probe_history()
+    events, present = [], 0
+    for i, op in enumerate(ops):
+        events += [ev("op_begin", i), ev("store", site=LEAF)]
+        if op.kind == "delete" and present > 100:
+            events.append(ev("store", site=SHRINK))
+        present += 1 if op.kind == "insert" else -1
+        events.append(ev("op_end", i))
+    pts = points(ops, op_marks(NS(events=events)))
+    assert [(p.on, p.keys) for p in pts] == [("delete", PROBE_KEYS)]
+
+
+def test_a_pattern_of_colliding_keys_reaches_a_point_the_main_history_did_not():
+    from crashcheck.specs.capacity_probe import PATTERN_KEYS, PATTERNS, pattern_keys
+    keys = [int.from_bytes(k, "big") for k in pattern_keys()]
+    assert len(keys) == PATTERN_KEYS and len({k % 256 for k in keys}) == 1
+    ops = probe_history(pattern=PATTERNS[0])
+    assert [op.kind for op in ops] == ["insert"] * PATTERN_KEYS + ["delete"] * PATTERN_KEYS
+    assert probe_history(pattern=PATTERNS[1])[PATTERN_KEYS].key == ops[PATTERN_KEYS - 1].key   # newest first
+    # the main history learnt the ordinary insert and delete (no warm-up in a pattern): the
+    # pattern's first delete, which moves an entry back up, is a point labelled with the pattern
+    learnt = {"insert": {("store", LEAF)}, "delete": {("store", LEAF)}}
+    marks = {i: {("store", LEAF)} for i in range(len(ops))}
+    marks[PATTERN_KEYS].add(("store", SPLIT))
+    [p] = points(ops, marks, None, learnt, PATTERNS[0])
+    assert (p.on, p.keys, p.index) == ("delete", PATTERN_KEYS, PATTERN_KEYS)
+    assert p.label == f"delete at {PATTERN_KEYS} keys ({PATTERNS[0]})" and p.drawn[-1] == PATTERNS[0]
