@@ -3,8 +3,9 @@ everywhere, and every failure is kept in its smallest form.
 
 Owns `Search`: its batches (harness/run/config.py batches: whole lanes), the property Hypothesis
 calls for each history, the registry of what was found (one Entry per group, the lowest rank
-kept), the lane's memory of what it has seen, the determinism probes, and, after the batches,
-shrinking the crash state of every example kept. It returns a TargetResult of unmerged entries;
+kept), the lane's memory of what it has seen, the determinism probes, the histories that cross
+capacity points (harness/run/crossing.py) and, after the batches, shrinking the crash state of
+every example kept and its fix (harness/run/after_batches.py). It returns a TargetResult of unmerged entries;
 it never merges shares or groups (harness/run/merge.py) and never builds the bugs' final records.
 
 Design notes
@@ -42,25 +43,24 @@ from __future__ import annotations
 import hashlib
 import time
 import traceback
-from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
 from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hsettings
 
-from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.check import capacity, determinism
 from crashcheck.harness.check.persistency_race import UNCONFIRMED
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.pipeline import Checker
 from crashcheck.harness.check.session import history_text
 from crashcheck.harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
-from crashcheck.harness.core.errors import DriverFailure, UsageError
+from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
-from crashcheck.harness.run.config import LANES, Config, batches
-from crashcheck.harness.run.fix_checks import check_fixes, keep_other
-from crashcheck.harness.run.fold_proofs import prove_folds
+from crashcheck.harness.run.config import Config, batches
+from crashcheck.harness.run.after_batches import CUT, NOT_TRIED, SHRUNK, AfterBatches
+from crashcheck.harness.run.crossing import CROSS_FIXED, CapacityCrossing  # noqa: F401  (read as search.CROSS_FIXED)
+from crashcheck.harness.run.fix_checks import keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import (CLASS_ORDER, FOUND, Abort, Found, Internal, ShrinkSpent, batch_end,
                                           not_a_failure, raise_found)
@@ -72,8 +72,6 @@ from crashcheck.harness.triage.records import build_record
 
 PENDING = "pending lines: "      # the warning of a crash point whose legal states exploded
 MAX_RACE_WARNINGS = 10
-# How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
-SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
 
 # A crash-free check costs a small part of a full one (no crash states): while a batch shrinks a
 # failure of the crash-free run, each try counts this much of a shrink call.
@@ -81,23 +79,12 @@ CRASH_FREE_TRY = 0.1
 
 
 PROBE_S = 5.0        # seconds the capacity probe's traced run may take at most
-# Histories drawn to cross each capacity point in every run (`_cross_points`), and the most
-# checked operations each has: the crossing operation (up to 3 with the 0-2 before it) and
-# little else, so a crossing costs about what a short plain history does.
-CROSS_EXAMPLES = 3
-CROSS_OPS = 3
-CROSS_SHARE = 0.25       # of a time budget: its last part, where the crossing histories run
-# With --examples, one per point after the last batch: the count cannot depend on what this
-# share's draws crossed (--jobs would change the histories), and every test run pays for it.
-CROSS_FIXED = 1
-
-
 def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     text = outcome.model.op_text if outcome.model is not None else str
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
 
 
-class Search(DeterminismProbes):
+class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
     """Share SHARE of config.jobs of fuzzing one target (structure, seeded bug): `run()` runs its
     batches, then shrinks the crash state of every example it keeps, and returns what it found
     even when the budget, a signal or an internal error ends it early."""
@@ -211,50 +198,6 @@ class Search(DeterminismProbes):
             # `crashcheck check --history`: exactly the user's history (its crossings counted too)
             return lambda config: strategies.given_history(config.history)
         return lambda config: strategies.for_target(self.target, config, checker.model, points)
-
-    def _crossings(self) -> list:
-        """The capacity points this share draws histories to cross, as (i, point): point i's are
-        run by the share that runs lane i % lanes (the same histories with any --jobs); none for
-        `crashcheck check --history` (the user's history only)."""
-        if self.config.history is not None:
-            return []
-        lanes = max(LANES, self.config.jobs)
-        return [(i, p) for i, p in enumerate(self.capacity)
-                if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
-
-    def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:
-        """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
-        --examples run): histories that cross each point of CROSSING (taken off it), the probe's
-        operations up to just before the point as their load, never crash-checked, then at most
-        CROSS_OPS checked operations around it: under a time budget as many as the drawn
-        histories left short of CROSS_EXAMPLES crossings, with --examples CROSS_FIXED. So every point is crossed in every run,
-        under every model, not when the draws happen to, and bugs drawn histories find are never
-        kept waiting behind them. A point the budget leaves no time for says so. Point i's batch
-        is numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
-        soft = self.budget.soft
-        if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
-            return
-        lanes = max(LANES, self.config.jobs)
-        for i, p in list(crossing):
-            if self.budget.search_over():
-                return
-            crossing.remove((i, p))
-            # (with --examples always CROSS_FIXED, so the histories do not depend on --jobs)
-            n = CROSS_FIXED if soft is None else CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
-            if n <= 0:
-                continue
-            strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
-                                             cross=p.drawn)
-            t0, n0 = time.monotonic(), self.stats.histories
-            checker.aimer.lane = i % lanes
-            try:
-                self._batch(strategy, -1 - i, i % lanes, n)
-            finally:
-                self.stats.capacity_histories += self.stats.histories - n0
-                self.stats.capacity_s += time.monotonic() - t0
-            if not self.stats.capacity.get(p.label):
-                self.stats.capacity_why.setdefault(
-                    p.label, f"its {n} crossing histories never ran the point's new path inside a checked operation")
 
     # -- one batch --------------------------------------------------------------------------
 
@@ -419,88 +362,3 @@ class Search(DeterminismProbes):
             self.journal.bug(rec)
         except OSError:
             pass
-
-    # -- after the batches ------------------------------------------------------------------
-
-    def _history_shrink(self, entry: Entry) -> str:
-        """How far ENTRY's history was shrunk: by the batch its example came from, if that batch
-        shrank its class (else, not tried: it came out small on its own, or beside another class)."""
-        classes, how = self.batch_shrink.get(entry.rank[1] if len(entry.rank) > 1 else -1, (frozenset(), NOT_TRIED))
-        return how if entry.finding.cls in classes and not entry.finding.expected else NOT_TRIED
-
-    def _search_fixes(self, stop: Callable[[], bool]) -> None:
-        """Search the fix of every shrunk example, the first found first: the bug found first is
-        usually the one every history shows, and its fix, applied in simulation to the later
-        searches, unmasks the others (Checker.fix_finding); an example a known fix removes is
-        that bug's symptom and gets no fix of its own."""
-        shrunk = [e for e in sorted(self.registry.values(), key=lambda e: e.found_at) if e.state_shrink == SHRUNK]
-        checker = self.checker
-
-        def unfixed() -> list[Entry]:
-            return [e for e in shrunk if not e.finding.removed_by and e.finding.fix is not None
-                    and not e.finding.fix.found and not e.finding.expected]
-        try:
-            for entry in shrunk:
-                if stop() or self.budget.expired():
-                    return
-                checker.fix_finding(entry.outcome, entry.finding)
-            # bugs that mask each other (a history that deletes shows the insert's bug too, and
-            # the insert's shortest history may delete): each searched again with the likely
-            # fixes of the others applied, in simulation
-            for entry in unfixed():
-                if stop() or self.budget.expired():
-                    return
-                hints = tuple(x for o in unfixed() if o is not entry
-                              for x in checker.likely_fix(o.outcome, o.finding))
-                if hints:
-                    checker.fix_finding(entry.outcome, entry.finding, hints)
-        except (Stopped, OutOfTime, DriverFailure):
-            return
-        except KeyboardInterrupt as exc:
-            self.interrupted = signal_name(exc)
-
-    def _shrink_states(self) -> None:
-        """Shrink the crash state of every example kept (the merge joins those that turn out to
-        be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
-        reported as first seen. Shrinking traces each history again: a trace that differs from the
-        first is a nondeterminism finding, and the bug stays as first seen."""
-        # the newest first: an early bug's example is the one the batches shrank most, and a
-        # late one, found beside it, is the one an unshrunk state would name after its stores
-        for entry in sorted(self.registry.values(), key=lambda e: e.found_at, reverse=True):
-            entry.history_shrink = self._history_shrink(entry)
-            has_state = entry.finding.point is not None and entry.finding.cls != "leak"
-            # (a leak's crash state is kept as found: what leaked is what matters)
-            entry.state_shrink = NOT_TRIED if entry.finding.point is not None else NO_STATE
-            if self.interrupted or self.error or self.budget.expired():
-                entry.unshrunk = has_state
-                continue
-            before, kept = entry.outcome.trace, replace(entry.finding)
-            failed = None
-            try:
-                self.checker.finalize(entry.outcome, entry.finding, fix=False)
-            except (Stopped, OutOfTime, DriverFailure, ValueError) as exc:
-                failed = exc
-            except KeyboardInterrupt as exc:
-                self.interrupted = signal_name(exc)
-                failed = exc
-            diff = (determinism.trace_difference(before, entry.outcome.trace, self.stored)
-                    if before is not None and entry.outcome.trace is not before else None)
-            if diff is not None:
-                self.batch_no, self.call = entry.found_at
-                self._nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
-            if failed is None and has_state:
-                entry.state_shrink = SHRUNK
-            if failed is not None:
-                if isinstance(failed, ValueError) and diff is None:
-                    raise failed          # not the structure's doing: an internal error
-                entry.unshrunk = True
-                if has_state and diff is None and not isinstance(failed, DriverFailure):
-                    entry.state_shrink = CUT      # out of time, or stopped, part way
-                if diff is not None:      # report it as found, in the trace it was found in
-                    entry.outcome.trace, entry.finding = before, kept
-        stop = lambda: bool(self.interrupted or self.error)      # noqa: E731
-        self._search_fixes(stop)
-        check_fixes(self.checker, self.registry.values(), stop)
-        # a fix proven for one bug, applied to the others' histories: what it removes may be
-        # folded into its bug, what remains is a bug of its own (harness/run/fold_proofs.py)
-        prove_folds(self.checker, self.registry.values(), stop)
