@@ -18,8 +18,9 @@ class Stand:
         self.fixes, self.calls = fixes, []
         self.budget = SimpleNamespace(expired=lambda: False)
         self.model = SimpleNamespace(op_text=str)
+        self.known_fixes = {}       # no other bug's fix to apply beside (Checker.known_fixes)
 
-    def prove_fix(self, ops, edits):
+    def prove_fix(self, ops, edits, also=()):
         self.calls.append((tuple(ops), edits))
         return edits in self.fixes[tuple(ops)]
 
