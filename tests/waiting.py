@@ -39,11 +39,27 @@ def checker_pids(work: Path) -> list[int]:
     return [int(d.name.split("-")[1]) for d in checker_folders(work)]
 
 
-def history_checked(work: Path) -> Callable[[], bool]:
-    """A condition: some checker under WORK has checked a whole history. A checker writes each
-    history it runs to its folder's `history` file (the repeat run of the first one writes the
-    same text again), so once the text there changes, the history before has been checked."""
+def probe_texts(structure: str) -> set[str]:
+    """The history texts of STRUCTURE's capacity probe (harness/check/capacity.py observe): its
+    main history and one per pattern of colliding keys, each traced in a checker's folder before
+    the run's first history and no history of the run's."""
+    from crashcheck.harness.check.session import history_text
+    from crashcheck.harness.target import structures
+    from crashcheck.specs.capacity_probe import PATTERNS, probe_history
+    s = structures.get(structure)
+    model = s.model()
+    return {history_text(model, probe_history(s.key_kind, s.value_size, s.map_ops, s.reserved_keys, pattern=p))
+            for p in ("", *PATTERNS)}
+
+
+def history_checked(work: Path, structure: str) -> Callable[[], bool]:
+    """A condition: some checker under WORK, checking STRUCTURE, has checked a whole history. A
+    checker writes each history it runs to its folder's `history` file (the repeat run of the
+    first one writes the same text again), so once the text there changes from a history's, the
+    history before has been checked. The capacity probe's histories, written there first, are
+    none of the run's: skipped."""
     first: dict[Path, str] = {}
+    probes = probe_texts(structure)
 
     def cond() -> bool:
         for folder in checker_folders(work):
@@ -51,7 +67,7 @@ def history_checked(work: Path) -> Callable[[], bool]:
                 text = (folder / "history").read_text()
             except OSError:
                 continue
-            if not text.endswith("\n"):        # (caught while it is being written)
+            if not text.endswith("\n") or text in probes:   # (caught while it is being written)
                 continue
             if first.setdefault(folder, text) != text:
                 return True

@@ -107,7 +107,7 @@ def test_a_signal_ends_a_dask_run_as_a_local_one(sig, group, tmp_path):
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
-        wait_until(history_checked(work), "a unit checked a history", proc=proc)
+        wait_until(history_checked(work, "wort"), "a unit checked a history", proc=proc)
         if group:
             os.killpg(proc.pid, sig)
         else:

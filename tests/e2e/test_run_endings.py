@@ -85,7 +85,7 @@ def test_sigterm_to_a_worker_alone_never_passes_for_a_whole_run(tmp_path):
                             env=dict(os.environ, CRASHCHECK_WORKDIR=str(work)), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(history_checked(work), "a worker checked a history", proc=proc)
+        wait_until(history_checked(work, "wort"), "a worker checked a history", proc=proc)
         os.kill(checker_pids(work)[0], signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     finally:
