@@ -336,6 +336,9 @@ class Checker(CheckerFixes):
                 g = shown(f, shrunk)
                 f.cls, f.group = g.cls, g.group
                 outcome.ops, outcome.schedule = shrunk.ops, shrunk.schedule
+                # the shrunk schedule's run is the record's: its trace too, which the record's
+                # trace_digest fingerprints and a replay of that schedule compares with
+                outcome.trace = shrunk.trace
                 outcome.lines, outcome.run_trace = shrunk.lines, shrunk.run_trace
                 f.detail = (f"{g.detail} (schedule shrunk from {before} forced switches to "
                             f"{switches(shrunk.schedule)})")

@@ -78,7 +78,7 @@ class AfterBatches:
             if self.interrupted or self.error or self.budget.expired():
                 entry.unshrunk = has_state
                 continue
-            before, kept = entry.outcome.trace, replace(entry.finding)
+            before, kept, ops = entry.outcome.trace, replace(entry.finding), entry.outcome.ops
             failed = None
             try:
                 self.checker.finalize(entry.outcome, entry.finding, fix=False)
@@ -87,8 +87,10 @@ class AfterBatches:
             except KeyboardInterrupt as exc:
                 self.interrupted = signal_name(exc)
                 failed = exc
+            # (a threaded bug's shrunk schedule is another run of other ops, its trace another)
             diff = (determinism.trace_difference(before, entry.outcome.trace, self.stored)
-                    if before is not None and entry.outcome.trace is not before else None)
+                    if before is not None and entry.outcome.trace is not before and entry.outcome.ops is ops
+                    else None)
             if diff is not None:
                 self.batch_no, self.call = entry.found_at
                 self._nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
