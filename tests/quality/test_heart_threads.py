@@ -54,7 +54,10 @@ def test_correct_heart_passes_with_three_threads(trees_built, crashcheck):
     result = crashcheck.run("heart", model="eadr", threads=3, seed=1, examples=40, limit=8)
     assert result.unexpected == [] and result.classes == set()
     st = result.results["per_structure"][0]["stats"]
-    assert st["threads"] == 3 and st["histories"] == 40 and st["states_checked"] > 0
+    # the 40 drawn histories, then one crossing history per capacity point after the last batch
+    # (issue 50: harness/run/crossing.py CROSS_FIXED with --examples)
+    assert st["capacity_histories"] == len(st["capacity"]) >= 1
+    assert st["threads"] == 3 and st["histories"] == 40 + st["capacity_histories"] and st["states_checked"] > 0
 
 
 def test_single_thread_bug_keeps_its_class_with_three_threads(trees_built, crashcheck):
@@ -93,8 +96,12 @@ def test_an_aimed_run_holds_the_reader_of_a_freed_leaf(trees_built):
     """A clean run is followed by aimed runs (harness/check/aims.py): the lookup held before its
     load of the leaf until the update that frees it and the insert that reuses it end. Every
     finding here comes from an aimed run (an aim runs only after a clean drawn run), its schedule
-    replays it, and correct Heart passes the same runs."""
-    from crashcheck.harness.check.pipeline import Checker
+    replays it, and correct Heart passes the same runs. A clean drawn run is aimed at each
+    (load site, store site) pair it shows that the checker has aimed at fewer than
+    aims.SATURATED times, up to aims.PER_HISTORY pairs: the runs' memory is the checker's, so
+    later histories of this one shape, showing only saturated pairs, are not aimed at all."""
+    from crashcheck.harness.check import aims
+    from crashcheck.harness.check.pipeline import Checker, first_op_event
     from crashcheck.harness.check.schedule_shrink import with_schedule
     from crashcheck.harness.check.threads import make_threaded
     from crashcheck.harness.core.settings import Settings
@@ -107,8 +114,17 @@ def test_an_aimed_run_holds_the_reader_of_a_freed_leaf(trees_built):
     with Checker(structures.get("heart"), "free-no-epoch", Settings(model="eadr", seed=1)) as checker:
         found = None
         for ops in runs:
+            # the pairs the drawn run shows (its trace again: the same run), and those not yet saturated
+            trace, _ = checker.trace(ops)
+            pairs = {(c.site, c.store_site) for c in aims.conflicts(trace, first_op_event(ops, trace))}
+            before = dict(checker.aimer.aimed_before.get(checker.aimer.lane, {}))
+            assert pairs, "the threads met on no word"
+            aimable = min(aims.PER_HISTORY, sum(before.get(p, 0) < aims.SATURATED for p in pairs))
             out = checker.check(ops, crashes=False)
-            assert out.aimed_runs > 0
+            if out.findings:     # the first aimed run that fails ends the history's aims
+                assert 0 < out.aimed_runs <= aimable
+            else:
+                assert out.aimed_runs == aimable
             if out.findings:
                 found = out
                 break
