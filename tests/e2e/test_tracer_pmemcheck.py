@@ -14,6 +14,7 @@ import pytest
 
 from cli_run import ROOT, run_cli
 from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.run.crossing import CROSS_FIXED
 from crashcheck.harness.target.tracers import wrap
 
 WORT = ROOT / "build" / "trees" / "wort"
@@ -94,7 +95,11 @@ def test_the_correct_structure_passes_under_pmemcheck(pmemcheck, tmp_path):
                   "--quiet", env_extra={"CRASHCHECK_PMEMCHECK": pmemcheck}, timeout=900)
     assert res.returncode == 0, res.stderr
     r = json.loads((tmp_path / "r.json").read_text())
-    assert r["stats"]["histories"] == 6 and r["stats"]["crash_points"] > 100
+    # the 6 drawn histories, then one crossing history per capacity point the probe saw (an
+    # --examples run crosses each after its last batch, harness/run/crossing.py CROSS_FIXED)
+    st = r["per_structure"][0]["stats"]
+    assert st["capacity"] and r["stats"]["capacity_histories"] == CROSS_FIXED * len(st["capacity"])
+    assert r["stats"]["histories"] == 6 + r["stats"]["capacity_histories"] and r["stats"]["crash_points"] > 100
     assert not [b for b in r["bugs"] if not b["expected"]]
 
 
