@@ -301,7 +301,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             # the point too, less the states its classes covered, each checked on its own.
             stats.partial += 1
             shapes.add(lines)
-            choices = [c for c in select(cp, "bounded", limit, seed)
+            choices = [c for c in select(cp, "bounded", limit, seed, stop)
                        if not any(leaf.contains(c) for leaf in leaves)]
         elif plan is not None and plan.feasible and plan.sent:
             choices = select(cp, "exhaustive")       # small: state by state, each its own class
@@ -315,9 +315,9 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             stats.complete += 1
         elif plan is not None:
             stats.partial += 1     # too big to plan: a bounded sample of it
-            choices = select(cp, "bounded", limit, seed)
+            choices = select(cp, "bounded", limit, seed, stop)
         else:
-            choices = select(cp, strategy, limit, seed)
+            choices = select(cp, strategy, limit, seed, stop)
         for choice in choices:
             if stop is not None and stop():
                 if runner is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .image import FP_MOD, ImageState, encode_writes
 from .simulate import CrashPoint
@@ -55,8 +55,15 @@ def boundary(radices: Sequence[int]) -> list[Choice]:
     return list(out)
 
 
-def bounded(radices: Sequence[int], limit: int, rng: random.Random) -> list[Choice]:
-    """The bounded strategy's selection for one crash point (see the module note)."""
+STOP_EVERY = 1024    # random picks between two polls of a selection's STOP
+
+
+def bounded(radices: Sequence[int], limit: int, rng: random.Random,
+            stop: Callable[[], bool] | None = None) -> list[Choice]:
+    """The bounded strategy's selection for one crash point (see the module note). STOP is
+    polled every STOP_EVERY random picks: once it returns True the selection ends with the states
+    chosen so far (the boundary states first), which the caller, polling it too, does not explore
+    (a large limit is seconds of picks: a budget must not wait for them)."""
     if legal_count(radices) <= limit:
         return list(exhaustive(radices))
     chosen = dict.fromkeys(boundary(radices))
@@ -71,13 +78,16 @@ def bounded(radices: Sequence[int], limit: int, rng: random.Random) -> list[Choi
     attempts = 0
     while len(chosen) < limit and attempts < 20 * limit:
         attempts += 1
+        if stop is not None and attempts % STOP_EVERY == 0 and stop():
+            break
         chosen.setdefault(tuple(rng.randint(0, m) for m in radices), None)
     return list(chosen)
 
 
 def select(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAULT_LIMIT,
-           seed: int = 0) -> Iterable[Choice]:
-    """The states STRATEGY explores at crash point CP."""
+           seed: int = 0, stop: Callable[[], bool] | None = None) -> Iterable[Choice]:
+    """The states STRATEGY explores at crash point CP (a bounded sample cut short once STOP
+    returns True: bounded)."""
     radices = cp.radices
     if strategy == "exhaustive":
         return exhaustive(radices)
@@ -86,7 +96,7 @@ def select(cp: CrashPoint, strategy: str = "bounded", limit: int = DEFAULT_LIMIT
             raise ValueError(f"the state limit must be at least 1, not {limit}")
         if legal_count(radices) <= limit:     # what bounded() returns, without seeding a Random
             return list(exhaustive(radices))  # (most crash points; a string seed costs microseconds)
-        return bounded(radices, limit, random.Random(f"{seed}:{cp.index}"))
+        return bounded(radices, limit, random.Random(f"{seed}:{cp.index}"), stop)
     if strategy == "lazy":
         raise ValueError("the lazy strategy chooses states by running recovery: use "
                          "crashcheck.crashsim.explore with a runner")
