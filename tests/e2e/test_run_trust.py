@@ -55,11 +55,16 @@ def test_nonsense_options_are_usage_errors(built, args, needle):
 
 
 def test_budget_bounds_a_run_whose_histories_take_longer(built, tmp_path):
-    # 5000 states per HART crash point (of ~10^35): the run must stop at the budget and say
-    # so. (--strategy exhaustive on them is refused at once: tests/e2e/test_exhaustive_refused.py)
-    budget = 6.0
+    # 200,000 states per HART crash point (of ~10^35): the first history (the 56-key load and the
+    # insert that grows a node) takes longer than the whole budget, so it is still being checked
+    # at the hard deadline: the run must stop at the budget and say so. (With 5000 states a
+    # history takes 0.2-1 s, less than the 20% between the soft and the hard deadline (issue
+    # 48's shrinking reserve): the history in flight when the search ends finishes, and nothing
+    # is cut short. --strategy exhaustive on them is refused at once:
+    # tests/e2e/test_exhaustive_refused.py)
+    budget = 4.0
     t0 = time.monotonic()
-    res = run_cli("fuzz", "hart", "--strategy", "bounded", "--limit", "5000", "--budget", str(budget), "--quiet",
+    res = run_cli("fuzz", "hart", "--strategy", "bounded", "--limit", "200000", "--budget", str(budget), "--quiet",
                   "--json", tmp_path / "r.json")
     wall = time.monotonic() - t0
     assert res.returncode == 0, res.stderr
