@@ -76,7 +76,9 @@ NONDETERMINISM_RUNS = 3       # checks of the history when replaying a nondeterm
 
 def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Settings, ops: list) -> int:
     """Check the record's history a few times and compare each with the first, as fuzz did
-    (harness/check/determinism.py): 1 if they differ, 0 if every run did the same."""
+    (harness/check/determinism.py): 1 if they differ; if every run did the same, 3 when the driver
+    is the one the record was made with (its trace_digest's binary: it was seen to differ, so
+    agreeing now proves nothing), 0 when it was rebuilt since (or, an older record, not known)."""
     with Checker(s, rec["bug"], settings) as checker:
         first = checker.check(ops)
         for n in range(2, NONDETERMINISM_RUNS + 1):
@@ -90,7 +92,17 @@ def _replay_nondeterminism(s: structures.Structure, rec: dict, settings: Setting
             if diff is not None:
                 print(f"reproduced: nondeterminism: run 1 and run {n}: {diff[1]}")
                 return 1
-    print(f"not reproduced: {NONDETERMINISM_RUNS} checks of the history did the same")
+    recorded = (rec.get("trace_digest") or {}).get("binary")
+    if recorded and recorded == trace_digest.file_digest(s.driver(rec["bug"])):
+        # the same driver that was seen to differ once: nondeterminism comes and goes (the clock,
+        # rand() seeded from it, addresses, thread timing), so runs that agree prove nothing fixed
+        print(f"not reproducible: nondeterministic: {NONDETERMINISM_RUNS} checks of the history did the same "
+              f"this time, but the same driver did not before, so no replay can say it is fixed"
+              + determinism.ADVICE)
+        return trace_digest.EXIT_NONDETERMINISTIC
+    print(f"not reproduced: {NONDETERMINISM_RUNS} checks of the history did the same"
+          + (" (the driver was rebuilt since the record: the code changed)" if recorded else
+             " (the record has no trace_digest: whether this driver is the recorded one is not verified)"))
     return 0
 
 

@@ -148,11 +148,13 @@ def _hung(f: Finding) -> dict | None:
 def _digest(outcome: HistoryOutcome, f: Finding, structure: str, bug: str | None) -> dict | None:
     """The fingerprint of the history's trace up to the finding's crash point (all of it for a
     finding of the run without crash or of a crash inside recovery) and of the driver that
-    traced it; None for a nondeterminism finding (its runs differ by definition) or without a
-    trace."""
-    if outcome.trace is None or f.cls == determinism.CLASS:
+    traced it; None without a trace. A nondeterminism finding's runs differ by definition: its
+    fingerprint holds no events, only the driver's digest (replay tells by it whether the driver
+    that was seen to differ is the one it runs again: harness/cli/cmd_replay.py)."""
+    if outcome.trace is None:
         return None
-    end = f.point.event if f.point is not None and f.recovery_trace is None else None
+    end = 0 if f.cls == determinism.CLASS else (
+        f.point.event if f.point is not None and f.recovery_trace is None else None)
     try:
         driver = structures.get(structure).driver(bug)
     except UsageError:          # a structure only this run knows: the events alone are compared

@@ -130,3 +130,22 @@ def test_hypothesis_flaky_errors_are_warnings_never_silence():
     # a Flaky around anything but our own findings is an internal error: the error itself, raised again
     with pytest.raises(ValueError, match="an internal error, once"):
         batch_end(FlakyFailure("unreliable", [ValueError("an internal error, once")]))
+
+
+def test_nondeterminism_that_does_not_show_again_is_never_called_fixed(quirk, tmp_path):
+    # issue 49 point 6: a nondeterminism record whose history runs the same in every check of the
+    # replay, by the very driver the record was made with, was "not reproduced" with exit 0, which
+    # the docs call fixed; nondeterminism comes and goes, so that is exit 3. The record of
+    # insert-clock, pointed at the structure's own (deterministic) driver, stands for it.
+    code, bugs, _ = fuzz(tmp_path, quirk, "--bug", "insert-clock", "--examples", "8", "--recovery-crashes", "0")
+    [bug] = bugs
+    from crashcheck.harness.check.trace_digest import file_digest
+    from crashcheck.harness.target import structures
+    driver = structures.get(quirk).driver(None)
+    for binary, status, words in ((file_digest(driver), 3, "not reproducible: nondeterministic"),
+                                  ("0" * 32, 0, "the driver was rebuilt since the record")):
+        rec = dict(bug, bug=None, trace_digest=dict(bug["trace_digest"], binary=binary))
+        path = tmp_path / f"as-{status}.json"
+        path.write_text(json.dumps(rec))
+        replay = run_cli("replay", path)
+        assert replay.returncode == status and words in replay.stdout, replay.stdout + replay.stderr
