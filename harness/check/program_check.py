@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,7 @@ from typing import Callable
 from crashcheck.crashsim.trace import Trace
 from crashcheck.crashsim.layout import Layout
 from crashcheck.harness.core import defaults
+from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.supervise import RunEnd, run_supervised
 from crashcheck.harness.check import program_reads
@@ -154,6 +156,23 @@ class ImageChecker:
         # variables the commands get on top of the program's environment (PMREORDER_MARKERS:
         # set per crash point by the explorer, harness/check/engines.py)
         self.env: dict[str, str] = {}
+        # --budget: no command runs past this time.monotonic() (the one in flight is killed at it,
+        # and OutOfTime raised: the state is not judged); None: no budget
+        self.deadline: float | None = None
+
+    def _within(self, timeout_s: float) -> float:
+        """TIMEOUT_S cut to the budget's deadline; OutOfTime when it has passed."""
+        if self.deadline is None:
+            return timeout_s
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise OutOfTime()
+        return min(timeout_s, left)
+
+    def _cut(self, end: RunEnd, wanted_s: float) -> None:
+        """OutOfTime when END is a command the budget's deadline killed (not a hang of its own)."""
+        if end.status == "timeout" and end.timeout_s < wanted_s:
+            raise OutOfTime()
 
     @property
     def short_s(self) -> float | None:
@@ -171,7 +190,8 @@ class ImageChecker:
         if self.log_reads:
             env = {**env, **program_reads.env(self._log(stage), self.files)}
             program_reads.clear(self._log(stage))
-        end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=short or self.timeout_s)
+        end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=self._within(short or self.timeout_s))
+        self._cut(end, short or self.timeout_s)
         if short is not None and end.status in ("timeout", "stopped"):
             if (stage, end.output) in self.hangs:
                 self.hung_short += 1
@@ -179,7 +199,8 @@ class ImageChecker:
             self.rechecked += 1
             if self.log_reads:
                 program_reads.clear(self._log(stage))
-            end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=self.timeout_s)
+            end = run_supervised(argv, env=env, output=out, errors=err, timeout_s=self._within(self.timeout_s))
+            self._cut(end, self.timeout_s)
         if end.status == "ok":
             self.slowest_ok = max(self.slowest_ok, end.elapsed)
         elif end.status in ("timeout", "stopped") and end.timeout_s >= self.timeout_s:

@@ -25,6 +25,7 @@ from crashcheck.harness.check import program_lazy
 from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states
 from crashcheck.harness.check.program_check import ImageChecker, Verdict
 from crashcheck.harness.check.program_reads import Reads
+from crashcheck.harness.core.budget import Budget, OutOfTime
 
 
 @dataclass
@@ -39,6 +40,7 @@ class ProgramFinding:
     occurrences: int = 1
     lost_seqs: frozenset[int] = field(default_factory=frozenset)
     needed: list[Piece] = field(default_factory=list)   # kept stores the failure needs (lose one: it passes)
+    unshrunk: bool = False              # --budget ran out while shrinking it: (partly) as found
 
 
 @dataclass
@@ -52,6 +54,9 @@ class ExploreStats:
     lazy_executions: int = 0          # the states those searches judged
     lazy_legal: int = 0               # the legal states of those points
     points_unchecked: int = 0         # crash points inside NoReorderNoCheck sections (engines)
+    points_left_by_budget: int = 0    # crash points --budget left no time for (not in crash_points)
+    points_cut_by_budget: int = 0     # crash points the budget ended in the middle (partial, sampled)
+    unshrunk: int = 0                 # findings the budget left (partly) unshrunk
 
 
 def _full(cp: CrashPoint) -> list[int]:
@@ -59,11 +64,21 @@ def _full(cp: CrashPoint) -> list[int]:
 
 
 def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
-           judge: Callable[[tuple[int, ...]], Verdict]) -> tuple[tuple[int, ...], Verdict]:
+           judge: Callable[[tuple[int, ...]], Verdict]) -> tuple[tuple[int, ...], Verdict, bool]:
     """CHOICE (failing with VERDICT) with as few lost stores as one unit at a time can keep failing
-    the same way (see the module note)."""
+    the same way (see the module note), its verdict, and whether a JUDGE raising OutOfTime
+    (--budget) ended it first (then the failing state shrunk so far)."""
     full = _full(cp)
-    cur = list(choice)
+    best = [list(choice), verdict]
+    try:
+        _shrink(cp, full, best, judge)
+    except OutOfTime:
+        return tuple(best[0]), best[1], True
+    return tuple(best[0]), best[1], False
+
+
+def _shrink(cp: CrashPoint, full: list[int], best: list, judge: Callable[[tuple[int, ...]], Verdict]) -> None:
+    cur, verdict = best
     for j in range(len(cur)):
         if cur[j] == full[j]:
             continue
@@ -72,6 +87,7 @@ def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
         v = judge(tuple(trial))
         if verdict.same(v):
             cur, verdict = trial, v
+            best[:] = cur, verdict
     for j, unit in enumerate(cp.units):
         if cur[j] == full[j] or unit.orders is not None:
             continue          # (a memset's unordered subsets have no "longer prefix" order)
@@ -81,8 +97,8 @@ def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
             v = judge(tuple(trial))
             if verdict.same(v):
                 cur, verdict = trial, v
+                best[:] = cur, verdict
                 break
-    return tuple(cur), verdict
 
 
 # Pending units tried when looking for the kept stores a failure needs (each try runs the commands).
@@ -92,8 +108,17 @@ NEEDED_TRIES = 16
 def needed(cp: CrashPoint, choice: tuple[int, ...], judge: Callable[[tuple[int, ...]], Verdict]) -> list[Piece]:
     """The kept stores of CHOICE that the failure needs: each unit's last kept store whose loss
     makes the state pass (a failure that loses nothing is caused by what did persist: a change
-    published too early, a change its transaction never logged)."""
-    out = []
+    published too early, a change its transaction never logged). Those found before a JUDGE
+    raising OutOfTime (--budget)."""
+    out: list[Piece] = []
+    try:
+        _needed(cp, choice, judge, out)
+    except OutOfTime:
+        pass
+    return out
+
+
+def _needed(cp, choice, judge, out) -> None:
     tries = 0
     for j, unit in enumerate(cp.units):
         if choice[j] == 0 or unit.orders is not None:
@@ -105,7 +130,6 @@ def needed(cp: CrashPoint, choice: tuple[int, ...], judge: Callable[[tuple[int, 
         trial[j] -= 1
         if judge(tuple(trial)).ok:
             out.append(unit.pieces[choice[j] - 1])
-    return out
 
 
 def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
@@ -123,6 +147,7 @@ class Pick:
     weight: dict[tuple[int, ...], int]     # lazy: a state's class size (its occurrences if it fails)
     explored: int
     lazy_executions: int | None = None     # lazy points: the states its search judged
+    cut: bool = False                      # --budget ended it: STATES are those judged before
 
 
 # (image fingerprint, the commands' extra environment) -> verdict, and the commands' reads (lazy:
@@ -136,10 +161,17 @@ def _pick(cp: CrashPoint, how: str, image, run, plans: dict, offsets, limit: int
     plan = LazyPlan(cp, image, plans) if lazy and cp.legal > EAGER_BELOW else None
     if plan is not None and plan.feasible:
         states: list[tuple[int, ...]] = []
-        outcome = program_lazy.search(plan, offsets, limit, lambda c: (states.append(c), run(c)[1])[1])
+
+        def judged(c: tuple[int, ...]):
+            got = run(c)[1]           # (OutOfTime: not judged, not among the states)
+            states.append(c)
+            return got
+        outcome = program_lazy.search(plan, offsets, limit, judged)
         # a failing execution fails for every state of its class: they are its occurrences
         weight = {leaf.choice: leaf.covers for leaf in outcome.leaves}
         explored = outcome.covered
+        if outcome.cut:
+            return Pick(states, weight, min(cp.legal, explored + outcome.unknown), outcome.executions, cut=True)
         if not outcome.complete(cp.legal):
             # partial: the bounded sample's states no class covers, one by one
             leaves = outcome.leaves
@@ -172,7 +204,8 @@ def explore(trace: Trace, checker: ImageChecker, **kw) -> tuple[list[ProgramFind
 def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
           seed: int, on_point: Callable[[ExploreStats, int], None] | None = None,
           sections: Sections | None = None, share: tuple[int, int] | None = None,
-          prejudged: Prejudged | None = None) -> tuple[list[ProgramFinding], ExploreStats, Prejudged]:
+          prejudged: Prejudged | None = None, budget: Budget | None = None
+          ) -> tuple[list[ProgramFinding], ExploreStats, Prejudged]:
     """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
     ON_POINT(stats, findings so far) is called after each crash point. Lazy (the checker's
     reads logged: checker.log_reads) searches each point by what the commands read
@@ -184,7 +217,14 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     --jobs: a worker passes SHARE (k, n): it picks and judges the states of the k-th of n runs
     of consecutive points, and neither shrinks nor counts (prejudge() returns what it ran); the
     parent passes PREJUDGED, the workers' picks and verdicts, and walks every point as one process
-    would, running only what they did not (shrinking): the findings are those of one process."""
+    would, running only what they did not (shrinking): the findings are those of one process.
+
+    --budget (BUDGET): no state is judged past its soft deadline (the command in flight is killed
+    there, ImageChecker.deadline) and no shrinking past its hard one; the point in flight is
+    partial (`points_cut_by_budget`, among the sampled), the points after it are left
+    (`points_left_by_budget`, not among `crash_points`), a failing state found is kept, shrunk as
+    far as time allowed (`unshrunk`). A worker stops at the soft deadline too; the parent walks
+    the points its workers picked and leaves the others."""
     sim = Simulator.from_trace(trace, options)
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
@@ -195,26 +235,36 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     stats.executions = prejudged.executions if prejudged else 0
     # a worker's share is a run of consecutive points (neighbours repeat each other's images)
     total = sim.count_crash_points() if share is not None else 0
+    over = [False]                          # --budget: no new state is judged any more
 
-    for cp in sim.crash_points():
+    def search_over() -> bool:
+        if not over[0] and budget is not None and budget.search_over():
+            over[0] = True
+        return over[0]
+
+    def wanted(i: int) -> bool:             # a point left by the budget needs no pending units
+        return not over[0] or (prejudged is not None and i in prejudged.picks)
+
+    for cp in sim.crash_points(wanted=wanted if budget is not None else None):
         how = point_strategy(sections, cp, strategy, checker.log_reads)
         if how == "unchecked":
             stats.points_unchecked += 1
             continue
         if share is not None and cp.index * share[1] // total != share[0]:
             continue
+        if prejudged is not None and cp.index not in prejudged.picks or prejudged is None and search_over():
+            stats.points_left_by_budget += 1     # (a worker's point it had no time for)
+            continue
         checker.env = sections.env(cp.event) if sections is not None else {}
         env_key = repr(sorted(checker.env.items()))
         codec = StateCodec(cp, sim.image)
-        stats.crash_points += 1
-        stats.states_legal += cp.legal
 
         def run(choice: tuple[int, ...]) -> tuple[Verdict, list[Reads] | None]:
             fp, blob = codec.encode(choice)
             got = verdicts.get((fp, env_key))
             if got is None:
-                stats.executions += 1
                 v = checker.check(sim.image.base, decode_writes(blob))
+                stats.executions += 1
                 reads = checker.last_reads
                 got = verdicts[fp, env_key] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
             return got
@@ -222,22 +272,38 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
         def judge(choice: tuple[int, ...]) -> Verdict:
             return run(choice)[0]
 
+        if budget is not None:
+            checker.deadline = budget.soft
         pick = prejudged.picks[cp.index] if prejudged else _pick(cp, how, sim.image, run, plans, offsets, limit, seed)
         if share is not None:
-            for choice in pick.states:
-                judge(tuple(choice))
+            for n, choice in enumerate(pick.states):
+                try:
+                    judge(tuple(choice))
+                except OutOfTime:
+                    over[0] = True
+                    pick = _cut(cp, pick, pick.states[:n])
+                    break
             picks[cp.index] = pick
+            if pick.cut:
+                over[0] = True       # (the points after it come as left: no units)
             continue
-        states, weight, explored = pick.states, pick.weight, pick.explored
+        stats.crash_points += 1
+        stats.states_legal += cp.legal
+        states, weight = pick.states, pick.weight
         if pick.lazy_executions is not None:
             stats.lazy_points += 1
             stats.lazy_executions += pick.lazy_executions
             stats.lazy_legal += cp.legal
-        stats.states_explored += explored
-        stats.points_sampled += explored < cp.legal
+        cut = pick.cut
 
-        for choice in states:
-            v = judge(tuple(choice))
+        for n, choice in enumerate(states):
+            if budget is not None:
+                checker.deadline = budget.soft
+            try:
+                v = judge(tuple(choice))
+            except OutOfTime:
+                pick, cut = _cut(cp, pick, states[:n]), True
+                break
             if v.ok:
                 continue
             lost = frozenset(p.seq for p in cp.lost(choice))
@@ -246,7 +312,9 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             if known is not None:
                 known.occurrences += times
                 continue
-            small, sv = shrink(cp, tuple(choice), v, judge)
+            if budget is not None:
+                checker.deadline = budget.hard      # shrinking has the reserve up to the hard deadline
+            small, sv, unshrunk = shrink(cp, tuple(choice), v, judge)
             lost_small = cp.lost(small)
             seqs = frozenset(p.seq for p in lost_small)
             same = next((f for f in findings if f.verdict.cls == sv.cls and f.lost_seqs == seqs
@@ -254,11 +322,28 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             if same is not None:
                 same.occurrences += times
                 continue
+            need = needed(cp, small, judge) if not unshrunk else []
+            stats.unshrunk += unshrunk
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
-                                           (cp.legal, explored), times, seqs, needed(cp, small, judge)))
+                                           (cp.legal, pick.explored), times, seqs, need, unshrunk))
+        stats.states_explored += pick.explored
+        stats.points_sampled += pick.explored < cp.legal
+        if cut:
+            over[0] = True
+            stats.points_cut_by_budget += 1
         if on_point is not None:
             on_point(stats, len(findings))
+    checker.deadline = None
     return findings, stats, Prejudged(picks, verdicts, stats.executions)
+
+
+def _cut(cp: CrashPoint, pick: Pick, judged: list) -> Pick:
+    """PICK of CP cut by the budget after the states JUDGED: what they cover."""
+    if pick.cut and len(judged) == len(pick.states):
+        return pick
+    weight = pick.weight
+    explored = min(cp.legal, sum(weight.get(tuple(c), 1) for c in judged))
+    return Pick(list(judged), weight, explored, pick.lazy_executions, cut=True)
 
 
 def prejudge(trace: Trace, checker: ImageChecker, share: tuple[int, int], **kw) -> Prejudged:

@@ -30,6 +30,7 @@ from typing import Callable, Sequence
 from crashcheck.crashsim.lazy import Leaf, LazyPlan
 from crashcheck.crashsim.states import legal_count
 from crashcheck.harness.check.program_reads import Reads
+from crashcheck.harness.core.budget import OutOfTime
 
 # (group index, its classes at the branch point as sorted variant lists, the class taken)
 Branch = tuple[int, list[list[int]], int]
@@ -43,6 +44,7 @@ class Outcome:
     covered: int = 0
     unknown: int = 0          # executions whose class is not known (it stands for its own state)
     capped: bool = False
+    cut: bool = False         # --budget ran out during the search (it stopped there: partial)
 
     def complete(self, legal: int) -> bool:
         return not self.capped and not self.unknown and self.covered == legal
@@ -137,7 +139,7 @@ def search(plan: LazyPlan, offsets: Sequence[int], cap: int,
            judge: Callable[[tuple[int, ...]], Sequence[Reads] | None]) -> Outcome:
     """Search one crash point (PLAN, feasible) with at most CAP executions. JUDGE(choice) runs the
     commands on a crash state (findings are the caller's) and returns their reads, or None when
-    they cannot be trusted."""
+    they cannot be trusted. A JUDGE raising OutOfTime (--budget) ends the search there (`cut`)."""
     rp = Replayer(plan, offsets)
     out = Outcome()
     nunits = len(plan.cp.units)
@@ -150,7 +152,11 @@ def search(plan: LazyPlan, offsets: Sequence[int], cap: int,
             break
         variants, inherited, shape = frontier.popleft()
         choice = choice_of(plan, variants)
-        reads = judge(choice)
+        try:
+            reads = judge(choice)
+        except OutOfTime:
+            out.capped = out.cut = True
+            break
         out.executions += 1
         branches, allowed = rp.replay(variants, reads) if reads is not None else ([], None)
         # (a command that did not retrace the branch points it inherited is not deterministic)

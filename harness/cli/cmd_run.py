@@ -9,6 +9,7 @@ writes them) and the summary. The work is harness/run/program_run.py's.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import signal
@@ -73,6 +74,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="threaded programs: run each under N schedules of the deterministic scheduler")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"seconds each command may take on one image (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="bound the whole command to SECONDS: when they run out, the check in flight is killed, "
+                        "the findings so far are reported (shrunk as far as time allowed) and the crash points "
+                        "left unchecked counted (default: no limit)")
     p.add_argument("--tracer", choices=defaults.TRACERS, default=defaults.TRACER,
                    help="pass (a program built with crashcheck-cc, default) or pmemcheck (any binary)")
     p.add_argument("--atomic-unit", type=int, default=defaults.ATOMIC_UNIT, metavar="BYTES",
@@ -103,6 +108,8 @@ def _check(args: argparse.Namespace) -> ProgramRun:
         raise UsageError("run: --setup is empty: give a shell command, e.g. --setup 'truncate -s 4M pool'")
     if not 0 < args.timeout <= MAX_TIMEOUT_S:
         raise UsageError(f"run: --timeout must be more than 0 and at most {MAX_TIMEOUT_S} seconds, not {args.timeout}")
+    if args.budget is not None and not (math.isfinite(args.budget) and args.budget > 0):
+        raise UsageError(f"run: --budget must be a positive number of seconds, not {args.budget}")
     ModelOptions(atomic_unit=args.atomic_unit).validate()
     engines = EngineConfig.from_options(args.engine_markers, args.default_engine)
     checker = Command.parse(args.checker, "--checker")
@@ -115,7 +122,7 @@ def _check(args: argparse.Namespace) -> ProgramRun:
                         atomic_unit=args.atomic_unit, tracer=args.tracer)
     return ProgramRun([program] + argv[1:], checker, recover, settings, runs=args.runs,
                       schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program),
-                      engines=engines, setup=args.setup, jobs=args.jobs)
+                      engines=engines, setup=args.setup, jobs=args.jobs, budget_s=args.budget)
 
 
 def _lazy_line(strategy: str, st: dict) -> str:
@@ -128,6 +135,18 @@ def _lazy_line(strategy: str, st: dict) -> str:
     return (f"lazy: {st['lazy_points']} crash points searched by what the commands read "
             f"({st['lazy_executions']} states judged for their {big(st['lazy_states_legal'])} legal ones), "
             f"the others state by state\n")
+
+
+def _budget_coverage(st: dict, bugs: list) -> str:
+    """The coverage line of a run --budget ended: its crash points complete, partial (sampled, or
+    the one the budget ended in) and unchecked (left by the budget)."""
+    left, points = st["points_left_by_budget"], st["crash_points"]
+    text = (f"the {st['budget_s']:g} s budget ran out: {points - st['points_sampled']} of {points + left} crash "
+            f"points complete, {st['points_sampled']} partial, {left} unchecked")
+    runs = st.get("runs_left_by_budget")
+    if runs:
+        text += f"; {runs} traced run{'s' if runs != 1 else ''} not run"
+    return text + ("; no bug among the states checked" if not bugs else "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -155,18 +174,22 @@ def run(args: argparse.Namespace) -> int:
     write_run(res, bugdir, json_out, args.report)
     st = res["stats"]
     sampled = st["points_sampled"]
+    cut = st.get("cut_by_budget")
     print(f"{job.name}: {st['histories']} traced run{'s' if st['histories'] != 1 else ''}, "
           f"{st['crash_points']} crash points, {big(st['states_explored'])} crash states checked of "
           f"{big(st['states_legal'])} legal ({st['executions']} images judged, the rest repeated an image), "
           f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
-    print("coverage: " + (f"{sampled} of {st['crash_points']} crash points checked in part, as the engine of "
-                          f"their section chose (-x/-r); no bug among the states checked"
-                          if sampled and job.engines else
-                          f"bounded: {sampled} of {st['crash_points']} crash points sampled "
-                          f"(at most {job.settings.limit} states each); no bug among the states checked"
-                          if sampled else "every legal crash state of every crash point was checked")
-          if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
-                                                  if sampled else "every legal crash state checked"))
+    if cut:
+        print("coverage: " + _budget_coverage(st, res["bugs"]))
+    else:
+        print("coverage: " + (f"{sampled} of {st['crash_points']} crash points checked in part, as the engine of "
+                            f"their section chose (-x/-r); no bug among the states checked"
+                            if sampled and job.engines else
+                            f"bounded: {sampled} of {st['crash_points']} crash points sampled "
+                            f"(at most {job.settings.limit} states each); no bug among the states checked"
+                            if sampled else "every legal crash state of every crash point was checked")
+            if not res["bugs"] else "coverage: " + (f"{sampled} of {st['crash_points']} crash points sampled"
+                                                    if sampled else "every legal crash state checked"))
     if st.get("engine_markers_unseen"):
         print(f"engines: the program emitted no marker of {', '.join(st['engine_markers_unseen'])} "
               f"(given to -x): their engines never applied")
@@ -185,8 +208,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {b['id']}: {b['detail']}")
         print(f"    {b['group']}; {b['occurrences']} failing state{'s' if b['occurrences'] != 1 else ''}; "
               f"{b['replay']}")
+    if st.get("unshrunk"):
+        n = st["unshrunk"]
+        print(f"shrunk: {n} failing state{'s' if n != 1 else ''} not shrunk to the fewest lost stores, reported "
+              f"as far as {'they' if n != 1 else 'it'} got: the budget ran out")
     if json_out:
         print(f"results: {json_out}")
     if args.report:
         print(f"report:  {args.report}")
+    if cut and not st["crash_points"] and not res["bugs"]:
+        # as fuzz: a run that checked nothing is no pass
+        print(f"crashcheck: error: no crash point was checked within the {st['budget_s']:g} s budget; "
+              f"give a larger --budget", file=sys.stderr)
+        return 2
     return 1 if res["bugs"] else 0

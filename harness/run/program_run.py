@@ -23,6 +23,7 @@ from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
+from crashcheck.harness.core.budget import PROCESS_START, Budget, OutOfTime
 from crashcheck.harness.core.counts import big, for_json, json_int
 from crashcheck.harness.check import trace_digest
 from crashcheck.harness.core.errors import UsageError
@@ -50,6 +51,7 @@ class ProgramRun:
     jobs: int = 1                      # --jobs: worker processes judging the crash points
     setup: str | None = None           # --setup: a shell command run before each traced run, untraced
     engines: EngineConfig | None = None   # pmreorder's -x/-r: each section's states (None: --strategy)
+    budget_s: float | None = None      # --budget: seconds for the whole command (None: no limit)
     progress: Callable[[str], None] | None = None
     stats: ExploreStats = field(default_factory=ExploreStats)
 
@@ -77,6 +79,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
     t0 = time.monotonic()
     s = run.settings
+    # --budget counts from the process start, as fuzz's does; its soft deadline ends the judging
+    # of states, its hard one shrinking (harness/core/budget.py, program_explore._walk)
+    budget = Budget(run.budget_s, start=PROCESS_START) if run.budget_s is not None else None
+    runs_left = 0                     # traced runs (run x schedule) the budget left no time for
     found: list[dict] = []
     traced_runs = 0
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
@@ -89,6 +95,9 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
             argv = with_seed(run.argv, seed)
             for k in range(max(1, run.schedules)):
                 sched = _sched(run, k)
+                if budget is not None and budget.search_over():
+                    runs_left += 1
+                    continue
                 traced = trace_program(argv, root / "run", tracer=s.tracer, sched=sched, setup=run.setup)
                 traced_runs += 1
                 if s.strategy == "exhaustive":
@@ -105,7 +114,13 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 seen.update(marker_name(text) for _, text in traced.markers)
                 checker.log_reads = strategy == "lazy" or (run.engines is not None and run.engines.uses("lazy"))
                 checker.env = sections.env(len(traced.trace.events))
-                check_crash_free(traced.trace, checker)
+                if budget is not None:
+                    checker.deadline = budget.soft
+                try:
+                    check_crash_free(traced.trace, checker)
+                except OutOfTime:
+                    pass       # (the walk below then leaves every point of this run: counted)
+                checker.deadline = None
                 why = lazy_unavailable(checker)
                 if why:
                     strategy, checker.log_reads = "bounded", False
@@ -114,9 +129,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                         if run.progress:
                             run.progress(f"lazy: {why}: checking with bounded instead")
                 what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
-                kw = dict(options=s.options(), strategy=strategy, limit=s.limit, seed=s.seed, sections=sections)
+                kw = dict(options=s.options(), strategy=strategy, limit=s.limit, seed=s.seed, sections=sections,
+                          budget=budget)
                 prejudged = None
-                if run.jobs > 1:
+                if run.jobs > 1 and not (budget is not None and budget.search_over()):
                     def make_checker(k: int, traced=traced, log_reads=checker.log_reads) -> ImageChecker:
                         c = ImageChecker(traced.trace, trace_layout(traced.trace), run.checker, run.recover,
                                          root / f"check-{k}", run.timeout_s)
@@ -126,7 +142,8 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 findings, stats = explore(traced.trace, checker, prejudged=prejudged,
                                           on_point=_progress(run, what), **kw)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
-                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked"):
+                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked",
+                             "points_left_by_budget", "points_cut_by_budget", "unshrunk"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
                 shortened += checker.short_s is not None
@@ -140,26 +157,36 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                     run.progress(f"{what}: {stats.crash_points} crash points, {big(stats.states_explored)} states, "
                                  f"{len(findings)} finding{'s' if len(findings) != 1 else ''}")
     bugs = program_records.merge(found, bugdir)
-    elapsed = time.monotonic() - t0
     st = run.stats
+    cut = bool(st.points_left_by_budget or st.points_cut_by_budget or runs_left or st.unshrunk)
+    elapsed = time.monotonic() - t0
     stats_json = {"histories": traced_runs, "partial_histories": 0, "crash_points": st.crash_points,
                   "states_legal": for_json(st.states_legal),
                   "states_explored": json_int(st.states_explored), "states_checked": json_int(st.states_explored),
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "points_unchecked": st.points_unchecked,
+                  # --budget: whether it ended the run, the crash points it left unchecked (never
+                  # in crash_points), those it ended part way (among points_sampled), traced runs
+                  # it left, failing states it left (partly) unshrunk
+                  "budget_s": run.budget_s, "cut_by_budget": cut,
+                  "points_left_by_budget": st.points_left_by_budget,
+                  "points_cut_by_budget": st.points_cut_by_budget, "runs_left_by_budget": runs_left,
+                  "unshrunk": st.unshrunk,
                   # -x names no run's markers opened: their engines never applied (a typo, or no markers)
                   "engine_markers_unseen": sorted(set(run.engines.markers) - seen) if run.engines else [],
                   "lazy_points": st.lazy_points,
                   "lazy_executions": st.lazy_executions, "lazy_states_legal": json_int(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2), **rates(st.executions, st.states_explored, elapsed)}
+    # as fuzz's: a run that checked nothing (the budget ran out first) is no pass
+    complete = st.crash_points > 0 or not cut
     # lazy asked for but no run could follow the commands' reads: the results say what was done
     strategy = "bounded" if s.strategy == "lazy" and fallbacks and not st.lazy_points else s.strategy
     return {"crashcheck": 1, "structures": [run.name], "model": s.model, "strategy": strategy,
             "limit": s.limit, "seed": s.seed, "tracer": s.tracer, "assumptions": s.assumptions(),
-            "command": command, "complete": True, "interrupted": None, "stats": stats_json,
-            "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json,
-                               "unexpected": len(bugs), "expected": 0, "complete": True, "warnings": []}],
+            "command": command, "complete": complete, "interrupted": None, "stats": stats_json,
+            "per_structure": [{"structure": run.name, "bug": None, "stats": stats_json, "budget_s": run.budget_s,
+                               "unexpected": len(bugs), "expected": 0, "complete": complete, "warnings": []}],
             "program": {"argv": list(run.argv), "checker": run.checker.text, "setup": run.setup,
                         "recover": run.recover.text if run.recover else None, "runs": run.runs,
                         "schedules": run.schedules, "timeout_s": run.timeout_s, "jobs": run.jobs,

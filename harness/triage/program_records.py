@@ -89,8 +89,9 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         "sched": program.get("sched"), "schedule": traced.schedule,
         "cause": sorted(set(sites) | {site_key(trace, trace.events[p.seq].site) for p in finding.needed}),
         "symptoms": [], "orders": [],
-        # a program has no history to shrink; its failing state is always shrunk (program_explore.shrink)
-        "shrink": {"history": "not tried", "crash_state": "done"},
+        # a program has no history to shrink; its failing state is shrunk (program_explore.shrink)
+        # unless --budget ran out first (then as far as it got)
+        "shrink": {"history": "not tried", "crash_state": "cut by the budget" if finding.unshrunk else "done"},
         "output": v.output[-OUTPUT_CHARS:],
         # what `replay` compares its run with (harness/check/trace_digest.py)
         "trace_digest": fingerprint(trace, cp.event, traced.argv[0]),
