@@ -287,13 +287,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             if pick.cut:
                 over[0] = True       # (the points after it come as left: no units)
             continue
-        stats.crash_points += 1
-        stats.states_legal += cp.legal
         states, weight = pick.states, pick.weight
-        if pick.lazy_executions is not None:
-            stats.lazy_points += 1
-            stats.lazy_executions += pick.lazy_executions
-            stats.lazy_legal += cp.legal
         cut = pick.cut
 
         for n, choice in enumerate(states):
@@ -326,11 +320,20 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             stats.unshrunk += unshrunk
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
                                            (cp.legal, pick.explored), times, seqs, need, unshrunk))
-        stats.states_explored += pick.explored
-        stats.points_sampled += pick.explored < cp.legal
         if cut:
             over[0] = True
+            if not pick.states:          # the budget ended it before any state was judged: left
+                stats.points_left_by_budget += 1
+                continue
             stats.points_cut_by_budget += 1
+        stats.crash_points += 1
+        stats.states_legal += cp.legal
+        if pick.lazy_executions is not None:
+            stats.lazy_points += 1
+            stats.lazy_executions += pick.lazy_executions
+            stats.lazy_legal += cp.legal
+        stats.states_explored += pick.explored
+        stats.points_sampled += pick.explored < cp.legal
         if on_point is not None:
             on_point(stats, len(findings))
     checker.deadline = None

@@ -24,6 +24,7 @@ from crashcheck.harness.cli import options
 from crashcheck.harness.cli.fuzz_summary import speed_text
 from crashcheck.harness.cli.outputs import check_outputs
 from crashcheck.harness.core import defaults
+from crashcheck.harness.core.budget import PROCESS_START
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
@@ -158,6 +159,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         job.progress = lambda line: print(f"crashcheck: {line}", file=sys.stderr)
     command = "crashcheck " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["run"] else ""
+    # --budget counts from the process start, as fuzz's does (its start-up included); when main()
+    # was called in a longer-lived process (a test), from this command's start
+    job.budget_start = PROCESS_START if command else t0
     def stop(signum, frame):
         raise KeyboardInterrupt(signal.Signals(signum).name)
     old_term = signal.signal(signal.SIGTERM, stop)

@@ -12,6 +12,7 @@ Never parses a command line and never renders (harness/cli/cmd_run.py writes the
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class ProgramRun:
     setup: str | None = None           # --setup: a shell command run before each traced run, untraced
     engines: EngineConfig | None = None   # pmreorder's -x/-r: each section's states (None: --strategy)
     budget_s: float | None = None      # --budget: seconds for the whole command (None: no limit)
+    budget_start: float | None = None  # time.monotonic() the budget counts from (None: the process start)
     progress: Callable[[str], None] | None = None
     stats: ExploreStats = field(default_factory=ExploreStats)
 
@@ -79,9 +81,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
     t0 = time.monotonic()
     s = run.settings
-    # --budget counts from the process start, as fuzz's does; its soft deadline ends the judging
-    # of states, its hard one shrinking (harness/core/budget.py, program_explore._walk)
-    budget = Budget(run.budget_s, start=PROCESS_START) if run.budget_s is not None else None
+    # --budget: its soft deadline ends the judging of states, its hard one shrinking
+    # (harness/core/budget.py, program_explore._walk)
+    budget = (Budget(run.budget_s, start=PROCESS_START if run.budget_start is None else run.budget_start)
+              if run.budget_s is not None else None)
     runs_left = 0                     # traced runs (run x schedule) the budget left no time for
     found: list[dict] = []
     traced_runs = 0
@@ -199,6 +202,17 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
 _JOB: tuple | None = None
 
 
+def _quiet_term(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def _worker_start() -> None:
+    """A worker ends quietly on SIGTERM (the pool's end sends it to every worker, idle or cut by
+    --budget; a SystemExit still kills the command it was running, supervise.py), where the
+    parent's handler (a KeyboardInterrupt) made each print a traceback."""
+    signal.signal(signal.SIGTERM, _quiet_term)
+
+
 def _share(k: int) -> Prejudged:
     trace, make_checker, n, kw = _JOB
     return prejudge(trace, make_checker(k), (k, n), **kw)
@@ -211,7 +225,7 @@ def in_workers(trace, make_checker: Callable[[int], ImageChecker], n: int, kw: d
     global _JOB
     _JOB = (trace, make_checker, n, kw)
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
+        with multiprocessing.get_context("fork").Pool(n, initializer=_worker_start) as pool:
             return merge(pool.map(_share, range(n)))
     finally:
         _JOB = None
