@@ -150,8 +150,9 @@ def drive_structure(t: Target, work: Path, builds: Path, built: dict[str, Outcom
 
 
 def _run_budget(t: Target) -> float:
-    """`crashcheck run` has no --budget: the target's budget (at least 15 s), or crashcheck's own
-    limit on the traced run when the program itself may hang (it must wait that out)."""
+    """The time `crashcheck run` may take: its --budget (the target's, at least 15 s), or crashcheck's
+    own limit on the traced run when the program itself may hang (the budget does not cut tracing:
+    it must wait that out)."""
     if t.knobs.fault_phase == "program":
         return PROGRAM_RUN_LIMIT_S
     return max(t.budget, 15)
@@ -171,7 +172,7 @@ def drive_program(t: Target, work: Path, env: dict) -> Iterator[Outcome]:
         res = mine / f"run-{strategy}.json"
         results.append(res)
         argv = [*CLI, "run", "--strategy", strategy, "--timeout", "5", "--seed", str(t.seed), "--quiet",
-                "--json", res, "--checker", f"{prog} check {{image}}"]
+                "--json", res, "--checker", f"{prog} check {{image}}", "--budget", str(max(t.budget, 15))]
         if recover:
             argv += ["--recover", f"{prog} recover {{image}}"]
         yield run(t.seed, f"run {strategy}", [*argv, "--", prog, "run", "pool", str(t.max_ops)],
