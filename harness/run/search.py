@@ -59,7 +59,7 @@ from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run import strategies
 from crashcheck.harness.run.config import Config, batches
 from crashcheck.harness.run.after_batches import CUT, NOT_TRIED, SHRUNK, AfterBatches
-from crashcheck.harness.run.crossing import CROSS_FIXED, CapacityCrossing  # noqa: F401  (read as search.CROSS_FIXED)
+from crashcheck.harness.run.crossing import CapacityCrossing
 from crashcheck.harness.run.fix_checks import keep_other
 from crashcheck.harness.run.determinism_probes import Decision as _Decision, DeterminismProbes
 from crashcheck.harness.run.found import (CLASS_ORDER, FOUND, Abort, Found, Internal, ShrinkSpent, batch_end,

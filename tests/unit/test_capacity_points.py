@@ -152,7 +152,7 @@ def test_every_point_is_crossed_in_every_run_declared_ones_too(trees_built, tmp_
     from crashcheck.harness.core.settings import Settings
     from crashcheck.harness.run.config import Config
     from crashcheck.harness.run.plan import fuzz_target
-    from crashcheck.harness.run.search import CROSS_FIXED
+    from crashcheck.harness.run.crossing import CROSS_FIXED
     r = fuzz_target("woart", None, Settings(seed=2), Config(examples=1, budget=None), bugdir=tmp_path)
     [(label, n)] = r.stats.capacity.items()
     assert label.startswith("insert at 48 keys (declared") and n >= 1, r.stats.capacity
