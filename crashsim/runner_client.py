@@ -27,7 +27,8 @@ from .errors import CrashcheckError
 
 REQ = struct.Struct("<IIQ")
 _STATE_HEAD = struct.Struct("<IIQI")    # a STATE request's head and its followup length
-REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT, REQ_LAZY_BODY = 1, 2, 3, 4, 5, 6, 7, 8
+REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT, REQ_LAZY_BODY, REQ_FOLLOWUP = range(1, 10)
+FU_STORED = 0xFFFFFFFF                  # a followup length that names the runner's stored followup
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder.
@@ -127,6 +128,7 @@ class Runner:
         self.next_state = 0            # state ids must increase within a session (dup_of names them)
         self._unique: dict[int, CheckResult] = {}
         self._fu_text, self._fu_bytes = "", b""      # the last follow-up queued, encoded
+        self._fu_stored: str | None = None            # the follow-up the runner keeps (REQ_FOLLOWUP)
         self.stats = RunnerStats()
         self._start()
 
@@ -155,6 +157,7 @@ class Runner:
         if hello.get("runner") != 1:
             self._fail(f"not a crashcheck runner (first line {hello!r})")
         self.hello = hello
+        self._fu_stored = None
         self.pool_base = int(hello["pool"], 16)
         self.pool_size = int(hello["size"])
         self.pid = int(hello["pid"])
@@ -178,6 +181,9 @@ class Runner:
     def queue_base(self, path: str | os.PathLike) -> None:
         """Load an image file as the base (the runner zeroes the pool first)."""
         self._push(REQ_BASE, os.fsencode(os.path.abspath(path)))
+        # a restarted runner is brought back from the last base on (_base_after): a followup
+        # stored before it would not be sent again, so the next state stores its own anew
+        self._fu_stored = None
 
     def queue_patch(self, writes: bytes) -> None:
         """Apply encoded writes (crashcheck.crashsim.image.encode_writes) to the base."""
@@ -189,15 +195,29 @@ class Runner:
         if state < self.next_state:
             raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
         self.next_state = state + 1
-        # encoded once per crash point: the explorer hands every state of a point the same text
-        # (a continuation's is a few KiB)
-        if followup is not self._fu_text:
-            self._fu_text, self._fu_bytes = followup, followup.encode()
-        fu = self._fu_bytes
         # one pack for the request head and the body's followup length: this runs per state
-        self._queue.append(_STATE_HEAD.pack(REQ_STATE, 4 + len(fu) + len(writes), state, len(fu)) + fu + writes)
+        if self._store_followup(followup):
+            self._queue.append(_STATE_HEAD.pack(REQ_STATE, 4 + len(writes), state, FU_STORED) + writes)
+        else:
+            fu = self._fu_bytes
+            self._queue.append(_STATE_HEAD.pack(REQ_STATE, 4 + len(fu) + len(writes), state, len(fu)) + fu + writes)
         self._kinds.append(REQ_STATE)
         self._queued_states += 1
+
+    def _store_followup(self, followup: str) -> bool:
+        """Whether a state may name FOLLOWUP as the runner's stored followup, queueing a
+        FOLLOWUP request first when it is not the one stored: the explorer hands every state of
+        a crash point the same text (a continuation's is a few KiB), which then crosses the pipe
+        and the runner's hand-over once per point, not once per state. An empty one is sent as it
+        is (it costs nothing)."""
+        if followup is not self._fu_text:
+            self._fu_text, self._fu_bytes = followup, followup.encode()
+        if not followup or not self.hello.get("followup_stored"):
+            return False
+        if followup is not self._fu_stored and followup != self._fu_stored:
+            self._push(REQ_FOLLOWUP, self._fu_bytes)
+            self._fu_stored = followup
+        return True
 
     def queue_lazy(self, state: int, spec: bytes, followup: str = "", writes: bytes = b"") -> None:
         """One lazy execution (crashsim/lazy.py builds SPEC: groups of undetermined lines with
@@ -209,9 +229,11 @@ class Runner:
         if state < self.next_state:
             raise ValueError(f"state id {state} reused (the next free id is {self.next_state})")
         self.next_state = state + 1
-        fu = followup.encode()
-        self._push(REQ_LAZY, struct.pack("<I", len(fu)) + fu + struct.pack("<I", len(spec)) + spec
-                   + writes, state)
+        if self._store_followup(followup):
+            head = struct.pack("<I", FU_STORED)
+        else:
+            head = struct.pack("<I", len(self._fu_bytes)) + self._fu_bytes
+        self._push(REQ_LAZY, head + struct.pack("<I", len(spec)) + spec + writes, state)
 
     def queue_lazy_body(self, body: bytes) -> None:
         """Store BODY (crashsim/lazy.py LazyPlan.body: a crash point's groups) in the runner, for
@@ -286,9 +308,11 @@ class Runner:
                 raise RunnerError(f"runner rejected a request: {ans['error']}")
             if kind not in _STATE_KINDS:
                 continue
-            sid = ans["state"]
             self.stats.states += 1
-            dup = ans.get("dup_of")
+            if type(ans) is tuple:        # _parse: a duplicate's short answer, most of them
+                sid, dup = ans
+            else:
+                sid, dup = ans["state"], ans.get("dup_of")
             if dup is not None:
                 self.stats.dups += 1
                 res = self._unique.get(dup)
@@ -306,15 +330,15 @@ class Runner:
 
     def _base_after(self, reqs: list[bytes], kinds: list[int]) -> list[bytes]:
         """The requests that make the base after REQS (which follow the current base), the last
-        limit since that base (a restarted runner counts the states out of time anew) and the
-        last stored lazy body (the executions after it name it)."""
+        limit since that base (a restarted runner counts the states out of time anew), the
+        last stored lazy body and the last stored followup (the requests after them name them)."""
         log = self._base_log
         for req, kind in zip(reqs, kinds):
             if kind == REQ_BASE:
                 log = [req]
             elif kind == REQ_PATCH:
                 log = log + [req]
-            elif kind in (REQ_LIMIT, REQ_LAZY_BODY):
+            elif kind in (REQ_LIMIT, REQ_LAZY_BODY, REQ_FOLLOWUP):
                 log = [x for x in log if REQ.unpack_from(x)[0] != kind] + [req]
         return log
 
@@ -429,13 +453,15 @@ class Runner:
             self.stats.wait_s += time.monotonic() - t0
         return self._parse(lines)
 
-    def _parse(self, lines: list[bytes]) -> list[dict[str, Any]]:
+    def _parse(self, lines: list[bytes]) -> list[dict[str, Any] | tuple[int, int]]:
+        """The answer LINES as dicts, but a duplicate's `{"state":N,"dup_of":M}` as (N, M):
+        most answers are those, and flush needs only the two numbers (no dict built per state)."""
         out = []
         match = _DUP.fullmatch
         try:
             for line in lines:
                 m = match(line)
-                out.append({"state": int(m[1]), "dup_of": int(m[2])} if m else json.loads(line))
+                out.append((int(m[1]), int(m[2])) if m else json.loads(line))
         except json.JSONDecodeError as exc:
             self._fail(f"runner sent a line that is not JSON ({exc})")
         return out

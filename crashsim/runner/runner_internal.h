@@ -50,6 +50,7 @@ struct runner {
 	size_t vm_bytes;       /* runner's address space size, for RLIMIT_AS */
 	int vm_stale;
 	struct buf inb, ans, sendq, body, out, err;
+	struct buf fu;              /* the stored followup (REQ_FOLLOWUP; no NUL) */
 	size_t inpos;               /* bytes of inb already consumed */
 	struct seen *seen;
 	size_t seen_cap, seen_len;

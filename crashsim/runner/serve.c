@@ -34,10 +34,13 @@ enum req_kind {
 	REQ_LAZY = 6,   /* body: u32 followup length, followup, u32 spec length, spec, writes */
 	REQ_LIMIT = 7,  /* body: u32 timeout_ms, u32 after, u32 short_ms */
 	REQ_LAZY_BODY = 8,  /* body: a lazy spec's groups, kept for the LAZY requests that name them */
+	REQ_FOLLOWUP = 9,   /* body: a followup, kept for the STATE and LAZY requests that name it */
 };
 
 #define REQ_HEAD 16
 #define MAX_BODY ((size_t)1 << 31)
+/* a STATE or LAZY request's followup length that names the stored followup (REQ_FOLLOWUP) */
+#define FU_STORED 0xFFFFFFFFu
 
 /*
  * fill_input -- make at least N unconsumed bytes available in the input
@@ -82,18 +85,43 @@ static int fill_input(struct runner *r, size_t n)
 }
 
 /*
+ * body_followup -- the followup a STATE or LAZY body (N bytes) starts with:
+ * its own, or the stored one (FU_STORED); into *FU and *FLEN, and the bytes
+ * it took of the body into *USED.  NULL, or why it is not valid (internal)
+ */
+static const char *body_followup(const struct runner *r, const uint8_t *body, size_t n,
+				 const char **fu, size_t *flen, size_t *used)
+{
+	if (n < 4)
+		return "body shorter than its followup length";
+	uint32_t len;
+	memcpy(&len, body, 4);
+	if (len == FU_STORED) {
+		*fu = r->fu.p ? r->fu.p : "";
+		*flen = r->fu.len;
+		*used = 4;
+		return NULL;
+	}
+	if (len > n - 4)
+		return "followup runs past the body";
+	*fu = (const char *)body + 4;
+	*flen = len;
+	*used = 4 + (size_t)len;
+	return NULL;
+}
+
+/*
  * state_body -- a STATE body's followup and writes into *JOB; NULL, or why
  * it is not a valid state (internal)
  */
 static const char *state_body(struct runner *r, const uint8_t *body, size_t n, struct ccr_job *job)
 {
-	if (n < 4)
-		return "body shorter than its followup length";
-	uint32_t flen;
-	memcpy(&flen, body, 4);
-	if (flen > n - 4)
-		return "followup runs past the body";
-	*job = (struct ccr_job){ (const char *)body + 4, flen, body + 4 + flen, n - 4 - flen, 0, NULL, 0 };
+	const char *fu;
+	size_t flen, used;
+	const char *bad = body_followup(r, body, n, &fu, &flen, &used);
+	if (bad)
+		return bad;
+	*job = (struct ccr_job){ fu, flen, body + used, n - used, 0, NULL, 0 };
 	return ccr_check_writes(r, job->writes, job->wlen);
 }
 
@@ -173,15 +201,13 @@ static int run_eager(struct runner *r, uint64_t id, const uint8_t *body, size_t 
 /* run_lazy -- check one LAZY request's class of states in a child of its own and answer (internal) */
 static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n)
 {
-	if (n < 4)
-		return ccr_send_error(r, id, "state %llu: body shorter than its followup length",
-				      (unsigned long long)id);
-	uint32_t flen;
-	memcpy(&flen, body, 4);
-	if (flen > n - 4)
-		return ccr_send_error(r, id, "state %llu: followup runs past the body", (unsigned long long)id);
-	const uint8_t *writes = body + 4 + flen;
-	size_t wlen = n - 4 - flen;
+	const char *fu;
+	size_t flen, used;
+	const char *fbad = body_followup(r, body, n, &fu, &flen, &used);
+	if (fbad)
+		return ccr_send_error(r, id, "state %llu: %s", (unsigned long long)id, fbad);
+	const uint8_t *writes = body + used;
+	size_t wlen = n - used;
 	if (!ccr_lazy_supported())
 		return ccr_send_error(r, id, "state %llu: lazy exploration needs code compiled with "
 				      "check loads (the crashcheck pass without CRASHCHECK_PASS_CHECK_LOADS=0)",
@@ -200,7 +226,7 @@ static int run_lazy(struct runner *r, uint64_t id, const uint8_t *body, size_t n
 	writes += 4 + slen;
 	wlen -= 4 + slen;
 	const char *bad = ccr_check_writes(r, writes, wlen);
-	struct ccr_job job = { (const char *)body + 4, flen, writes, wlen, CCR_READS, NULL, 0 };
+	struct ccr_job job = { fu, flen, writes, wlen, CCR_READS, NULL, 0 };
 	struct ccr_end end;
 	int rc;
 	if (bad) {
@@ -299,6 +325,17 @@ static int serve_loop(struct runner *r)
 			else
 				rc = ccr_send_ack(r, "lazy-body", id);
 			break;
+		case REQ_FOLLOWUP:
+			/* kept until the next one: a crash point's states name it instead of
+			 * each carrying a few KiB of continuation (docs/runner-protocol.md) */
+			r->fu.len = 0;
+			if (memchr(body, '\0', len))
+				rc = ccr_send_error(r, id, "followup %llu contains a NUL byte", (unsigned long long)id);
+			else if (ccr_buf_add(r, &r->fu, body, len) < 0)
+				rc = ccr_send_error(r, id, "out of memory");
+			else
+				rc = ccr_send_ack(r, "followup", id);
+			break;
 		case REQ_LIMIT:
 			if (len != 12) {
 				rc = ccr_send_error(r, id, "limit %llu: body of %u bytes, not 12",
@@ -336,7 +373,7 @@ static int hello(struct runner *r)
 			(unsigned long long)(uintptr_t)r->pool, r->size, (int)getpid()) < 0 ||
 	    ccr_buf_fmt(r, &r->ans, "\"limits\":{\"timeout_ms\":%u,\"mem_bytes\":%zu,\"cpu_seconds\":%u},",
 			r->lim.timeout_ms, r->lim.mem_bytes, r->lim.cpu_seconds) < 0 ||
-	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s,\"lazy_body\":true,\"reuse\":%s}", ccr_lazy_supported() ? "true" : "false",
+	    ccr_buf_fmt(r, &r->ans, "\"lazy\":%s,\"lazy_body\":true,\"followup_stored\":true,\"reuse\":%s}", ccr_lazy_supported() ? "true" : "false",
 			r->worker_off || r->pool_fd < 0 ? "false" : "true") < 0)
 		return -1;
 	return ccr_send_answer(r);
@@ -409,6 +446,7 @@ out:
 	free(r.ans.p);
 	free(r.sendq.p);
 	free(r.body.p);
+	free(r.fu.p);
 	free(r.out.p);
 	free(r.err.p);
 	free(r.seen);

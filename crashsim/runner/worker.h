@@ -136,10 +136,12 @@ struct pm_scan_arg {
 
 enum { PH_POSTED = 1, PH_RUNNING, PH_CHECKED, PH_RESTORED };
 
-/* One state of a batch: its followup (NUL included) at data + off, its writes after it. */
+/* One state of a batch: its followup (NUL-terminated) at data + fu_off, shared by the states
+ * after it that run the same one (a crash point's states do: a continuation is a few KiB), and
+ * its writes at data + off. */
 struct w_item {
-	uint64_t off, wlen;
-	uint32_t flen, reads;   /* reads: CCR_READS or CCR_LAZY (struct ccr_job) */
+	uint64_t fu_off, off, wlen;
+	uint32_t reads;         /* CCR_READS or CCR_LAZY (struct ccr_job) */
 	uint32_t ndec;          /* CCR_LAZY: u16 decisions after the writes */
 };
 

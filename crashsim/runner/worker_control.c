@@ -103,10 +103,10 @@ fail:
 	return NULL;
 }
 
-/* job_bytes -- what JOB takes of the hand-over area (internal) */
-static size_t job_bytes(const struct ccr_job *job)
+/* job_bytes -- what JOB takes of the hand-over area, its followup unless SHARED (internal) */
+static size_t job_bytes(const struct ccr_job *job, int shared)
 {
-	return job->flen + 1 + job->wlen + 2 * (size_t)job->ndec;
+	return (shared ? 0 : job->flen + 1) + job->wlen + 2 * (size_t)job->ndec;
 }
 
 /*
@@ -123,15 +123,22 @@ static int post(struct runner *r, const struct ccr_job *jobs, int n)
 	int most = r->out_map ? CCR_WORKER_BATCH : 1;
 	size_t off = 0;
 	int k = 0;
-	for (; k < n && k < most && off + job_bytes(&jobs[k]) <= W_REQ_BYTES; k++) {
-		sh->item[k] = (struct w_item){ off, jobs[k].wlen, (uint32_t)(jobs[k].flen + 1), (uint32_t)jobs[k].reads,
-					       jobs[k].ndec };
-		memcpy(sh->data + off, jobs[k].followup, jobs[k].flen);
-		sh->data[off + jobs[k].flen] = '\0';
-		memcpy(sh->data + off + jobs[k].flen + 1, jobs[k].writes, jobs[k].wlen);
+	for (; k < n && k < most; k++) {
+		/* the states of one crash point name the runner's stored followup: one copy */
+		int shared = k && jobs[k].followup == jobs[k - 1].followup && jobs[k].flen == jobs[k - 1].flen;
+		if (off + job_bytes(&jobs[k], shared) > W_REQ_BYTES)
+			break;
+		uint64_t fu_off = shared ? sh->item[k - 1].fu_off : off;
+		if (!shared) {
+			memcpy(sh->data + off, jobs[k].followup, jobs[k].flen);
+			sh->data[off + jobs[k].flen] = '\0';
+			off += jobs[k].flen + 1;
+		}
+		sh->item[k] = (struct w_item){ fu_off, off, jobs[k].wlen, (uint32_t)jobs[k].reads, jobs[k].ndec };
+		memcpy(sh->data + off, jobs[k].writes, jobs[k].wlen);
 		if (jobs[k].ndec)
-			memcpy(sh->data + off + jobs[k].flen + 1 + jobs[k].wlen, jobs[k].dec, 2 * (size_t)jobs[k].ndec);
-		off += job_bytes(&jobs[k]);
+			memcpy(sh->data + off + jobs[k].wlen, jobs[k].dec, 2 * (size_t)jobs[k].ndec);
+		off += jobs[k].wlen + 2 * (size_t)jobs[k].ndec;
 	}
 	if ((!r->out_map && lseek(r->res_fd, 0, SEEK_SET) < 0) || lseek(r->err_fd, 0, SEEK_SET) < 0)
 		return 0;
@@ -236,7 +243,7 @@ static void worker_ended(struct runner *r, int i, int timed_out, struct ccr_end 
  */
 int ccr_worker_run(struct runner *r, const struct ccr_job *jobs, int n, struct ccr_end *ends)
 {
-	if (r->worker_off || r->pool_fd < 0 || n < 1 || job_bytes(&jobs[0]) > W_REQ_BYTES)
+	if (r->worker_off || r->pool_fd < 0 || n < 1 || job_bytes(&jobs[0], 0) > W_REQ_BYTES)
 		return 0;
 	if (r->worker == NULL && worker_start(r) == NULL) {
 		fprintf(stderr, "crashcheck runner: cannot start a reused check process; forking per state\n");

@@ -61,7 +61,7 @@ static void check_entry(void)
 {
 	struct w_ctl *c = ctl;   /* read before the check can scribble on globals */
 	struct w_shared *sh = c->sh;
-	int rc = c->rc.check(c->rc.ctx, (const char *)sh->data + sh->item[sh->cur].off, c->out);
+	int rc = c->rc.check(c->rc.ctx, (const char *)sh->data + sh->item[sh->cur].fu_off, c->out);
 	if (fflush(c->out) != 0)
 		rc = rc ? rc : 124;
 	fflush(stdout);
@@ -92,11 +92,11 @@ static int check_one(struct w_ctl *c, int i)
 	/* last: a worker that dies before this did not start state I (and the
 	 * runner's deadline for it must read its started_ms) */
 	__atomic_store_n(&sh->cur, i, __ATOMIC_RELEASE);
-	ccr_apply_writes(c->rc.pool, sh->data + it->off + it->flen, it->wlen);
+	ccr_apply_writes(c->rc.pool, sh->data + it->off, it->wlen);
 	/* undone by the restore, as the runtime's globals are; a body that does
 	 * not parse here parsed in the runner: out of memory, as exit 125 */
 	if (it->reads == CCR_LAZY &&
-	    ccr_lazy_worker_begin(sh->data + it->off + it->flen + it->wlen, it->ndec) < 0)
+	    ccr_lazy_worker_begin(sh->data + it->off + it->wlen, it->ndec) < 0)
 		_exit(125);
 	else if (it->reads == CCR_READS)
 		ccr_lazy_reads_on();

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "check.h"
+#include "followup_memo.h"
 #include "format.h"
 #include "history.h"
 #include "ops.h"
@@ -374,8 +375,9 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 {
 	struct cc_history fh = {0};
 	char err[300] = "", why[256];
+	int borrowed = 0;   /* fh is the memo's (followup_memo.h) */
 	if (followup && *followup &&
-	    cc_history_parse_for(followup, a, &fh, why, sizeof(why)))
+	    cc_followup_parse(followup, a, &fh, &borrowed, why, sizeof(why)))
 		snprintf(err, sizeof(err), "followup: %s", why);
 
 	void *t = NULL;
@@ -493,7 +495,8 @@ int cc_check_image(const struct cc_adapter *a, void *pool, size_t size,
 	 * the check (bench/README.md) */
 	if (t && a->close && !cc_own_image_active())
 		a->close(t);
-	cc_history_free(&fh);
+	if (!borrowed)
+		cc_history_free(&fh);
 	free(dump.items);
 	free(alloc.items);
 	free(reach.items);

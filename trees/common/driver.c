@@ -43,6 +43,7 @@
 #include "check.h"
 #include "crashcheck.h"
 #include "fault.h"
+#include "followup_memo.h"
 #include "history.h"
 #include "ops.h"
 #include "persist.h" /* cc_persist_skip */
@@ -488,6 +489,8 @@ static int cmd_serve(int argc, char **argv)
 	/* no flush or fence of a check's private image makes anything durable (persist.h): the
 	 * check processes start from this one's memory, the flag set */
 	cc_persist_skip = getenv("CRASHCHECK_TRACE") == NULL;
+	/* the states of a crash point run one follow-up text: parsed once (followup_memo.h) */
+	cc_followup_memo_init();
 	return cc_runner_serve(0, 1, base, mapped, serve_check, &pool_size, &lim) ? 1 : 0;
 #else
 	usage_error("serve: this driver was built without the checker runner (crashsim/runner/runner.h)");

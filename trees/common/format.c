@@ -17,18 +17,30 @@ char *cc_hex(char *dst, const uint8_t *b, size_t n)
 	return dst;
 }
 
-/* cc_u64 -- V in decimal at DST (no NUL); returns the end */
+/* cc_u64 -- V in decimal at DST (no NUL); returns the end.  Two digits per
+ * division: a continuation's scans print a few hundred numbers per check */
 char *cc_u64(char *dst, uint64_t v)
 {
+	static const char pairs[] =
+		"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+		"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+		"8081828384858687888990919293949596979899";
 	char tmp[20];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*dst++ = tmp[--n];
-	return dst;
+	int n = 20;
+	while (v >= 100) {
+		unsigned r = (unsigned)(v % 100);
+		v /= 100;
+		n -= 2;
+		memcpy(tmp + n, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		n -= 2;
+		memcpy(tmp + n, pairs + 2 * v, 2);
+	} else {
+		tmp[--n] = (char)('0' + v);
+	}
+	memcpy(dst, tmp + n, (size_t)(20 - n));
+	return dst + 20 - n;
 }
 
 /* cc_print_hex -- N bytes as lower-case hex.  Built in a buffer and written
@@ -45,36 +57,58 @@ void cc_print_hex(FILE *out, const uint8_t *b, size_t n)
 	}
 }
 
-/* print_u64 -- 8 bytes as a decimal, big- or little-endian (internal) */
-static void print_u64(FILE *out, const uint8_t *b, int big_endian)
+/* u64_text -- 8 bytes as a decimal, big- or little-endian, at DST; returns the end (internal) */
+static char *u64_text(char *dst, const uint8_t *b, int big_endian)
 {
 	uint64_t v = 0;
 	for (int i = 0; i < 8; i++)
 		v |= (uint64_t)b[big_endian ? 7 - i : i] << (8 * i);
-	char buf[20];
-	fwrite(buf, 1, (size_t)(cc_u64(buf, v) - buf), out); /* fprintf's format parsing cost more */
+	return cc_u64(dst, v); /* fprintf's format parsing cost more */
+}
+
+/* bytes_text -- a key (BIG_ENDIAN) or value of N bytes in history notation at DST (internal) */
+static char *bytes_text(char *dst, const uint8_t *b, size_t n, int big_endian)
+{
+	if (n == 8)
+		return u64_text(dst, b, big_endian);
+	memcpy(dst, "x:", 2);
+	return cc_hex(dst + 2, b, n);
+}
+
+/* cc_key_text, cc_value_text -- a key / value in history notation at DST (no NUL; at most
+ * CC_TEXT_MAX(n) chars); return the end */
+char *cc_key_text(char *dst, const uint8_t *key, size_t klen)
+{
+	return bytes_text(dst, key, klen, 1);
+}
+
+char *cc_value_text(char *dst, const uint8_t *val, size_t vlen)
+{
+	return bytes_text(dst, val, vlen, 0);
+}
+
+/* print_bytes -- a key or value in history notation: short ones built in a buffer (internal) */
+static void print_bytes(FILE *out, const uint8_t *b, size_t n, int big_endian)
+{
+	char buf[256];
+	if (CC_TEXT_MAX(n) <= sizeof(buf)) {
+		fwrite(buf, 1, (size_t)(bytes_text(buf, b, n, big_endian) - buf), out);
+		return;
+	}
+	fputs("x:", out);
+	cc_print_hex(out, b, n);
 }
 
 /* cc_print_key -- a key in history notation */
 void cc_print_key(FILE *out, const uint8_t *key, size_t klen)
 {
-	if (klen == 8) {
-		print_u64(out, key, 1);
-		return;
-	}
-	fputs("x:", out);
-	cc_print_hex(out, key, klen);
+	print_bytes(out, key, klen, 1);
 }
 
 /* cc_print_value -- a value in history notation */
 void cc_print_value(FILE *out, const uint8_t *val, size_t vlen)
 {
-	if (vlen == 8) {
-		print_u64(out, val, 0);
-		return;
-	}
-	fputs("x:", out);
-	cc_print_hex(out, val, vlen);
+	print_bytes(out, val, vlen, 0);
 }
 
 /* cc_print_json_text -- the N bytes at S (up to a NUL among them) escaped as a JSON string,

@@ -16,6 +16,12 @@
 void cc_print_key(FILE *out, const uint8_t *key, size_t klen);
 void cc_print_value(FILE *out, const uint8_t *val, size_t vlen);
 void cc_print_hex(FILE *out, const uint8_t *b, size_t n);
+/* cc_key_text, cc_value_text -- a key / value in history notation at DST (no NUL),
+ * at most CC_TEXT_MAX(length) chars; return the end */
+#define CC_TEXT_MAX(n) (2 * (n) + 22)
+char *cc_key_text(char *dst, const uint8_t *key, size_t klen);
+char *cc_value_text(char *dst, const uint8_t *val, size_t vlen);
+
 /* cc_hex, cc_u64 -- hex / decimal digits written at DST (no NUL); return the end */
 char *cc_hex(char *dst, const uint8_t *b, size_t n);
 char *cc_u64(char *dst, uint64_t v);
