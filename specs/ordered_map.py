@@ -366,6 +366,8 @@ def nearest_keys(key: bytes, n: int, key_kind: str = "u64", taken: set[bytes] | 
     if key_kind != "bytes":
         x = int.from_bytes(key, "big")
         for d in range(1, 4 * n + 2):
+            if len(out) >= n:      # the same keys as going on to the end: none more is taken
+                break
             for y in (x + d, x - d):
                 k = y.to_bytes(8, "big") if 0 <= y < 1 << 64 else None
                 if k is not None and k not in taken and k not in out and len(out) < n:

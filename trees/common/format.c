@@ -113,14 +113,37 @@ void cc_print_value(FILE *out, const uint8_t *val, size_t vlen)
 
 /* cc_print_json_text -- the N bytes at S (up to a NUL among them) escaped as a JSON string,
  * written a few hundred bytes at a time: a character at a time, each a locked stdio call, was
- * a tenth of a checked state's CPU with a continuation's answers */
+ * a tenth of a checked state's CPU with a continuation's answers.  Runs of characters that need
+ * no escape (nearly all of a result line) are copied whole */
 void cc_print_json_text(FILE *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
-	char buf[512 + 8], *e = buf;
+	enum { ROOM = 512 };
+	char buf[ROOM + 8], *e = buf;
 	*e++ = '"';
-	for (const unsigned char *p = (const unsigned char *)s, *end = p + n; p < end && *p; p++) {
-		if (e > buf + 512) {
+	const unsigned char *p = (const unsigned char *)s, *end = p + n;
+	while (p < end && *p) {
+		const unsigned char *q = p;
+		while (q < end && *q >= 0x20 && *q < 0x7f && *q != '"' && *q != '\\')
+			q++;
+		if (q > p) {
+			size_t k = (size_t)(q - p);
+			if (e + k > buf + ROOM) {
+				fwrite(buf, 1, (size_t)(e - buf), out);
+				e = buf;
+			}
+			if (k > ROOM) {
+				fwrite(p, 1, k, out);
+			} else {
+				memcpy(e, p, k);
+				e += k;
+			}
+			p = q;
+			continue;
+		}
+		if (!*p)
+			break;
+		if (e > buf + ROOM) {
 			fwrite(buf, 1, (size_t)(e - buf), out);
 			e = buf;
 		}
@@ -130,14 +153,13 @@ void cc_print_json_text(FILE *out, const char *s, size_t n)
 		} else if (*p == '\n') {
 			*e++ = '\\';
 			*e++ = 'n';
-		} else if (*p < 0x20 || *p >= 0x7f) {
+		} else {
 			memcpy(e, "\\u00", 4);
 			e[4] = hex[*p >> 4];
 			e[5] = hex[*p & 15];
 			e += 6;
-		} else {
-			*e++ = (char)*p;
 		}
+		p++;
 	}
 	*e++ = '"';
 	fwrite(buf, 1, (size_t)(e - buf), out);
