@@ -31,8 +31,10 @@ REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT, REQ_LA
 FU_STORED = 0xFFFFFFFF                  # a followup length that names the runner's stored followup
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
-# Most answers are duplicates; parse those without the JSON decoder.
+# Most answers are duplicates; parse those without the JSON decoder, and acknowledgements too
+# (a patch's and a followup's per crash point).
 _DUP = re.compile(rb'\{"state":(\d+),"dup_of":(\d+)\}')
+_ACK = re.compile(rb'\{"ack":"([a-z-]+)","id":(\d+)\}')
 
 
 class RunnerError(CrashcheckError):
@@ -457,11 +459,16 @@ class Runner:
         """The answer LINES as dicts, but a duplicate's `{"state":N,"dup_of":M}` as (N, M):
         most answers are those, and flush needs only the two numbers (no dict built per state)."""
         out = []
-        match = _DUP.fullmatch
+        match, ack = _DUP.fullmatch, _ACK.fullmatch
         try:
             for line in lines:
                 m = match(line)
-                out.append((int(m[1]), int(m[2])) if m else json.loads(line))
+                if m:
+                    out.append((int(m[1]), int(m[2])))
+                elif (a := ack(line)):
+                    out.append({"ack": a[1].decode(), "id": int(a[2])})
+                else:
+                    out.append(json.loads(line))
         except json.JSONDecodeError as exc:
             self._fail(f"runner sent a line that is not JSON ({exc})")
         return out

@@ -299,10 +299,7 @@ def continuation(ops: Sequence[Op], done: int, inflight: int | None, key_kind: s
          deleted again, nearest last (the node shrinks or merges), and a last scan.
     Operations the structure does not have (MAP_OPS) are left out. Values are distinct, none
     taken by the history."""
-    keys: list[bytes] = []
-    for op in ops:
-        if op.kind != "scan" and op.key not in keys:
-            keys.append(op.key)
+    keys = list(dict.fromkeys(op.key for op in ops if op.kind != "scan"))   # in order of first use
     width = value_size
     values = iter(range((1 << 20) + 7, 1 << 62))
     used = {op.value for op in ops}
