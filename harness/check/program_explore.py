@@ -135,7 +135,7 @@ def _needed(cp, choice, judge, out) -> None:
 def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
     """How CP is checked: the run's STRATEGY, or the engine in force there (engines.STRATEGY);
     lazy becomes bounded when the commands' reads cannot be followed (not LAZY_OK)."""
-    engine = sections.engine_at(cp.event) if sections is not None else None
+    engine = sections.engine_for(cp.event, not cp.units) if sections is not None else None
     how = STRATEGY[engine] if engine is not None else strategy
     return "bounded" if how == "lazy" and not lazy_ok else how
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from crashcheck.crashsim.layout import trace_layout
-from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name
+from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name, store_events
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
@@ -113,7 +113,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                                        root / "check", run.timeout_s)
                 checker.on_shorten = run.progress
                 strategy = s.strategy
-                sections = Sections(traced.markers, run.engines)
+                sections = Sections(traced.markers, run.engines, store_events(traced.trace))
                 seen.update(marker_name(text) for _, text in traced.markers)
                 checker.log_reads = strategy == "lazy" or (run.engines is not None and run.engines.uses("lazy"))
                 checker.env = sections.env(len(traced.trace.events))

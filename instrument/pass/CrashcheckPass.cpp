@@ -980,16 +980,28 @@ private:
   }
 
   void rewritePmem(IRBuilder<> &B, CallBase &CB, Constant *Site) {
-    const PmemCall &C = pmemCalls().at(CB.getCalledFunction()->getName().str());
+    std::string Name = CB.getCalledFunction()->getName().str();
+    const PmemCall &C = pmemCalls().at(Name);
     auto Arg = [&](int N, Type *T) -> Value * {
       if (N < 0 || (unsigned)N >= CB.arg_size())
         return Constant::getNullValue(T);
       Value *V = CB.getArgOperand(N);
       return T->isPointerTy() ? V : B.CreateZExtOrTrunc(V, T);
     };
+    // The functions PMDK's libpmem marks for pmreorder (PMREORDER_EMIT_LOG) when it runs under
+    // pmemcheck: a prebuilt libpmem is never compiled by the pass, so its markers are logged
+    // here, around what the call did (the runtime logs them only when PMREORDER_EMIT_LOG asks).
+    static const std::set<std::string> Marked = {
+        "pmem_memmove", "pmem_memcpy", "pmem_memset", "pmem_memmove_nodrain", "pmem_memcpy_nodrain",
+        "pmem_memmove_persist", "pmem_memcpy_persist", "pmem_memset_nodrain", "pmem_memset_persist"};
+    Value *Label = Marked.count(Name) ? B.CreateGlobalStringPtr(Name, "cc.libpmem.name") : nullptr;
+    if (Label)
+      callHook(B, hook("__cc_libpmem_mark", {Ptr, I32, Ptr}), {Label, ConstantInt::get(I32, 0), Site});
     callHook(B, hook("__cc_pmem", {Ptr, I64, I32, I32, I32, Ptr}),
                  {Arg(C.AddrArg, Ptr), Arg(C.LenArg, I64), ConstantInt::get(I32, C.Stored),
                   ConstantInt::get(I32, C.Mode), Arg(C.FlagsArg, I32), Site});
+    if (Label)
+      callHook(B, hook("__cc_libpmem_mark", {Ptr, I32, Ptr}), {Label, ConstantInt::get(I32, 1), Site});
   }
 
   // pmemobj_X(args) -> __cc_wrap_pmemobj_X(args, site): same type plus the

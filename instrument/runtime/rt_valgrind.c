@@ -246,3 +246,25 @@ unsigned long __cc_client_request(const unsigned long *args, unsigned long dflt,
 		return dflt;
 	}
 }
+
+/* __cc_libpmem_mark -- the markers PMDK's libpmem emits around FUNC (one of its memmove, memcpy
+ * and memset functions) when PMREORDER_EMIT_LOG is non-zero under pmemcheck: FUNC.BEGIN then
+ * libpmem.BEGIN before (END: libpmem.END then FUNC.END after).  The pass calls it around the
+ * events of such a call, in a traced run standing in for pmemcheck as __cc_client_request does. */
+void __cc_libpmem_mark(const char *func, uint32_t end, crashcheck_site_t site)
+{
+	static int emit = -1;
+	if (emit < 0) {
+		const char *e = getenv("PMREORDER_EMIT_LOG");
+		emit = e != NULL && atoi(e) != 0;
+	}
+	if (!emit || !vg_tracing() || func == NULL)
+		return;
+	char label[128];
+	snprintf(label, sizeof(label), "%s.%s", func, end ? "END" : "BEGIN");
+	if (!end)
+		__cc_mark(label, site);
+	__cc_mark(end ? "libpmem.END" : "libpmem.BEGIN", site);
+	if (end)
+		__cc_mark(label, site);
+}

@@ -4,7 +4,10 @@ it. Under the pass, in a traced run, the runtime answers as pmemcheck would (RUN
 the registered-mapping check), so the program's markers reach the trace and `crashcheck run`
 names and configures its sections; outside a traced run every request gives its default, as
 natively; a request no tool knows gives its default always; pmemcheck's DO_FLUSH / DO_FENCE are
-a flush and a fence; under a real pmemcheck the requests reach it unchanged."""
+a flush and a fence; under a real pmemcheck the requests reach it unchanged. With
+PMREORDER_EMIT_LOG=1 a call of one of libpmem's memset/memcpy functions is marked as PMDK's libpmem
+marks it under pmemcheck, so `-x pmem_memset_persist=NoReorderNoCheck` skips a set-up that passes
+through inconsistent states, the settled states between two such calls included."""
 from __future__ import annotations
 
 import json
@@ -76,6 +79,24 @@ def test_markers_name_and_configure_the_sections(vgdetect, tmp_path):
     assert res.returncode == 0 and results["stats"]["points_unchecked"] > 0, res.stdout + res.stderr
     res, _ = run("good", exe="good")
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_libpmem_markers_skip_a_scratch_setup(vgdetect, tmp_path, monkeypatch):
+    def run(name, emit):
+        out = tmp_path / name
+        out.mkdir()
+        monkeypatch.setenv("PMREORDER_EMIT_LOG", emit)
+        res = _main("run", "--quiet", "--json", out / "r.json", "--checker", f"{vgdetect['good']} check {{image}}",
+                    "-r", "ReorderFull", "-x", "pmem_memset_persist=NoReorderNoCheck",
+                    "--", vgdetect["good"], "scratch", "pool")
+        return res, (json.loads((out / "r.json").read_text()) if (out / "r.json").exists() else {})
+
+    # without the library's markers the flag-without-data state after the second memset is checked
+    res, results = run("unmarked", "0")
+    assert res.returncode == 1 and "flag without data" in results["bugs"][0]["detail"], res.stdout + res.stderr
+    res, results = run("marked", "1")
+    assert res.returncode == 0 and results["stats"]["points_unchecked"] > 0, res.stdout + res.stderr
+    assert "pmem_memset_persist" not in res.stdout + res.stderr     # the marker was seen (no "never applied")
 
 
 def test_requests_reach_a_real_pmemcheck(vgdetect, tmp_path):

@@ -9,6 +9,10 @@
  *     before data (with -DVG_GOOD: data first), each persisted with pmem_persist; then, marked
  *     `note.*`, writes a note that it persists only through pmemcheck's DO_FLUSH and DO_FENCE
  *     requests (no flush instruction: libpmem's msync path persists this way).
+ *   vgdetect scratch POOL   with libpmem's pmem_memset_persist alone: flag set, data 0 (an
+ *     inconsistent state, left on purpose), then the whole struct cleared; then data, then flag,
+ *     correctly. pmreorder's users skip such set-up with `-x pmem_memset_persist=NoReorderNoCheck`
+ *     and PMREORDER_EMIT_LOG=1 (libpmem's own markers around its memset/memcpy functions).
  *   vgdetect check POOL   exit 0 when consistent: flag set implies data == 42; 1 otherwise.
  */
 #include <libpmem.h>
@@ -52,8 +56,8 @@ static unsigned detect(unsigned on_valgrind)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "write") && strcmp(argv[1], "check")))
-		return fprintf(stderr, "usage: vgdetect write|check POOL\n"), 2;
+	if (argc != 3 || (strcmp(argv[1], "write") && strcmp(argv[1], "check") && strcmp(argv[1], "scratch")))
+		return fprintf(stderr, "usage: vgdetect write|scratch|check POOL\n"), 2;
 	size_t len;
 	int is_pmem;
 	struct pool *p = pmem_map_file(argv[2], POOL_SIZE, PMEM_FILE_CREATE, 0600, &len, &is_pmem);
@@ -62,6 +66,16 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "check")) {
 		if (p->flag && p->data != 42)
 			return printf("error: flag without data (%lu)\n", (unsigned long)p->data), 1;
+		return 0;
+	}
+	if (!strcmp(argv[1], "scratch")) {
+		pmem_memset_persist(&p->flag, 1, 1);
+		pmem_memset_persist(&p->data, 0, sizeof(p->data));
+		pmem_memset_persist(p, 0, sizeof(*p));
+		p->data = 42;
+		pmem_persist(&p->data, sizeof(p->data));
+		p->flag = 1;
+		pmem_persist(&p->flag, sizeof(p->flag));
 		return 0;
 	}
 	unsigned on_valgrind = RUNNING_ON_VALGRIND;
