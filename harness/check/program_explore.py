@@ -229,6 +229,10 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
     verdicts: Verdicts = dict(prejudged.verdicts) if prejudged else {}
+    # a failing image (and the markers it was judged under) -> its finding: the same bytes failing
+    # at a later crash point (a settled point after a second fence repeats the previous point's
+    # all-persisted state) are that finding again, not a cause of their own
+    failed: dict[tuple[int, str], ProgramFinding] = {}
     plans: dict = {}                        # LazyPlan's cache of group contents across points
     offsets = checker.layout.offsets
     picks: dict[int, Pick] = {}
@@ -300,11 +304,15 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
                 break
             if v.ok:
                 continue
+            image_key = (codec.encode(tuple(choice))[0], env_key)
             lost = frozenset(p.seq for p in cp.lost(choice))
-            known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
+            known = failed.get(image_key)
+            if known is None or known.verdict.cls != v.cls:
+                known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
             times = weight.get(tuple(choice), 1)
             if known is not None:
                 known.occurrences += times
+                failed[image_key] = known
                 continue
             if budget is not None:
                 checker.deadline = budget.hard      # shrinking has the reserve up to the hard deadline
@@ -315,11 +323,13 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
                          and (seqs or f.point.index == cp.index)), None)
             if same is not None:
                 same.occurrences += times
+                failed[image_key] = same
                 continue
             need = needed(cp, small, judge) if not unshrunk else []
             stats.unshrunk += unshrunk
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
                                            (cp.legal, pick.explored), times, seqs, need, unshrunk))
+            failed[image_key] = failed[codec.encode(small)[0], env_key] = findings[-1]
         if cut:
             over[0] = True
             if not pick.states:          # the budget ended it before any state was judged: left

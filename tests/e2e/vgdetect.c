@@ -14,6 +14,8 @@
  *     correctly. pmreorder's users skip such set-up with `-x pmem_memset_persist=NoReorderNoCheck`
  *     and PMREORDER_EMIT_LOG=1 (libpmem's own markers around its memset/memcpy functions).
  *   vgdetect check POOL   exit 0 when consistent: flag set implies data == 42; 1 otherwise.
+ *   vgdetect check-tag POOL   the same, and the pool must hold "TAG!" at offset 1024, which only
+ *     a set-up command writes before the run (else exit 6).
  */
 #include <libpmem.h>
 #include <stdint.h>
@@ -56,14 +58,17 @@ static unsigned detect(unsigned on_valgrind)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "write") && strcmp(argv[1], "check") && strcmp(argv[1], "scratch")))
-		return fprintf(stderr, "usage: vgdetect write|scratch|check POOL\n"), 2;
+	if (argc != 3 || (strcmp(argv[1], "write") && strcmp(argv[1], "check") && strcmp(argv[1], "scratch") &&
+			  strcmp(argv[1], "check-tag")))
+		return fprintf(stderr, "usage: vgdetect write|scratch|check|check-tag POOL\n"), 2;
 	size_t len;
 	int is_pmem;
 	struct pool *p = pmem_map_file(argv[2], POOL_SIZE, PMEM_FILE_CREATE, 0600, &len, &is_pmem);
 	if (p == NULL)
 		return perror(argv[2]), 4;
-	if (!strcmp(argv[1], "check")) {
+	if (!strcmp(argv[1], "check-tag") && memcmp((char *)p + 1024, "TAG!", 4) != 0)
+		return printf("error: no tag from the set-up command\n"), 6;
+	if (!strncmp(argv[1], "check", 5)) {
 		if (p->flag && p->data != 42)
 			return printf("error: flag without data (%lu)\n", (unsigned long)p->data), 1;
 		return 0;
