@@ -111,6 +111,7 @@ class Sections:
                     del stack[at]
             self.engine.append(stack[-1][1])
         self.default = config.default if config else None
+        self.configured = config is not None   # pmreorder's engines were given (-x / -r)
 
     def _last(self, event: int) -> int:
         """How many markers came before EVENT."""

@@ -54,6 +54,7 @@ class ExploreStats:
     lazy_executions: int = 0          # the states those searches judged
     lazy_legal: int = 0               # the legal states of those points
     points_unchecked: int = 0         # crash points inside NoReorderNoCheck sections (engines)
+    points_repeated: int = 0          # crash points the next one repeats with more markers (engines)
     points_left_by_budget: int = 0    # crash points --budget left no time for (not in crash_points)
     points_cut_by_budget: int = 0     # crash points the budget ended in the middle (partial, sampled)
     unshrunk: int = 0                 # findings the budget left (partly) unshrunk
@@ -130,6 +131,21 @@ def _needed(cp, choice, judge, out) -> None:
         trial[j] -= 1
         if judge(tuple(trial)).ok:
             out.append(unit.pieces[choice[j] - 1])
+
+
+def repeated_by_next(events, cp: CrashPoint) -> bool:
+    """CP is an operation boundary (a marker) and the next crash point comes before any store or
+    flush: it has the same states, its commands told more markers. pmreorder tells a checker the
+    markers emitted up to the store set it replays, never those of a boundary in between, so
+    under pmreorder's engines only the last of such a run of points is checked."""
+    if cp.kind not in ("op_begin", "op_end"):
+        return False
+    for ev in events[cp.event + 1:]:
+        if ev.kind in ("store", "ntstore", "flush"):
+            return False
+        if ev.kind in ("fence", "op_begin", "op_end"):
+            return True
+    return True                     # the end of the trace is the next point
 
 
 def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
@@ -249,10 +265,14 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     def wanted(i: int) -> bool:             # a point left by the budget needs no pending units
         return not over[0] or (prejudged is not None and i in prejudged.picks)
 
+    engines = sections is not None and sections.configured
     for cp in sim.crash_points(wanted=wanted if budget is not None else None):
         how = point_strategy(sections, cp, strategy, checker.log_reads)
         if how == "unchecked":
             stats.points_unchecked += 1
+            continue
+        if engines and repeated_by_next(trace.events, cp):
+            stats.points_repeated += 1
             continue
         if share is not None and cp.index * share[1] // total != share[0]:
             continue
@@ -390,4 +410,5 @@ def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int,
     return None
 
 
-__all__ = ["ExploreStats", "Pick", "Prejudged", "ProgramFinding", "explore", "image_at", "merge", "prejudge", "shrink"]
+__all__ = ["ExploreStats", "Pick", "Prejudged", "ProgramFinding", "explore", "image_at", "merge", "prejudge",
+           "repeated_by_next", "shrink"]

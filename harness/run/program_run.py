@@ -145,7 +145,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 findings, stats = explore(traced.trace, checker, prejudged=prejudged,
                                           on_point=_progress(run, what), **kw)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
-                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked",
+                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked", "points_repeated",
                              "points_left_by_budget", "points_cut_by_budget", "unshrunk"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
@@ -169,6 +169,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "points_unchecked": st.points_unchecked,
+                  "points_repeated": st.points_repeated,
                   # --budget: whether it ended the run, the crash points it left unchecked (never
                   # in crash_points), those it ended part way (among points_sampled), traced runs
                   # it left, failing states it left (partly) unshrunk
