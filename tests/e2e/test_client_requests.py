@@ -17,22 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from cli_run import ROOT
 from pmemcheck_tool import find_pmemcheck
-from test_program_engines import _main
+from test_program_engines import _main, build_variants
 
-CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 SOURCE = Path(__file__).with_name("vgdetect.c")
 
 
 @pytest.fixture(scope="module")
 def vgdetect(tmp_path_factory, instrument_built) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("vgdetect")
-    exes = {}
-    for name, flags in (("bug", []), ("good", ["-DVG_GOOD"])):
-        exes[name] = out / f"vgdetect-{name}"
-        subprocess.run([CC, "-O1", "-g", *flags, SOURCE, "-lpmem", "-o", exes[name]], check=True, capture_output=True)
-    return exes
+    return build_variants(tmp_path_factory.mktemp("vgdetect"), SOURCE, {"bug": [], "good": ["-DVG_GOOD"]})
 
 
 def _write(exe: Path, cwd: Path, **env) -> str:

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pmemcheck_tool import find_pmemcheck
-from test_program_engines import _main
+from test_program_engines import _main, build_variants
 
 SOURCE = Path(__file__).with_name("vgdetect.c")
 SETUP = "truncate -s 1024 pool && printf 'TAG!' >> pool && truncate -s 4096 pool"
@@ -26,14 +25,8 @@ def plain(tmp_path_factory, monkeypatch_module) -> dict[str, Path]:
     if pmemcheck is None:
         pytest.skip("no pmemcheck ($CRASHCHECK_PMEMCHECK, PATH, ../shared/tools/pmemcheck)")
     monkeypatch_module.setenv("CRASHCHECK_PMEMCHECK", pmemcheck)
-    cc = shutil.which("cc") or shutil.which("clang-16")
-    out = tmp_path_factory.mktemp("vgplain")
-    exes = {}
-    for name, flags in (("bug", []), ("good", ["-DVG_GOOD"])):
-        exes[name] = out / f"vgplain-{name}"
-        subprocess.run([cc, "-O1", "-g", *flags, str(SOURCE), "-lpmem", "-o", str(exes[name])], check=True,
-                       capture_output=True)
-    return exes
+    return build_variants(tmp_path_factory.mktemp("vgplain"), SOURCE, {"bug": [], "good": ["-DVG_GOOD"]},
+                          compiler=shutil.which("cc") or shutil.which("clang-16"))
 
 
 @pytest.fixture(scope="module")
