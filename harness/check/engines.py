@@ -149,6 +149,21 @@ def store_events(trace) -> list[int]:
     return [i for i, ev in enumerate(trace.events) if ev.kind in ("store", "ntstore")]
 
 
+def repeated_by_next(events, cp: CrashPoint) -> bool:
+    """CP is an operation boundary (a marker) and the next crash point comes before any store or
+    flush: it has the same states, its commands told more markers. pmreorder tells a checker the
+    markers emitted up to the store set it replays, never those of a boundary in between, so
+    under pmreorder's engines only the last of such a run of points is checked."""
+    if cp.kind not in ("op_begin", "op_end"):
+        return False
+    for ev in events[cp.event + 1:]:
+        if ev.kind in ("store", "ntstore", "flush"):
+            return False
+        if ev.kind in ("fence", "op_begin", "op_end"):
+            return True
+    return True                     # the end of the trace is the next point
+
+
 def _choice_keeping(cp: CrashPoint, keep: set[int]) -> tuple[int, ...] | None:
     """The state of CP keeping exactly the pending pieces whose seq is in KEEP, None if illegal."""
     out = []
@@ -193,4 +208,4 @@ def engine_states(cp: CrashPoint, how: str) -> list[tuple[int, ...]]:
 
 
 __all__ = ["ENGINES", "ENV", "EngineConfig", "PMREORDER_DEFAULT", "STRATEGY", "Sections", "engine_states",
-           "marker_name", "parse_markers", "store_events"]
+           "marker_name", "parse_markers", "repeated_by_next", "store_events"]

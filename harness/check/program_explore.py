@@ -22,7 +22,7 @@ from crashcheck.crashsim.simulate import CrashPoint, Simulator
 from crashcheck.crashsim.states import StateCodec, explored_count, select
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import program_lazy
-from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states
+from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states, repeated_by_next
 from crashcheck.harness.check.program_check import ImageChecker, Verdict
 from crashcheck.harness.check.program_reads import Reads
 from crashcheck.harness.core.budget import Budget, OutOfTime
@@ -133,21 +133,6 @@ def _needed(cp, choice, judge, out) -> None:
             out.append(unit.pieces[choice[j] - 1])
 
 
-def repeated_by_next(events, cp: CrashPoint) -> bool:
-    """CP is an operation boundary (a marker) and the next crash point comes before any store or
-    flush: it has the same states, its commands told more markers. pmreorder tells a checker the
-    markers emitted up to the store set it replays, never those of a boundary in between, so
-    under pmreorder's engines only the last of such a run of points is checked."""
-    if cp.kind not in ("op_begin", "op_end"):
-        return False
-    for ev in events[cp.event + 1:]:
-        if ev.kind in ("store", "ntstore", "flush"):
-            return False
-        if ev.kind in ("fence", "op_begin", "op_end"):
-            return True
-    return True                     # the end of the trace is the next point
-
-
 def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
     """How CP is checked: the run's STRATEGY, or the engine in force there (engines.STRATEGY);
     lazy becomes bounded when the commands' reads cannot be followed (not LAZY_OK)."""
@@ -245,9 +230,8 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
     verdicts: Verdicts = dict(prejudged.verdicts) if prejudged else {}
-    # a failing image (and the markers it was judged under) -> its finding: the same bytes failing
-    # at a later crash point (a settled point after a second fence repeats the previous point's
-    # all-persisted state) are that finding again, not a cause of their own
+    # a failing image (and its markers) -> its finding: those bytes failing at a later point (a
+    # settled point after a second fence) are that finding again, not a cause of their own
     failed: dict[tuple[int, str], ProgramFinding] = {}
     plans: dict = {}                        # LazyPlan's cache of group contents across points
     offsets = checker.layout.offsets
@@ -410,5 +394,4 @@ def image_at(trace: Trace, options: ModelOptions, index: int, choice: tuple[int,
     return None
 
 
-__all__ = ["ExploreStats", "Pick", "Prejudged", "ProgramFinding", "explore", "image_at", "merge", "prejudge",
-           "repeated_by_next", "shrink"]
+__all__ = ["ExploreStats", "Pick", "Prejudged", "ProgramFinding", "explore", "image_at", "merge", "prejudge", "shrink"]
