@@ -149,19 +149,23 @@ def store_events(trace) -> list[int]:
     return [i for i, ev in enumerate(trace.events) if ev.kind in ("store", "ntstore")]
 
 
-def repeated_by_next(events, cp: CrashPoint) -> bool:
-    """CP is an operation boundary (a marker) and the next crash point comes before any store or
-    flush: it has the same states, its commands told more markers. pmreorder tells a checker the
-    markers emitted up to the store set it replays, never those of a boundary in between, so
-    under pmreorder's engines only the last of such a run of points is checked."""
+def repeated_by_next(events, cp: CrashPoint, sections: Sections) -> bool:
+    """CP is an operation boundary (a marker), the next crash point comes before any store or
+    flush (so it has the same states, its commands told more markers) and checks them with the
+    same engine. pmreorder tells a checker the markers emitted up to the store set it replays,
+    never those of a boundary in between, so only the last of such a run of points is checked."""
     if cp.kind not in ("op_begin", "op_end"):
         return False
-    for ev in events[cp.event + 1:]:
-        if ev.kind in ("store", "ntstore", "flush"):
+    nxt = len(events)                   # the end of the trace is the next point
+    for i in range(cp.event + 1, len(events)):
+        kind = events[i].kind
+        if kind in ("store", "ntstore", "flush"):
             return False
-        if ev.kind in ("fence", "op_begin", "op_end"):
-            return True
-    return True                     # the end of the trace is the next point
+        if kind in ("fence", "op_begin", "op_end"):
+            nxt = i
+            break
+    # a settled point takes the next store's engine, as the next point then does
+    return not cp.units or sections.engine_at(nxt) == sections.engine_at(cp.event)
 
 
 def _choice_keeping(cp: CrashPoint, keep: set[int]) -> tuple[int, ...] | None:

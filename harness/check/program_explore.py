@@ -255,7 +255,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
         if how == "unchecked":
             stats.points_unchecked += 1
             continue
-        if engines and repeated_by_next(trace.events, cp):
+        if engines and repeated_by_next(trace.events, cp, sections):
             stats.points_repeated += 1
             continue
         if share is not None and cp.index * share[1] // total != share[0]:
