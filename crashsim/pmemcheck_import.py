@@ -31,8 +31,9 @@ Mapping
   file that is already mapped (libpmemobj maps the pool header a second time) is folded onto that
   region, so its stores land in the pool's bytes; an identical registration is ignored. Fences
   before the first registration (the process start-up) are dropped. Stack traces become sites:
-  the innermost frame with a source line, the outermost function inlined at that frame as its
-  inlined-at caller.
+  the innermost frame with a source line outside PMDK's libraries, the C library and the loader
+  (a store libpmem makes is named by the user's call, given a deep enough stack), the outermost
+  function inlined at that frame as its inlined-at caller.
 
 Initial images: the log does not record the content of a registered file. Without `images`, each
 region starts all zero (right for a pool the program created); with them, region N starts as
@@ -64,6 +65,9 @@ _OBJ = re.compile(r"(?:alloc (0x[0-9a-fA-F]+) (\d+)|free (0x[0-9a-fA-F]+))"
 _UNKNOWN = re.compile(r"[A-Z][A-Z_]*;")
 _DESC_START = re.compile(r"(?=0x[0-9A-Fa-f]+: )")
 _DESC = re.compile(r"0x[0-9A-Fa-f]+: (.*)", re.S)
+_LIBRARY_OBJ = re.compile(r"(?:^|/)(?:libpmem|libpmem2|libpmemobj|libc|libpthread|ld-linux[^/]*|vgpreload_[^/]*)"
+                          r"(?:[.-][^/]*)?$")
+_LIBRARY_SRC = re.compile(r"(?:^|/)(?:libpmem|libpmem2|libpmemobj)/|(?:^|/)sysdeps/")
 
 
 @dataclass
@@ -165,7 +169,11 @@ class _Sites:
             if not descs:
                 raise _Fail(f"empty stack frame in {';'.join(frames)[:60]!r}")
             parsed.append([_parse_desc(d) for d in descs])
-        chosen = next((f for f in parsed if f[0][2]), parsed[0])   # innermost frame with a line
+        # the innermost frame with a line outside the libraries (the user's call of libpmem that
+        # made the store), else the innermost with a line, else the first outside them
+        chosen = next((f for f in parsed if f[0][2] and not _library(f[0])), None) \
+            or next((f for f in parsed if f[0][2]), None) \
+            or next((f for f in parsed if not _library(f[0])), parsed[0])
         func, file, line, obj = chosen[0]
         ifunc = ifile = ""
         iline = 0
@@ -179,6 +187,12 @@ class _Sites:
         return sid
 
 
+def _library(desc: tuple[str, str, int, str]) -> bool:
+    """A frame (function, file, line, object) inside PMDK's libraries, the C library, the loader or
+    Valgrind's preload: never a store's site while a deeper frame is the user's."""
+    return bool(_LIBRARY_OBJ.search(desc[3]) or _LIBRARY_SRC.search(desc[1]))
+
+
 def _read_image(path: str, offset: int, size: int) -> bytes:
     try:
         with open(path, "rb") as f:
@@ -190,7 +204,8 @@ def _read_image(path: str, offset: int, size: int) -> bytes:
 
 
 def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[str] = (),
-               regions: list[tuple[int, int]] = (), spare_images: bool = False) -> ImportResult:
+               regions: list[tuple[int, int]] = (), spare_images: bool = False,
+               files: dict[str, str] | None = None) -> ImportResult:
     """Read pmemcheck store log LOG and write it as trace OUT (plus OUT.regionN images).
 
     images   initial content per region, in region order (files; the registered offset applies);
@@ -198,6 +213,8 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
              region it was given)
     regions  (address, size) of PM mappings the log does not name (VALGRIND_PMC_REGISTER_PMEM_MAPPING
              is not logged); they become the first regions, before any REGISTER_FILE
+    files    a registered file's path -> a copy of its content before the run: the initial image of
+             a region `images` does not give (a pool that existed before the run)
     Raises TraceError with `LOG:LINE: ...` for a log it cannot read."""
     log = Path(log)
     try:
@@ -207,7 +224,7 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
     except IsADirectoryError:
         raise TraceError(f"{log}: is a folder, not a pmemcheck log") from None
     res = ImportResult(Path(out))
-    imp = _Importer(res, list(images))
+    imp = _Importer(res, list(images), files or {})
     for base, size in regions:
         imp.register("", base, size, 0, 0)
 
@@ -276,9 +293,10 @@ def import_log(log: str | os.PathLike, out: str | os.PathLike, *, images: list[s
 class _Importer:
     """The state of one import: regions, the writer (made at the first registration), sites."""
 
-    def __init__(self, res: ImportResult, images: list[str]) -> None:
+    def __init__(self, res: ImportResult, images: list[str], files: dict[str, str]) -> None:
         self.res = res
         self.images = images
+        self.files = {os.path.realpath(k): v for k, v in files.items()}
         self.writer: TraceWriter | None = None
         self.sites: _Sites | None = None
         self.maps: list[Mapping] = []          # every mapping, folded ones included
@@ -321,12 +339,9 @@ class _Importer:
         index = len(self.res.regions)
         if size == 0 or size >= 1 << 48:
             raise _Fail(f"bad region size {size:#x}")
-        if index < len(self.images):
-            image = _read_image(self.images[index], offset, size)
-            self.res.images.append(self.images[index])
-        else:
-            image = None
-            self.res.images.append("zero")
+        given = self._given(index, path)
+        image = _read_image(given, offset, size) if given else None
+        self.res.images.append(given or "zero")
         mapping = Mapping(path, base, size, offset, index, 0, line)
         if self.writer is None:
             self.writer = TraceWriter(pool_base=base, pool_size=size, image=image)
@@ -338,6 +353,12 @@ class _Importer:
             self.writer.region(base, size, image, absolute=True)
         self.maps.append(mapping)
         self.res.regions.append(mapping)
+
+    def _given(self, index: int, path: str) -> str | None:
+        """The file holding region INDEX's content before the run (registered from PATH), if any."""
+        if index < len(self.images):
+            return self.images[index]
+        return self.files.get(os.path.realpath(path)) if path else None
 
     def _widen(self, path: str, base: int, size: int, offset: int, line: int) -> bool:
         """A mapping of more of a region's file than the region, before any event used an
@@ -351,7 +372,10 @@ class _Importer:
                 break
         else:
             return False
-        image = (_read_image(self.images[index], offset, size) if index < len(self.images) else None)
+        given = self._given(index, path)
+        image = _read_image(given, offset, size) if given else None
+        if given:
+            self.res.images[index] = given
         self.writer.move_region(index, base, size, image)
         pool = Mapping(path, base, size, offset, index, 0, line)
         alias = Mapping(first.path, first.base, first.size, first.offset, index,

@@ -89,8 +89,10 @@ class Sections:
     """A run's pmreorder markers, (event index, text) in trace order, walked once: the engine in
     force and the markers emitted before any event."""
 
-    def __init__(self, markers: list[tuple[int, str]], config: EngineConfig | None) -> None:
+    def __init__(self, markers: list[tuple[int, str]], config: EngineConfig | None,
+                 stores: list[int] | None = None) -> None:
         self.index = [i for i, _ in markers]
+        self.stores = stores or []              # the run's store events (indices), in order
         self.joined: list[str] = []             # PMREORDER_MARKERS after each marker
         self.engine: list[str | None] = []      # the engine in force after each marker
         stack: list[tuple[str, str | None]] = [("", config.default if config else None)]
@@ -109,6 +111,7 @@ class Sections:
                     del stack[at]
             self.engine.append(stack[-1][1])
         self.default = config.default if config else None
+        self.configured = config is not None   # pmreorder's engines were given (-x / -r)
 
     def _last(self, event: int) -> int:
         """How many markers came before EVENT."""
@@ -126,6 +129,43 @@ class Sections:
         """The engine in force at a crash before EVENT; None when no engine was configured."""
         n = self._last(event)
         return self.engine[n - 1] if n else self.default
+
+    def engine_for(self, event: int, settled: bool) -> str | None:
+        """The engine that checks a crash before EVENT. SETTLED: nothing is pending there, so its one
+        state is every store so far persisted. pmreorder checks such a state only as the start of the
+        next store set it replays (each engine's first sequence applies none of the set's stores) or
+        as the end of the previous one, which the previous crash point's states already include:
+        the engine in force at the next store decides (a state between two NoReorderNoCheck sections,
+        which a program may leave inconsistent on purpose, is not checked)."""
+        if settled:
+            k = bisect.bisect_left(self.stores, event)
+            if k < len(self.stores):
+                return self.engine_at(self.stores[k])
+        return self.engine_at(event)
+
+
+def store_events(trace) -> list[int]:
+    """The indices of TRACE's store events (plain and non-temporal), for Sections."""
+    return [i for i, ev in enumerate(trace.events) if ev.kind in ("store", "ntstore")]
+
+
+def repeated_by_next(events, cp: CrashPoint, sections: Sections) -> bool:
+    """CP is an operation boundary (a marker), the next crash point comes before any store or
+    flush (so it has the same states, its commands told more markers) and checks them with the
+    same engine. pmreorder tells a checker the markers emitted up to the store set it replays,
+    never those of a boundary in between, so only the last of such a run of points is checked."""
+    if cp.kind not in ("op_begin", "op_end"):
+        return False
+    nxt = len(events)                   # the end of the trace is the next point
+    for i in range(cp.event + 1, len(events)):
+        kind = events[i].kind
+        if kind in ("store", "ntstore", "flush"):
+            return False
+        if kind in ("fence", "op_begin", "op_end"):
+            nxt = i
+            break
+    # a settled point takes the next store's engine, as the next point then does
+    return not cp.units or sections.engine_at(nxt) == sections.engine_at(cp.event)
 
 
 def _choice_keeping(cp: CrashPoint, keep: set[int]) -> tuple[int, ...] | None:
@@ -172,4 +212,4 @@ def engine_states(cp: CrashPoint, how: str) -> list[tuple[int, ...]]:
 
 
 __all__ = ["ENGINES", "ENV", "EngineConfig", "PMREORDER_DEFAULT", "STRATEGY", "Sections", "engine_states",
-           "marker_name", "parse_markers"]
+           "marker_name", "parse_markers", "repeated_by_next", "store_events"]

@@ -22,7 +22,7 @@ from crashcheck.crashsim.simulate import CrashPoint, Simulator
 from crashcheck.crashsim.states import StateCodec, explored_count, select
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import program_lazy
-from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states
+from crashcheck.harness.check.engines import STRATEGY, Sections, engine_states, repeated_by_next
 from crashcheck.harness.check.program_check import ImageChecker, Verdict
 from crashcheck.harness.check.program_reads import Reads
 from crashcheck.harness.core.budget import Budget, OutOfTime
@@ -54,6 +54,7 @@ class ExploreStats:
     lazy_executions: int = 0          # the states those searches judged
     lazy_legal: int = 0               # the legal states of those points
     points_unchecked: int = 0         # crash points inside NoReorderNoCheck sections (engines)
+    points_repeated: int = 0          # crash points the next one repeats with more markers (engines)
     points_left_by_budget: int = 0    # crash points --budget left no time for (not in crash_points)
     points_cut_by_budget: int = 0     # crash points the budget ended in the middle (partial, sampled)
     unshrunk: int = 0                 # findings the budget left (partly) unshrunk
@@ -135,7 +136,7 @@ def _needed(cp, choice, judge, out) -> None:
 def point_strategy(sections: Sections | None, cp: CrashPoint, strategy: str, lazy_ok: bool) -> str:
     """How CP is checked: the run's STRATEGY, or the engine in force there (engines.STRATEGY);
     lazy becomes bounded when the commands' reads cannot be followed (not LAZY_OK)."""
-    engine = sections.engine_at(cp.event) if sections is not None else None
+    engine = sections.engine_for(cp.event, not cp.units) if sections is not None else None
     how = STRATEGY[engine] if engine is not None else strategy
     return "bounded" if how == "lazy" and not lazy_ok else how
 
@@ -229,6 +230,9 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
     verdicts: Verdicts = dict(prejudged.verdicts) if prejudged else {}
+    # a failing image (and its markers) -> its finding: those bytes failing at a later point (a
+    # settled point after a second fence) are that finding again, not a cause of their own
+    failed: dict[tuple[int, str], ProgramFinding] = {}
     plans: dict = {}                        # LazyPlan's cache of group contents across points
     offsets = checker.layout.offsets
     picks: dict[int, Pick] = {}
@@ -245,10 +249,14 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     def wanted(i: int) -> bool:             # a point left by the budget needs no pending units
         return not over[0] or (prejudged is not None and i in prejudged.picks)
 
+    engines = sections is not None and sections.configured
     for cp in sim.crash_points(wanted=wanted if budget is not None else None):
         how = point_strategy(sections, cp, strategy, checker.log_reads)
         if how == "unchecked":
             stats.points_unchecked += 1
+            continue
+        if engines and repeated_by_next(trace.events, cp, sections):
+            stats.points_repeated += 1
             continue
         if share is not None and cp.index * share[1] // total != share[0]:
             continue
@@ -300,11 +308,15 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
                 break
             if v.ok:
                 continue
+            image_key = (codec.encode(tuple(choice))[0], env_key)
             lost = frozenset(p.seq for p in cp.lost(choice))
-            known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
+            known = failed.get(image_key)
+            if known is None or known.verdict.cls != v.cls:
+                known = next((f for f in findings if f.verdict.cls == v.cls and f.lost_seqs and f.lost_seqs <= lost), None)
             times = weight.get(tuple(choice), 1)
             if known is not None:
                 known.occurrences += times
+                failed[image_key] = known
                 continue
             if budget is not None:
                 checker.deadline = budget.hard      # shrinking has the reserve up to the hard deadline
@@ -315,11 +327,13 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
                          and (seqs or f.point.index == cp.index)), None)
             if same is not None:
                 same.occurrences += times
+                failed[image_key] = same
                 continue
             need = needed(cp, small, judge) if not unshrunk else []
             stats.unshrunk += unshrunk
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
                                            (cp.legal, pick.explored), times, seqs, need, unshrunk))
+            failed[image_key] = failed[codec.encode(small)[0], env_key] = findings[-1]
         if cut:
             over[0] = True
             if not pick.states:          # the budget ended it before any state was judged: left

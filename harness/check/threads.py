@@ -20,8 +20,6 @@ import json
 import re
 from typing import TypeGuard
 
-from hypothesis import strategies as st
-
 from crashcheck.harness.check.crash_free import allowed_text
 from crashcheck.harness.check.findings import Finding, address_free
 from crashcheck.specs import linearizability
@@ -106,6 +104,9 @@ def threaded_histories(base, threads: int, sched: str = "mixed", sections=None, 
     (shrinking toward random)."""
     if sched not in SCHED_KINDS:
         raise ValueError(f"scheduler strategy {sched!r}: one of {', '.join(SCHED_KINDS)}")
+    # imported here: the rest of this module serves `crashcheck run`, which draws no history, and
+    # Hypothesis is most of the import time of a run of a small program
+    from hypothesis import strategies as st
 
     @st.composite
     def dealt(draw):

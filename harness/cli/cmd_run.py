@@ -199,6 +199,9 @@ def run(args: argparse.Namespace) -> int:
               f"(given to -x): their engines never applied")
     if st.get("points_unchecked"):
         print(f"engines: {st['points_unchecked']} crash points inside NoReorderNoCheck sections not checked")
+    if st.get("points_repeated"):
+        print(f"engines: {st['points_repeated']} crash points at a marker not checked apart: the next point, "
+              "before any store, has their states and more markers (pmreorder's view)")
     print(_lazy_line(job.settings.strategy, st) or "", end="")
     if st["crash_points"]:
         print(f"speed: {speed_text(st)}")

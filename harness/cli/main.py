@@ -40,12 +40,16 @@ class Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand, or of COMMAND alone when it names one: a subcommand's
+    module imports what it runs (fuzz's imports alone take about a second), so a command line
+    naming one loads only that."""
     parser = Parser(prog="crashcheck",
                     description="Crash-consistency testing for persistent-memory structures.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    only = f"crashcheck.harness.cli.cmd_{command}"
+    for name in [only] if only in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -81,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     try:
-        parser = build_parser()
+        words = join_dash_values(sys.argv[1:] if argv is None else list(argv))
+        parser = build_parser(words[0]) if words else build_parser()
         try:
-            args = parser.parse_args(join_dash_values(sys.argv[1:] if argv is None else list(argv)))
+            args = parser.parse_args(words)
         except SystemExit:
             sys.stdout.flush()   # --help's text, written before argparse exits
             raise

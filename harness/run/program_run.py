@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from crashcheck.crashsim.layout import trace_layout
-from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name
+from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name, store_events
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
 from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
@@ -113,7 +113,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                                        root / "check", run.timeout_s)
                 checker.on_shorten = run.progress
                 strategy = s.strategy
-                sections = Sections(traced.markers, run.engines)
+                sections = Sections(traced.markers, run.engines, store_events(traced.trace))
                 seen.update(marker_name(text) for _, text in traced.markers)
                 checker.log_reads = strategy == "lazy" or (run.engines is not None and run.engines.uses("lazy"))
                 checker.env = sections.env(len(traced.trace.events))
@@ -145,7 +145,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 findings, stats = explore(traced.trace, checker, prejudged=prejudged,
                                           on_point=_progress(run, what), **kw)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
-                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked",
+                             "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked", "points_repeated",
                              "points_left_by_budget", "points_cut_by_budget", "unshrunk"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
@@ -169,6 +169,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "points_sampled": st.points_sampled, "points_complete": st.crash_points - st.points_sampled,
                   "executions": st.executions, "hung_short": hung_short,
                   "runs_timeout_shortened": shortened, "points_unchecked": st.points_unchecked,
+                  "points_repeated": st.points_repeated,
                   # --budget: whether it ended the run, the crash points it left unchecked (never
                   # in crash_points), those it ended part way (among points_sampled), traced runs
                   # it left, failing states it left (partly) unshrunk

@@ -106,8 +106,11 @@ def trace_program(argv: list[str], folder: Path, *, tracer: str, sched: str | No
         extra["CRASHCHECK_SCHED_OUT"] = str(schedule_out)
     timeout = RUN_TIMEOUT_S
     log = folder / "pmemcheck.log"
+    before: dict[str, str] = {}
     if tracer == "pmemcheck":
-        run_argv = tracers.wrap(argv, log)
+        # the pass snapshots a file when the program maps it; pmemcheck's log has no contents
+        before = snapshot_files(cwd, argv, folder / "before")
+        run_argv = tracers.wrap(argv, log, follow=True)
         timeout = RUN_TIMEOUT_S * 4
     else:
         extra["CRASHCHECK_TRACE"] = str(trace_path)
@@ -119,9 +122,11 @@ def trace_program(argv: list[str], folder: Path, *, tracer: str, sched: str | No
         raise UsageError(f"the program {end.how()} in its traced run, before any crash ({shown})"
                          + (f": {last[0][:200]}" if last[0] else ""))
     if tracer == "pmemcheck":
-        if not log.is_file():
-            raise UsageError(f"pmemcheck wrote no store log for {shown}")
-        tracers.import_trace(log, trace_path, None)
+        found = tracers.program_log(log)
+        if found is None:
+            raise UsageError(f"{argv[0]} mapped no persistent memory pmemcheck sees (no process of the run "
+                             "registered a PM file: map it with libpmem's pmem_map_file or libpmemobj)")
+        tracers.import_trace(found, trace_path, None, files=before)
     elif not trace_path.is_file():
         raise UsageError(f"{argv[0]} wrote no trace: build it with crashcheck-cc (or give --tracer pmemcheck "
                          "for a binary built any other way)")
@@ -138,6 +143,34 @@ def trace_program(argv: list[str], folder: Path, *, tracer: str, sched: str | No
     ops, marked = operations(trace)
     schedule = schedule_out.read_text() if schedule_out.is_file() else None
     return TracedProgram(trace, argv, ops, marked, schedule, end.output, markers)
+
+
+# Files copied before a run under pmemcheck: at most this many, each at most SNAPSHOT_MAX bytes.
+SNAPSHOT_FILES = 64
+SNAPSHOT_MAX = 1 << 32
+
+
+def snapshot_files(cwd: Path, argv: list[str], dest: Path) -> dict[str, str]:
+    """Copies of the files a run under pmemcheck may map as PM, made before it starts: the files
+    of its folder (what --setup left) and the files its arguments name. Path as the program sees
+    it (resolved) -> the copy."""
+    names = [p for p in sorted(cwd.rglob("*")) if p.is_file()]
+    names += [Path(a) if os.path.isabs(a) else cwd / a for a in argv[1:]]
+    out: dict[str, str] = {}
+    for name in names:
+        if len(out) == SNAPSHOT_FILES:
+            break
+        try:
+            real = os.path.realpath(name)
+            if real in out or not os.path.isfile(real) or os.path.getsize(real) > SNAPSHOT_MAX:
+                continue
+            dest.mkdir(parents=True, exist_ok=True)
+            copy = dest / str(len(out))
+            shutil.copyfile(real, copy)
+        except OSError:
+            continue
+        out[real] = str(copy)
+    return out
 
 
 def pmreorder_markers(trace: Trace) -> list[tuple[int, str]]:
@@ -187,4 +220,5 @@ def operations(trace: Trace) -> tuple[dict[int, str], bool]:
     return ops, bool(ops)
 
 
-__all__ = ["MARKER", "SEED", "TracedProgram", "operations", "pmreorder_markers", "program_env", "resolve", "run_setup", "trace_program", "with_seed"]
+__all__ = ["MARKER", "SEED", "TracedProgram", "operations", "pmreorder_markers", "program_env", "resolve", "run_setup",
+           "snapshot_files", "trace_program", "with_seed"]

@@ -29,6 +29,9 @@ SLOWDOWN = 100
 STARTUP_S = 5.0
 # Valgrind reserves address space of its own beyond what the program maps.
 EXTRA_AS = 4 << 30
+# Stack frames logged per store for a user's program: libpmem's memset and memcpy paths are 2-4
+# frames deep below the user's call (1, pmemcheck's default, names only libpmem.so).
+STACK_DEPTH = 6
 
 
 @lru_cache(maxsize=None)
@@ -64,12 +67,36 @@ def pmemcheck_command() -> list[str]:
                      f"package it): put `pmemcheck` on PATH or set ${ENV} to its wrapper or valgrind binary")
 
 
-def wrap(argv: list[str], log: Path) -> list[str]:
-    """ARGV (a driver run) under pmemcheck, its store log (with stack traces) to LOG."""
+def wrap(argv: list[str], log: Path, *, follow: bool = False) -> list[str]:
+    """ARGV (a driver run) under pmemcheck, its store log (with stack traces) to LOG. FOLLOW (a
+    user's program, `crashcheck run`): Valgrind follows exec and forks (a `sh -c '... && exec
+    prog'` wrapper traces prog, not sh), each process logging to LOG with `%p` (its pid) before
+    the suffix (program_log picks the one that wrote PM), and stacks go STACK_DEPTH frames deep,
+    so a store made inside libpmem is named by the user's call (pmemcheck_import picks the frame)."""
     # --fullpath-after= (empty): stack traces name whole source paths, not bare file names, so
     # sites read as the pass's do (relative to the project root in records)
-    return pmemcheck_command() + ["--log-stores=yes", "--log-stores-stacktraces=yes", "--fullpath-after=",
-                                  f"--log-file={log}", "--"] + argv
+    opts = ["--log-stores=yes", "--log-stores-stacktraces=yes", "--fullpath-after="]
+    if follow:
+        opts += ["--trace-children=yes", f"--log-stores-stacktraces-depth={STACK_DEPTH}",
+                 f"--log-file={log.with_name(log.stem + '.%p' + log.suffix)}"]
+    else:
+        opts.append(f"--log-file={log}")
+    return pmemcheck_command() + opts + ["--"] + argv
+
+
+def program_log(log: Path) -> Path | None:
+    """The store log of the process that registered PM in a run wrapped with FOLLOW (LOG as given
+    to wrap); None when none did. Several: UsageError (crashcheck traces one process)."""
+    wrote = []
+    for found in sorted(log.parent.glob(log.stem + ".*" + log.suffix)):
+        with open(found, errors="replace") as f:
+            if "REGISTER_FILE;" in f.read():
+                wrote.append(found)
+    if len(wrote) > 1:
+        pids = ", ".join(p.name[len(log.stem) + 1:-len(log.suffix)] for p in wrote)
+        raise UsageError(f"several processes of the run mapped PM under pmemcheck (pids {pids}): "
+                         "crashcheck traces one; run the others in --setup")
+    return wrote[0] if wrote else None
 
 
 def limits_ms(base_ms: int, op_ms: int, cap_ms: int) -> tuple[int, int, int]:
@@ -81,17 +108,20 @@ def limits_ms(base_ms: int, op_ms: int, cap_ms: int) -> tuple[int, int, int]:
     return base_ms + startup_ms, op_ms * SLOWDOWN, cap_ms + startup_ms
 
 
-def import_trace(log: Path, trace: Path, image: Path | None, regions: list[Path] | None = None) -> None:
+def import_trace(log: Path, trace: Path, image: Path | None, regions: list[Path] | None = None,
+                 files: dict[str, str] | None = None) -> None:
     """Write the trace of the run that left LOG; IMAGE holds the pool's bytes before the run
     (None: a pool the run created, all zero), REGIONS those of the regions past it that the run
     was given (`driver run --region`: a recovery of a post-crash image; the log does not record
-    file contents, so without them they would start all zero). A log that cannot be read is the
-    tracer's fault, never the structure's: SetupError."""
+    file contents, so without them they would start all zero); FILES, a file's path as the
+    program's process saw it -> a copy of its bytes before the run (a pool that existed before
+    it: `crashcheck run --setup`). A log that cannot be read is the tracer's fault, never the
+    structure's: SetupError."""
     images = [str(image)] + [str(r) for r in regions or []] if image else []
     try:
-        import_log(log, trace, images=images, spare_images=True)
+        import_log(log, trace, images=images, spare_images=True, files=files or {})
     except (TraceError, OSError, ValueError) as exc:
         raise SetupError(f"the pmemcheck store log of a traced run could not be imported: {exc}") from None
 
 
-__all__ = ["TRACERS", "import_trace", "limits_ms", "pmemcheck_command", "wrap"]
+__all__ = ["STACK_DEPTH", "TRACERS", "import_trace", "limits_ms", "pmemcheck_command", "program_log", "wrap"]

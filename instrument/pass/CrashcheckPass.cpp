@@ -657,8 +657,10 @@ private:
       }
       if (isClientRequest(*CB)) {
         // A Valgrind client request (valgrind.h's magic sequence): the runtime
-        // reads the request block, so pmemcheck's EMIT_LOG markers (pmreorder's
-        // NAME.BEGIN / NAME.END) reach the trace as marks.
+        // answers it (RUNNING_ON_VALGRIND and pmemcheck's mapping check say
+        // yes in a traced run, so PMDK emits its markers) and reads the request
+        // block, so pmemcheck's EMIT_LOG markers (pmreorder's NAME.BEGIN /
+        // NAME.END) reach the trace as marks.
         S.Api++;
         return add(I, Kind::ClientRequest);
       }
@@ -899,10 +901,24 @@ private:
       return;
     case Kind::PmAlloc:
       return rewritePmAlloc(*cast<CallBase>(I), Site);
-    case Kind::ClientRequest:
-      // operand 0 is the request block's address (valgrind.h: "a" (&_zzq_args[0]))
-      callHook(B, hook("__cc_client_request", {Ptr, Ptr}), {cast<CallBase>(I)->getArgOperand(0), Site});
+    case Kind::ClientRequest: {
+      // The request is answered by the runtime instead of the magic sequence:
+      // operand 0 is the request block's address (valgrind.h: "a" (&_zzq_args[0])),
+      // operand 1 the default (tied to the "={dx}" result), which is what the
+      // sequence gives outside Valgrind. The runtime passes the request on to a
+      // real Valgrind when there is one, so the asm goes.
+      auto *CB = cast<CallBase>(I);
+      Type *Ret = CB->getType();
+      Value *Default = CB->arg_size() >= 2 && CB->getArgOperand(1)->getType()->isIntegerTy()
+                           ? i64(B, CB->getArgOperand(1))
+                           : ConstantInt::get(I64, 0);
+      CallInst *Answer = callHook(B, hook("__cc_client_request", {Ptr, I64, Ptr}, I64),
+                                  {CB->getArgOperand(0), Default, Site});
+      if (!Ret->isVoidTy())
+        CB->replaceAllUsesWith(Ret->isIntegerTy() ? B.CreateZExtOrTrunc(Answer, Ret) : (Value *)UndefValue::get(Ret));
+      ToErase.push_back(CB);
       return;
+    }
     }
   }
 
@@ -935,7 +951,7 @@ private:
     const InlineAsm *IA = cast<InlineAsm>(CB.getCalledOperand());
     StringRef Text = IA->getAsmString();
     return Text.contains("rolq $$3,") && Text.contains("rolq $$13,") && Text.contains("xchgq %rbx,%rbx") && CB.arg_size() >= 1 &&
-           CB.getArgOperand(0)->getType()->isPointerTy();
+           CB.getArgOperand(0)->getType()->isPointerTy() && (CB.getType()->isVoidTy() || CB.getType()->isIntegerTy());
   }
 
   void rewriteAsm(IRBuilder<> &B, CallBase &CB, const Point &P, Value *Site) {
@@ -964,16 +980,28 @@ private:
   }
 
   void rewritePmem(IRBuilder<> &B, CallBase &CB, Constant *Site) {
-    const PmemCall &C = pmemCalls().at(CB.getCalledFunction()->getName().str());
+    std::string Name = CB.getCalledFunction()->getName().str();
+    const PmemCall &C = pmemCalls().at(Name);
     auto Arg = [&](int N, Type *T) -> Value * {
       if (N < 0 || (unsigned)N >= CB.arg_size())
         return Constant::getNullValue(T);
       Value *V = CB.getArgOperand(N);
       return T->isPointerTy() ? V : B.CreateZExtOrTrunc(V, T);
     };
+    // The functions PMDK's libpmem marks for pmreorder (PMREORDER_EMIT_LOG) when it runs under
+    // pmemcheck: a prebuilt libpmem is never compiled by the pass, so its markers are logged
+    // here, around what the call did (the runtime logs them only when PMREORDER_EMIT_LOG asks).
+    static const std::set<std::string> Marked = {
+        "pmem_memmove", "pmem_memcpy", "pmem_memset", "pmem_memmove_nodrain", "pmem_memcpy_nodrain",
+        "pmem_memmove_persist", "pmem_memcpy_persist", "pmem_memset_nodrain", "pmem_memset_persist"};
+    Value *Label = Marked.count(Name) ? B.CreateGlobalStringPtr(Name, "cc.libpmem.name") : nullptr;
+    if (Label)
+      callHook(B, hook("__cc_libpmem_mark", {Ptr, I32, Ptr}), {Label, ConstantInt::get(I32, 0), Site});
     callHook(B, hook("__cc_pmem", {Ptr, I64, I32, I32, I32, Ptr}),
                  {Arg(C.AddrArg, Ptr), Arg(C.LenArg, I64), ConstantInt::get(I32, C.Stored),
                   ConstantInt::get(I32, C.Mode), Arg(C.FlagsArg, I32), Site});
+    if (Label)
+      callHook(B, hook("__cc_libpmem_mark", {Ptr, I32, Ptr}), {Label, ConstantInt::get(I32, 1), Site});
   }
 
   // pmemobj_X(args) -> __cc_wrap_pmemobj_X(args, site): same type plus the

@@ -231,7 +231,11 @@ int cc_vg_active(void);
 void cc_vg_register_file(int fd, void *addr, size_t size);
 void cc_vg_region(void *addr, size_t size);
 void cc_vg_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void __cc_client_request(const unsigned long *args, crashcheck_site_t site);
+unsigned long __cc_client_request(const unsigned long *args, unsigned long dflt, crashcheck_site_t site);
+void __cc_libpmem_mark(const char *func, uint32_t end, crashcheck_site_t site);
+/* rt_hooks.c: the flush and fence hooks (the pass calls them; client requests too) */
+void __cc_flush(const void *addr, uint32_t kind, crashcheck_site_t site);
+void __cc_fence(uint32_t kind, crashcheck_site_t site);
 void cc_vg_object(const char *what, const void *obj, size_t size, crashcheck_site_t site);
 
 static inline int cc_tid(void)

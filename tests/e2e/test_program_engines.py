@@ -22,14 +22,19 @@ CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 SOURCE = Path(__file__).with_name("pmsections.c")
 
 
+def build_variants(out: Path, source: Path, variants: dict[str, list[str]], compiler=CC) -> dict[str, Path]:
+    """SOURCE built once per variant (name -> extra flags) with COMPILER, against libpmem, into OUT."""
+    exes = {}
+    for name, flags in variants.items():
+        exes[name] = out / f"{source.stem}-{name}"
+        subprocess.run([str(compiler), "-O1", "-g", *flags, str(source), "-lpmem", "-o", str(exes[name])],
+                       check=True, capture_output=True)
+    return exes
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, instrument_built) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("pmsections")
-    exes = {}
-    for name, flags in (("ok", []), ("bug", ["-DPUT_BUG"])):
-        exes[name] = out / f"pmsections-{name}"
-        subprocess.run([CC, "-O1", *flags, SOURCE, "-lpmem", "-o", exes[name]], check=True, capture_output=True)
-    return exes
+    return build_variants(tmp_path_factory.mktemp("pmsections"), SOURCE, {"ok": [], "bug": ["-DPUT_BUG"]})
 
 
 def _main(*args) -> subprocess.CompletedProcess:
