@@ -298,7 +298,8 @@ public:
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
                     Fence, Asm, Pmem, PmemObjWrap, PmemObjCall, Load, ApiOpBegin, ApiOpEnd,
-                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc, ClientRequest };
+                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc, ClientRequest,
+                    PmdkCall };
   struct Point {
     Instruction *I;
     Kind K;
@@ -700,6 +701,14 @@ private:
         S.PmemObj++;
         return add(I, Kind::PmemObjWrap);   // -> __cc_wrap_mmap (rt_pmdk.c)
       }
+      // The program's call into them: a `cc-call NAME` mark at the call's line, so a store the
+      // library makes is named with the user's call that led there (harness/triage/pmdk_calls.py).
+      if (Pmdk == PmdkMode::Program && Callee->isDeclaration() &&
+          (startsWith(Name, "pmemobj_") || startsWith(Name, "pmem_")) &&
+          !pmemobjPure().count(Name.str())) {
+        S.PmemObj++;
+        return add(I, Kind::PmdkCall);
+      }
     } else if (pmemCalls().count(Name.str())) {
       S.Pmem++;
       return add(I, Kind::Pmem);
@@ -912,6 +921,12 @@ private:
     case Kind::ApiAlloc:
     case Kind::ApiFree:
       return rewriteApi(*cast<CallBase>(I), P.K, Site);
+    case Kind::PmdkCall: {
+      auto *CB = cast<CallBase>(I);
+      Constant *Label = B.CreateGlobalStringPtr(("cc-call " + CB->getCalledFunction()->getName()).str());
+      callHook(B, hook("__cc_mark", {Ptr, Ptr}), {Label, Site});
+      return;
+    }
     case Kind::ApiHere:
       I->replaceAllUsesWith(ConstantExpr::getPointerCast(Site, I->getType()));
       ToErase.push_back(I);
