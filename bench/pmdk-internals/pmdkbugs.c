@@ -12,6 +12,7 @@
  *   pmdkbugs xfree POOL               in one transaction: an object allocated right before an
  *                                     existing one is freed again after the existing one was
  *                                     added and changed (pmem/pmdk#5613)
+ *   pmdkbugs xfree POOL keep          the same without the free (the control: nothing to find)
  *   pmdkbugs check POOL               exit 0 when the pool is consistent with what committed
  *
  * The xfree scenario uses an allocation class without object headers, so that objects of one
@@ -39,8 +40,8 @@ struct root {
 	PMEMoid small[MAXOBJ];          /* their objects: zeroed, allocated */
 	PMEMoid huge[MAXOBJ];
 	uint64_t xfree_done;            /* the xfree transaction committed */
-	PMEMoid slot[NSLOTS];           /* objects of the header-less class */
 	uint64_t changed;               /* index of the slot object the xfree transaction changed */
+	PMEMoid slot[NSLOTS];           /* objects of the header-less class */
 };
 
 static int fail(const char *what)
@@ -94,7 +95,6 @@ static int headerless_class(PMEMobjpool *pop, unsigned *id)
 	if (pmemobj_ctl_set(pop, "heap.alloc_class.new.desc", &d) != 0)
 		return fail("cannot register a header-less allocation class");
 	*id = d.class_id;
-	if (getenv("PMDKBUGS_DEBUG")) fprintf(stderr, "class %u\n", d.class_id);
 	return 0;
 }
 
@@ -114,7 +114,7 @@ static int setup_xfree(PMEMobjpool *pop)
 	return 0;
 }
 
-static int run_xfree(PMEMobjpool *pop)
+static int run_xfree(PMEMobjpool *pop, int free_it)
 {
 	struct root *r = root_of(pop);
 	unsigned id;
@@ -129,14 +129,14 @@ static int run_xfree(PMEMobjpool *pop)
 		for (int i = 1; i < NSLOTS; i++)
 			if (r->slot[i].off == fresh.off + SLOT)
 				next = i;
-		if (getenv("PMDKBUGS_DEBUG")) fprintf(stderr, "fresh %lx slot1 %lx\n", (unsigned long)fresh.off, (unsigned long)r->slot[1].off);
 		if (next < 0) {
 			fprintf(stderr, "pmdkbugs: error: no object right after the new one\n");
 			pmemobj_tx_abort(EINVAL);
 		}
 		pmemobj_tx_add_range(r->slot[next], 0, SLOT);
 		memset(pmemobj_direct(r->slot[next]), 'b', SLOT);
-		pmemobj_tx_free(fresh);
+		if (free_it)
+			pmemobj_tx_free(fresh);
 		pmemobj_tx_add_range_direct(&r->xfree_done, 2 * sizeof(uint64_t));
 		r->changed = (uint64_t)next;
 		r->xfree_done = 1;
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 	else if (strcmp(cmd, "xfree-setup") == 0)
 		rc = setup_xfree(pop);
 	else if (strcmp(cmd, "xfree") == 0)
-		rc = run_xfree(pop);
+		rc = run_xfree(pop, !(argc > 3 && strcmp(argv[3], "keep") == 0));
 	else {
 		fprintf(stderr, "pmdkbugs: unknown command %s\n", cmd);
 		rc = 2;

@@ -54,14 +54,13 @@ def call_text(call: dict) -> str:
 
 
 def library_calls(record: dict) -> str:
-    """The program's calls a record's lost (else persisted) library stores were made in, as
-    `pmemobj_tx_commit at prog.c:77, ...` in order of first appearance; '' when none was."""
-    for key in ("lost", "persisted"):
-        seen: list[str] = []
-        for piece in record.get(key) or []:
-            call = piece.get("call")
-            if call and call_text(call) not in seen:
-                seen.append(call_text(call))
-        if seen:
-            return ", ".join(seen)
-    return ""
+    """The program's calls a record's lost library stores (losing none: the persisted ones it
+    needs) were made in, as `pmemobj_tx_commit at prog.c:77, ...` in order of first appearance;
+    '' when none was (the lost stores are the program's own)."""
+    pieces = record.get("lost") or record.get("persisted") or []
+    seen: list[str] = []
+    for piece in pieces:
+        call = piece.get("call")
+        if call and call_text(call) not in seen:
+            seen.append(call_text(call))
+    return ", ".join(seen)

@@ -43,7 +43,9 @@ def test_a_record_lists_the_calls_of_its_lost_library_stores(tmp_path):
               "persisted": [{"seq": stores[3]}]}
     assert library_calls(record) == ("pmemobj_open at /src/prog.c:10, "
                                      "pmemobj_tx_commit at /src/prog.c:20")
-    assert library_calls({"lost": [{"seq": stores[3]}], "persisted": []}) == ""
+    # the program's own store lost: no call, even when persisted library stores had one
+    assert library_calls({"lost": [{"seq": stores[3]}], "persisted": record["lost"]}) == ""
+    assert library_calls({"lost": [], "persisted": record["lost"][:1]}) == "pmemobj_open at /src/prog.c:10"
 
 
 def test_a_trace_without_marks_names_nothing(tmp_path):
