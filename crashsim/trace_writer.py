@@ -166,9 +166,9 @@ class TraceWriter:
     def free(self, addr: int, *, tid: int = 0, site: int = NO_SITE, absolute: bool = False) -> None:
         self._add("free", 0, tid, site, self._abs(addr, absolute))
 
-    def mark(self, label: str, *, tid: int = 0) -> None:
+    def mark(self, label: str, *, tid: int = 0, site: int = NO_SITE) -> None:
         data = label.encode()
-        self._add("mark", 0, tid, NO_SITE, 0, len(data), data)
+        self._add("mark", 0, tid, site, 0, len(data), data)
 
     def load(self, addr: int, size: int, *, tid: int = 0, site: int = NO_SITE, absolute: bool = False) -> None:
         self._add("load", 0, tid, site, self._abs(addr, absolute), size)

@@ -28,6 +28,7 @@ from crashcheck.harness.core.budget import PROCESS_START
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.triage.pmdk_calls import library_calls
 from crashcheck.harness.render.report import write_run
 from crashcheck.harness.run.program_run import ProgramRun, execute
 from crashcheck.harness.target.program import resolve
@@ -215,6 +216,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {b['id']}: {b['detail']}")
         print(f"    {b['group']}; {b['occurrences']} failing state{'s' if b['occurrences'] != 1 else ''}; "
               f"{b['replay']}")
+        inside = library_calls(b)
+        if inside:
+            print(f"    inside the library, called from: {inside}")
     if st.get("unshrunk"):
         n = st["unshrunk"]
         print(f"shrunk: {n} failing state{'s' if n != 1 else ''} not shrunk to the fewest lost stores, reported "

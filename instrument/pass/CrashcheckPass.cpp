@@ -119,6 +119,17 @@ bool envFlag(const char *Name) {
   return V && *V && std::string(V) != "0";
 }
 
+// CRASHCHECK_PASS_PMDK: libpmem and libpmemobj are built with the pass (instrument/build-pmdk).
+// "lib" while compiling them (a file mapping becomes a region at its mmap), any other value for
+// a program linking them (crashcheck-cc --pmdk): their calls are not modelled either way.
+enum class PmdkMode { Off, Program, Library };
+PmdkMode pmdkMode() {
+  const char *V = std::getenv("CRASHCHECK_PASS_PMDK");
+  if (!V || !*V || std::string(V) == "0")
+    return PmdkMode::Off;
+  return std::string(V) == "lib" ? PmdkMode::Library : PmdkMode::Program;
+}
+
 // One libpmem / libpmemobj persistence call: where its address, length and
 // flags are, and what it does.  libpmemobj's take the pool first and behave
 // as libpmem's (their PMEMOBJ_F_MEM_* flags have libpmem's values).
@@ -287,7 +298,8 @@ public:
 private:
   enum class Kind { Store, NTStore, SeqCstStore, AtomicStore, RMW, CmpXchg, MemOp, Flush,
                     Fence, Asm, Pmem, PmemObjWrap, PmemObjCall, Load, ApiOpBegin, ApiOpEnd,
-                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc, ClientRequest };
+                    ApiMark, ApiAlloc, ApiFree, ApiHere, SchedOnly, PmAlloc, ClientRequest,
+                    PmdkCall };
   struct Point {
     Instruction *I;
     Kind K;
@@ -682,15 +694,33 @@ private:
       return;
     StringRef Name = Callee->getName();
     addLibcReads(*CB, Name);
-    if (pmemCalls().count(Name.str())) {
+    if (Pmdk != PmdkMode::Off) {
+      // libpmem and libpmemobj are compiled with the pass themselves (instrument/build-pmdk):
+      // their stores, flushes and fences are traced where they happen, so their calls are
+      // ordinary calls; inside the libraries, a file mapping becomes a region at the mmap.
+      if (Pmdk == PmdkMode::Library && (Name == "mmap" || Name == "mmap64") &&
+          Callee->isDeclaration() && !Callee->isVarArg()) {
+        S.PmemObj++;
+        return add(I, Kind::PmemObjWrap);   // -> __cc_wrap_mmap (rt_pmdk.c)
+      }
+      // The program's call into them: a `cc-call NAME` mark at the call's line, so a store the
+      // library makes is named with the user's call that led there (harness/triage/pmdk_calls.py).
+      if (Pmdk == PmdkMode::Program && Callee->isDeclaration() &&
+          (startsWith(Name, "pmemobj_") || startsWith(Name, "pmem_")) &&
+          !pmemobjPure().count(Name.str())) {
+        S.PmemObj++;
+        return add(I, Kind::PmdkCall);
+      }
+    } else if (pmemCalls().count(Name.str())) {
       S.Pmem++;
       return add(I, Kind::Pmem);
     }
-    if (Name == "pmem_map_file" && Callee->isDeclaration() && !Callee->isVarArg()) {
+    if (Pmdk == PmdkMode::Off && Name == "pmem_map_file" && Callee->isDeclaration() && !Callee->isVarArg()) {
       S.PmemObj++;
       return add(I, Kind::PmemObjWrap);      // libpmem's pool: a traced region, no shadow
     }
-    if (startsWith(Name, "pmemobj_") && Callee->isDeclaration() && !pmemobjPure().count(Name.str())) {
+    if (Pmdk == PmdkMode::Off && startsWith(Name, "pmemobj_") && Callee->isDeclaration() &&
+        !pmemobjPure().count(Name.str())) {
       S.PmemObj++;
       if (pmemobjWrapped().count(Name.str()) && !Callee->isVarArg())
         return add(I, Kind::PmemObjWrap);
@@ -893,6 +923,12 @@ private:
     case Kind::ApiAlloc:
     case Kind::ApiFree:
       return rewriteApi(*cast<CallBase>(I), P.K, Site);
+    case Kind::PmdkCall: {
+      auto *CB = cast<CallBase>(I);
+      Constant *Label = B.CreateGlobalStringPtr(("cc-call " + CB->getCalledFunction()->getName()).str());
+      callHook(B, hook("__cc_mark", {Ptr, Ptr}), {Label, Site});
+      return;
+    }
     case Kind::ApiHere:
       I->replaceAllUsesWith(ConstantExpr::getPointerCast(Site, I->getType()));
       ToErase.push_back(I);
@@ -1061,6 +1097,7 @@ private:
   Module &M;
   SiteTable Sites;
   bool Loads, Sched, CheckLoads, PmMalloc, AllocOnly;
+  PmdkMode Pmdk = pmdkMode();
   std::set<std::string> Missed;   // FILE:LINE already reported by missed()
   LLVMContext &Ctx;
   Type *Ptr, *I32, *I64, *VoidTy;

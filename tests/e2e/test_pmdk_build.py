@@ -1,0 +1,73 @@
+"""libpmem/libpmemobj built with the pass (instrument/build-pmdk, `crashcheck-cc --pmdk`), without
+a PMDK tree: tests/fixtures/fakepmdk/fakelib.c stands in for a library compiled in library mode
+(CRASHCHECK_PASS_PMDK=lib). Its own mmap of a pool makes the region (not the header page it maps
+first), its stores and flushes are traced at its lines, the program's calls into it are `cc-call`
+marks at the program's lines, PMEM_IS_PMEM_FORCE is set, and lazy exploration follows a checker's
+reads through that mapping. Bad `--pmdk` folders and trees end with one line and exit 2."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cli_run import ROOT
+from crashcheck.crashsim.trace import read_trace
+from test_program_lazy import _run
+
+CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
+FIX = ROOT / "tests" / "fixtures" / "fakepmdk"
+
+pytestmark = pytest.mark.usefixtures("instrument_built")
+
+
+def _cc(mode: str, *args):
+    env = {**os.environ, "CRASHCHECK_PASS_PMDK": mode}
+    subprocess.run([CC, *map(str, args)], check=True, capture_output=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def prog(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("fakepmdk")
+    _cc("lib", "-O1", "-c", FIX / "fakelib.c", "-o", out / "fakelib.o")
+    _cc("program", "-O1", "-c", FIX / "prog.c", "-o", out / "prog.o")
+    _cc("program", out / "prog.o", out / "fakelib.o", "-o", out / "prog")
+    return out / "prog"
+
+
+def test_the_library_mapping_is_the_region_and_its_stores_are_traced(prog, tmp_path):
+    env = {**os.environ, "CRASHCHECK_TRACE": str(tmp_path / "t.trace")}
+    env.pop("PMEM_IS_PMEM_FORCE", None)
+    r = subprocess.run([prog, "write", "pool"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "PMEM_IS_PMEM_FORCE=1" in r.stdout
+    trace = read_trace(tmp_path / "t.trace")
+    assert [rg.size for rg in trace.regions] == [1 << 16]          # not the 4096-byte header map
+    stores = [ev for ev in trace.events if ev.kind == "store"]
+    assert [ev.off for ev in stores] == [0, 8]
+    assert {Path(trace.site(ev.site).file).name for ev in stores} == {"fakelib.c"}
+    assert sum(ev.kind == "flush" for ev in trace.events) == 2
+    marks = [(bytes(ev.data).decode(), Path(trace.site(ev.site).file).name)
+             for ev in trace.events if ev.kind == "mark"]
+    assert marks == [("cc-call pmemobj_fake_open", "prog.c"), ("cc-call pmemobj_fake_set", "prog.c"),
+                     ("cc-call pmemobj_fake_set", "prog.c")]
+
+
+def test_lazy_follows_the_checkers_reads_through_the_library_mapping(prog, tmp_path, monkeypatch):
+    monkeypatch.setattr("crashcheck.harness.check.program_explore.EAGER_BELOW", 1)   # every point lazily
+    code, out, err, res = _run(tmp_path, "--strategy", "lazy", "--checker", f"{prog} check {{image}}",
+                               "--", prog, "write", "pool")
+    assert code == 0, out + err
+    assert res["stats"]["lazy_fallback"] is None and res["stats"]["lazy_points"] >= 1
+
+
+def test_bad_pmdk_folders_and_trees_end_with_one_line(tmp_path):
+    r = subprocess.run([CC, "--pmdk", tmp_path, "-c", FIX / "prog.c", "-o", tmp_path / "p.o"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "no instrumented PMDK build" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = subprocess.run([ROOT / "instrument" / "build-pmdk", tmp_path, tmp_path / "out"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "is no PMDK source tree" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
