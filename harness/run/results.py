@@ -48,6 +48,13 @@ class Stats:
     repeated: int = _count("")
     # threaded: crash-free runs under aimed schedules after a clean run (harness/check/aims.py)
     aimed_runs: int = _count("aimed_runs")
+    # threaded: persistency-race candidates from one execution, writer aims at them, confirmed by
+    # a crash, not reached (warnings), and the analysis's seconds (harness/check/race_windows.py)
+    race_candidates: int = _count("race_candidates")
+    race_aims: int = _count("race_aims")
+    race_confirmed: int = _count("race_confirmed")
+    race_unreachable: int = _count("race_unreachable")
+    race_s: float = _count("race_s")
     threads: int = 1                 # threads per history
     # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
     # 0: never adapted)
