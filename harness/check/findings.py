@@ -156,6 +156,7 @@ class HistoryOutcome:
     race_confirmed: int = 0
     race_unreachable: int = 0
     race_s: float = 0.0
+    race_records: list = field(default_factory=list)   # the warnings above as records (race_confirm.py)
 
     # the coverage counts, under the names fuzz statistics use
     @property

@@ -269,6 +269,8 @@ class Checker(CheckerFixes):
                 elif self.confirmer.given_up(c):
                     outcome.race_unreachable += 1
                     outcome.warnings.append(race_confirm.warning(out.trace, v))
+                    outcome.race_records.append(race_confirm.warning_record(out.trace, v, aimed, self.model,
+                                                                            out.schedule))
             if out.findings:
                 for f in ("race_candidates", "race_aims", "race_confirmed", "race_unreachable", "race_s"):
                     setattr(out, f, getattr(outcome, f))

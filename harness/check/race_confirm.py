@@ -116,6 +116,25 @@ def warning(trace: Trace, v: Verdict) -> str:
             f"(thread {c.load_tid}), unordered in one run; with the writer held after its store: {v.why}")
 
 
+def warning_record(trace: Trace, v: Verdict, ops, model, schedule: str | None) -> dict:
+    """The warning of V as a record a user can inspect like a bug's (docs/bug-record.md
+    "race_warnings"): both sites (their own lines, the line inlined at, the helper chain), both
+    threads, why it was not confirmed, and the history with its threads and the aimed run's
+    schedule, which `CRASHCHECK_SCHED=replay:FILE` runs again."""
+    c = v.candidate
+
+    def site(sid: int, tid: int) -> dict:
+        s = trace.site(sid)
+        return {**(s.as_dict() if s is not None else {}), "where": persistency_race.site_text(trace, sid),
+                "thread": tid}
+
+    store, load = site(c.store_site, c.store_tid), site(c.load_site, c.load_tid)
+    return {"class": persistency_race.CLASS, "confirmed": False,
+            "group": f"{store['where']} -> {load['where']}", "store": store, "load": load, "why": v.why,
+            "history": [model.op_text(op) for op in ops], "thread_of": list(getattr(ops, "thread_of", ())),
+            "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule}
+
+
 def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
     """Why the aimed run shows no pair for C: its writer's store never ran, the reader never
     loaded it while pending, or loaded it and did not act on it before it was durable."""
@@ -143,4 +162,4 @@ def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
             "of its own) before the store was durable")
 
 
-__all__ = ["Confirmer", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning"]
+__all__ = ["Confirmer", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]
