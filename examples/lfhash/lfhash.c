@@ -11,13 +11,14 @@
  * clears it), and a slot's key (claimed once by CAS and persisted before any record of the slot
  * is published, by whichever thread uses it). Records are never reused, so nothing is freed.
  *
- * Seeded bugs (bugs.json), each a reader that acts on a dirty word without helping:
- *   BUG_LFH_GET_NO_HELP    a lookup returns the value of a record whose pointer is still dirty
- *                          (an insert or update that has not flushed yet)
- *   BUG_LFH_CLEAR_NO_HELP  a lookup answers "not found" on a pointer a delete cleared and has
- *                          not flushed yet
- *   BUG_LFH_DIR_NO_HELP    a lookup follows a directory entry still dirty (a segment the first
- *                          insert into it published and has not flushed yet)
+ * Seeded bugs (bugs.json), each an operation that answers from a dirty word without helping
+ * (a lookup's value or "not found", an insert's "exists", an update's or delete's "not found",
+ * or an update or delete that goes on into a segment):
+ *   BUG_LFH_GET_NO_HELP    a record pointer still dirty (an insert or update that has not
+ *                          flushed yet) is taken as present
+ *   BUG_LFH_CLEAR_NO_HELP  a pointer a delete cleared and has not flushed yet is taken as absent
+ *   BUG_LFH_DIR_NO_HELP    a directory entry still dirty (a segment the first insert into it
+ *                          published and has not flushed yet) is followed
  */
 #include "lfhash.h"
 
@@ -49,7 +50,8 @@ static uint64_t help(uint64_t *w)
 /* publish -- CAS *W from OLD to NEW (dirty), make it durable, clear the mark; 0 if *W was not OLD */
 static int publish(uint64_t *w, uint64_t old, uint64_t new)
 {
-	if (!cas(w, &old, new | LFH_DIRTY))
+	/* (its own CAS, not cas(): a site of its own, apart from the clean-up's below) */
+	if (!__atomic_compare_exchange_n(w, &old, new | LFH_DIRTY, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return 0;
 	persistent(w, sizeof(*w));
 	uint64_t dirty = new | LFH_DIRTY;
@@ -93,12 +95,25 @@ static struct lfh_rec *new_rec(struct lfhash *h, uint64_t key, uint64_t value)
 	return r;
 }
 
-/* reader_word -- what a lookup reads of *W: helped, or (a seeded bug) not */
-static uint64_t reader_word(uint64_t *w, int skip_help)
+/* seen -- the clean value of *W as an operation answers from it (present or absent; DIR: a
+ * directory entry): helped first, except where a seeded bug takes a dirty word as it is */
+static uint64_t seen(uint64_t *w, int dir)
 {
-	if (skip_help)
-		return load(w) & ~LFH_DIRTY;
-	return help(w);
+	uint64_t v = load(w);
+	int skip = 0;
+	if (v & LFH_DIRTY) {
+#ifdef BUG_LFH_DIR_NO_HELP
+		skip |= dir;
+#endif
+#ifdef BUG_LFH_GET_NO_HELP
+		skip |= !dir && v != LFH_DIRTY;
+#endif
+#ifdef BUG_LFH_CLEAR_NO_HELP
+		skip |= !dir && v == LFH_DIRTY;
+#endif
+	}
+	(void)dir;
+	return skip ? v & ~LFH_DIRTY : help(w);
 }
 
 int lfh_insert(struct lfhash *h, uint64_t key, uint64_t value)
@@ -128,8 +143,7 @@ int lfh_insert(struct lfhash *h, uint64_t key, uint64_t value)
 	if (!s)
 		return LFH_FULL;
 	for (;;) {
-		uint64_t cur = help(&s->rec);
-		if (cur)
+		if (seen(&s->rec, 0) || help(&s->rec))
 			return LFH_EXISTS;
 		struct lfh_rec *r = new_rec(h, key, value);
 		if (!r)
@@ -142,11 +156,11 @@ int lfh_insert(struct lfhash *h, uint64_t key, uint64_t value)
 int lfh_update(struct lfhash *h, uint64_t key, uint64_t value)
 {
 	unsigned d = (unsigned)(key % LFH_SEGS);
-	struct lfh_slot *s = help(&h->dir[d]) ? slot_of(&h->seg[d], key, 0) : 0;
+	struct lfh_slot *s = seen(&h->dir[d], 1) ? slot_of(&h->seg[d], key, 0) : 0;
 	if (!s)
 		return LFH_NOTFOUND;
 	for (;;) {
-		uint64_t cur = help(&s->rec);
+		uint64_t cur = seen(&s->rec, 0) ? help(&s->rec) : 0;
 		if (!cur)
 			return LFH_NOTFOUND;
 		struct lfh_rec *r = new_rec(h, key, value);
@@ -160,11 +174,11 @@ int lfh_update(struct lfhash *h, uint64_t key, uint64_t value)
 int lfh_delete(struct lfhash *h, uint64_t key)
 {
 	unsigned d = (unsigned)(key % LFH_SEGS);
-	struct lfh_slot *s = help(&h->dir[d]) ? slot_of(&h->seg[d], key, 0) : 0;
+	struct lfh_slot *s = seen(&h->dir[d], 1) ? slot_of(&h->seg[d], key, 0) : 0;
 	if (!s)
 		return LFH_NOTFOUND;
 	for (;;) {
-		uint64_t cur = help(&s->rec);
+		uint64_t cur = seen(&s->rec, 0) ? help(&s->rec) : 0;
 		if (!cur)
 			return LFH_NOTFOUND;
 		if (publish(&s->rec, cur, 0))
@@ -175,17 +189,7 @@ int lfh_delete(struct lfhash *h, uint64_t key)
 int lfh_get(struct lfhash *h, uint64_t key, uint64_t *value)
 {
 	unsigned d = (unsigned)(key % LFH_SEGS);
-	int dir_no_help = 0, get_no_help = 0, clear_no_help = 0;
-#ifdef BUG_LFH_DIR_NO_HELP
-	dir_no_help = 1;
-#endif
-#ifdef BUG_LFH_GET_NO_HELP
-	get_no_help = 1;
-#endif
-#ifdef BUG_LFH_CLEAR_NO_HELP
-	clear_no_help = 1;
-#endif
-	if (!reader_word(&h->dir[d], dir_no_help))
+	if (!seen(&h->dir[d], 1))
 		return LFH_NOTFOUND;
 	struct lfh_slot *s = 0;
 	for (unsigned n = 0, i = first_slot(key); n < LFH_SLOTS && !s; n++, i = (i + 1) % LFH_SLOTS) {
@@ -197,9 +201,7 @@ int lfh_get(struct lfhash *h, uint64_t key, uint64_t *value)
 	}
 	if (!s)
 		return LFH_NOTFOUND;
-	/* the seeded bugs skip the help on the word they name: a present record, or a cleared one */
-	uint64_t raw = load(&s->rec);
-	uint64_t cur = reader_word(&s->rec, (raw & ~LFH_DIRTY) ? get_no_help : clear_no_help);
+	uint64_t cur = seen(&s->rec, 0);
 	if (!cur)
 		return LFH_NOTFOUND;
 	*value = ((struct lfh_rec *)cur)->value;

@@ -251,9 +251,8 @@ class Checker(CheckerFixes):
         start = first_op_event(ops, trace)
         found, stats = race_windows.candidates(trace, options, start)
         outcome.race_candidates, outcome.race_s = stats.candidates, stats.seconds
-        shown = {(p.store_site, p.load_site) for p in persistency_race.find_pairs(trace, options, start)}
         key = (self.aimer.lane, ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
-        for c, spec in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched), shown):
+        for c, spec in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched)):
             if self.budget.expired():
                 break
             aimed = aims.aimed(ops, spec)

@@ -3,7 +3,7 @@ and a crash.
 
 Owns, for the candidates of one clean threaded run:
   - `Confirmer.plan`: which to aim at (a few per history, those of a (store site, load site) pair
-    aimed at least often in the run first, none of a pair already confirmed or aimed at
+    aimed at least often in the lane first, none of a pair already confirmed or aimed at
     SATURATED times), each as the scheduler's writer aim
     `aim:SEED:WRITER:STORE_SITE:NTH:OPS:READER:LOAD_SITE` (docs/scheduler.md): the writer parked
     right after its NTH store at that site, before its flush, until the reader has loaded those
@@ -61,12 +61,12 @@ class Confirmer:
         self.confirmed: set[tuple[int, int]] = set()
         self.picked: dict[tuple, list[tuple[Candidate, str]]] = {}
 
-    def plan(self, key: tuple, lane: int, found: list[Candidate], seed: int,
-             skip: set[tuple[int, int]] = frozenset()) -> list[tuple[Candidate, str]]:
+    def plan(self, key: tuple, lane: int, found: list[Candidate], seed: int) -> list[tuple[Candidate, str]]:
         """Up to PER_HISTORY (candidate, aim spec) of FOUND, drawn by SEED, for the history KEY
         (kept: the same history checked again, by a determinism probe or Hypothesis, is aimed the
-        same way) in LANE (harness/check/aims.py's Aimer: --jobs changes nothing); SKIP: pairs
-        the clean run itself already showed (persistency_race.find_pairs judged them)."""
+        same way) in LANE (harness/check/aims.py's Aimer: --jobs changes nothing). A pair the
+        clean run itself showed is aimed at too: one function's two CASes share a site when it is
+        inlined, and the clean run's crash may have judged the harmless one."""
         if key in self.picked:
             return self.picked[key]
         if len(self.picked) >= 4096:
@@ -74,8 +74,7 @@ class Confirmer:
         self.lane = lane
         aimed = self.aimed.setdefault(lane, {})
         rng = random.Random(seed)
-        fresh = [c for c in found if c.key not in self.confirmed and c.key not in skip
-                 and aimed.get(c.key, 0) < SATURATED]
+        fresh = [c for c in found if c.key not in self.confirmed and aimed.get(c.key, 0) < SATURATED]
         rng.shuffle(fresh)
         fresh.sort(key=lambda c: aimed.get(c.key, 0))
         out = []
