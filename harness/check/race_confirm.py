@@ -28,8 +28,9 @@ from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check import persistency_race
 from crashcheck.harness.check.race_windows import Candidate
 
-# writer aims per clean threaded history: each is one traced run (and at most one recovery)
-PER_HISTORY = 2
+# writer aims per clean threaded history: each is one traced run (and at most one recovery), a
+# small part of a history's crash states
+PER_HISTORY = 3
 # the others' operations that wake a parked writer whose reader never came
 OPS = 4
 # writer aims at one (store site, load site) pair in one lane, at most: a pair none of them
@@ -76,7 +77,9 @@ class Confirmer:
         rng = random.Random(seed)
         fresh = [c for c in found if c.key not in self.confirmed and aimed.get(c.key, 0) < SATURATED]
         rng.shuffle(fresh)
-        fresh.sort(key=lambda c: aimed.get(c.key, 0))
+        # pairs aimed at least often first; among them those whose load fell inside the window
+        # in this very run (the reader does reach the store there)
+        fresh.sort(key=lambda c: (aimed.get(c.key, 0), not c.in_window))
         out = []
         for c in fresh[:PER_HISTORY]:
             aimed[c.key] = aimed.get(c.key, 0) + 1
