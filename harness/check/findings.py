@@ -149,6 +149,14 @@ class HistoryOutcome:
     run_trace: Trace | None = None  # threaded: the run's trace, also when the scheduler ended it
     perf: Any = None             # `fuzz --perf`: its trace's useless persistence (harness/check/perf_tally.py)
     warnings: list[str] = field(default_factory=list)  # threaded: unconfirmed persistency races
+    # threaded: the one-execution race analysis (harness/check/race_windows.py) and its writer
+    # aims (harness/check/race_confirm.py): candidates, aimed runs, confirmed, not reached, seconds
+    race_candidates: int = 0
+    race_aims: int = 0
+    race_confirmed: int = 0
+    race_unreachable: int = 0
+    race_s: float = 0.0
+    race_records: list = field(default_factory=list)   # the warnings above as records (race_confirm.py)
 
     # the coverage counts, under the names fuzz statistics use
     @property

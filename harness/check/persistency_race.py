@@ -66,19 +66,26 @@ class Pair:
 
 
 def site_text(trace: Trace, site: int) -> str:
-    """SITE as file:line; inside an inlined helper (HART's load8 / store8, persist.h) the line
-    that called it, as the record's preemptions say (harness/triage/lanes.py)."""
+    """SITE as the access's own line, file:line; inside a function inlined into another (an
+    `insert` inlined at -O2, HART's load8 / store8, persist.h) followed by the line it was
+    inlined at: `N.cpp:165 (inlined at N.cpp:402)`. Two accesses of one inlined function called
+    from two lines stay apart, and the store a user looks for is the line named first."""
     s = trace.site(site)
     if s is None:
         return "?"
+    own = f"{display(s.file)}:{s.line}" if s.line else display(s.file) or "?"
     if s.inlined_line:
-        return f"{display(s.inlined_file)}:{s.inlined_line}"
-    return f"{display(s.file)}:{s.line}"
+        return f"{own} (inlined at {display(s.inlined_file)}:{s.inlined_line})"
+    return own
 
 
-def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: int = 0) -> list[Pair]:
+def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: int = 0,
+               only: tuple[int, int] | None = None) -> list[Pair]:
     """The persistency races of TRACE (a threaded trace with loads logged) after event START_EVENT
-    (the load phase before it is set-up), one per (store site, load site), in trace order."""
+    (the load phase before it is set-up), one per (store site, load site), in trace order; with
+    ONLY, just that (store site, load site) pair's (a writer aim's run, race_confirm.py). A store
+    still pending at the trace's end is never a race: it is a lost-durable-write whoever reads it
+    (the crash states show it), not something another thread's load made worse."""
     options = options or ModelOptions()
     if options.model == "eadr" or not any(ev.kind == "load" for ev in trace.events):
         return []
@@ -90,6 +97,7 @@ def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: i
     for cp in sim.crash_points(skip_before=start_event):
         points.append((cp.index, cp.event, frozenset((p.seq, p.part) for u in cp.units for p in u.pieces)))
     at = [ev for _, ev, _ in points]
+    never = points[-1][2] if points else frozenset()     # still pending when the trace ends
     latest: dict[int, tuple[int, int, int]] = {}     # word -> (store event, part, thread)
     current: dict[int, int] = {}                     # thread -> operation in flight
     begun: dict[int, int] = {}                       # operation -> op_begin event
@@ -116,10 +124,10 @@ def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: i
             pending = points[k][2]
             for a, _ in split_points(ev.addr, ev.size, unit):
                 st = latest.get(a // unit)
-                if st is None or st[2] == ev.tid or (st[0], st[1]) not in pending:
+                if st is None or st[2] == ev.tid or (st[0], st[1]) not in pending or (st[0], st[1]) in never:
                     continue
                 key = (events[st[0]].site, ev.site)
-                if key in seen:
+                if key in seen or (only is not None and key != only):
                     break
                 pair = _action(trace, points, k, i, st, current[ev.tid], ended, a - a % unit, unit)
                 if pair is not None:

@@ -32,7 +32,7 @@ from crashcheck.crashsim.explore import explore
 from crashcheck.crashsim.runner_client import CheckResult, Stopped
 from crashcheck.crashsim.simulate import CrashPoint
 from crashcheck.crashsim.trace import Trace
-from crashcheck.harness.check import aims, crash_states, persistency_race, torn_store
+from crashcheck.harness.check import aims, crash_states, persistency_race, race_confirm, race_windows, torn_store
 from crashcheck.harness.check import threads
 from crashcheck.harness.core.budget import Budget, OutOfTime
 from crashcheck.harness.check.ranking import fold_state
@@ -86,6 +86,7 @@ class Checker(CheckerFixes):
         self._hung: dict[tuple[str, ...], Finding] = {}    # operations up to one that hung
         self.aimer = aims.Aimer()       # aimed runs after clean threaded ones (harness/check/aims.py)
         self.aim_refused = ""           # why aimed runs are off (a driver built before they existed)
+        self.confirmer = race_confirm.Confirmer()   # writer aims at race candidates (race_confirm.py)
         self.key_kind = structure.key_kind
         self.value_size = structure.value_size
         self.value_min = structure.value_min
@@ -207,6 +208,12 @@ class Checker(CheckerFixes):
             # a load of another thread's store not yet durable, acted upon: confirmed by its crash
             # (harness/check/persistency_race.py) before the crash states are explored
             outcome.findings, outcome.warnings = self._persistency_races(outcome, lines)
+            if not outcome.findings and not self.aim_refused:
+                # candidates from this one run, each confirmed (or not) by a writer aim
+                raced = self._race_candidates(outcome, deadline)
+                if raced is not None:
+                    raced.elapsed = time.monotonic() - t0
+                    return raced
         if not outcome.findings and crashes:
             self._check_crash_states(outcome, lines, progress)
         if self.aim_refused and threaded:
@@ -231,6 +238,43 @@ class Checker(CheckerFixes):
         if not pairs:
             return [], []
         return persistency_race.confirm(self.session, trace, self.oracle(ops, trace, lines, outcome.followup), pairs)
+
+    def _race_candidates(self, outcome: HistoryOutcome, deadline: float | None) -> HistoryOutcome | None:
+        """The persistency-race candidates of OUTCOME's clean threaded run (race_windows.py), a
+        few of them run again under a writer aim (race_confirm.py): the aimed run's outcome if it
+        failed (crash-free, or its race confirmed by a crash), else None, with the counts and a
+        warning per candidate not confirmed in OUTCOME."""
+        ops, trace = outcome.ops, outcome.trace
+        if not aims.worth_aiming(ops, trace):
+            return None
+        options = self.settings.options()
+        start = first_op_event(ops, trace)
+        found, stats = race_windows.candidates(trace, options, start)
+        outcome.race_candidates, outcome.race_s = stats.candidates, stats.seconds
+        key = (self.aimer.lane, ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
+        for c, spec in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched)):
+            if self.budget.expired():
+                break
+            aimed = aims.aimed(ops, spec)
+            out = self.check(aimed, crashes=False, deadline=deadline)
+            outcome.race_aims += 1
+            if not out.findings and out.trace is not None:
+                v = race_confirm.judge(self.session, out.trace, self.oracle(aimed, out.trace, out.lines, out.followup),
+                                       options, first_op_event(aimed, out.trace), c, spec)
+                out.findings = v.findings
+                if v.findings:
+                    self.confirmer.confirmed.add(c.key)
+                    outcome.race_confirmed += 1
+                elif self.confirmer.given_up(c):
+                    outcome.race_unreachable += 1
+                    outcome.warnings.append(race_confirm.warning(out.trace, v))
+                    outcome.race_records.append(race_confirm.warning_record(out.trace, v, aimed, self.model,
+                                                                            out.schedule))
+            if out.findings:
+                for f in ("race_candidates", "race_aims", "race_confirmed", "race_unreachable", "race_s"):
+                    setattr(out, f, getattr(outcome, f))
+                return out
+        return None
 
     def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few

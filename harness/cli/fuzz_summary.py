@@ -84,6 +84,11 @@ def print_summary(console: Console, res: dict) -> None:
             if st.get("aimed_runs"):
                 console.print(f"  aimed runs: {st['aimed_runs']} crash-free runs holding a thread right before a load "
                               "of a word another thread stored (docs/scheduler.md)", highlight=False)
+            if st.get("race_candidates"):
+                console.print(f"  race candidates: {st['race_candidates']} from single runs "
+                              f"({st.get('race_s', 0.0):.1f} s of analysis), {st.get('race_aims', 0)} writer aims, "
+                              f"{st.get('race_confirmed', 0)} confirmed by a crash, {st.get('race_unreachable', 0)} "
+                              "pairs not reached (warnings)", highlight=False)
         if st.get("not_checked"):
             console.print(f"  not checked: {st['not_checked']} histories whose linearizability search ran "
                           "out of budget (neither pass nor failure)", highlight=False)

@@ -31,6 +31,7 @@ def merge_target(structure: str, bug: str | None, target: int, parts: list[Targe
         out.interrupted = out.interrupted or p.interrupted
         out.error = out.error or p.error
         out.warnings += p.warnings
+        out.race_warnings += [r for r in p.race_warnings if r not in out.race_warnings]
         if p.first_unexpected_s is not None:
             out.first_unexpected_s = min(out.first_unexpected_s or p.first_unexpected_s, p.first_unexpected_s)
     if interrupted:

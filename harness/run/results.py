@@ -48,6 +48,13 @@ class Stats:
     repeated: int = _count("")
     # threaded: crash-free runs under aimed schedules after a clean run (harness/check/aims.py)
     aimed_runs: int = _count("aimed_runs")
+    # threaded: persistency-race candidates from one execution, writer aims at them, confirmed by
+    # a crash, not reached (warnings), and the analysis's seconds (harness/check/race_windows.py)
+    race_candidates: int = _count("race_candidates")
+    race_aims: int = _count("race_aims")
+    race_confirmed: int = _count("race_confirmed")
+    race_unreachable: int = _count("race_unreachable")
+    race_s: float = _count("race_s")
     threads: int = 1                 # threads per history
     # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
     # 0: never adapted)
@@ -196,6 +203,7 @@ class TargetResult:
     unshrunk: int = 0                # bugs reported as first seen: no time left to shrink them
     entries: list[Entry] = field(default_factory=list)   # one per group as found (internal)
     warnings: list[str] = field(default_factory=list)   # what the user must know besides the bugs
+    race_warnings: list[dict] = field(default_factory=list)   # unconfirmed race candidates, as records
     target: int = 0                  # which target of the plan it is (harness/run/plan.py)
 
     @property
@@ -238,7 +246,8 @@ class Results:
                          "expected": sum(1 for b in r.records if b["expected"]),
                          "first_unexpected_s": r.first_unexpected_s,
                          "complete": r.complete, "unshrunk": r.unshrunk,
-                         "warnings": list(r.warnings), "error": error_line(r.error)})
+                         "warnings": list(r.warnings), "race_warnings": list(r.race_warnings),
+                         "error": error_line(r.error)})
             if r.stats.perf is not None:
                 rows[-1]["perf"] = r.stats.perf.as_json()
             bugs.extend(r.records)

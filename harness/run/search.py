@@ -103,6 +103,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
         self.journaled: set[tuple[str, str]] = set()
         self.first_unexpected_s: float | None = None
         self.warnings: list[str] = []
+        self.race_warnings: list[dict] = []
         self.interrupted: str | None = None
         self.error: str | None = None
         self.checker: Checker | None = None
@@ -172,7 +173,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
         self.stats.elapsed_s = time.monotonic() - self.t0
         return TargetResult(self.structure, self.bug, self.stats, first_unexpected_s=self.first_unexpected_s,
                             interrupted=self.interrupted, error=self.error, entries=list(self.registry.values()),
-                            warnings=self.warnings)
+                            warnings=self.warnings, race_warnings=self.race_warnings)
 
     def _strategies(self, checker: Checker) -> Callable[[Config], object]:
         """The histories to draw, as a function of the run's config (a lane's grows its
@@ -296,6 +297,10 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
             self.progress(Progress.of(self.structure, self.bug, self.stats,
                                       sum(1 for e in self.registry.values() if not e.finding.expected),
                                       time.monotonic() - self.t0))
+        for rec in outcome.race_records:
+            # a race candidate no writer aim confirmed, as a record (harness/check/race_confirm.py)
+            if len(self.race_warnings) < MAX_RACE_WARNINGS and all(r["group"] != rec["group"] for r in self.race_warnings):
+                self.race_warnings.append(rec)
         for w in outcome.warnings:
             # an unconfirmed persistency race (harness/check/persistency_race.py): once each
             if w not in self.warnings and sum(x.startswith(UNCONFIRMED) for x in self.warnings) < MAX_RACE_WARNINGS:

@@ -162,6 +162,19 @@ static void trace_mark_at(uint32_t site, const char *fmt, ...)
 
 #define trace_mark(...) trace_mark_at(CC_NO_SITE, __VA_ARGS__)
 
+/*
+ * ccs_sync -- a `cc-sync WHAT N` mark while loads are logged (threaded runs of code built with
+ * them): acq / racq / rel of lock N (its serial: the same in every replay, unlike its address),
+ * spawn / join of thread N.  harness/check/race_windows.py reads them for locksets and
+ * happens-before; without loads there is no window analysis, and no trace grows (internal)
+ */
+extern const int __cc_module_loads __attribute__((weak));   /* the pass: a module built with loads */
+void ccs_sync(const char *what, int n)
+{
+	if (cc_trace_loads == 1 && &__cc_module_loads != NULL)
+		trace_mark("cc-sync %s %d", what, n);
+}
+
 static void finish_record(const char *result)
 {
 	if (ccs_out_fd < 0)
@@ -423,7 +436,7 @@ void cc_sched_access(uint32_t site, uintptr_t addr, uint64_t size, int write)
 	if (ccs_strat == S_STALE && (!write || cc_in_pm(addr, size)))
 		ccs_stale_pm(t, addr, size, write);
 	if (ccs_aim_nth)
-		ccs_aim_access(t, site, addr);
+		ccs_aim_access(t, site, addr, size, write);
 	/* a load is no progress: a wait loop re-reading a node would otherwise reset the spin count
 	 * at every read, and a thread spinning on a parked one's work never gets it woken */
 	if (write)
@@ -490,6 +503,11 @@ void __cc_sched_atomic(const void *addr, uint32_t op, uint64_t val, crashcheck_s
 	}
 	if (ccs_strat == S_STALE && !spin && (op & 0xf) != CC_SCHED_LOAD)
 		ccs_stale_access(t, addr, (int)(op & 0xf));
+	/* a writer aim may park right after an atomic store or RMW to PM (a CAS that publishes a
+	 * child before its flush); a failed CAS stored nothing */
+	if (ccs_aim_reader && !spin && (op & 0xf) != CC_SCHED_LOAD && (op & 0xf) != CC_SCHED_CAS_FAIL &&
+	    cc_in_pm((uintptr_t)addr, size ? size : 8))
+		ccs_aim_access(t, cc_hook_site(site), (uintptr_t)addr, size ? size : 8, 1);
 	ccs_point(spin);
 }
 
@@ -588,6 +606,7 @@ int cc_sched_create(pthread_t *thread, const pthread_attr_t *attr, void *(*start
 		if (ccs_steps == 0)
 			trace_mark("cc-sched start"); /* no strategy: a replay leaves the same trace */
 	}
+	ccs_sync("spawn", t->tid);
 	ccs_point(0);
 	return 0;
 }

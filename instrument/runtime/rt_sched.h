@@ -86,6 +86,7 @@ void ccs_lock_reset(const void *key);
 
 int ccs_runnable_slow(const struct sthread *t);
 void ccs_point(int spin);
+void ccs_sync(const char *what, int n);
 int ccs_block(struct sthread *t, enum tstate state, void *obj, int timed);
 void ccs_thread_exit(struct sthread *t);
 
@@ -132,6 +133,10 @@ extern int ccs_aim_tid;
 extern uint32_t ccs_aim_site;
 extern uint64_t ccs_aim_nth;
 extern int ccs_aim_ops;
+/* a writer aim: wake the parked writer once thread AIM_READER loaded its bytes at AIM_RSITE and
+ * ended that operation (aim_reader 0: a plain aim) */
+extern int ccs_aim_reader;
+extern uint32_t ccs_aim_rsite;
 /* traced PM loads are scheduling points (stale, aim, and a replay of either) */
 extern int ccs_load_points;
 struct entry { uint64_t step; int tid; };
@@ -143,7 +148,7 @@ uint64_t ccs_below(uint64_t n);
 struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, int spin, struct sthread *def);
 void ccs_stale_access(struct sthread *t, const void *addr, int kind);
 void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write);
-void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr);
+void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t size, int write);
 void ccs_stale_op_end(struct sthread *t);
 
 /* ---- rt_sched_spec.c ---- */

@@ -84,9 +84,11 @@ int pthread_join(pthread_t th, void **ret)
 		for (int i = 0; i < ccs_nthreads; i++)
 			if (ccs_threads[i] != t && pthread_equal(ccs_threads[i]->pt, th))
 				target = ccs_threads[i];
-	if (target)
+	if (target) {
 		while (target->state != T_DEAD)
 			ccs_block(t, T_JOIN, target, 0);
+		ccs_sync("join", target->tid);
+	}
 	return REAL(join)(th, ret);
 }
 
@@ -117,6 +119,7 @@ static int mutex_acquire(struct sthread *t, void *key, int kind, int try, int ti
 	}
 	l->owner = t->idx;
 	l->count = 1;
+	ccs_sync("acq", l->serial);
 	ccs_point(0);
 	return 0;
 }
@@ -130,6 +133,7 @@ static int mutex_release(struct sthread *t, void *key, int kind, int sched)
 		goto out;
 	l->owner = -1;
 	l->count = 0;
+	ccs_sync("rel", l->serial);
 out:
 	if (sched)
 		ccs_point(0);
@@ -213,6 +217,7 @@ static int rw_acquire(struct sthread *t, pthread_rwlock_t *rw, int write, int tr
 		l->owner = t->idx;
 	else
 		l->readers++;
+	ccs_sync(write ? "acq" : "racq", l->serial);
 	ccs_point(0);
 	return 0;
 }
@@ -253,6 +258,7 @@ int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 		l->readers--;
 	else
 		return EPERM;
+	ccs_sync("rel", l->serial);
 	ccs_point(0);
 	return 0;
 }
@@ -277,6 +283,7 @@ static int cond_wait(struct sthread *t, pthread_cond_t *c, pthread_mutex_t *m, i
 	}
 	l->owner = t->idx;
 	l->count = depth;
+	ccs_sync("acq", l->serial);
 	return expired ? ETIMEDOUT : 0;
 }
 

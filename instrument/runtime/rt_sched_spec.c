@@ -124,18 +124,28 @@ void ccs_read_spec(const char *spec)
 		ccs_pct_depth = 1;   /* thread priorities as PCT's, above 1 */
 		ccs_stale_top = INT64_MAX / 2;
 	} else if (strncmp(spec, "aim:", 4) == 0) {
-		/* aim:SEED:TID:SITE:NTH:OPS -- stale's priorities, no random parking, one aimed park */
+		/* aim:SEED:TID:SITE:NTH:OPS[:READER:RSITE] -- stale's priorities, no random parking, one
+		 * aimed park; with READER:RSITE a writer aim (woken once READER loaded at RSITE and acted) */
 		ccs_strat = S_STALE;
 		char *end = parse_seed(spec + 4, ':');
-		unsigned long long f[4];
-		for (int i = 0; i < 4; i++) {
+		unsigned long long f[6] = {0};
+		int nf = 0;
+		for (; nf < 6; nf++) {
 			char *p = end + 1;
-			f[i] = strtoull(p, &end, 0);
-			if (end == p || *end != (i < 3 ? ':' : '\0'))
-				bad_spec("aim takes SEED:THREAD:SITE:NTH:OPS, all numbers");
+			f[nf] = strtoull(p, &end, 0);
+			if (end == p || (*end != ':' && *end != '\0'))
+				bad_spec("aim takes SEED:THREAD:SITE:NTH:OPS[:READER:RSITE], all numbers");
+			if (*end == '\0')
+				break;
 		}
+		if (nf != 3 && nf != 5)
+			bad_spec("aim takes SEED:THREAD:SITE:NTH:OPS[:READER:RSITE], all numbers");
 		if (f[0] < 1 || f[0] > MAX_THREADS || f[1] > UINT32_MAX || f[2] < 1 || f[3] < 1 || f[3] > 1000)
 			bad_spec("aim's THREAD, NTH and OPS must be positive (OPS at most 1000)");
+		if (nf == 5 && (f[4] < 1 || f[4] > MAX_THREADS || f[4] == f[0] || f[5] > UINT32_MAX))
+			bad_spec("aim's READER must be a positive thread other than THREAD");
+		ccs_aim_reader = (int)f[4];
+		ccs_aim_rsite = (uint32_t)f[5];
 		ccs_aim_tid = (int)f[0];
 		ccs_aim_site = (uint32_t)f[1];
 		ccs_aim_nth = f[2];

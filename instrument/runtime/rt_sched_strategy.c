@@ -29,6 +29,11 @@ uint32_t ccs_aim_site;
 uint64_t ccs_aim_nth;        /* 0: no aim */
 int ccs_aim_ops;
 static uint64_t aim_seen;    /* the aimed thread's accesses at the aimed site so far */
+int ccs_aim_reader;          /* writer aims: the reader thread (0: a plain aim) */
+uint32_t ccs_aim_rsite;      /* ... and the site of its load */
+static struct sthread *aim_parked;
+static uintptr_t aim_lo, aim_hi;   /* the parked writer's stored bytes */
+static int aim_read;         /* the reader loaded them while the writer was parked */
 int ccs_load_points;
 struct entry *ccs_replay;
 size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
@@ -53,6 +58,7 @@ static struct sthread *by_tid(int tid)
 }
 
 static void stale_wake(struct sthread *u);
+static void aim_rearm(struct sthread *cur, struct sthread **cand, int n);
 
 /* ccs_choose -- the strategy's pick among N candidates (internal) */
 struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, int spin,
@@ -89,6 +95,7 @@ struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, in
 		 * parked one is woken (its word may never be written again) */
 		if (avoid)
 			cur->prio = --pct_low;
+		aim_rearm(cur, cand, n);
 		struct sthread *best = NULL, *first = NULL;
 		for (int i = 0; i < n; i++)
 			if (cand[i]->park_addr && (ccs_spin_run >= STALE_SPINS ||
@@ -243,8 +250,11 @@ void ccs_stale_pm(struct sthread *t, uintptr_t addr, uint64_t size, int write)
  * left, a window such as a lookup holding a leaf another thread frees and reallocates, one
  * scheduling point wide, which random parking almost never hits.
  */
-void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr)
+void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t size, int write)
 {
+	if (ccs_aim_reader && !write && t->tid == ccs_aim_reader && site == ccs_aim_rsite && aim_parked &&
+	    addr < aim_hi && addr + (size ? size : 1) > aim_lo)
+		aim_read = 1;
 	if (t->tid != ccs_aim_tid || site != ccs_aim_site || ++aim_seen != ccs_aim_nth)
 		return;
 	if (!other_runnable(t))
@@ -256,6 +266,51 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr)
 	/* the others may be waiting for T in a way no spin shows (a loop of loads and fresh
 	 * atomics around a node T froze): a bound, far above the steps of a few operations */
 	t->park_until = ccs_steps + AIM_PARK_STEPS;
+	if (ccs_aim_reader) {
+		aim_parked = t;
+		aim_lo = addr;
+		aim_hi = addr + (size ? size : 1);
+	}
+}
+
+/*
+ * aim_op_end -- a writer aim (aim:...:READER:RSITE): the writer parked right after its store,
+ * before its flush, is woken once the reader has loaded those bytes at RSITE and then ended its
+ * operation (it acted on the pending value: returned it, or went on to store), so the trace
+ * shows the window the one-execution analysis predicted (harness/check/race_windows.py) (internal)
+ */
+static void aim_op_end(struct sthread *t)
+{
+	if (aim_read && t->tid == ccs_aim_reader && aim_parked) {
+		aim_read = 0;
+		if (aim_parked->park_addr)
+			stale_wake(aim_parked);
+		aim_parked = NULL;   /* done: the reader acted */
+	}
+}
+
+/*
+ * aim_rearm -- a writer aim's writer woken early (every other thread was blocked, on a lock it
+ * holds for one, or spun) is parked again at its next scheduling point where another thread can
+ * run, until the reader acted or AIM_REARMS times: a writer that stores under a lock and flushes
+ * after releasing it is held right after the release, where the reader can come (internal)
+ */
+#define AIM_REARMS 16
+static void aim_rearm(struct sthread *cur, struct sthread **cand, int n)
+{
+	static int rearms;
+	if (!ccs_aim_reader || cur != aim_parked || cur->park_addr || rearms >= AIM_REARMS)
+		return;
+	for (int i = 0; i < n; i++)
+		if (cand[i] != cur && !cand[i]->park_addr) {
+			rearms++;
+			cur->park_addr = aim_lo ? aim_lo : 1;
+			cur->park_writes = INT32_MAX;
+			cur->park_ops = ccs_aim_ops;
+			cur->park_seq = ++stale_seq;
+			cur->park_until = ccs_steps + AIM_PARK_STEPS;
+			return;
+		}
 }
 
 /* stale_wake -- end U's parking: it runs next, above every other thread (internal) */
@@ -272,6 +327,7 @@ static void stale_wake(struct sthread *u)
  */
 void ccs_stale_op_end(struct sthread *t)
 {
+	aim_op_end(t);
 	for (int i = 0; i < ccs_nthreads; i++) {
 		struct sthread *u = ccs_threads[i];
 		if (u != t && u->park_addr && u->park_ops && --u->park_ops == 0)

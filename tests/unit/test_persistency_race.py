@@ -127,3 +127,33 @@ def test_a_thread_safe_adapter_is_built_with_loads(tmp_path):
                        ("/* .threads = 1 would say so */\n", False), ("\t.name = \"x\",\n", False)):
         (tmp_path / "a.c").write_text("const struct cc_adapter cc_adapter = {\n" + text + "};\n")
         assert declares_threads(tmp_path / "a.c") is want, text
+
+
+def test_a_store_never_made_durable_is_no_race(tmp_path):
+    """A store still pending when the trace ends is a lost-durable-write whoever reads it (the
+    crash states show it), not a persistency race (issue 53)."""
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["publish"])          # never flushed
+        w.op_begin(2, tid=2)
+        w.load(X, 8, tid=2, site=s["read"])
+        w.op_end(2, tid=2)
+        w.op_end(1, tid=1)
+        w.store(Y, b"\x01" * 8, tid=2, site=s["later"])
+        w.persist(Y, 8, tid=2)
+    trace, _ = _trace(tmp_path, build)
+    assert _pairs(trace) == []
+
+
+def test_sites_are_named_by_their_own_line_then_where_they_were_inlined(tmp_path):
+    """An access inside a function inlined into another is named by its own line first, then the
+    caller's line (`N.c:33 (inlined at N.c:54)`), so two accesses of one inlined function called
+    from two lines are two pairs, each at the line a user looks for."""
+    from crashcheck.harness.check.persistency_race import site_text
+    w = TraceWriter(pool_size=1 << 12)
+    own = w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert")
+    plain = w.site("kv.c", 25, "find")
+    w.store(X, b"\x01" * 8, site=own)
+    trace = read_trace(w.write(tmp_path / "t.trace"))
+    assert site_text(trace, own) == "kv.c:33 (inlined at kv.c:54)"
+    assert site_text(trace, plain) == "kv.c:25"

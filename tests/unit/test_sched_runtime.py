@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "tests" / "sched"
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 CXX = ROOT / "instrument" / "bin" / "crashcheck-c++"
-PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync", "reclaim")
-WITH_LOADS = ("reclaim",)      # built with --crashcheck-loads: its loads are traced
+PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync", "reclaim", "pending")
+WITH_LOADS = ("reclaim", "pending")      # built with --crashcheck-loads: its loads are traced
 TIMEOUT = 30
 EXIT_DEADLOCK, EXIT_LIVELOCK, EXIT_HANG = 86, 87, 88
 
@@ -243,7 +243,8 @@ def test_off_by_default(exe, tmp_path):
 
 @pytest.mark.parametrize("spec", ["fifo:1", "random:x", "pct:1:0", "stale:1", "stale:1:0",
                                   "replay:/nonexistent/schedule", "aim:1:1:5:1", "aim:1:0:5:1:1",
-                                  "aim:1:1:5:0:1", "aim:1:1:5:1:0", "aim:1:1:x:1:1", "aim:1:1:5:1:1:1"])
+                                  "aim:1:1:5:0:1", "aim:1:1:5:1:0", "aim:1:1:x:1:1", "aim:1:1:5:1:1:1",
+                                  "aim:1:1:5:1:1:1:5", "aim:1:1:5:1:1:0:5"])
 def test_bad_settings_say_why(exe, tmp_path, spec):
     r = run(exe["racy"], tmp_path, spec)
     assert r.rc == 2 and "crashcheck" in r.stderr and r.stderr.count("\n") == 1
@@ -290,6 +291,40 @@ def test_aim_holds_the_reader_until_the_writers_operations_end(exe, tmp_path):
     assert run(exe["reclaim"], tmp_path, f"aim:7:{tid}:{site - 1}:1:2").stdout.strip() == "ok"
     # under the random walk a load is no scheduling point: the window is never open
     assert {run(exe["reclaim"], tmp_path, f"random:{s}").stdout.strip() for s in range(1, 11)} == {"ok"}
+
+
+def _marked(exe, tmp_path, name: str, marks: tuple[str, ...]) -> list[tuple[int, int]]:
+    """NAME's accesses at the lines marked MARKS (`STORE:`, `LOAD:` comments): (thread, site) each."""
+    text = (SRC / f"{name}.c").read_text().splitlines()
+    t = read_trace(run(exe[name], tmp_path, "random:1").trace_path)
+    out = []
+    for mark in marks:
+        line = next(i for i, x in enumerate(text, 1) if f"{mark}:" in x)
+        ev = next(e for e in t.events if e.kind in ("store", "load") and t.site(e.site).line == line)
+        out.append((ev.tid, ev.site))
+    return out
+
+
+def test_writer_aim_holds_the_writer_until_the_reader_read_its_pending_store(exe, tmp_path):
+    """aim:SEED:THREAD:SITE:NTH:OPS:READER:RSITE parks the writer right after its store until the
+    reader loaded it at RSITE and ended its operation: the reader sees the store still pending,
+    although the writer held the lock at the store (woken because the reader waited for it, it
+    is parked again right after its unlock). Without READER:RSITE (the reader's aim form at the
+    store) it does not. The trace carries the lock and thread marks
+    the window analysis reads (harness/check/race_windows.py)."""
+    (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending", ("STORE", "LOAD"))
+    aimed = run(exe["pending"], tmp_path, f"aim:3:{wtid}:{store}:1:4:{rtid}:{load}")
+    assert aimed.stdout.strip() == "saw 7 pending", aimed.stderr
+    marks = [e.data.decode() for e in read_trace(aimed.trace_path).events if e.kind == "mark"]
+    syncs = [m for m in marks if m.startswith("cc-sync ")]
+    assert {"cc-sync spawn 1", "cc-sync spawn 2", "cc-sync join 1", "cc-sync join 2"} <= set(syncs)
+    assert syncs.count("cc-sync acq 1") == 2 and syncs.count("cc-sync rel 1") == 2
+    assert run(exe["pending"], tmp_path, f"aim:3:{wtid}:{store}:1:4").stdout.strip() != "saw 7 pending"
+    # a replay of the aimed run is the same run
+    saved = tmp_path / "aimed.schedule"
+    saved.write_text(aimed.schedule)
+    again = run(exe["pending"], tmp_path, f"replay:{saved}")
+    assert (again.trace_masked, again.stdout) == (aimed.trace_masked, aimed.stdout)
 
 
 @pytest.mark.parametrize("strategy", ["stale:3:1", "stale:5:2", "aim:7:1:SITE:1:2"])

@@ -1,0 +1,79 @@
+"""Writer aims at persistency-race candidates (harness/check/race_confirm.py): the aim spec, which
+candidates a history aims at (a few, rarer pairs first, none of a pair confirmed or given up, the
+same picks for the same history), why an aimed run did not confirm one, and the warning record."""
+from __future__ import annotations
+
+from crashcheck.crashsim.trace import read_trace
+from crashcheck.crashsim.trace_writer import TraceWriter
+from crashcheck.harness.check import race_confirm
+from crashcheck.harness.check.race_confirm import Confirmer, Verdict, spec_of
+from crashcheck.harness.check.race_windows import Candidate
+from crashcheck.harness.check.threads import make_threaded
+from crashcheck.specs import ordered_map
+
+X = 0x100
+
+
+def cand(store_site=3, load_site=4, nth=2) -> Candidate:
+    return Candidate(10, 1, store_site, nth, 20, 2, load_site, X, 30, True)
+
+
+def test_the_spec_parks_the_writer_after_its_nth_store_until_the_reader_loaded():
+    assert spec_of(cand(), 99) == f"aim:99:1:3:2:{race_confirm.OPS}:2:4"
+
+
+def test_the_plan_takes_a_few_rarer_pairs_first_and_gives_up_on_a_pair():
+    c = Confirmer()
+    found = [cand(s, s + 1) for s in (3, 5, 7)]
+    first = c.plan(("h", 1), 0, found, 1)
+    assert len(first) == race_confirm.PER_HISTORY and len({x.key for x, _ in first}) == race_confirm.PER_HISTORY
+    assert c.plan(("h", 1), 0, found, 1) == first                 # the same history: the same picks
+    second = c.plan(("h", 2), 0, found, 1)
+    assert (5, 6) in {x.key for x, _ in first} | {x.key for x, _ in second}   # the one left out comes
+    c.confirmed.add((3, 4))
+    for n in range(4, 40):
+        for x, _ in c.plan(("h", n), 0, found, n):
+            assert x.key != (3, 4)
+    assert all(c.given_up(x) for x in found[1:]) and not c.given_up(found[0])
+    assert c.plan(("h", 99), 0, found, 1) == []                    # every pair had its aims
+    assert c.plan(("h", 100), 1, found, 1)                         # another lane starts afresh
+
+
+def _trace(tmp_path, build):
+    w = TraceWriter(pool_size=1 << 12, loads=True)
+    s = {"put": w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert"),
+         "get": w.site("kv.c", 25, "find")}
+    build(w, s)
+    return read_trace(w.write(tmp_path / "t.trace")), s
+
+
+def test_why_an_aimed_run_did_not_confirm_it(tmp_path):
+    def never_read(w, s):
+        w.store(X, b"\x07" * 8, tid=1, site=s["put"])
+        w.persist(X, 8, tid=1)
+    trace, s = _trace(tmp_path, never_read)
+    c = Candidate(0, 1, s["put"], 1, 0, 2, s["get"], X, 0, False)
+    assert "never loaded" in race_confirm._why_not_read(trace, c, 0)
+    assert "never reached" in race_confirm._why_not_read(trace, Candidate(0, 1, s["put"], 2, 0, 2, s["get"], X, 0, False), 0)
+
+    def read_no_act(w, s):
+        w.store(X, b"\x07" * 8, tid=1, site=s["put"])
+        w.load(X, 8, tid=2, site=s["get"])
+        w.persist(X, 8, tid=1)
+    trace, s = _trace(tmp_path, read_no_act)
+    assert "did not act" in race_confirm._why_not_read(trace, c, 0)
+
+
+def test_a_warning_is_a_record_with_both_sites_history_and_schedule(tmp_path):
+    trace, s = _trace(tmp_path, lambda w, s: w.store(X, b"\x07" * 8, tid=1, site=s["put"]))
+    op = ordered_map.parse_op
+    ops = make_threaded([op("insert 1 1")], [[op("insert 2 2")], [op("lookup 2")]], "aim:1:1:0:1:4:2:1")
+    c = Candidate(0, 1, s["put"], 1, 0, 2, s["get"], X, 0, False)
+    rec = race_confirm.warning_record(trace, Verdict(c, "aim:1:1:0:1:4:2:1", [], "the reason"), ops,
+                                      ordered_map.MODEL, "# crashcheck-schedule 1\n")
+    assert rec["group"] == "kv.c:33 (inlined at kv.c:54) -> kv.c:25" and rec["why"] == "the reason"
+    assert rec["store"]["thread"] == 1 and rec["store"]["inlined_at"]["line"] == 54 and rec["load"]["line"] == 25
+    assert rec["history"] == ["insert 1 1", "insert 2 2", "lookup 2"] and rec["thread_of"] == [0, 1, 2]
+    assert rec["sched"].startswith("aim:") and rec["schedule"].startswith("# crashcheck-schedule")
+    assert "unconfirmed persistency race: store at kv.c:33 (inlined at kv.c:54) (thread 1)" in \
+        race_confirm.warning(trace, Verdict(c, "", [], "the reason"))
