@@ -14,7 +14,8 @@ folded per crash state (harness/check/ranking.py fold_state):
     the earliest crash point of its operation, Finding.needed_early), findings of one group (one
     broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
     follow-up operation) and a finding whose group is another's symptom, or one of whose rules
-    another state broke too (`merge`); a finding whose state loses and needs no store and whose
+    another state broke too (`merge`; a rule broken without any crash is one per operation and
+    check site, and a crash state's rule joins the first such run only); a finding whose state loses and needs no store and whose
     failure the same operations show without any crash counts with that crash-free finding's
     groups (Finding.without_crash: a logic mistake the continuation reached); a leak of an object the operation in flight allocated
     joins a bug whose stores that matter write into an object of that allocation site
@@ -151,6 +152,19 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
                 if bugs.may_fold(i, j, key if key[0] == "store" else None):
                     bugs.union(i, j)
             have.append(i)
+    # a rule broken after a crash joins the first run without crash that broke it (one way only:
+    # runs without crash that break one check in different operations stay two bugs, op_rule)
+    first_free: dict[tuple, int] = {}
+    for i, item in enumerate(items):
+        f = finding(item)
+        for rule in f.free_rules:
+            first_free.setdefault((f.expected, "rule: " + rule), i)
+    for i, keys in enumerate(weak):
+        f = finding(items[i])
+        j = next((first_free[(f.expected, k[1][1])] for k in keys if f.point is not None and k[0] == "group"
+                  and (f.expected, k[1][1]) in first_free), None)
+        if j is not None and bugs.may_fold(i, j):
+            bugs.union(i, j)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one
     # allocation site (every node of a tree may come from one line) stay apart
     for i, sites in leaked.items():

@@ -400,8 +400,8 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
              "!invariant 0 leaf 0x600000020440 in the END slot at position 4 has a key of 3 bytes", "notfound"]
     [delete] = crash_free_findings(model, ops, lines)
     assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete in the middle: notfound for ok")
-    assert [s.group[1] for s in delete.symptoms] == ["rule: leaf ?: key byte ? is ?, its path says ?",
-                                                     "rule: leaf ? in the END slot at position ? has a key of ? bytes"]
+    assert [s.group[1] for s in delete.symptoms] == ["insert: leaf ?: key byte ? is ?, its path says ?",
+                                                     "insert: leaf ? in the END slot at position ? has a key of ? bytes"]
     [insert] = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("insert 2 20")],
                                    ["ok", "!invariant 0 leaf 0x600000020480: key byte 3 is 11, its path says 7f", "error"])
     after_crash = finding("invariant-violation", [3], group="rule: leaf ? in the END slot at position ? has a key of ? bytes")
