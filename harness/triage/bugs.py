@@ -36,7 +36,8 @@ from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.ranking import finding_tier, rank
 # the keys merge compares (apart, in causes.py; these names are also read as bugs.NAME)
 from crashcheck.harness.triage.causes import (anchor, broken_rules, cause, fix_key, fresh_objects, hinge_keys,
-                                              lost_cause, order, removed_by, same_cause_keys, shared_keys)
+                                              lost_cause, order, removed_by, same_cause_keys, shared_keys,
+                                              state_lost)
 
 
 class _Bugs:
@@ -51,6 +52,8 @@ class _Bugs:
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
         self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
+        # what the crash states of members without a cause of their own lose (causes.state_lost)
+        self.raw: list[set] = [set() for _ in range(n)]
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -59,17 +62,24 @@ class _Bugs:
         return i
 
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
-        """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
-        minimal lost-store set, a fix of one is proven to remove a failure of the other, or
+        """Bugs I and J are not told apart: neither has shrunk lost stores, or one has none and a
+        crash state of it loses the other's minimal stores too, they share a minimal lost-store set, a fix of one is proven to remove a failure of the other, or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
-        if (a == b or not self.proofs or not self.lost[a] or not self.lost[b]
+        if (a == b or not self.proofs or (not self.lost[a] and not self.lost[b])
                 or self.lost[a] & self.lost[b]):
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
             return True
+        if not self.lost[a] or not self.lost[b]:
+            # a bug without a cause of its own (a leak, an unshrunk state, a run without crash)
+            # is a symptom of one with lost stores only when a state of it loses that bug's
+            # minimal stores too: a leak shown by a state that loses nothing (an old value never
+            # freed) is no symptom of a missing flush, whatever allocation site they share
+            bare, caused = (b, a) if not self.lost[b] else (a, b)
+            return any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
                 and not self.fixes[a] and not self.fixes[b]
                 and hinge[1] not in self.lost_anywhere)
@@ -80,7 +90,7 @@ class _Bugs:
             return
         keep, gone = min(a, b), max(a, b)
         self.parent[gone] = keep
-        for part in (self.lost, self.fixes, self.removed_by, self.hinges):
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw):
             part[keep] |= part[gone]
 
 
@@ -117,6 +127,8 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
+        else:
+            bugs.raw[i].add(state_lost(t, f))
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)

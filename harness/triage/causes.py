@@ -67,7 +67,20 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
             elif i > 0 and trace.events[i - 1].kind == "fence" and trace.events[i - 1].sub == "locked":
                 group = [ev]  # durable with no fence after it: its locked instruction's own store
                 break
-    return sorted({site_key(trace, ev.site) for ev in group})
+    # a persist inside a helper (Heart's ctx_cas publishes every node and leaf) is named by the
+    # line that called it: the helper's own line is every publication's, and two bugs that
+    # publish too early through it (a split's parent, an insert's leaf) are two mistakes
+    return sorted({site_key(trace, ev.site, caller=True) for ev in group})
+
+
+def state_lost(trace: Trace | None, f: Finding) -> frozenset[str]:
+    """The source lines of every store F's crash state loses, shrunk or not (inside recovery
+    prefixed, as lost_cause); empty without a crash state or when it loses nothing."""
+    if f.point is None or trace is None or not f.lost:
+        return frozenset()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        return frozenset(store_lines(f.recovery_trace, f.lost, "in recovery: "))
+    return frozenset(store_lines(trace, f.lost))
 
 
 def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:
