@@ -52,8 +52,12 @@ class _Bugs:
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
         self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
-        # what the crash states of members without a cause of their own lose (causes.state_lost)
+        # what the crash states of leaks and runs without crash lose (causes.state_lost); a bug
+        # with a member without lost stores of another kind (an unshrunk state, a state that
+        # needs a store persisted and loses none: the order a bug published in) joins by what it
+        # shares, as before (loose)
         self.raw: list[set] = [set() for _ in range(n)]
+        self.loose: list[bool] = [False] * n
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -63,7 +67,9 @@ class _Bugs:
 
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
         """Bugs I and J are not told apart: neither has shrunk lost stores, or one has none and a
-        crash state of it loses the other's minimal stores too, they share a minimal lost-store set, a fix of one is proven to remove a failure of the other, or
+        crash state of it loses the other's minimal stores too (for a leak or a run without
+        crash; any other failure without lost stores of its own: always), they share a minimal
+        lost-store set, a fix of one is proven to remove a failure of the other, or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
@@ -79,7 +85,7 @@ class _Bugs:
             # minimal stores too: a leak shown by a state that loses nothing (an old value never
             # freed) is no symptom of a missing flush, whatever allocation site they share
             bare, caused = (b, a) if not self.lost[b] else (a, b)
-            return any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
+            return self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
                 and not self.fixes[a] and not self.fixes[b]
                 and hinge[1] not in self.lost_anywhere)
@@ -92,6 +98,7 @@ class _Bugs:
         self.parent[gone] = keep
         for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw):
             part[keep] |= part[gone]
+        self.loose[keep] = self.loose[keep] or self.loose[gone]
 
 
 def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True) -> list[list]:
@@ -127,8 +134,10 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
-        else:
+        elif f.cls == "leak" or f.point is None:
             bugs.raw[i].add(state_lost(t, f))
+        else:
+            bugs.loose[i] = True
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
