@@ -35,9 +35,9 @@ from __future__ import annotations
 from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.ranking import finding_tier, rank
 # the keys merge compares (apart, in causes.py; these names are also read as bugs.NAME)
-from crashcheck.harness.triage.causes import (anchor, broken_rules, cause, fix_key, fresh_objects, hinge_keys,
-                                              lost_cause, order, removed_by, same_cause_keys, shared_keys,
-                                              state_lost)
+from crashcheck.harness.triage.causes import (anchor, broken_rules, cause, first_lost_object, fix_key, fresh_objects,
+                                              hinge_keys, lost_cause, order, removed_by, same_cause_keys,
+                                              shared_keys, state_lost)
 
 
 class _Bugs:
@@ -58,6 +58,8 @@ class _Bugs:
         # shares, as before (loose)
         self.raw: list[set] = [set() for _ in range(n)]
         self.loose: list[bool] = [False] * n
+        # the allocation sites of the objects the first lost stores of members write into
+        self.objects: list[set] = [set() for _ in range(n)]
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -86,9 +88,14 @@ class _Bugs:
             # freed) is no symptom of a missing flush, whatever allocation site they share
             bare, caused = (b, a) if not self.lost[b] else (a, b)
             return self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
+        # (a publication both hinge on joins them when their first lost stores write one kind of
+        # object: Heart's split that publishes its parent before filling it, and a leaf published
+        # before its contents, both hinge on the split's CAS, but lose the parent's slot first
+        # and the leaf's key first)
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
                 and not self.fixes[a] and not self.fixes[b]
-                and hinge[1] not in self.lost_anywhere)
+                and hinge[1] not in self.lost_anywhere
+                and (not self.objects[a] or not self.objects[b] or bool(self.objects[a] & self.objects[b])))
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -96,7 +103,7 @@ class _Bugs:
             return
         keep, gone = min(a, b), max(a, b)
         self.parent[gone] = keep
-        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw):
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw, self.objects):
             part[keep] |= part[gone]
         self.loose[keep] = self.loose[keep] or self.loose[gone]
 
@@ -134,6 +141,7 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
+            bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
         elif f.cls == "leak" or f.point is None:
             bugs.raw[i].add(state_lost(t, f))
         else:

@@ -85,6 +85,22 @@ def state_lost(trace: Trace | None, f: Finding) -> frozenset[str]:
     return frozenset(store_lines(trace, leak_lost(trace, f)))
 
 
+def first_lost_object(trace: Trace | None, f: Finding) -> str | None:
+    """The allocation site (file:line) of the object F's first lost store (in trace order)
+    writes into, or None (nothing lost, or no allocation in the trace holds it). A node published
+    before its contents were written loses some of that node's contents first, whichever; a
+    parent published before its slots were filled loses a slot of the parent first, even when
+    the leaf it points to loses its contents after (under eADR a crash loses a suffix)."""
+    if f.point is None or trace is None or not f.lost or f.recovery_of is not None:
+        return None
+    first = min(p.seq for p in f.lost)
+    addr = trace.events[first].addr
+    for ev in reversed(trace.events[:first]):
+        if ev.kind == "alloc" and ev.addr <= addr < ev.addr + ev.size:
+            return site_key(trace, ev.site)
+    return None
+
+
 def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:
     """The allocation sites (file:line) of the objects F's operation in flight allocated that
     F is about: for a leak, the leaked ones; else the ones its stores that matter write into.

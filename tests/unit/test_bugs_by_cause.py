@@ -217,3 +217,42 @@ def test_without_the_fix_search_what_findings_share_folds_them_as_before():
     b = shrunk("invariant-violation", [3], group=RULE)
     trace = FakeTrace()
     assert len(bugs.merge([a, b], lambda f: f, lambda f: trace, proofs=False)) == 1
+
+
+def test_one_publication_hinges_two_bugs_only_when_they_lose_one_kind_of_object_first():
+    """Heart (eADR): a split publishes its new parent by CAS; the split bug fills the parent's
+    slots after it, the leaf bug writes the new leaf's key after it. Both hinge on the CAS; a crash
+    after it loses a suffix: the parent's slot then the leaf's key (split), or the leaf's key
+    (leaf). Their first lost stores write a parent (allocated at line 10) and a leaf (line 11):
+    two bugs. Two states losing different contents of leaves (the leaf bug's key, or its value)
+    stay one."""
+    from test_bugs_grouping import Ev
+
+    class SplitTrace(FakeTrace):
+        """alloc parent (event 0, 64 bytes at 0x100, line 10), alloc leaf (1, at 0x200, line 11);
+        op_begin 2; locked fence 3, the CAS (4, line 14), seq_cst fence 5; the parent's slot (6,
+        at 0x108, line 16), the leaf's key (7, at 0x200, line 17), the leaf's value (8, at 0x208,
+        line 18)."""
+        events = [Ev(0, "alloc", 0, addr=0x100, size=64), Ev(1, "alloc", 1, addr=0x200, size=64),
+                  Ev(2, "op_begin", 2), Ev(3, "fence", 3, sub="locked"), Ev(4, seq=4, addr=0x50),
+                  Ev(5, "fence", 5, sub="seq_cst"), Ev(6, seq=6, addr=0x108), Ev(7, seq=7, addr=0x200),
+                  Ev(8, seq=8, addr=0x208), Ev(9, "op_end", 9)]
+
+    class Unit:
+        kind = "thread"
+
+        def __init__(self, seqs):
+            self.pieces = [P(s) for s in seqs]
+
+    def after_cas(lost):
+        f = shrunk("invariant-violation", lost)
+        f.point = FakePoint()
+        f.point.event, f.point.kind, f.point.op, f.point.units = 6, "fence", 0, [Unit(lost)]
+        return f
+    trace = SplitTrace()
+    split, leaf_key, leaf_value = after_cas([6, 7, 8]), after_cas([7, 8]), after_cas([8])
+    assert bugs.anchor(trace, split) == bugs.anchor(trace, leaf_key) == ["/src/tree.c:14"]
+    assert [bugs.first_lost_object(trace, f) for f in (split, leaf_key, leaf_value)] == \
+        ["/src/tree.c:10", "/src/tree.c:11", "/src/tree.c:11"]
+    out = bugs.merge([split, leaf_key, leaf_value], lambda f: f, lambda f: trace)
+    assert sorted(len(m) for m in out) == [1, 2]
