@@ -104,7 +104,8 @@ typedef void (*cc_violation_fn)(void *ctx, const char *text);
 
 /*
  * CC_VIOLATION -- report TEXT through FN with the file:line of the check that
- * found it (the text gets " [check at FILE:LINE]").  crashcheck names a broken
+ * found it (the text gets " [check at FILE:LINE]"; a call over several lines
+ * gives the line it ends on).  crashcheck names a broken
  * rule by that site (docs/trees.md "check"), so two rules whose texts differ
  * only in numbers stay two, and one check whose text carries varying words
  * stays one; a violation without a crash is one bug per operation and site.
