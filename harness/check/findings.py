@@ -73,10 +73,6 @@ class Finding:
     # names (harness/check/crash_free.py op_rule): a rule broken after a crash joins the first
     # such run that broke it (harness/triage/bugs.py merge), runs of other operations stay apart.
     free_rules: tuple[str, ...] = ()
-    # A leak none of whose objects the operation in flight touched and that no store its crash
-    # state loses explains (leak_lost): an object a completed operation left unreachable (an old
-    # value never freed). ranking.fold_state keeps it apart from the state's other failure.
-    alone: bool = False
     # After shrinking, for a failure about ordering: the fix searched on the trace and proven
     # there (harness/check/fix_search.py FixResult); None when the finding is not about ordering.
     fix: Any = None
@@ -220,35 +216,6 @@ def new_stores(trace: Trace, op_index: int | None) -> tuple[str, ...]:
     return tuple(sorted(mine - before))
 
 
-def event_ops(trace: Trace) -> list[int | None]:
-    """Per event of TRACE, the operation its thread had in flight (None outside operations)."""
-    cur: dict[int, int] = {}
-    out: list[int | None] = []
-    for ev in trace.events:
-        if ev.kind == "op_begin":
-            cur[ev.tid] = ev.addr
-        out.append(cur.get(ev.tid))
-        if ev.kind == "op_end":
-            cur.pop(ev.tid, None)
-    return out
-
-
-def leak_lost(trace: Trace, f: "Finding", ops: list[int | None] | None = None) -> list[Piece]:
-    """For a leak: the pieces its crash state loses that the operations which allocated its
-    leaked objects stored (a lost link leaks the value its insert allocated; a store another
-    operation lost explains no such leak). For any other finding: its lost pieces. OPS: the
-    trace's event_ops, when the caller keeps them."""
-    if f.cls != "leak" or f.point is None or not f.lost:
-        return f.lost
-    ops = event_ops(trace) if ops is None else ops
-    offs = {o.get("off") for o in f.leaks}
-    allocs = [ev for ev in trace.events[:f.point.event] if ev.kind == "alloc" and ev.off in offs]
-    if not allocs:
-        return f.lost             # allocated where the trace does not say: any lost store may explain it
-    allocated_by = {ops[ev.seq] for ev in allocs} - {None}
-    return [p for p in f.lost if p.seq < len(ops) and ops[p.seq] in allocated_by]
-
-
 def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     """Findings with the same class and the same first lost store (or, with nothing lost, the
     same crash site) are one bug; broken invariants are one bug per broken rule (the first
@@ -335,4 +302,4 @@ def crash_site(trace: Trace, cp: CrashPoint) -> int:
 
 
 __all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",
-           "crash_site", "event_ops", "finding_group", "leak_lost", "new_stores", "oracle_point", "result_dict", "site_key", "store_site"]
+           "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key", "store_site"]

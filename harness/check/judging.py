@@ -11,7 +11,7 @@ from __future__ import annotations
 from crashcheck.crashsim.explore import StateOutcome
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check.crash_oracle import SequentialOracle
-from crashcheck.harness.check.findings import Finding, event_ops, finding_group, leak_lost
+from crashcheck.harness.check.findings import Finding, finding_group
 from crashcheck.harness.check.session import Session
 from crashcheck.specs import leaks as leak_policy
 from crashcheck.specs.oracle import Verdict
@@ -30,7 +30,6 @@ class HistoryJudge:
         self._leaks: dict[tuple, tuple[list[dict], dict | None]] = {}
         self._in_flight: dict[tuple, bool] = {}      # leak_key -> only objects of the operation in flight
         self._leak_index: leak_policy.LeakIndex | None = None
-        self._ops: list[int | None] | None = None     # findings.event_ops, once a leak needs them
 
     def judge(self, out: StateOutcome) -> list[Finding]:
         """The findings of one explored state (none when it was not checked or is fine)."""
@@ -76,17 +75,10 @@ class HistoryJudge:
         if self._in_flight[leak_key]:
             group_site = "objects of the operation in flight, not reclaimed"
         # Expected and unexpected leaks from one allocation site are different findings.
-        f = Finding("leak", leak_policy.describe(objs),
-                    ("leak", group_site + (" (expected)" if known is not None else "")),
-                    expected=known is not None, expected_reason=(known or {}).get("reason", ""),
-                    point=out.point, choice=out.choice, result=res, leaks=objs)
-        if known is None and not any(o["off"] in self._leak_index.touched_in_flight(out.point.event) for o in objs):
-            # objects completed operations left unreachable: a failure of this state explains
-            # them only through a store it loses of an operation that allocated them
-            if self._ops is None:
-                self._ops = event_ops(self.trace)
-            f.alone = not leak_lost(self.trace, f, self._ops)
-        return f
+        return Finding("leak", leak_policy.describe(objs),
+                       ("leak", group_site + (" (expected)" if known is not None else "")),
+                       expected=known is not None, expected_reason=(known or {}).get("reason", ""),
+                       point=out.point, choice=out.choice, result=res, leaks=objs)
 
 
 __all__ = ["HistoryJudge"]

@@ -48,12 +48,10 @@ def finding_tier(f: Finding) -> int:
 
 def fold_state(found: list[Finding]) -> list[Finding]:
     """The findings of one crash state as bugs: unexpected ones become symptoms of the most
-    telling unexpected one; expected ones stay apart (a leak known by design is not a symptom),
-    and so does a leak of objects a completed operation left unreachable that no lost store of
-    the state explains (Finding.alone: an old value never freed is no symptom of the crash)."""
-    unexpected = [f for f in found if not f.expected and not f.alone]
+    telling unexpected one; expected ones stay apart (a leak known by design is not a symptom)."""
+    unexpected = [f for f in found if not f.expected]
     if len(unexpected) < 2:
         return found
     primary = min(unexpected, key=lambda f: rank(f.cls))
     primary.symptoms.extend(f for f in unexpected if f is not primary)
-    return [primary] + [f for f in found if f.expected or f.alone]
+    return [primary] + [f for f in found if f.expected]

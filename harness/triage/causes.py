@@ -9,7 +9,7 @@ of a finding and its trace; never merges or runs anything.
 from __future__ import annotations
 
 from crashcheck.crashsim.trace import Trace
-from crashcheck.harness.check.findings import Finding, address_free, leak_lost, site_key, store_site
+from crashcheck.harness.check.findings import Finding, address_free, site_key, store_site
 from crashcheck.harness.check.fix_words import describe
 
 
@@ -75,14 +75,12 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
 
 def state_lost(trace: Trace | None, f: Finding) -> frozenset[str]:
     """The source lines of every store F's crash state loses, shrunk or not (inside recovery
-    prefixed, as lost_cause; for a leak, those of the operations that allocated its objects:
-    findings.leak_lost); empty without a crash state or when it loses nothing."""
+    prefixed, as lost_cause); empty without a crash state or when it loses nothing."""
     if f.point is None or trace is None or not f.lost:
         return frozenset()
     if f.recovery_of is not None and f.recovery_trace is not None:
         return frozenset(store_lines(f.recovery_trace, f.lost, "in recovery: "))
-    # a leak: only what the operations that allocated its objects lost explains it
-    return frozenset(store_lines(trace, leak_lost(trace, f)))
+    return frozenset(store_lines(trace, f.lost))
 
 
 def first_lost_object(trace: Trace | None, f: Finding) -> str | None:

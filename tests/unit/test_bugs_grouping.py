@@ -20,7 +20,6 @@ class Ev:
     addr: int = 0
     size: int = 0
     off: int | None = None
-    tid: int = 0
 
 
 class FakeTrace:
@@ -480,30 +479,3 @@ def test_publications_through_one_helper_are_named_by_their_callers():
     leaf, split = HelperTrace(59), HelperTrace(306)
     assert bugs.anchor(leaf, after_cas(leaf)) == ["/src/heart.c:59"]
     assert bugs.anchor(split, after_cas(split)) == ["/src/heart.c:306"]
-
-
-def test_a_leak_a_completed_operation_left_is_no_symptom_of_a_later_lost_store():
-    """WORT's update never frees the old value (allocated by an earlier insert): a crash in a
-    later insert that loses that insert's link leaks the old value too, but that lost store does
-    not explain it: the leak stays apart from the state's failure (Finding.alone,
-    ranking.fold_state), and a leak of the value the insert itself allocated is explained."""
-    from crashcheck.harness.check.findings import leak_lost
-
-    class LeakTrace(FakeTrace):
-        """op 0 allocates object 64 (event 1) and stores (2); op 1 allocates object 128 (event 5)
-        and stores its link (6); the crash at event 7."""
-        events = [Ev(0, "op_begin", 0, addr=0), Ev(1, "alloc", 1, off=64), Ev(2, seq=2), Ev(3, "op_end", 3, addr=0),
-                  Ev(4, "op_begin", 4, addr=1), Ev(5, "alloc", 5, off=128), Ev(6, seq=6), Ev(7, "fence", 7)]
-    trace = LeakTrace()
-
-    def leak(off):
-        f = finding("leak", [6])
-        f.point.event = 7
-        f.leaks = [{"off": off, "size": 16, "site": None}]
-        return f
-    old_value, new_value = leak(64), leak(128)
-    assert leak_lost(trace, old_value) == [] and [p.seq for p in leak_lost(trace, new_value)] == [6]
-    link = finding("lost-durable-write", [6])
-    old_value.alone = True
-    assert ranking.fold_state([link, old_value, new_value]) == [link, old_value]
-    assert link.symptoms == [new_value]
