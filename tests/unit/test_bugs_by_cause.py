@@ -3,7 +3,8 @@ lose different minimal stores are different bugs, whatever group or store they s
 fix of one is proven to make the other's history pass (Finding.removed_by,
 harness/run/fold_proofs.py); then the other is folded into its bug and counted as such. Findings
 without a cause of their own (an unshrunk state, a leak) still join by what they share, which is
-what keeps one bug's many symptoms together."""
+what keeps one bug's many symptoms together; a leak (or a run without crash) joins a bug of lost
+stores only when its state loses that bug's minimal stores too."""
 import shutil
 import subprocess
 from pathlib import Path
