@@ -75,11 +75,11 @@ void a_dump(void *t, cc_kv_fn fn, void *ctx)
 
 size_t a_check(void *t, cc_violation_fn fn, void *ctx)
 {
-	size_t broken = map(t)->check([&](const char *what) { fn(ctx, what); });
+	size_t broken = map(t)->check(cc_violations{fn, ctx});   // each named by its line in bucketmap.hpp
 	// a pointer outside the pool survives no restart (a build without --pm-malloc, too)
 	map(t)->each([&](const bucketmap::Node &n) {
 		if (!pm_contains(&n))
-			broken++, fn(ctx, "a node outside the pool");
+			broken++, CC_VIOLATION(fn, ctx, "a node outside the pool");
 		return false;
 	});
 	return broken;

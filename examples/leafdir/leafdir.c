@@ -414,32 +414,29 @@ void leafdir_dump(struct leafdir *t, cc_kv_fn fn, void *ctx)
 
 size_t leafdir_check(struct leafdir *t, cc_violation_fn fn, void *ctx)
 {
-	char text[160];
 	size_t bad = 0;
 	unsigned walked = 0;
 	struct leaf *l = t->r->head;
 	if (l && l->low != 0) {
-		fn(ctx, "the first leaf's low key is not 0");
+		CC_VIOLATION(fn, ctx, "the first leaf's low key is not 0");
 		bad++;
 	}
 	for (; l; l = l->next) {
 		if (++walked > WALK_MAX) {
-			fn(ctx, "the leaf list does not end (a cycle)");
+			CC_VIOLATION(fn, ctx, "the leaf list does not end (a cycle)");
 			return bad + 1;
 		}
 		if (!pm_contains(l)) {
-			fn(ctx, "a leaf outside the pool");
+			CC_VIOLATION(fn, ctx, "a leaf outside the pool");
 			return bad + 1;
 		}
 		if (l->nused > SLOTS) {
-			snprintf(text, sizeof(text), "leaf at %p: %lu slots used of %d", (void *)l,
-				 (unsigned long)l->nused, SLOTS);
-			fn(ctx, text);
+			CC_VIOLATIONF(fn, ctx, "leaf at %p: %lu slots used of %d", (void *)l,
+				      (unsigned long)l->nused, SLOTS);
 			bad++;
 		}
 		if (l->next && l->next->low <= l->low) {
-			snprintf(text, sizeof(text), "leaf at %p: the next leaf's low key is not above its own", (void *)l);
-			fn(ctx, text);
+			CC_VIOLATIONF(fn, ctx, "leaf at %p: the next leaf's low key is not above its own", (void *)l);
 			bad++;
 		}
 		for (int i = 0; i < SLOTS; i++) {
@@ -447,9 +444,8 @@ size_t leafdir_check(struct leafdir *t, cc_violation_fn fn, void *ctx)
 				continue;
 			uint64_t k = l->keys[i];
 			if (k < l->low || (l->next && k >= l->next->low) || BLOCK(k) != BLOCK(l->low)) {
-				snprintf(text, sizeof(text), "leaf at %p: key %lu outside its range", (void *)l,
-					 (unsigned long)k);
-				fn(ctx, text);
+				CC_VIOLATIONF(fn, ctx, "leaf at %p: key %lu outside its range", (void *)l,
+					      (unsigned long)k);
 				bad++;
 			}
 		}

@@ -84,7 +84,7 @@ static size_t a_check(void *t, cc_violation_fn fn, void *ctx)
 	size_t bad = 0;
 	for (struct minikv_node *n = *head(); n; n = n->next)
 		if (!pm_contains(n)) {
-			fn(ctx, "a node outside the pool: was minikv.c built with --pm-malloc?");
+			CC_VIOLATION(fn, ctx, "a node outside the pool: was minikv.c built with --pm-malloc?");
 			return bad + 1;
 		}
 	return bad;

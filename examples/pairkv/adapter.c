@@ -104,7 +104,7 @@ static size_t a_check(void *t, cc_violation_fn fn, void *ctx)
 	for (int i = 0; i < PAIRKV_SLOTS; i++)
 		for (int j = i + 1; j < PAIRKV_SLOTS; j++)
 			if (s->slot[i].key && s->slot[i].key == s->slot[j].key) {
-				fn(ctx, "a key in two slots");
+				CC_VIOLATION(fn, ctx, "a key in two slots");
 				return 1;
 			}
 	return 0;

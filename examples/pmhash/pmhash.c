@@ -164,30 +164,25 @@ uint64_t (*pmhash_items(struct pmhash *h, size_t *np))[2]
 size_t pmhash_check(struct pmhash *h, cc_violation_fn fn, void *ctx)
 {
 	size_t bad = 0;
-	char msg[160];
 	for (unsigned b = 0; b < NBUCKETS; b++) {
 		size_t steps = 0;
 		for (struct node *x = h->t->bucket[b]; x; x = x->next) {
 			if (!pm_contains(x) || pm_object_size(x) == 0) {
-				snprintf(msg, sizeof(msg), "bucket %u: pointer %p is not an allocated object", b, (void *)x);
-				fn(ctx, msg), bad++;
+				CC_VIOLATIONF(fn, ctx, "bucket %u: pointer %p is not an allocated object", b, (void *)x), bad++;
 				break;
 			}
 			if (bucket_of(x->key) != b) {
-				snprintf(msg, sizeof(msg), "bucket %u: key %llu belongs in bucket %u", b,
-					 (unsigned long long)x->key, bucket_of(x->key));
-				fn(ctx, msg), bad++;
+				CC_VIOLATIONF(fn, ctx, "bucket %u: key %llu belongs in bucket %u", b,
+					      (unsigned long long)x->key, bucket_of(x->key)), bad++;
 			}
 			for (struct node *y = x->next; y && pm_contains(y); y = y->next)
 				if (y->key == x->key) {
-					snprintf(msg, sizeof(msg), "bucket %u: key %llu appears twice", b,
-						 (unsigned long long)x->key);
-					fn(ctx, msg), bad++;
+					CC_VIOLATIONF(fn, ctx, "bucket %u: key %llu appears twice", b,
+						      (unsigned long long)x->key), bad++;
 					break;
 				}
 			if (++steps > (1u << 20)) {
-				snprintf(msg, sizeof(msg), "bucket %u: chain does not end (cycle)", b);
-				fn(ctx, msg), bad++;
+				CC_VIOLATIONF(fn, ctx, "bucket %u: chain does not end (cycle)", b), bad++;
 				break;
 			}
 		}

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc_tree.h"
 #include "pmobj_hash.h"
 
 #define LAYOUT "crashcheck-pmobj-hash"
@@ -199,29 +200,25 @@ void ph_each(struct pmobj_hash *h, int (*fn)(void *ctx, uint64_t key, const uint
 
 size_t ph_check(struct pmobj_hash *h, void (*fn)(void *ctx, const char *text), void *ctx)
 {
-	char text[160];
 	size_t broken = 0;
 	for (int b = 0; b < NBUCKETS; b++) {
 		PMEMoid oid = h->root->bucket[b];
 		int n = 0;
 		for (; !OID_IS_NULL(oid) && n < MAX_CHAIN; n++) {
 			if (pmemobj_pool_by_oid(oid) != h->pop) {
-				snprintf(text, sizeof(text), "bucket %d: entry %d points outside the pool", b, n);
-				fn(ctx, text);
+				CC_VIOLATIONF(fn, ctx, "bucket %d: entry %d points outside the pool", b, n);
 				broken++;
 				break;
 			}
 			if (bucket_of(E(oid)->key) != (unsigned)b) {
-				snprintf(text, sizeof(text), "bucket %d holds key %llu of bucket %u", b,
-					 (unsigned long long)E(oid)->key, bucket_of(E(oid)->key));
-				fn(ctx, text);
+				CC_VIOLATIONF(fn, ctx, "bucket %d holds key %llu of bucket %u", b,
+					      (unsigned long long)E(oid)->key, bucket_of(E(oid)->key));
 				broken++;
 			}
 			oid = E(oid)->next;
 		}
 		if (n == MAX_CHAIN) {
-			snprintf(text, sizeof(text), "bucket %d: its chain does not end (a cycle)", b);
-			fn(ctx, text);
+			CC_VIOLATIONF(fn, ctx, "bucket %d: its chain does not end (a cycle)", b);
 			broken++;
 		}
 	}

@@ -329,31 +329,27 @@ void smallbt_dump(struct smallbt *t, cc_kv_fn fn, void *ctx)
 
 size_t smallbt_check(struct smallbt *t, cc_violation_fn fn, void *ctx)
 {
-	char text[160];
 	size_t bad = 0;
 	void *node = t->r->node;
 	if (!node || !pm_contains(node)) {
-		fn(ctx, "the root is not a node in the pool");
+		CC_VIOLATION(fn, ctx, "the root is not a node in the pool");
 		return 1;
 	}
 	uint64_t kind = kind_of(node);
 	if (kind != LEAF && kind != INNER) {
-		snprintf(text, sizeof(text), "the root node's kind is %lu", (unsigned long)kind);
-		fn(ctx, text);
+		CC_VIOLATIONF(fn, ctx, "the root node's kind is %lu", (unsigned long)kind);
 		return 1;
 	}
 	struct inner *in = kind == INNER ? node : NULL;
 	uint64_t nkids = in ? in->n : 1;
 	if (in && (in->n < 2 || in->n > FANOUT)) {
-		snprintf(text, sizeof(text), "the inner node has %lu children", (unsigned long)in->n);
-		fn(ctx, text);
+		CC_VIOLATIONF(fn, ctx, "the inner node has %lu children", (unsigned long)in->n);
 		return 1;
 	}
 	for (uint64_t c = 0; c < nkids; c++) {
 		struct leaf *l = in ? in->kids[c] : node;
 		if (!l || !pm_contains(l) || l->kind != LEAF || l->n > LEAF_SLOTS) {
-			snprintf(text, sizeof(text), "child %lu is not a leaf", (unsigned long)c);
-			fn(ctx, text);
+			CC_VIOLATIONF(fn, ctx, "child %lu is not a leaf", (unsigned long)c);
 			bad++;
 			continue;
 		}
@@ -361,9 +357,8 @@ size_t smallbt_check(struct smallbt *t, cc_violation_fn fn, void *ctx)
 		for (uint64_t i = 0; i < l->n; i++) {
 			if (l->keys[i] < lo || (in && c + 1 < nkids && l->keys[i] >= in->lows[c + 1])
 			    || (i && l->keys[i] <= l->keys[i - 1])) {
-				snprintf(text, sizeof(text), "leaf %lu: key %lu out of order or range",
-					 (unsigned long)c, (unsigned long)l->keys[i]);
-				fn(ctx, text);
+				CC_VIOLATIONF(fn, ctx, "leaf %lu: key %lu out of order or range",
+					      (unsigned long)c, (unsigned long)l->keys[i]);
 				bad++;
 			}
 		}

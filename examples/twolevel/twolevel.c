@@ -248,7 +248,6 @@ void twolevel_dump(struct twolevel *t, cc_kv_fn fn, void *ctx)
 
 size_t twolevel_check(struct twolevel *t, cc_violation_fn fn, void *ctx)
 {
-	char text[160];
 	size_t bad = 0;
 	struct table *tb = t->tb;
 	for (unsigned b = 0; b < BUCKETS; b++) {
@@ -261,17 +260,15 @@ size_t twolevel_check(struct twolevel *t, cc_violation_fn fn, void *ctx)
 				continue;
 			below++;
 			if (find(tb, s->key) != s) {
-				snprintf(text, sizeof(text), "key %llu is on both levels of bucket %u",
-					 (unsigned long long)s->key, b);
-				fn(ctx, text);
+				CC_VIOLATIONF(fn, ctx, "key %llu is on both levels of bucket %u",
+					      (unsigned long long)s->key, b);
 				bad++;
 			}
 		}
 		/* a bottom key with a free top slot above it: a promotion was lost */
 		if (below && top < TOP_SLOTS) {
-			snprintf(text, sizeof(text), "bucket %u has %d free top slots and %d keys below",
-				 b, TOP_SLOTS - top, below);
-			fn(ctx, text);
+			CC_VIOLATIONF(fn, ctx, "bucket %u has %d free top slots and %d keys below",
+				      b, TOP_SLOTS - top, below);
 			bad++;
 		}
 	}

@@ -69,6 +69,10 @@ class Finding:
     # (the first to break a rule, else to answer wrong) made that no earlier one had (new_stores):
     # the code path where it went wrong, which harness/triage/bugs.py makes one bug.
     new_stores: tuple[str, ...] = ()
+    # A failure of a run without crash: the rules it broke, without the operation its group
+    # names (harness/check/crash_free.py op_rule): a rule broken after a crash joins the first
+    # such run that broke it (harness/triage/bugs.py merge), runs of other operations stay apart.
+    free_rules: tuple[str, ...] = ()
     # After shrinking, for a failure about ordering: the fix searched on the trace and proven
     # there (harness/check/fix_search.py FixResult); None when the finding is not about ordering.
     fix: Any = None

@@ -99,8 +99,9 @@ static void a_dump(void *t, cc_kv_fn fn, void *ctx)
 	fill_in("a_dump");
 }
 
-/* check -- the structure's invariants, after recovery and after every operation: fn(ctx, "what")
- * per broken rule; returns how many.  It must not write PM. */
+/* check -- the structure's invariants, after recovery and after every operation: one
+ * CC_VIOLATIONF(fn, ctx, "node %p has %d children", ...) per broken rule (it adds the check's
+ * file:line, which names the rule); returns how many.  It must not write PM. */
 static size_t a_check(void *t, cc_violation_fn fn, void *ctx)
 {
 	(void)t, (void)fn, (void)ctx;
@@ -188,8 +189,10 @@ int a_lookup(void *, const std::uint8_t *, size_t, std::uint8_t *, size_t *) { f
 // dump -- every pair, in increasing key order: fn(ctx, key, 8, value, 8) each
 void a_dump(void *, cc_kv_fn, void *) { fill_in("a_dump"); }
 
-// check -- the structure's invariants, after recovery and after every operation: fn(ctx, "what")
-// per broken rule; returns how many.  It must not write PM.
+// check -- the structure's invariants, after recovery and after every operation: one
+// CC_VIOLATIONF(fn, ctx, "node %p has %d children", ...) per broken rule (it adds the check's
+// file:line, which names the rule; a structure's check taking any callable is handed
+// cc_violations{fn, ctx}); returns how many.  It must not write PM.
 size_t a_check(void *, cc_violation_fn, void *)
 {
 	fill_in("a_check (return 0 if the structure has no rules to check)");

@@ -14,7 +14,8 @@ folded per crash state (harness/check/ranking.py fold_state):
     the earliest crash point of its operation, Finding.needed_early), findings of one group (one
     broken rule, without a crash too; one way recovery died or refused; one wrong answer of a
     follow-up operation) and a finding whose group is another's symptom, or one of whose rules
-    another state broke too (`merge`); a finding whose state loses and needs no store and whose
+    another state broke too (`merge`; a rule broken without any crash is one per operation and
+    check site, and a crash state's rule joins the first such run only); a finding whose state loses and needs no store and whose
     failure the same operations show without any crash counts with that crash-free finding's
     groups (Finding.without_crash: a logic mistake the continuation reached); a leak of an object the operation in flight allocated
     joins a bug whose stores that matter write into an object of that allocation site
@@ -34,8 +35,9 @@ from __future__ import annotations
 from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.ranking import finding_tier, rank
 # the keys merge compares (apart, in causes.py; these names are also read as bugs.NAME)
-from crashcheck.harness.triage.causes import (anchor, broken_rules, cause, fix_key, fresh_objects, hinge_keys,
-                                              lost_cause, order, removed_by, same_cause_keys, shared_keys)
+from crashcheck.harness.triage.causes import (anchor, broken_rules, cause, first_lost_object, fix_key, fresh_objects,
+                                              hinge_keys, lost_cause, order, removed_by, same_cause_keys,
+                                              shared_keys, state_lost)
 
 
 class _Bugs:
@@ -50,6 +52,14 @@ class _Bugs:
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
         self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
+        # what the crash states of leaks and runs without crash lose (causes.state_lost); a bug
+        # with a member without lost stores of another kind (an unshrunk state, a state that
+        # needs a store persisted and loses none: the order a bug published in) joins by what it
+        # shares, as before (loose)
+        self.raw: list[set] = [set() for _ in range(n)]
+        self.loose: list[bool] = [False] * n
+        # the allocation sites of the objects the first lost stores of members write into
+        self.objects: list[set] = [set() for _ in range(n)]
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -58,20 +68,34 @@ class _Bugs:
         return i
 
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
-        """Bugs I and J are not told apart: one of them has no shrunk lost stores, they share a
-        minimal lost-store set, a fix of one is proven to remove a failure of the other, or
+        """Bugs I and J are not told apart: neither has shrunk lost stores, or one has none and a
+        crash state of it loses the other's minimal stores too (for a leak or a run without
+        crash; any other failure without lost stores of its own: always), they share a minimal
+        lost-store set, a fix of one is proven to remove a failure of the other, or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
-        if (a == b or not self.proofs or not self.lost[a] or not self.lost[b]
+        if (a == b or not self.proofs or (not self.lost[a] and not self.lost[b])
                 or self.lost[a] & self.lost[b]):
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
             return True
+        if not self.lost[a] or not self.lost[b]:
+            # a bug without a cause of its own (a leak, an unshrunk state, a run without crash)
+            # is a symptom of one with lost stores only when a state of it loses that bug's
+            # minimal stores too: a leak shown by a state that loses nothing (an old value never
+            # freed) is no symptom of a missing flush, whatever allocation site they share
+            bare, caused = (b, a) if not self.lost[b] else (a, b)
+            return self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
+        # (a publication both hinge on joins them when their first lost stores write one kind of
+        # object: Heart's split that publishes its parent before filling it, and a leaf published
+        # before its contents, both hinge on the split's CAS, but lose the parent's slot first
+        # and the leaf's key first)
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
                 and not self.fixes[a] and not self.fixes[b]
-                and hinge[1] not in self.lost_anywhere)
+                and hinge[1] not in self.lost_anywhere
+                and (not self.objects[a] or not self.objects[b] or bool(self.objects[a] & self.objects[b])))
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -79,8 +103,9 @@ class _Bugs:
             return
         keep, gone = min(a, b), max(a, b)
         self.parent[gone] = keep
-        for part in (self.lost, self.fixes, self.removed_by, self.hinges):
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw, self.objects):
             part[keep] |= part[gone]
+        self.loose[keep] = self.loose[keep] or self.loose[gone]
 
 
 def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True) -> list[list]:
@@ -116,6 +141,11 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
+            bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
+        elif f.cls == "leak" or f.point is None:
+            bugs.raw[i].add(state_lost(t, f))
+        else:
+            bugs.loose[i] = True
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
@@ -151,6 +181,19 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
                 if bugs.may_fold(i, j, key if key[0] == "store" else None):
                     bugs.union(i, j)
             have.append(i)
+    # a rule broken after a crash joins the first run without crash that broke it (one way only:
+    # runs without crash that break one check in different operations stay two bugs, op_rule)
+    first_free: dict[tuple, int] = {}
+    for i, item in enumerate(items):
+        f = finding(item)
+        for rule in f.free_rules:
+            first_free.setdefault((f.expected, "rule: " + rule), i)
+    for i, keys in enumerate(weak):
+        f = finding(items[i])
+        j = next((first_free[(f.expected, k[1][1])] for k in keys if f.point is not None and k[0] == "group"
+                  and (f.expected, k[1][1]) in first_free), None)
+        if j is not None and bugs.may_fold(i, j):
+            bugs.union(i, j)
     # one way only: a leak joins the first such bug, and two bugs about new objects of one
     # allocation site (every node of a tree may come from one line) stay apart
     for i, sites in leaked.items():

@@ -67,7 +67,36 @@ def anchor(trace: Trace | None, f: Finding) -> list[str]:
             elif i > 0 and trace.events[i - 1].kind == "fence" and trace.events[i - 1].sub == "locked":
                 group = [ev]  # durable with no fence after it: its locked instruction's own store
                 break
-    return sorted({site_key(trace, ev.site) for ev in group})
+    # a persist inside a helper (Heart's ctx_cas publishes every node and leaf) is named by the
+    # line that called it: the helper's own line is every publication's, and two bugs that
+    # publish too early through it (a split's parent, an insert's leaf) are two mistakes
+    return sorted({site_key(trace, ev.site, caller=True) for ev in group})
+
+
+def state_lost(trace: Trace | None, f: Finding) -> frozenset[str]:
+    """The source lines of every store F's crash state loses, shrunk or not (inside recovery
+    prefixed, as lost_cause); empty without a crash state or when it loses nothing."""
+    if f.point is None or trace is None or not f.lost:
+        return frozenset()
+    if f.recovery_of is not None and f.recovery_trace is not None:
+        return frozenset(store_lines(f.recovery_trace, f.lost, "in recovery: "))
+    return frozenset(store_lines(trace, f.lost))
+
+
+def first_lost_object(trace: Trace | None, f: Finding) -> str | None:
+    """The allocation site (file:line) of the object F's first lost store (in trace order)
+    writes into, or None (nothing lost, or no allocation in the trace holds it). A node published
+    before its contents were written loses some of that node's contents first, whichever; a
+    parent published before its slots were filled loses a slot of the parent first, even when
+    the leaf it points to loses its contents after (under eADR a crash loses a suffix)."""
+    if f.point is None or trace is None or not f.lost or f.recovery_of is not None:
+        return None
+    first = min(p.seq for p in f.lost)
+    addr = trace.events[first].addr
+    for ev in reversed(trace.events[:first]):
+        if ev.kind == "alloc" and ev.addr <= addr < ev.addr + ev.size:
+            return site_key(trace, ev.site)
+    return None
 
 
 def fresh_objects(trace: Trace | None, f: Finding) -> list[str]:

@@ -28,6 +28,14 @@ def own_texts(record: dict) -> list[str]:
     return [t for t in dict.fromkeys(texts) if t]
 
 
+def cause_texts(record: dict) -> list[str]:
+    """The stores that matter in RECORD's own crash state (its `cause`: lost, and persisted but
+    needed), for a record whose own finding loses nothing: a state that needs a store persisted
+    before another was made (an update's new copy live before the old one is cleared) names its
+    bug by that store."""
+    return [] if record.get("sites") else [t for t in record.get("cause") or [] if isinstance(t, str)]
+
+
 def symptom_texts(record: dict) -> list[str]:
     """What RECORD's symptoms name: each one's group and lost stores' sites."""
     texts = []
@@ -55,14 +63,16 @@ def classify(records: list[dict], bugs) -> dict[str, Verdict]:
     """Per seeded bug of BUGS (structures.SeededBug, each with a signature), what the unexpected
     RECORDS of one run of their many-bug variant made of it. A record is a bug's own when its
     group matches that bug's signature and no other's, or else when its lost stores and leaks
-    match that bug's and no other's; the first such record (in the results' order) counts. A bug
+    match that bug's and no other's, or else (its own state loses nothing) when the stores that
+    matter in its state do; the first such record (in the results' order) counts. A bug
     with no record of its own is a symptom when a record's symptoms (or its own texts, matching
     several bugs) name it, and missed otherwise."""
     unexpected = [r for r in records if not r.get("expected")]
     out: dict[str, Verdict] = {}
     for r in unexpected:
         named = [b for b in bugs if matches([r.get("group") or ""], b.signature)] \
-            or [b for b in bugs if matches(own_texts(r), b.signature)]
+            or [b for b in bugs if matches(own_texts(r), b.signature)] \
+            or [b for b in bugs if matches(cause_texts(r), b.signature)]
         if len(named) == 1 and named[0].name not in out:
             out[named[0].name] = Verdict(named[0].name, OWN, r.get("id"), r.get("first_seen_s"))
     for b in bugs:
@@ -74,5 +84,5 @@ def classify(records: list[dict], bugs) -> dict[str, Verdict]:
     return {b.name: out[b.name] for b in bugs}
 
 
-__all__ = ["MISSED", "OWN", "SYMPTOM", "Verdict", "classify", "matches", "own_texts", "site_text",
+__all__ = ["MISSED", "OWN", "SYMPTOM", "Verdict", "cause_texts", "classify", "matches", "own_texts", "site_text",
            "symptom_texts"]

@@ -400,8 +400,8 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
              "!invariant 0 leaf 0x600000020440 in the END slot at position 4 has a key of 3 bytes", "notfound"]
     [delete] = crash_free_findings(model, ops, lines)
     assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete in the middle: notfound for ok")
-    assert [s.group[1] for s in delete.symptoms] == ["rule: leaf ?: key byte ? is ?, its path says ?",
-                                                     "rule: leaf ? in the END slot at position ? has a key of ? bytes"]
+    assert [s.group[1] for s in delete.symptoms] == ["insert: leaf ?: key byte ? is ?, its path says ?",
+                                                     "insert: leaf ? in the END slot at position ? has a key of ? bytes"]
     [insert] = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("insert 2 20")],
                                    ["ok", "!invariant 0 leaf 0x600000020480: key byte 3 is 11, its path says 7f", "error"])
     after_crash = finding("invariant-violation", [3], group="rule: leaf ? in the END slot at position ? has a key of ? bytes")
@@ -449,3 +449,33 @@ def test_rules_broken_only_after_the_follow_up_do_not_name_the_bug():
                                                   "followup_violations": ["bucket 38 holds key 4097 of bucket 27"]}, "", None, 0)
     [bug] = bugs.merge([later, lost], lambda f: f, lambda f: FakeTrace(), size=lambda f: 1 if f is later else 2)
     assert bug[0] is lost and ranking.after_followup(later) and not ranking.after_followup(lost)
+
+
+def test_publications_through_one_helper_are_named_by_their_callers():
+    """Heart publishes every leaf and every split's parent through one inline CAS helper
+    (heart_internal.h ctx_cas): the persist a failure is anchored on is named by the line that
+    called the helper, so a leaf published early and a parent published early (issue 48: Heart's
+    split-publish-early folded into leaf-publish-early) are two hinges, not one."""
+    from crashcheck.crashsim.trace import Site
+
+    class HelperTrace(FakeTrace):
+        def __init__(self, caller_line):
+            self.caller_line = caller_line
+            self.events = [Ev(0, seq=0), Ev(1, "op_begin", 1), Ev(2, "fence", 2), Ev(3, seq=3), Ev(4, "fence", 4),
+                           Ev(5, seq=5), Ev(6, "op_end", 6)]
+            self.events[2].sub, self.events[4].sub = "locked", "seq_cst"
+
+        def site(self, i):
+            if i == 3:          # the CAS's store, inside the helper, inlined into its caller
+                return Site(3, "/src/heart_internal.h", 185, 1, "ctx_cas", inlined_file="/src/heart.c",
+                            inlined_line=self.caller_line, own=True)
+            return Site(i, "/src/heart.c", 10 + i, 1, "insert")
+
+    def after_cas(trace):
+        f = finding("invariant-violation", [], group="rule")
+        f.point = FakePoint()
+        f.point.event, f.point.kind, f.point.op, f.point.units = 4, "fence", 0, []
+        return f
+    leaf, split = HelperTrace(59), HelperTrace(306)
+    assert bugs.anchor(leaf, after_cas(leaf)) == ["/src/heart.c:59"]
+    assert bugs.anchor(split, after_cas(split)) == ["/src/heart.c:306"]

@@ -58,3 +58,15 @@ def test_matches_by_whole_text_or_path_suffix():
     assert sm.matches(["/abs/examples/m.c:63"], ["examples/m.c:63"])
     assert not sm.matches(["examples/m.c:630"], ["examples/m.c:63"])
     assert not sm.matches(["xexamples/m.c:63"], ["examples/m.c:63"])
+
+
+def test_a_record_losing_nothing_is_named_by_the_stores_that_matter_in_its_state():
+    """leafdir's update makes its new copy live before it clears the old one: the record's own
+    state loses nothing and needs the new copy (examples/leafdir/leafdir.c:198) persisted; its
+    `cause` names the bug. A record that loses stores is named by those only."""
+    copy = bug("copy", "t/w.c:198")
+    records = [dict(record("r1", "crash@t/w.c:322"), cause=["t/w.c:198"]),
+               dict(record("r2", "t/w.c:81", ["t/w.c:81"]), cause=["t/w.c:81", "t/w.c:198"])]
+    got = sm.classify(records, [LINK, copy])
+    assert [(v.how, v.record) for v in got.values()] == [(sm.OWN, "r2"), (sm.OWN, "r1")]
+    assert sm.classify(records[1:], [copy])["copy"].how == sm.MISSED

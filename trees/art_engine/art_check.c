@@ -35,18 +35,19 @@ struct check_state {
 	int have_last;
 };
 
-/* violation -- (internal) count one broken invariant and report it */
-__attribute__((format(printf, 2, 3))) static void
-violation(struct check_state *s, const char *fmt, ...)
+/* violation_at -- (internal) count one broken invariant and report it with its check's site */
+__attribute__((format(printf, 4, 5))) static void
+violation_at(struct check_state *s, const char *file, int line, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
+	if (s->count++ >= REPORT_MAX || !s->fn)
+		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	cc_vviolation_at(s->fn, s->ctx, file, line, fmt, ap);
 	va_end(ap);
-	if (s->count++ < REPORT_MAX && s->fn)
-		s->fn(s->ctx, buf);
 }
+/* the check's own file:line names the rule it broke (trees/common/cc_tree.h CC_VIOLATION) */
+#define violation(s, ...) violation_at((s), __FILE__, __LINE__, __VA_ARGS__)
 
 /* allocated -- (internal) P starts an allocated object of at least SIZE bytes */
 static int

@@ -30,6 +30,7 @@
 #ifndef CC_TREE_H
 #define CC_TREE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -103,13 +104,24 @@ typedef void (*cc_violation_fn)(void *ctx, const char *text);
 
 /*
  * CC_VIOLATION -- report TEXT through FN with the file:line of the check that
- * found it (the text gets " [check at FILE:LINE]").  crashcheck names a broken
+ * found it (the text gets " [check at FILE:LINE]"; a call over several lines
+ * gives the line it ends on).  crashcheck names a broken
  * rule by that site (docs/trees.md "check"), so two rules whose texts differ
  * only in numbers stay two, and one check whose text carries varying words
- * stays one.  Calling FN directly still works: the rule is then named by its
- * text without numbers.
+ * stays one; a violation without a crash is one bug per operation and site.
+ * Calling FN directly still works: the rule is then named by its text
+ * without numbers.
+ *
+ * CC_VIOLATIONF -- the same with printf-style text:
+ *     CC_VIOLATIONF(fn, ctx, "node %p has %u children", (void *)n, k);
+ *
+ * A check that reports through a helper of its own (to count, to cap) passes
+ * the site through it: the helper takes FILE and LINE, calls
+ * cc_vviolation_at, and a macro of the helper's name adds __FILE__, __LINE__
+ * (trees/wort/wort_recover.c `violation`).
  */
 #define CC_VIOLATION(fn, ctx, text) cc_violation_at((fn), (ctx), (text), __FILE__, __LINE__)
+#define CC_VIOLATIONF(fn, ctx, ...) cc_violationf_at((fn), (ctx), __FILE__, __LINE__, __VA_ARGS__)
 
 /* cc_violation_at -- CC_VIOLATION's body (internal) */
 static inline void cc_violation_at(cc_violation_fn fn, void *ctx, const char *text,
@@ -118,6 +130,27 @@ static inline void cc_violation_at(cc_violation_fn fn, void *ctx, const char *te
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s [check at %s:%d]", text, file, line);
 	fn(ctx, buf);
+}
+
+/* cc_vviolation_at -- format FMT with AP and report it with FILE:LINE */
+__attribute__((format(printf, 5, 0)))
+static inline void cc_vviolation_at(cc_violation_fn fn, void *ctx, const char *file, int line,
+				    const char *fmt, va_list ap)
+{
+	char text[384];
+	vsnprintf(text, sizeof(text), fmt, ap);
+	cc_violation_at(fn, ctx, text, file, line);
+}
+
+/* cc_violationf_at -- CC_VIOLATIONF's body (internal) */
+__attribute__((format(printf, 5, 6)))
+static inline void cc_violationf_at(cc_violation_fn fn, void *ctx, const char *file, int line,
+				    const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cc_vviolation_at(fn, ctx, file, line, fmt, ap);
+	va_end(ap);
 }
 
 struct cc_adapter {
@@ -316,6 +349,23 @@ static inline int cc_is_map(const struct cc_adapter *a)
 
 #ifdef __cplusplus
 }
+
+/*
+ * cc_violations -- a C++ check's callback that reports with the site of its
+ * caller: a structure whose check takes any callable (`check(Fn bad)` calling
+ * `bad("text")`) is handed `cc_violations{fn, ctx}` by its adapter, and each
+ * call names the line of the structure's check that made it (the default
+ * arguments are the caller's file and line, as CC_VIOLATION's).
+ */
+struct cc_violations {
+	cc_violation_fn fn;
+	void *ctx;
+	void operator()(const char *text, const char *file = __builtin_FILE(),
+			int line = __builtin_LINE()) const
+	{
+		cc_violation_at(fn, ctx, text, file, line);
+	}
+};
 #endif
 
 #endif /* CC_TREE_H */

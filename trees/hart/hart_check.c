@@ -29,18 +29,19 @@ struct report {
 	size_t n;
 };
 
-/* say -- one violation (internal) */
-static void say(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(struct report *r, const char *fmt, ...)
+/* say_at -- one violation, with the site of its check (internal) */
+static void say_at(struct report *r, const char *file, int line, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void say_at(struct report *r, const char *file, int line, const char *fmt, ...)
 {
-	char text[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	cc_vviolation_at(r->fn, r->ctx, file, line, fmt, ap);
 	va_end(ap);
-	r->fn(r->ctx, text);
 	r->n++;
 }
+/* the check's own file:line names the rule it broke (trees/common/cc_tree.h CC_VIOLATION) */
+#define say(r, ...) say_at((r), __FILE__, __LINE__, __VA_ARGS__)
 
 /* ptr_cmp -- address order (internal) */
 static int ptr_cmp(const void *a, const void *b)

@@ -178,18 +178,18 @@ struct chk {
 	uint8_t path[HEART_KEY_MAX + 1];
 };
 
-/* viol -- report one violation (internal) */
-__attribute__((format(printf, 2, 3)))
-static void viol(struct chk *k, const char *fmt, ...)
+/* viol_at -- report one violation with the site of its check (internal) */
+__attribute__((format(printf, 4, 5)))
+static void viol_at(struct chk *k, const char *file, int line, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	cc_vviolation_at(k->fn, k->ctx, file, line, fmt, ap);
 	va_end(ap);
-	k->fn(k->ctx, buf);
 	k->n++;
 }
+/* the check's own file:line names the rule it broke (trees/common/cc_tree.h CC_VIOLATION) */
+#define viol(k, ...) viol_at((k), __FILE__, __LINE__, __VA_ARGS__)
 
 /* check_leaf -- leaf context V at position IDX, key byte B (or the END slot) (internal) */
 static void check_leaf(struct chk *k, hctx v, size_t idx, int end)

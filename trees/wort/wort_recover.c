@@ -159,18 +159,18 @@ struct check {
 	uint8_t path[WORT_NIBBLES + 1]; /* nibbles that lead to the current object */
 };
 
-/* violation -- report one broken invariant (internal) */
-__attribute__((format(printf, 2, 3)))
-static void violation(struct check *c, const char *fmt, ...)
+/* violation_at -- report one broken invariant with the site of its check (internal) */
+__attribute__((format(printf, 4, 5)))
+static void violation_at(struct check *c, const char *file, int line, const char *fmt, ...)
 {
-	char text[256];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(text, sizeof(text), fmt, ap);
+	cc_vviolation_at(c->fn, c->ctx, file, line, fmt, ap);
 	va_end(ap);
 	c->count++;
-	c->fn(c->ctx, text);
 }
+/* the check's own file:line names the rule it broke (trees/common/cc_tree.h CC_VIOLATION) */
+#define violation(c, ...) violation_at((c), __FILE__, __LINE__, __VA_ARGS__)
 
 /* key_u64 -- KEY as a number for messages (internal) */
 static unsigned long long key_u64(const uint8_t *key)
