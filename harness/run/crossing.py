@@ -36,22 +36,39 @@ class CapacityCrossing:
         if self.config.history is not None:
             return []
         lanes = max(LANES, self.config.jobs)
-        return [(i, p) for i, p in enumerate(self.capacity)
-                if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
+        self.cross_left = [(i, p) for i, p in enumerate(self.capacity)
+                           if not p.why and (i % lanes) % max(1, self.config.jobs) == self.share]
+        return list(self.cross_left)
+
+    def _crossing_due(self) -> bool:
+        """The last CROSS_SHARE of a time budget has begun while points wait for their first
+        crossing history: the batch under way is to end (search.py raises ShrinkSpent) so that
+        they run. A crossing batch's own draws are never cut; its shrinking is, while other
+        points wait (under x86-ADR Heart's drawn batches shrank bugs past the budget's end, and
+        no crossing history ran)."""
+        soft = self.budget.soft
+        if not getattr(self, "cross_left", None) or soft is None:   # (set by _crossings, then _cross_points)
+            return False
+        if getattr(self, "crossing_now", False) and self.shrink_left is None:
+            return False
+        return soft - time.monotonic() < CROSS_SHARE * self.config.budget
 
     def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:
         """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
         --examples run): histories that cross each point of CROSSING (taken off it), the probe's
-        operations up to just before the point as their load, never crash-checked, then at most
-        CROSS_OPS checked operations around it: under a time budget as many as the drawn
-        histories left short of CROSS_EXAMPLES crossings, with --examples CROSS_FIXED. So every point is crossed in every run,
-        under every model, not when the draws happen to, and bugs drawn histories find are never
-        kept waiting behind them. A point the budget leaves no time for says so. Point i's batch
-        is numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
+        operations up to just before the point as their load, never traced nor crash-checked
+        (harness/check/traced_run.py), then at most CROSS_OPS checked operations around it: under
+        a time budget as many as the drawn histories left short of CROSS_EXAMPLES crossings, one
+        per point first and then the rest, with --examples CROSS_FIXED. So every point is crossed
+        in every run, under every model, not when the draws happen to, and bugs drawn histories
+        find are never kept waiting behind them. A point the budget leaves no time for says so.
+        Point i's batches are numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
+        self.cross_left = crossing
         soft = self.budget.soft
         if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
             return
         lanes = max(LANES, self.config.jobs)
+        later = []                     # (i, point, histories) for after every point's first
         for i, p in list(crossing):
             if self.budget.search_over():
                 return
@@ -60,15 +77,31 @@ class CapacityCrossing:
             n = CROSS_FIXED if soft is None else CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
             if n <= 0:
                 continue
-            strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
-                                             cross=p.drawn)
-            t0, n0 = time.monotonic(), self.stats.histories
-            checker.aimer.lane = i % lanes
-            try:
-                self._batch(strategy, -1 - i, i % lanes, n)
-            finally:
-                self.stats.capacity_histories += self.stats.histories - n0
-                self.stats.capacity_s += time.monotonic() - t0
-            if not self.stats.capacity.get(p.label):
-                self.stats.capacity_why.setdefault(
-                    p.label, f"its {n} crossing histories never ran the point's new path inside a checked operation")
+            first = n if soft is None else 1
+            self._cross_one(checker, i, p, -1 - i, first, lanes)
+            if n > first:
+                later.append((i, p, n - first))
+        for i, p, n in later:
+            if self.budget.search_over():
+                return
+            # (numbered apart from the first pass's batch, so Hypothesis draws other histories)
+            self._cross_one(checker, i, p, -1 - i - 10_000, n, lanes)
+
+    def _cross_one(self, checker: Checker, i: int, p, batch_no: int, n: int, lanes: int) -> None:
+        """N histories crossing point P (the I-th), as batch BATCH_NO of lane I % LANES."""
+        strategy = strategies.for_target(self.target, replace(self.config, max_ops=CROSS_OPS), checker.model,
+                                         cross=p.drawn)
+        t0, n0 = time.monotonic(), self.stats.histories
+        checker.aimer.lane = i % lanes
+        self.crossing_now = True
+        try:
+            self._batch(strategy, batch_no, i % lanes, n)
+        finally:
+            self.crossing_now = False
+            self.stats.capacity_histories += self.stats.histories - n0
+            self.stats.capacity_s += time.monotonic() - t0
+        if self.stats.capacity.get(p.label):
+            self.stats.capacity_why.pop(p.label, None)      # (a first pass's reason, crossed since)
+        else:
+            self.stats.capacity_why.setdefault(
+                p.label, f"its {n} crossing histories never ran the point's new path inside a checked operation")
