@@ -62,30 +62,37 @@ class CapacityCrossing:
         per point first and then the rest, with --examples CROSS_FIXED. So every point is crossed
         in every run, under every model, not when the draws happen to, and bugs drawn histories
         find are never kept waiting behind them. A point the budget leaves no time for says so.
-        Point i's batches are numbered -1 - i (Hypothesis's seed), in lane i % lanes."""
+        Point i's batches are numbered -1 - i and -10001 - i (Hypothesis's seed), in lane i % lanes."""
         self.cross_left = crossing
         soft = self.budget.soft
         if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
             return
         lanes = max(LANES, self.config.jobs)
-        later = []                     # (i, point, histories) for after every point's first
+        if soft is None:
+            # (with --examples always CROSS_FIXED, so the histories do not depend on --jobs)
+            for i, p in list(crossing):
+                if self.budget.search_over():
+                    return
+                crossing.remove((i, p))
+                self._cross_one(checker, i, p, -1 - i, CROSS_FIXED, lanes)
+            return
+        # under a time budget: first one history for each point no history crossed yet (those a
+        # draw crossed wait for nothing), then the rest up to CROSS_EXAMPLES crossings each
+        need = {p.label: CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0) for _i, p in crossing}
+        rest = [(i, p) for i, p in crossing if need[p.label] > 0]
+        crossing[:] = [(i, p) for i, p in crossing if need[p.label] == CROSS_EXAMPLES]
         for i, p in list(crossing):
             if self.budget.search_over():
                 return
             crossing.remove((i, p))
-            # (with --examples always CROSS_FIXED, so the histories do not depend on --jobs)
-            n = CROSS_FIXED if soft is None else CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
-            if n <= 0:
-                continue
-            first = n if soft is None else 1
-            self._cross_one(checker, i, p, -1 - i, first, lanes)
-            if n > first:
-                later.append((i, p, n - first))
-        for i, p, n in later:
+            self._cross_one(checker, i, p, -1 - i, 1, lanes)
+        for i, p in rest:
             if self.budget.search_over():
                 return
-            # (numbered apart from the first pass's batch, so Hypothesis draws other histories)
-            self._cross_one(checker, i, p, -1 - i - 10_000, n, lanes)
+            n = CROSS_EXAMPLES - self.stats.capacity.get(p.label, 0)
+            if n > 0:
+                # (numbered apart from a first pass's batch, so Hypothesis draws other histories)
+                self._cross_one(checker, i, p, -1 - i - 10_000, n, lanes)
 
     def _cross_one(self, checker: Checker, i: int, p, batch_no: int, n: int, lanes: int) -> None:
         """N histories crossing point P (the I-th), as batch BATCH_NO of lane I % LANES."""

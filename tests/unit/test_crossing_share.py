@@ -52,13 +52,15 @@ def test_the_share_is_due_only_in_the_last_quarter_with_points_waiting(monkeypat
 
 def test_every_point_gets_one_crossing_history_before_any_gets_more(monkeypatch):
     monkeypatch.setattr(crossing.strategies, "for_target", lambda *a, **k: None)
-    s = FakeSearch(points(3), left_s=60.0 * CROSS_SHARE - 5)
+    s = FakeSearch(points(4), left_s=60.0 * CROSS_SHARE - 5)
+    s.stats.capacity["insert at 8 keys"] = 1             # a drawn history crossed the first point
     left = s._crossings()
     s._cross_points(NS(model=None, aimer=NS(lane=0)), left, last=False)
-    # first pass: one history per point, its draws never cut, its shrinking cut while others wait
-    assert [(b, n) for b, n, _, _ in s.batches[:3]] == [(-1, 1), (-2, 1), (-3, 1)]
+    # first pass: one history per point no draw crossed, its draws never cut, its shrinking cut
+    # while other points wait
+    assert [(b, n) for b, n, _, _ in s.batches[:3]] == [(-2, 1), (-3, 1), (-4, 1)]
     assert [d for _, _, d, _ in s.batches[:3]] == [False] * 3
     assert [sh for _, _, _, sh in s.batches[:3]] == [True, True, False]
-    # then the rest, in batches of their own
-    assert [n for _, n, _, _ in s.batches[3:]] == [CROSS_EXAMPLES - 1] * 3
-    assert len({b for b, *_ in s.batches}) == 6
+    # then the rest, in batches of their own (the fake's histories cross nothing)
+    assert [(b, n) for b, n, _, _ in s.batches[3:]] == [(-10_001, CROSS_EXAMPLES - 1)] + [
+        (-10_001 - i, CROSS_EXAMPLES) for i in (1, 2, 3)]
