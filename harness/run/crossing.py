@@ -51,7 +51,20 @@ class CapacityCrossing:
             return False
         if getattr(self, "crossing_now", False) and self.shrink_left is None:
             return False
-        return soft - time.monotonic() < CROSS_SHARE * self.config.budget
+        return self._share_begun()
+
+    def _share_begun(self) -> bool:
+        """Whether the crossing share of a time budget has begun: its last CROSS_SHARE, or, when
+        the run's histories are slow, as long before its end as the points waiting would take
+        at the run's mean seconds per history so far (at most half the budget): under x86-ADR
+        a Heart history takes 5 s on average and one 26 s, so a quarter of 60 s crossed none."""
+        soft = self.budget.soft
+        if soft is None:
+            return False
+        per = (time.monotonic() - self.t0) / max(1, self.stats.histories)
+        share = min(max(CROSS_SHARE * self.config.budget, per * len(getattr(self, "cross_left", ()))),
+                    self.config.budget / 2)
+        return soft - time.monotonic() < share
 
     def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:
         """In the last CROSS_SHARE of a time budget (or, LAST, after the last batch of an
@@ -65,7 +78,7 @@ class CapacityCrossing:
         Point i's batches are numbered -1 - i and -10001 - i (Hypothesis's seed), in lane i % lanes."""
         self.cross_left = crossing
         soft = self.budget.soft
-        if not (last or (soft is not None and soft - time.monotonic() < CROSS_SHARE * self.config.budget)):
+        if not (last or self._share_begun()):
             return
         lanes = max(LANES, self.config.jobs)
         if soft is None:

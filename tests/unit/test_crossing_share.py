@@ -16,6 +16,7 @@ class FakeSearch(CapacityCrossing):
         soft = time.monotonic() + left_s
         self.budget = NS(soft=soft, search_over=lambda: time.monotonic() >= soft)
         self.config = Config(budget=budget_s)
+        self.t0 = time.monotonic()
         self.capacity = points
         self.share = 0
         self.stats = NS(capacity={p.label: 0 for p in points}, capacity_why={}, capacity_histories=0,
@@ -64,3 +65,17 @@ def test_every_point_gets_one_crossing_history_before_any_gets_more(monkeypatch)
     # then the rest, in batches of their own (the fake's histories cross nothing)
     assert [(b, n) for b, n, _, _ in s.batches[3:]] == [(-10_001, CROSS_EXAMPLES - 1)] + [
         (-10_001 - i, CROSS_EXAMPLES) for i in (1, 2, 3)]
+
+
+def test_a_slow_run_begins_the_share_as_long_before_the_end_as_its_points_would_take():
+    # 20 s left of 60: not the last quarter; but 4 histories in 30 s (7.5 s each) and 3 points
+    # waiting would take 22.5 s, so the share has begun; at most half the budget, ever
+    s = FakeSearch(points(3), left_s=20.0)
+    s._crossings()
+    assert not s._crossing_due()
+    s.t0 = time.monotonic() - 30.0
+    s.stats.histories = 4
+    assert s._crossing_due()
+    s.stats.histories = 1                            # 30 s a history: capped at 30 s before the end
+    s.budget.soft = time.monotonic() + 31.0
+    assert not s._crossing_due()
