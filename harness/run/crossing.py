@@ -46,12 +46,14 @@ class CapacityCrossing:
         they run. A crossing batch's own draws are never cut; its shrinking is, while other
         points wait (under x86-ADR Heart's drawn batches shrank bugs past the budget's end, and
         no crossing history ran)."""
-        soft = self.budget.soft
-        if not getattr(self, "cross_left", None) or soft is None:   # (set by _crossings, then _cross_points)
-            return False
-        if getattr(self, "crossing_now", False) and self.shrink_left is None:
+        if not self._waiting() or (getattr(self, "crossing_now", False) and self.shrink_left is None):
             return False
         return self._share_begun()
+
+    def _waiting(self) -> list:
+        """The points still to have crossing histories run that no history crossed yet (cross_left:
+        set by _crossings, then _cross_points)."""
+        return [p for _i, p in getattr(self, "cross_left", ()) if not self.stats.capacity.get(p.label)]
 
     def _share_begun(self) -> bool:
         """Whether the crossing share of a time budget has begun: its last CROSS_SHARE, or, when
@@ -62,7 +64,7 @@ class CapacityCrossing:
         if soft is None:
             return False
         per = (time.monotonic() - self.t0) / max(1, self.stats.histories)
-        share = min(max(CROSS_SHARE * self.config.budget, per * len(getattr(self, "cross_left", ()))),
+        share = min(max(CROSS_SHARE * self.config.budget, per * len(self._waiting())),
                     self.config.budget / 2)
         return soft - time.monotonic() < share
 

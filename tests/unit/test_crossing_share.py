@@ -79,3 +79,10 @@ def test_a_slow_run_begins_the_share_as_long_before_the_end_as_its_points_would_
     s.stats.histories = 1                            # 30 s a history: capped at 30 s before the end
     s.budget.soft = time.monotonic() + 31.0
     assert not s._crossing_due()
+
+
+def test_points_the_draws_crossed_cut_no_batch():
+    s = FakeSearch(points(2), left_s=60.0 * CROSS_SHARE - 5)
+    s._crossings()
+    s.stats.capacity = {p.label: 1 for p in s.capacity}
+    assert not s._crossing_due()            # (their histories still come, after the batch)
