@@ -46,6 +46,10 @@ class CapacityCrossing:
         they run. A crossing batch's own draws are never cut; its shrinking is, while other
         points wait (under x86-ADR Heart's drawn batches shrank bugs past the budget's end, and
         no crossing history ran)."""
+        now = time.monotonic()
+        # (called at every history's start: the longest gap is about the longest history so far)
+        self.longest_s = max(getattr(self, "longest_s", 0.0), now - getattr(self, "last_call", now))
+        self.last_call = now
         if not self._waiting() or (getattr(self, "crossing_now", False) and self.shrink_left is None):
             return False
         return self._share_begun()
@@ -57,15 +61,16 @@ class CapacityCrossing:
 
     def _share_begun(self) -> bool:
         """Whether the crossing share of a time budget has begun: its last CROSS_SHARE, or, when
-        the run's histories are slow, as long before its end as the points waiting would take
-        at the run's mean seconds per history so far (at most half the budget): under x86-ADR
-        a Heart history takes 5 s on average and one 26 s, so a quarter of 60 s crossed none."""
+        the run's histories are slow, as long before its end as the longest history so far (one
+        may be under way) and the points waiting would take at the run's mean seconds per
+        history (at most half the budget): under x86-ADR a Heart history takes 5 s on average
+        and one 26 s, so a quarter of 60 s often crossed none."""
         soft = self.budget.soft
         if soft is None:
             return False
         per = (time.monotonic() - self.t0) / max(1, self.stats.histories)
-        share = min(max(CROSS_SHARE * self.config.budget, per * len(self._waiting())),
-                    self.config.budget / 2)
+        slow = getattr(self, "longest_s", 0.0) + per * len(self._waiting())
+        share = min(max(CROSS_SHARE * self.config.budget, slow), self.config.budget / 2)
         return soft - time.monotonic() < share
 
     def _cross_points(self, checker: Checker, crossing: list, last: bool) -> None:

@@ -86,3 +86,16 @@ def test_points_the_draws_crossed_cut_no_batch():
     s._crossings()
     s.stats.capacity = {p.label: 1 for p in s.capacity}
     assert not s._crossing_due()            # (their histories still come, after the batch)
+
+
+def test_one_long_history_begins_the_share_as_long_before_the_end():
+    # histories are quick on average, but one took 25 s: another like it may be under way when
+    # the last quarter begins, so the share begins 25 s (and the points' mean time) before the end
+    s = FakeSearch(points(1), left_s=20.0)
+    s._crossings()
+    s.stats.histories = 100
+    assert not s._crossing_due()
+    s.longest_s = 25.0
+    s.last_call = time.monotonic()
+    s._share_begun()
+    assert s._share_begun() and s._crossing_due()
