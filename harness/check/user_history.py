@@ -60,12 +60,16 @@ def read_history(source: str, structure, model: Model, load: int = 0) -> Workloa
     Workload whose first LOAD operations are set-up, never crash-checked; UsageError on a missing
     file, an empty history, a bad line or a LOAD past the history's end."""
     path = Path(source)
-    if path.is_file():
+    try:
+        is_file, exists = path.is_file(), path.exists()
+    except OSError:        # a name no file can have (operations longer than a file name may be)
+        is_file = exists = False
+    if is_file:
         try:
             text, where = path.read_text(), source
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{source}: cannot read the history ({exc})") from None
-    elif path.exists() or not any(c.isspace() for c in source.strip()):
+    elif exists or not any(c.isspace() for c in source.strip()):
         # a directory, or one word (`hist.txt`, a file that is not there): not operations
         raise UsageError(f"{source}: no such history file (or give the operations themselves, "
                          "e.g. --history 'insert 1 2; delete 1')")

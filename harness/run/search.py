@@ -259,6 +259,8 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
             self.stats.histories += 1
             self.stats.repeated += 1
             return
+        if self._crossing_due():
+            raise ShrinkSpent()       # capacity points wait for their crossing histories (crossing.py)
         if self.shrink_left is not None:
             if self.shrink_left <= 0:
                 raise ShrinkSpent()

@@ -38,6 +38,8 @@ int crashcheck_tracing(void)
 /* __cc_op_begin -- operation INDEX starts (with the caller's site) */
 void __cc_op_begin(uint64_t index, crashcheck_site_t site)
 {
+	if (__builtin_expect(index == cc_trace_from, 0))
+		cc_trace_from_here();    /* the load phase ends here (rt_trace.c) */
 	cc_emit(CC_EV_OP_BEGIN, 0, cc_site_id(site), index, 0, NULL, 0);
 	cc_vg_log("op_begin %llu", (unsigned long long)index);
 	if (__builtin_expect(cc_sched_enabled, 0))
@@ -81,6 +83,7 @@ void crashcheck_alloc_at(void *obj, size_t size, crashcheck_site_t site)
 		return;
 	uint64_t size64 = size;
 	cc_emit(CC_EV_ALLOC, 0, cc_site_id(site), (uintptr_t)obj, 8, &size64, 8);
+	cc_from_alloc((uintptr_t)obj, size64, cc_site_id(site));
 }
 
 /* crashcheck_free_at -- OBJ was freed at SITE */
@@ -91,6 +94,7 @@ void crashcheck_free_at(void *obj, crashcheck_site_t site)
 	if (!cc_in_pm((uintptr_t)obj, 1))
 		return;
 	cc_emit(CC_EV_FREE, 0, cc_site_id(site), (uintptr_t)obj, 0, NULL, 0);
+	cc_from_free((uintptr_t)obj);
 }
 
 void crashcheck_alloc(void *obj, size_t size) { crashcheck_alloc_at(obj, size, NULL); }

@@ -87,6 +87,12 @@ void cc_emit_region(unsigned index, uintptr_t base, size_t size, const char *ima
 int cc_trace_make_room(void);
 uint32_t cc_site_id(crashcheck_site_t site);
 void cc_trace_set_pool(uintptr_t base, size_t size);
+extern uint64_t cc_trace_from;   /* the operation whose op_begin starts the trace over */
+void cc_trace_from_here(void);
+/* rt_from.c: the load's live objects, logged again when the trace starts over */
+void cc_from_alloc(uintptr_t obj, uint64_t size, uint32_t site);
+void cc_from_free(uintptr_t obj);
+void cc_from_log_live(void);
 
 /* rt_regions.c */
 extern unsigned cc_nregions;
@@ -103,6 +109,8 @@ extern uintptr_t cc_r0_span;
 int cc_in_pm_slow(uintptr_t addr);
 /* register [addr, addr+len) whose bytes the trace starts from are INITIAL (NULL: as they are now) */
 int cc_register_region(void *addr, size_t len, const void *initial);
+/* the trace starts over: every region's bytes now become its image, logged again */
+int cc_regions_restart(void);
 int cc_write_sparse(int fd, const char *name, const unsigned char *base, size_t size);
 
 /* rt_supply.c: post-crash images of the regions past the pool, handed to recovery */

@@ -176,6 +176,21 @@ int cc_register_region(void *addr, size_t len, const void *initial)
 	return 0;
 }
 
+/* cc_regions_restart -- every region's bytes now as its image, logged again in order (the trace
+ * starts over: rt_trace.c's cc_trace_from_here) */
+int cc_regions_restart(void)
+{
+	for (unsigned i = 0; i < nregions; i++) {
+		char image[4200];
+		snprintf(image, sizeof(image), "%s.region%u", cc_trace_path(), i);
+		if (write_image(image, (const unsigned char *)regions[i].base, regions[i].size) != 0)
+			return -1;
+		const char *name = strrchr(image, '/');
+		cc_emit_region(i, regions[i].base, regions[i].size, name ? name + 1 : image);
+	}
+	return 0;
+}
+
 /* crashcheck_register_pm -- declare [addr, addr+len) persistent */
 int crashcheck_register_pm(void *addr, size_t len)
 {

@@ -22,6 +22,17 @@
  *   The ring's mutex and conditions are libc's own (CC_REAL): the
  *   scheduler's interposed versions are for the program's locks only.
  *
+ * Starting again at an operation ($CRASHCHECK_TRACE_FROM=N)
+ *   A history's load phase is set-up whose crash states are never checked:
+ *   at operation N's op_begin (cc_trace_from_here) everything logged so far
+ *   is dropped, the file starts over and every region's bytes as they are
+ *   now become its image, so the trace is that of the checked operations
+ *   from the load's end, as if the load had all reached PM (single-threaded
+ *   runs only: Python never asks it of a threaded one).  The load's live
+ *   objects (rt_from.c) and an op_end of operation N-1 follow the regions:
+ *   leaks name their allocating sites, crash points count the operations
+ *   done from it.
+ *
  * Fork
  *   A forked child must not write into its parent's trace: tracing stops in
  *   the child (its buffer is dropped and the fast filter closed).
@@ -71,6 +82,7 @@ static int writer_state; /* 0 not started, 1 running, -1 could not start: write 
 static int writer_stop;
 static uintptr_t pool_base;
 static size_t pool_size;
+uint64_t cc_trace_from = UINT64_MAX;   /* CRASHCHECK_TRACE_FROM: the operation the trace starts at */
 
 /* cc_trace_enabled -- non-zero while events go to a trace file */
 int cc_trace_enabled(void)
@@ -344,6 +356,32 @@ void crashcheck_trace_flush(void)
 		cc_unlock();
 }
 
+/* cc_trace_from_here -- drop what was logged and start the trace over from the regions' bytes now
+ * (at operation cc_trace_from's op_begin; single-threaded) */
+void cc_trace_from_here(void)
+{
+	if (trace_fd < 0)
+		return;
+	/* every chunk handed over so far is written: none can land after the truncation */
+	if (writer_state > 0)
+		drain();
+	buf_len = CC_CHUNK_HDR;
+	buf_events = 0;
+	if (ftruncate(trace_fd, 0) != 0 || lseek(trace_fd, 0, SEEK_SET) != 0) {
+		fprintf(stderr, "crashcheck: cannot start the trace %s over: %s\n", trace_path, strerror(errno));
+		exit(2);
+	}
+	header_written = 0;
+	if (cc_regions_restart() != 0) {
+		fprintf(stderr, "crashcheck: %s\n", crashcheck_last_error());
+		exit(2);
+	}
+	cc_from_log_live();      /* the load's objects, with their allocating sites (rt_from.c) */
+	/* the load's last operation ended here: crash points count the operations done from it */
+	if (cc_trace_from > 0)
+		cc_emit(CC_EV_OP_END, 0, CC_NO_SITE, cc_trace_from - 1, 0, NULL, 0);
+}
+
 /* trace_finish -- the end marker and the last chunk, at exit (internal) */
 static void trace_finish(void)
 {
@@ -413,6 +451,9 @@ static void trace_start(void)
 	const char *path = getenv("CRASHCHECK_TRACE");
 	if (path == NULL || *path == '\0')
 		return;
+	const char *from = getenv("CRASHCHECK_TRACE_FROM");
+	if (from != NULL && *from != '\0')
+		cc_trace_from = strtoull(from, NULL, 10);
 	const char *loads = getenv("CRASHCHECK_TRACE_LOADS");
 	if (loads != NULL && strcmp(loads, "0") == 0)
 		cc_trace_loads = 0;
