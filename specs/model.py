@@ -166,6 +166,11 @@ class Workload(list):
     """A list of operations whose first `load` operations are a load phase: set-up that is run
     (and traced) but not crash-checked (a map's bulk inserts before the checked operations)."""
     load: int = 0
+    # whether the traced run traces the load too: never, since the trace starts at the first
+    # checked operation (harness/check/traced_run.py); a bug record made before that (no
+    # `load_traced` field) numbers its crash points in a trace that holds the load, and its
+    # replay sets this to trace it again
+    load_traced: bool = False
 
     # Operations a repr shows. Hypothesis prints the repr of every failing example it replays at
     # the end of a batch, and warns ("Generating overly large repr") past 30 kB: a history with a

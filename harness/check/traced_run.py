@@ -56,7 +56,7 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
     # read, shows there as what it is (the crash state at the end of the trace would show it
     # only as a lost write, and a structure without PM has none)
     dump = sched is not None
-    if sched is None and getattr(ops, "load", 0):
+    if sched is None and getattr(ops, "load", 0) and not getattr(ops, "load_traced", False):
         # a load phase is set-up whose crash states are never checked: the runtime starts the
         # trace over at the first checked operation, from the pool's bytes then (as if the load
         # had all reached PM), so neither tracing nor crash-simulating it costs anything

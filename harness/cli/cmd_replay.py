@@ -151,6 +151,7 @@ def _replay(path: str, rec: dict) -> int:
     if settings.tracer == "pmemcheck":
         pmemcheck_command()     # the record was traced under pmemcheck: replay needs it too
     ops = with_load(_ops(path, rec["history"], "history", s, model), rec["load"])
+    ops.load_traced = rec["load_traced"]     # an older record's crash points count the load's events
     if rec["threads"] > 1 and rec["thread_of"]:
         # a threaded history: the same sections, and the very schedule the fuzzer's run took
         if not s.thread_safe:

@@ -196,6 +196,8 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
         "spec_model": model.name,
         "history": [model.op_text(op) for op in outcome.ops],
         "load": getattr(outcome.ops, "load", 0),
+        # a threaded run traces its load (only one thread's trace starts at the checked operations)
+        "load_traced": threaded is not None or bool(getattr(outcome.ops, "load_traced", False)),
         # what ran after this state's recovery: the continuation aimed at its crash (a verdict
         # without one, e.g. of the crash-free run: the history's follow-up)
         "followup": [model.op_text(op) for op in (verdict.followup if verdict and verdict.followup
