@@ -48,6 +48,8 @@ class Stats:
     repeated: int = _count("")
     # threaded: crash-free runs under aimed schedules after a clean run (harness/check/aims.py)
     aimed_runs: int = _count("aimed_runs")
+    # failing crash states a bug the lane already knew explains, not judged again (harness/check/unmask.py)
+    explained_states: int = _count("explained")
     threads: int = 1                 # threads per history
     # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
     # 0: never adapted)

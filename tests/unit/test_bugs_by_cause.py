@@ -196,10 +196,13 @@ def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
     assert len(merged([link, unlink, split])) == 3
 
 
-def test_without_the_fix_search_what_findings_share_folds_them_as_before():
-    """--no-fix: nothing can prove two causes one, so a single bug's findings of different lost
-    stores (a grown node's entries past its first line, in two node types) are not split."""
+def test_without_the_fix_search_a_shared_rule_folds_no_two_causes():
+    """--no-fix: no fix is proven, so findings are told apart by their minimal lost stores; one
+    rule broken by two states that lose different stores is two bugs (it was folded by the rule's
+    text before), and the same lost stores are one."""
     a = shrunk("invariant-violation", [2], group=RULE)
     b = shrunk("invariant-violation", [3], group=RULE)
     trace = FakeTrace()
-    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace, proofs=False)) == 1
+    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace)) == 2
+    c = shrunk("invariant-violation", [2], group=RULE)
+    assert len(bugs.merge([a, b, c], lambda f: f, lambda f: trace)) == 2
