@@ -56,15 +56,17 @@ class CheckerFixes:
         if f.fix is not None and f.fix.found:
             self.known_fixes.setdefault(describe(f.fix.edits), f.fix.edits)
 
-    def search_with(self, outcome: HistoryOutcome, f: Finding, also: tuple, max_seconds: float) -> None:
-        """F's fix (F shrunk by finalize), searched with the fixes ALSO applied in simulation and
-        within MAX_SECONDS (a lane's known bugs, harness/run/unmasking.py); run's known_fixes
-        untouched."""
+    def search_with(self, outcome: HistoryOutcome, f: Finding, also: tuple, max_seconds: float,
+                    known=None) -> None:
+        """F's fix (F shrunk by finalize), searched with the fixes ALSO applied in simulation,
+        the failing states of KNOWN bugs' minimal lost stores left out (harness/check/unmask.py
+        Known), within MAX_SECONDS (a lane's known bugs, harness/run/unmasking.py); the run's
+        known_fixes untouched."""
         if not self.settings.fixes or not about_ordering(f) or threads.is_threaded(outcome.ops) or outcome.trace is None:
             return
         trace, lines = outcome.trace, self.trace(outcome.ops)[1]
         oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
-        f.fix = search_fix(self.session, trace, oracle, f, max_seconds=max_seconds, also=also)
+        f.fix = search_fix(self.session, trace, oracle, f, max_seconds=max_seconds, also=also, known=known)
 
     def prove_fix(self, ops: list, edits: tuple, also: tuple = ()) -> bool | None:
         """Whether the fix EDITS (harness/check/fix_search.py, found on another history; with

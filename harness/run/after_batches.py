@@ -72,12 +72,12 @@ class AfterBatches:
 
     def _own_history_shrink(self, entry: Entry, left: int) -> None:
         """Shrink ENTRY's history, which its batch did not (harness/run/history_shrink.py), within
-        its share of the time left: half of the time left over LEFT bugs (the newest first; the
-        other half is for its crash state)."""
+        its share of the time left: a quarter of the time left over LEFT bugs (the newest first;
+        the rest is for its crash state, and for the fixes searched and proven after them all)."""
         if not shrinkable(entry.outcome, entry.finding):
             return
         hard = self.budget.hard
-        until = None if hard is None else time.monotonic() + max(0.0, hard - time.monotonic()) / left / 2
+        until = None if hard is None else time.monotonic() + max(0.0, hard - time.monotonic()) / left / 4
         out, f, done = shrink_history(self.checker, entry.outcome, entry.finding, until)
         if f is not entry.finding:
             text = out.model.op_text if out.model is not None else str

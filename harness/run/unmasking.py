@@ -76,13 +76,18 @@ class Unmasking:
                 self.learned[id(f)] = (f, out, g)      # (F kept alive: its id stays its own)
                 shrunk.append((out, g))
         likely = [checker.likely_fix(out, g) for out, g in shrunk]
+        causes = known.lost + [frozenset(lost_cause(out.trace, g)) for out, g in shrunk]
         for n, (out, g) in enumerate(shrunk):
             if about_ordering(g) and not self.budget.search_over():
                 hints = tuple(e for m, edits in enumerate(likely) if m != n for e in edits)
+                # the other bugs' failing states left out (by their minimal lost stores; not those
+                # this one's own lost stores contain, which would leave out its own)
+                mine = set(lost_cause(out.trace, g))
+                others = Known([c for c in dict.fromkeys(causes) if not c <= mine])
                 soft = self.budget.soft
                 left = LEARN_FIX_S if soft is None else max(0.0, soft - time.monotonic())
                 try:
-                    checker.search_with(out, g, known.edits + hints, min(LEARN_FIX_S, left))
+                    checker.search_with(out, g, known.edits + hints, min(LEARN_FIX_S, left), others or None)
                 except (Stopped, OutOfTime, DriverFailure, ValueError):
                     pass
             fix = g.fix if g.fix is not None and g.fix.found else None
