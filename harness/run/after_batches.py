@@ -74,8 +74,8 @@ class AfterBatches:
         """Shrink ENTRY's history, which its batch did not (harness/run/history_shrink.py), within
         its share of the time left: a quarter of the time left over LEFT bugs (the newest first;
         the rest is for its crash state, and for the fixes searched and proven after them all)."""
-        if not shrinkable(entry.outcome, entry.finding):
-            return
+        if not shrinkable(entry.outcome, entry.finding) or self.config.shrink_calls <= 0:
+            return              # (--shrink 0: no history is shrunk)
         hard = self.budget.hard
         until = None if hard is None else time.monotonic() + max(0.0, hard - time.monotonic()) / left / 4
         out, f, done = shrink_history(self.checker, entry.outcome, entry.finding, until)

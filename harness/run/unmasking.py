@@ -3,9 +3,10 @@ fixes searched, and the lane's later histories are checked with them known (Chec
 harness/check/unmask.py): a failing crash state a known bug explains is that bug again, so the
 lane's failures that remain, and the histories Hypothesis shrinks, are other bugs'.
 
-A mixin of harness/run/search.py's Search. What a lane knows comes from its own batches only (its
-smallest example of each group it met first in a batch, shrunk on a copy; the fix searched with the
-lane's earlier fixes applied), as `seen` does, so the same bugs come out with any --jobs. A
+A mixin of harness/run/search.py's Search. With --examples, what a lane knows comes from its own
+batches only (its smallest example of each group it met first in a batch, shrunk on a copy; the fix
+searched with the lane's earlier fixes applied), as `seen` does, so the same bugs come out with any
+--jobs; with a time budget the share's lanes share what they learn (`_scope`). A
 learned example that is still the registry's when the batches end is not shrunk again
 (harness/run/after_batches.py `_take_learned`). Learning stops at the search's soft deadline:
 its time is the search's, never the shrinking reserve's. Never draws a history.
@@ -38,11 +39,18 @@ class Unmasking:
         self.batch_new: dict[tuple, tuple] = {}   # group new to the lane -> (size, outcome, finding)
         self.learned: dict[int, tuple] = {}   # id(example finding) -> (it, its shrunk copies)
 
+    def _scope(self, lane: int) -> int:
+        """Whose knowledge a batch of LANE uses and adds to: with --examples its lane's own (the
+        same bugs with any --jobs); with a time budget, which no two runs spend alike, the whole
+        share's (a lane's second batch comes only after LANES batches: in a 120-s run of WORT's
+        five bugs, never)."""
+        return lane if self.config.examples is not None else -1
+
     def _batch_starts(self, lane: int) -> None:
-        """Before a batch of LANE: the checker judges with what the lane knows."""
-        self.lane_groups = set(self.seen)
+        """Before a batch of LANE: the checker judges with what its scope knows."""
+        self.lane_groups = set(self.seen) if self._scope(lane) == lane else set(self.registry)
         self.batch_new = {}
-        known = self.lane_known.get(lane)
+        known = self.lane_known.get(self._scope(lane))
         self.checker.unmask = known if known else None
 
     def _met(self, outcome: HistoryOutcome, f: Finding, size: tuple) -> None:
@@ -61,7 +69,7 @@ class Unmasking:
         one's minimal lost stores and proven fix."""
         checker = self.checker
         checker.unmask = None
-        known = self.lane_known.setdefault(lane, Known())
+        known = self.lane_known.setdefault(self._scope(lane), Known())
         shrunk = []
         for _size, outcome, f in sorted(self.batch_new.values(), key=lambda v: v[0]):
             if (f.point is None or f.cls == "leak" or f.recovery_of is not None
