@@ -147,9 +147,10 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break
-                    checker.unmask = None
+                    checker.unmask = self.lane_known.get(self._scope(-1)) or None   # (--budget: the share's)
                     self._cross_points(checker, crossing, last=False)
                 else:
+                    checker.unmask = self.lane_known.get(self._scope(-1)) or None
                     self._cross_points(checker, crossing, last=True)     # (--examples: after the last batch)
             except OutOfTime:
                 pass

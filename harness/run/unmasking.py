@@ -49,7 +49,7 @@ class Unmasking:
     def _batch_starts(self, lane: int) -> None:
         """Before a batch of LANE: the checker judges with what its scope knows."""
         self.lane_groups = set(self.seen) if self._scope(lane) == lane else set(self.registry)
-        self.batch_new = {}
+        # (batch_new keeps what the crossing histories between batches met: learnt after this one)
         known = self.lane_known.get(self._scope(lane))
         self.checker.unmask = known if known else None
 

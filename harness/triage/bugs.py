@@ -49,6 +49,7 @@ class _Bugs:
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
         self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
+        self.lossless = [False] * n      # every member a leak in a state that lost nothing (lossless)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -63,6 +64,8 @@ class _Bugs:
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
+        if a != b and ((self.lossless[a] and self.lost[b]) or (self.lossless[b] and self.lost[a])):
+            return False          # nothing lost explains a leak that needed no lost store
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
@@ -79,6 +82,7 @@ class _Bugs:
         self.parent[gone] = keep
         for part in (self.lost, self.fixes, self.removed_by, self.hinges):
             part[keep] |= part[gone]
+        self.lossless[keep] = self.lossless[keep] and self.lossless[gone]
 
 
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
@@ -113,6 +117,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
+        bugs.lossless[i] = lossless(f)
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
@@ -168,6 +173,14 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
+
+
+def lossless(f: Finding) -> bool:
+    """F is a leak at a crash point between operations (or at one's end) in a state that lost no
+    store: what leaked was left unreachable by completed operations, with or without a crash (an
+    old value never freed), so no bug whose cause is a lost store explains it, whatever group its
+    allocation site shares with that bug's leaks."""
+    return f.cls == "leak" and f.point is not None and f.point.op is None and not f.lost
 
 
 def folded_by_fix(members: list, finding, trace) -> int:

@@ -206,3 +206,15 @@ def test_without_the_fix_search_a_shared_rule_folds_no_two_causes():
     assert len(bugs.merge([a, b], lambda f: f, lambda f: trace)) == 2
     c = shrunk("invariant-violation", [2], group=RULE)
     assert len(bugs.merge([a, b, c], lambda f: f, lambda f: trace)) == 2
+
+
+def test_a_leak_that_lost_nothing_between_operations_is_no_lost_stores_symptom():
+    """WORT's old value never freed leaks at every point after an update, with nothing lost; the
+    link's lost store leaks a value of the same allocation site: they share the leak's group, but
+    nothing lost explains the first, so two bugs. A leak whose state lost the link stays the link's."""
+    def leak(lost):
+        return Finding("leak", "leak detail", ("leak", "a.c:35"), point=FakePoint(), choice=(tuple(lost), ()))
+    link = shrunk("lost-durable-write", [1])
+    link.symptoms = [leak([1])]
+    assert len(merged([link, leak([])])) == 2
+    assert len(merged([link, leak([1])])) == 1
