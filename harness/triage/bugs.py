@@ -117,7 +117,7 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         if lost:
             bugs.lost[i].add(lost)
             bugs.hinges[i].update(hinge_keys(t, f))
-        bugs.lossless[i] = lossless(f)
+        bugs.lossless[i] = lossless(t, f)
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
@@ -175,12 +175,13 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     return out
 
 
-def lossless(f: Finding) -> bool:
-    """F is a leak at a crash point between operations (or at one's end) in a state that lost no
-    store: what leaked was left unreachable by completed operations, with or without a crash (an
-    old value never freed), so no bug whose cause is a lost store explains it, whatever group its
-    allocation site shares with that bug's leaks."""
-    return f.cls == "leak" and f.point is not None and f.point.op is None and not f.lost
+def lossless(trace, f: Finding) -> bool:
+    """F is a leak in a crash state that lost no store, of objects no operation in flight
+    allocated: what leaked was left unreachable by the code, crash or not (an old value never
+    freed), so no bug whose cause is a lost store explains it, whatever group its allocation site
+    shares with that bug's leaks. (A leak of the operation's own new objects joins the bug whose
+    stores write into them: fresh_objects.)"""
+    return f.cls == "leak" and f.point is not None and not f.lost and not fresh_objects(trace, f)
 
 
 def folded_by_fix(members: list, finding, trace) -> int:

@@ -208,8 +208,8 @@ def test_without_the_fix_search_a_shared_rule_folds_no_two_causes():
     assert len(bugs.merge([a, b, c], lambda f: f, lambda f: trace)) == 2
 
 
-def test_a_leak_that_lost_nothing_between_operations_is_no_lost_stores_symptom():
-    """WORT's old value never freed leaks at every point after an update, with nothing lost; the
+def test_a_leak_that_lost_nothing_is_no_lost_stores_symptom():
+    """WORT's old value never freed leaks once an update swung its pointer, with nothing lost; the
     link's lost store leaks a value of the same allocation site: they share the leak's group, but
     nothing lost explains the first, so two bugs. A leak whose state lost the link stays the link's."""
     def leak(lost):
