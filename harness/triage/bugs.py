@@ -49,7 +49,7 @@ class _Bugs:
         self.fixes: list[set] = [set() for _ in range(n)]
         self.removed_by: list[set] = [set() for _ in range(n)]
         self.hinges: list[set] = [set() for _ in range(n)]     # hinge keys of members with lost stores
-        self.lossless = [False] * n      # every member a leak in a state that lost nothing (lossless)
+        self.lossless = [False] * n      # its members leaks in states that lost nothing (lossless)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -64,8 +64,8 @@ class _Bugs:
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
-        if a != b and ((self.lossless[a] and self.lost[b]) or (self.lossless[b] and self.lost[a])):
-            return False          # nothing lost explains a leak that needed no lost store
+        if a != b and self.lossless[a] != self.lossless[b]:
+            return False          # a leak that needed no lost store is no crash's symptom (lossless)
         if a == b or not self.lost[a] or not self.lost[b] or self.lost[a] & self.lost[b]:
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
@@ -82,7 +82,6 @@ class _Bugs:
         self.parent[gone] = keep
         for part in (self.lost, self.fixes, self.removed_by, self.hinges):
             part[keep] |= part[gone]
-        self.lossless[keep] = self.lossless[keep] and self.lossless[gone]
 
 
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
@@ -179,8 +178,9 @@ def lossless(trace, f: Finding) -> bool:
     """F is a leak in a crash state that lost no store, of objects no operation in flight
     allocated: what leaked was left unreachable by the code, crash or not (an old value never
     freed), so no bug whose cause is a lost store explains it, whatever group its allocation site
-    shares with that bug's leaks. (A leak of the operation's own new objects joins the bug whose
-    stores write into them: fresh_objects.)"""
+    shares with that bug's leaks; nor is it one of a failure that lost nothing and has it as a
+    symptom of its state (they would bridge it to a cause). It joins such leaks only. (A leak of
+    the operation's own new objects joins the bug whose stores write into them: fresh_objects.)"""
     return f.cls == "leak" and f.point is not None and not f.lost and not fresh_objects(trace, f)
 
 

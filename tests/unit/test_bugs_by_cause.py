@@ -218,3 +218,7 @@ def test_a_leak_that_lost_nothing_is_no_lost_stores_symptom():
     link.symptoms = [leak([1])]
     assert len(merged([link, leak([])])) == 2
     assert len(merged([link, leak([1])])) == 1
+    # nor is a failure that lost nothing a bridge to it (its state leaked the old value too)
+    swing = Finding("wrong-value", "d", ("wrong-value", "crash@x"), point=FakePoint(), choice=((), ()))
+    swing.symptoms = [leak([])]
+    assert len(merged([swing, leak([]), leak([])])) == 2
