@@ -62,7 +62,8 @@ class CheckerFixes:
         the failing states of KNOWN bugs' minimal lost stores left out (harness/check/unmask.py
         Known), within MAX_SECONDS (a lane's known bugs, harness/run/unmasking.py); the run's
         known_fixes untouched."""
-        if not self.settings.fixes or not about_ordering(f) or threads.is_threaded(outcome.ops) or outcome.trace is None:
+        if (not self.settings.fixes or not about_ordering(f) or threads.is_threaded(outcome.ops)
+                or outcome.trace is None):
             return
         trace, lines = outcome.trace, self.trace(outcome.ops)[1]
         oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)

@@ -308,4 +308,5 @@ def crash_site(trace: Trace, cp: CrashPoint) -> int:
 
 
 __all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",
-           "coverage_key", "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key", "store_site"]
+           "coverage_key", "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key",
+           "store_site"]
