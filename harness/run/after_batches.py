@@ -16,7 +16,6 @@ from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.check import determinism
 from crashcheck.harness.core.budget import OutOfTime, signal_name
 from crashcheck.harness.core.errors import DriverFailure
-from crashcheck.harness.check.fix_search import describe
 from crashcheck.harness.run.fix_checks import check_fixes
 from crashcheck.harness.run.history_shrink import shrink_history, shrinkable
 from crashcheck.harness.run.fold_proofs import prove_folds
@@ -50,11 +49,9 @@ class AfterBatches:
             for entry in shrunk:
                 if stop() or self.budget.expired():
                     return
+                # (a fix found while exploring, harness/run/unmasking.py, is not searched again)
                 fix = entry.finding.fix
-                if fix is not None and fix.found:       # found while exploring (harness/run/unmasking.py)
-                    checker.known_fixes.setdefault(describe(fix.edits), fix.edits)
-                    continue
-                checker.fix_finding(entry.outcome, entry.finding)
+                checker.fix_finding(entry.outcome, entry.finding, found=fix if fix is not None and fix.found else None)
             # bugs that mask each other (a history that deletes shows the insert's bug too, and
             # the insert's shortest history may delete): each searched again with the likely
             # fixes of the others applied, in simulation

@@ -2,7 +2,7 @@
 the batch that found it did not shrink it (Hypothesis shrank another class there, or the batch's
 shrink budget ran out first).
 
-Owns the greedy removal of checked operations (the load phase stays): chunks of half the
+Owns the greedy removal of checked operations (the load phase and one checked operation stay): chunks of half the
 operations, then of a quarter, down to single operations, from the end, each candidate history
 checked in full (crash states too, with the Checker every history goes through) and kept when it
 still fails in the example's group. It ends when no single operation can go (`done`), at its
@@ -41,7 +41,7 @@ def shrink_history(checker, outcome: HistoryOutcome, f: Finding, until: float | 
     size = max(1, (len(ops) - load) // 2)
     while size >= 1:
         i = len(ops) - size
-        while i >= load:
+        while i >= load and len(ops) - size > load:       # (one checked operation stays)
             if tries <= 0 or (until is not None and time.monotonic() >= until):
                 return best, found, False
             tries -= 1

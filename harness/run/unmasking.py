@@ -88,16 +88,24 @@ class Unmasking:
         for n, (out, g) in enumerate(shrunk):
             if about_ordering(g) and not self.budget.search_over():
                 hints = tuple(e for m, edits in enumerate(likely) if m != n for e in edits)
-                # the other bugs' failing states left out (by their minimal lost stores; not those
-                # this one's own lost stores contain, which would leave out its own)
+                # first a fix that makes every state pass (one that removes what looked like other
+                # bugs too, a grown node's other lines, shows they are one); failing that, one with
+                # the others' likely fixes applied; then one with the other bugs' failing states
+                # left out (by their minimal lost stores; not those this one's own lost stores
+                # contain, which would leave out its own)
                 mine = set(lost_cause(out.trace, g))
                 others = Known([c for c in dict.fromkeys(causes) if not c <= mine])
-                soft = self.budget.soft
-                left = LEARN_FIX_S if soft is None else max(0.0, soft - time.monotonic())
-                try:
-                    checker.search_with(out, g, known.edits + hints, min(LEARN_FIX_S, left), others or None)
-                except (Stopped, OutOfTime, DriverFailure, ValueError):
-                    pass
+                tries = [(known.edits, None)] + [(known.edits + hints, None)] * bool(hints) \
+                    + [(known.edits, others)] * bool(others)
+                for also, leave_out in tries:
+                    soft = self.budget.soft
+                    left = LEARN_FIX_S if soft is None else max(0.0, soft - time.monotonic())
+                    try:
+                        checker.search_with(out, g, also, min(LEARN_FIX_S, left), leave_out)
+                    except (Stopped, OutOfTime, DriverFailure, ValueError):
+                        break
+                    if g.fix is not None and g.fix.found:
+                        break
             fix = g.fix if g.fix is not None and g.fix.found else None
             known.add(lost_cause(out.trace, g), describe(fix.edits) if fix else None, fix.edits if fix else ())
         self.batch_new = {}
