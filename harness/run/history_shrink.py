@@ -27,9 +27,10 @@ MAX_TRIES = 8
 
 def shrinkable(outcome: HistoryOutcome, f: Finding) -> bool:
     """OUTCOME's history can be shrunk here: an unexpected finding of a run with a trace, one
-    thread, more than one checked operation."""
+    thread, more than one operation, no load phase (a capacity history's load is the pattern that
+    crosses the point, and its checked part is short already)."""
     return (not f.expected and outcome.trace is not None and not threads.is_threaded(outcome.ops)
-            and len(outcome.ops) - getattr(outcome.ops, "load", 0) > 1)
+            and len(outcome.ops) > 1 and not getattr(outcome.ops, "load", 0))
 
 
 def shrink_history(checker, outcome: HistoryOutcome, f: Finding, until: float | None,

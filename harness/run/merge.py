@@ -81,10 +81,7 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
-    # (the simplest demonstration: the fewest checked operations; a capacity history's load phase
-    # is set-up, and the history shrinker never takes operations from it)
-    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace,
-                       lambda kv: kv[1].size[0] - getattr(kv[1].outcome.ops, "load", 0))
+    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0])
     result.unshrunk = sum(any(e.unshrunk for _, e in members) for members in found)
     result.first_by_class = {}
     for entry in merged.values():
