@@ -26,7 +26,7 @@ class CheckerFixes:
         found = candidates(outcome.trace, f)
         return found[0].edits if found else ()
 
-    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = ()) -> None:
+    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = (), found=None) -> None:
         """F's fix, for a finding finalize shrank without one, with the run's other bugs unmasked
         (known_fixes, applied in simulation). When the known fixes together make F's history
         pass, F is a symptom of their bugs and gets no fix of its own: F.removed_by names each
@@ -34,7 +34,9 @@ class CheckerFixes:
         loses (harness/triage/bugs.py folds F into the first one's bug). Else the search applies
         every known fix with each candidate (harness/check/fix_search.py), and the fix found
         joins the known ones. HINTS: edits applied with every candidate too (the likely fixes of
-        other bugs none of whose fixes is proven yet, when each masks the other)."""
+        other bugs none of whose fixes is proven yet, when each masks the other). FOUND: F's fix
+        already found while exploring (harness/run/unmasking.py): taken instead of a search, unless
+        the known fixes remove F."""
         if (not self.settings.fixes or self.budget.expired() or not about_ordering(f)
                 or threads.is_threaded(outcome.ops) or outcome.trace is None):
             return
@@ -51,10 +53,27 @@ class CheckerFixes:
             f.removed_by.extend(w for w in mine + [w for w in needed if w not in mine] if w not in f.removed_by)
             if not f.removed_by:
                 f.removed_by.append(known[0][0])      # any one of them removes it
+            f.fix = None
             return
-        f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every))
+        if found is not None:
+            f.fix = found
+        else:
+            f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every))
         if f.fix is not None and f.fix.found:
             self.known_fixes.setdefault(describe(f.fix.edits), f.fix.edits)
+
+    def search_with(self, outcome: HistoryOutcome, f: Finding, also: tuple, max_seconds: float,
+                    known=None) -> None:
+        """F's fix (F shrunk by finalize), searched with the fixes ALSO applied in simulation,
+        the failing states of KNOWN bugs' minimal lost stores left out (harness/check/unmask.py
+        Known), within MAX_SECONDS (a lane's known bugs, harness/run/unmasking.py); the run's
+        known_fixes untouched."""
+        if (not self.settings.fixes or not about_ordering(f) or threads.is_threaded(outcome.ops)
+                or outcome.trace is None):
+            return
+        trace, lines = outcome.trace, self.trace(outcome.ops)[1]
+        oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
+        f.fix = search_fix(self.session, trace, oracle, f, max_seconds=max_seconds, also=also, known=known)
 
     def prove_fix(self, ops: list, edits: tuple, also: tuple = ()) -> bool | None:
         """Whether the fix EDITS (harness/check/fix_search.py, found on another history; with

@@ -161,6 +161,7 @@ class HistoryOutcome:
     race_unreachable: int = 0
     race_s: float = 0.0
     race_records: list = field(default_factory=list)   # the warnings above as records (race_confirm.py)
+    explained: int = 0           # failing crash states a bug the lane knows explains (harness/check/unmask.py)
 
     # the coverage counts, under the names fuzz statistics use
     @property
@@ -303,6 +304,15 @@ def result_dict(res: CheckResult) -> dict:
             "stderr": res.stderr, "stray": res.stray, "output": res.output}
 
 
+def coverage_key(f: Finding):
+    """The key of F's crash point in HistoryOutcome.coverage (recovery runs have their own scope)."""
+    if f.point is None:
+        return None
+    if f.recovery_of is None:
+        return f.point.index
+    return (("recovery", f.recovery_of[0], tuple(f.recovery_of[1])), f.point.index)
+
+
 def crash_site(trace: Trace, cp: CrashPoint) -> int:
     if cp.event < len(trace.events):
         return trace.events[cp.event].site
@@ -310,4 +320,5 @@ def crash_site(trace: Trace, cp: CrashPoint) -> int:
 
 
 __all__ = ["Coverage", "Finding", "HistoryOutcome", "RECOVERY_CRASH_PREFIX", "add_finding", "address_free",
-           "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key", "store_site"]
+           "coverage_key", "crash_site", "finding_group", "new_stores", "oracle_point", "result_dict", "site_key",
+           "store_site"]

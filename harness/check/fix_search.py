@@ -34,6 +34,7 @@ from crashcheck.harness.check.fix_edits import FENCES, Edit, calls_at, trace_edi
 from crashcheck.harness.check.fix_words import address_of, describe, statement
 from crashcheck.harness.check.judging import HistoryJudge
 from crashcheck.harness.check.session import Session
+from crashcheck.harness.check.unmask import Explainer, Known
 from crashcheck.harness.core.budget import OutOfTime
 
 # candidates tried per finding, and seconds spent, before the search says it found none
@@ -152,11 +153,13 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
 # -- proving --------------------------------------------------------------------------------
 
 def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tuple[Edit, ...],
-           also: tuple[Edit, ...] = ()) -> tuple[bool, bool, str]:
+           also: tuple[Edit, ...] = (), known: Known | None = None) -> tuple[bool, bool, str]:
     """Whether every crash state of TRACE with EDITS (and ALSO: the fixes of other bugs already
     proven, which unmask this one) passes ORACLE's judgement (leaks are bugs of their own and not
-    counted): (passes, every legal state was checked, the first failure)."""
+    counted; with KNOWN, neither are the failing states other bugs' minimal lost stores explain,
+    harness/check/unmask.py): (passes, every legal state was checked, the first failure)."""
     edited = trace_edit(trace, tuple(edits) + tuple(e for e in also if e not in edits)).apply(trace)
+    explainer = Explainer(known, edited, session.settings.options()) if known else None
     first_op = next((i for i, ev in enumerate(edited.events) if ev.kind == "op_begin"
                      and ev.addr == getattr(oracle.ops, "load", 0)), len(edited.events))
     runner = session.runner(trace)
@@ -173,6 +176,8 @@ def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tupl
             entry = per_point.setdefault(out.point.index, [out.point.legal, 0])
             entry[1] += getattr(out, "covers", 1)
             bad = [x for x in judge.judge(out) if x.cls != "leak" and not x.expected]
+            if bad and explainer is not None and explainer.explains(out.point, out.choice):
+                continue
             if bad or judge.unchecked:
                 return False, False, bad[0].detail if bad else "a verdict could not be reached"
     finally:
@@ -184,12 +189,13 @@ def passes(session: Session, trace: Trace, oracle: SequentialOracle, edits: tupl
 
 def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Finding,
                max_candidates: int = MAX_CANDIDATES, max_seconds: float = MAX_SECONDS,
-               also: tuple[Edit, ...] = ()) -> FixResult | None:
+               also: tuple[Edit, ...] = (), known: Known | None = None) -> FixResult | None:
     """The first candidate (in candidates' order) under which every crash state of F's history
     passes, or a result saying none was found; None for a finding not about ordering. ALSO: the
     proven fixes of the run's other bugs, applied with every candidate (in code with several
     bugs, a history that shows this one usually shows another too: fixed in simulation, it no
-    longer masks whether a candidate removes this one)."""
+    longer masks whether a candidate removes this one). KNOWN: other bugs without a proven fix,
+    whose failing states (by their minimal lost stores) are left out of the judgement (passes)."""
     if not about_ordering(f):
         return None
     t0 = time.monotonic()
@@ -203,7 +209,7 @@ def search_fix(session: Session, trace: Trace, oracle: SequentialOracle, f: Find
             break
         result.tried += 1
         try:
-            ok, complete, why = passes(session, trace, oracle, c.edits, also)
+            ok, complete, why = passes(session, trace, oracle, c.edits, also, known)
         except (Stopped, OutOfTime):
             result.reason = f"the run's time ran out after {result.tried - 1} candidates"
             break

@@ -16,6 +16,7 @@ each:
   harness/check/torn_store.py        whether a failing state's cause is a store that persisted in part
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/checker_fixes.py     fixes across bugs: other bugs' proven fixes applied (unmasking), proofs
+  harness/check/unmask.py            crash states a known bug explains, left out while exploring
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashcheck.crashsim.explore into the runner and hands
@@ -43,8 +44,8 @@ from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.check.hangs import HangTally, hang_limit, recheck
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
 from crashcheck.harness.check.pending import pending_hint
-from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, finding_group, new_stores,
-                              oracle_point, result_dict)
+from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, coverage_key, finding_group,
+                                               new_stores, oracle_point, result_dict)
 from crashcheck.harness.check.judging import HistoryJudge
 from crashcheck.harness.check.recovery_crashes import crash_recoveries, worth_crashing
 from crashcheck.harness.check.session import Session, history_text
@@ -54,6 +55,7 @@ from crashcheck.harness.check.state_shrink import shrink_state
 from crashcheck.harness.check.without_crash import without_crash
 from crashcheck.harness.check.fix_search import search_fix
 from crashcheck.harness.check.checker_fixes import CheckerFixes
+from crashcheck.harness.check.unmask import Explainer, Known
 from crashcheck.harness.check.perf_tally import PerfTally
 from crashcheck.harness.target.structures import Structure
 from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trace_history, trace_left, trace_recovery
@@ -94,6 +96,9 @@ class Checker(CheckerFixes):
         # the fixes proven so far in this run, by their words (fix_words.describe): applied in
         # simulation to later fix searches so that a bug already known masks no other (fix_finding)
         self.known_fixes: dict[str, tuple] = {}
+        # the bugs the lane being searched knows (harness/check/unmask.py): the failing states they
+        # explain are not judged again; None (the default) costs nothing
+        self.unmask: Known | None = None
 
     def close(self) -> None:
         self.session.close()
@@ -295,6 +300,7 @@ class Checker(CheckerFixes):
         hangs = HangTally()
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
+        explainer = Explainer(self.unmask, trace, s.options()) if self.unmask else None
         biggest: list[CrashPoint] = []     # the crash point with the most legal states
         if s.strategy == "exhaustive":     # (before any state is checked; harness/check/exhaustive.py)
             refuse_exhaustive(trace, s.options(), f"a history of {len(ops)} operations", skip_before=first_op or 0)
@@ -306,6 +312,9 @@ class Checker(CheckerFixes):
             if out.fp not in seen_images and worth_crashing(out, found):
                 seen_images.add(out.fp)
                 candidates.append((out.point.index, tuple(out.choice)))
+            if found and explainer is not None and explainer.explains(out.point, out.choice):
+                outcome.explained += 1      # a known bug again: what other states fail is another's
+                return
             for f in found:
                 add_finding(by_group, f)
         try:
@@ -428,15 +437,6 @@ class Checker(CheckerFixes):
             f.without_crash = without_crash(self, outcome.ops, oracle, f)
             if fix and self.settings.fixes and not self.budget.expired():
                 f.fix = search_fix(self.session, trace, oracle, f)
-
-
-def coverage_key(f: Finding):
-    """The key of F's crash point in HistoryOutcome.coverage (recovery runs have their own scope)."""
-    if f.point is None:
-        return None
-    if f.recovery_of is None:
-        return f.point.index
-    return (("recovery", f.recovery_of[0], tuple(f.recovery_of[1])), f.point.index)
 
 
 __all__ = ["Checker", "DriverFailure", "Finding", "HistoryOutcome", "RunFailure", "Settings", "coverage_key",

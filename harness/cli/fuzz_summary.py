@@ -131,6 +131,11 @@ def print_summary(console: Console, res: dict) -> None:
         if row.get("unshrunk"):
             console.print(f"  {row['unshrunk']} bug(s) not shrunk, reported as first seen: no time was left to "
                           "shrink their crash states (named by what those states lost)", highlight=False)
+        long = [b for b in mine if (b.get("shrink") or {}).get("history") not in (None, "done")
+                and len(b["history"]) > 1 and (b.get("threads") or 1) == 1]
+        if long:
+            console.print(f"  {len(long)} bug(s) whose history was not shrunk to the end: no time was left in "
+                          "their share of the shrinking reserve (their records' `shrink.history`)", highlight=False)
         if st["histories"] == 0 and not row["unexpected"]:
             console.print(f"  warning: no history of {name} was checked ({why_none(res, row)}); "
                           "nothing is known about it", highlight=False)

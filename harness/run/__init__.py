@@ -11,6 +11,8 @@ what it owns), from the top:
   search, merge    one share's search (Search); joining shares into a target's bugs
   fix_checks       a fix proven on a bug's example checked on its other failing histories
   fold_proofs      each bug's fix applied to the other bugs' examples: what it removes may fold
+  unmasking        after each batch, its lane's new bugs shrunk and fixed: its later histories unmasked
+  history_shrink   a bug's history shrunk after the batches, within its share of the reserve
   strategies, found, results, journal, wire
                    the histories drawn; what the search says to Hypothesis; the typed results
                    (Stats, Progress, TargetResult, Results and the results file); the journal;

@@ -8,6 +8,7 @@ state and nondeterminism probe), apart so the search keeps one job. Never draws 
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Callable
 
@@ -16,6 +17,7 @@ from crashcheck.harness.check import determinism
 from crashcheck.harness.core.budget import OutOfTime, signal_name
 from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.run.fix_checks import check_fixes
+from crashcheck.harness.run.history_shrink import shrink_history, shrinkable
 from crashcheck.harness.run.fold_proofs import prove_folds
 from crashcheck.harness.run.results import Entry
 
@@ -47,7 +49,9 @@ class AfterBatches:
             for entry in shrunk:
                 if stop() or self.budget.expired():
                     return
-                checker.fix_finding(entry.outcome, entry.finding)
+                # (a fix found while exploring, harness/run/unmasking.py, is not searched again)
+                fix = entry.finding.fix
+                checker.fix_finding(entry.outcome, entry.finding, found=fix if fix is not None and fix.found else None)
             # bugs that mask each other (a history that deletes shows the insert's bug too, and
             # the insert's shortest history may delete): each searched again with the likely
             # fixes of the others applied, in simulation
@@ -63,6 +67,31 @@ class AfterBatches:
         except KeyboardInterrupt as exc:
             self.interrupted = signal_name(exc)
 
+    def _own_history_shrink(self, entry: Entry, left: int) -> None:
+        """Shrink ENTRY's history, which its batch did not (harness/run/history_shrink.py), within
+        its share of the time left: a quarter of the time left over LEFT bugs (the newest first;
+        the rest is for its crash state, and for the fixes searched and proven after them all)."""
+        if not shrinkable(entry.outcome, entry.finding) or self.config.shrink_calls <= 0:
+            return              # (--shrink 0: no history is shrunk)
+        hard = self.budget.hard
+        until = None if hard is None else time.monotonic() + max(0.0, hard - time.monotonic()) / left / 4
+        out, f, done = shrink_history(self.checker, entry.outcome, entry.finding, until)
+        if f is not entry.finding:
+            text = out.model.op_text if out.model is not None else str
+            entry.outcome, entry.finding = out, f
+            entry.size = (len(out.ops), sum(len(text(op)) for op in out.ops))
+        entry.history_shrink = SHRUNK if done else CUT
+
+    def _take_learned(self, entry: Entry) -> bool:
+        """ENTRY's example was shrunk (and its fix searched) while exploring, by the lane that
+        found it (harness/run/unmasking.py): take that, and shrink nothing again."""
+        learned = getattr(self, "learned", {}).get(id(entry.finding))
+        if learned is None or learned[0] is not entry.finding:
+            return False
+        entry.outcome, entry.finding = learned[1:]
+        entry.state_shrink = SHRUNK
+        return True
+
     def _shrink_states(self) -> None:
         """Shrink the crash state of every example kept (the merge joins those that turn out to
         be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
@@ -70,11 +99,16 @@ class AfterBatches:
         first is a nondeterminism finding, and the bug stays as first seen."""
         # the newest first: an early bug's example is the one the batches shrank most, and a
         # late one, found beside it, is the one an unshrunk state would name after its stores
-        for entry in sorted(self.registry.values(), key=lambda e: e.found_at, reverse=True):
+        entries = sorted(self.registry.values(), key=lambda e: e.found_at, reverse=True)
+        for n, entry in enumerate(entries):
             entry.history_shrink = self._history_shrink(entry)
+            if entry.history_shrink != SHRUNK and not (self.interrupted or self.error or self.budget.expired()):
+                self._own_history_shrink(entry, len(entries) - n)
             has_state = entry.finding.point is not None and entry.finding.cls != "leak"
             # (a leak's crash state is kept as found: what leaked is what matters)
             entry.state_shrink = NOT_TRIED if entry.finding.point is not None else NO_STATE
+            if self._take_learned(entry):
+                continue
             if self.interrupted or self.error or self.budget.expired():
                 entry.unshrunk = has_state
                 continue

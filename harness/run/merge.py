@@ -82,8 +82,7 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
-    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0],
-                       proofs=settings.fixes)
+    found = bugs.merge(items, lambda kv: kv[1].finding, lambda kv: kv[1].outcome.trace, lambda kv: kv[1].size[0])
     result.unshrunk = sum(any(e.unshrunk for _, e in members) for members in found)
     result.first_by_class = {}
     for entry in merged.values():

@@ -55,6 +55,8 @@ class Stats:
     race_confirmed: int = _count("race_confirmed")
     race_unreachable: int = _count("race_unreachable")
     race_s: float = _count("race_s")
+    # failing crash states a bug the lane already knew explains, not judged again (harness/check/unmask.py)
+    explained_states: int = _count("explained")
     threads: int = 1                 # threads per history
     # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
     # 0: never adapted)

@@ -66,6 +66,7 @@ from crashcheck.harness.run.found import (CLASS_ORDER, FOUND, Abort, Found, Inte
                                           not_a_failure, raise_found)
 from crashcheck.harness.run.journal import Journal
 from crashcheck.harness.run.lane_ops import LaneOps
+from crashcheck.harness.run.unmasking import Unmasking
 from crashcheck.harness.run.results import Entry, Progress, Stats, TargetResult
 from crashcheck.harness.target import structures
 from crashcheck.harness.triage.records import build_record
@@ -84,7 +85,7 @@ def _size(outcome: HistoryOutcome) -> tuple[int, int]:
     return (len(outcome.ops), sum(len(text(op)) for op in outcome.ops))
 
 
-class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
+class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
     """Share SHARE of config.jobs of fuzzing one target (structure, seeded bug): `run()` runs its
     batches, then shrinks the crash state of every example it keeps, and returns what it found
     even when the budget, a signal or an internal error ends it early."""
@@ -127,6 +128,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
         self.probed = False                # it has run one history's crash-free run twice
         # batch -> (the classes it shrank, how its shrinking ended: SHRUNK / CUT)
         self.batch_shrink: dict[int, tuple[frozenset, str]] = {}
+        self._unmask_init()                # what each lane knows (harness/run/unmasking.py)
 
     def run(self) -> TargetResult:
         with Checker(self.target, self.bug, self.settings, budget=self.budget) as checker:
@@ -141,12 +143,15 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
                     checker.aimer.lane = lane
                     seen = checker.aimer.pairs_seen(lane)
                     self._batch(lanes.strategy(lane), batch_no, lane, n)
+                    self._learn(lane)
                     self.stats.max_ops = max(self.stats.max_ops, lanes.adapt(lane, seen, checker.aimer.pairs_seen(lane)))
                     stop = self.config.stop_on_class
                     if stop and any(e.finding.cls == stop and not e.finding.expected for e in self.registry.values()):
                         break
+                    checker.unmask = self.lane_known.get(self._scope(-1)) or None   # (--budget: the share's)
                     self._cross_points(checker, crossing, last=False)
                 else:
+                    checker.unmask = self.lane_known.get(self._scope(-1)) or None
                     self._cross_points(checker, crossing, last=True)     # (--examples: after the last batch)
             except OutOfTime:
                 pass
@@ -162,6 +167,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
             for _i, p in crossing:
                 self.stats.capacity_why.setdefault(p.label, "the run ended before its crossing histories")
             self.decided.clear()
+            checker.unmask = None
             try:
                 self._shrink_states()
             except KeyboardInterrupt as exc:
@@ -212,6 +218,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
         self.probed = False
         self.batch_no, self.call = batch_no, 0
         self.seen = self.lane_best.setdefault(lane, {})
+        self._batch_starts(lane)
 
         def prop(ops) -> None:
             self._property(ops)
@@ -311,7 +318,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
             # once per target: why a history's crash states explode (harness/check/pending.py)
             self.warnings.append(PENDING + outcome.pending_hint)
         if (crashes and not outcome.findings and not outcome.partial and not outcome.not_checked
-                and outcome.trace is not None):
+                and outcome.trace is not None and not outcome.explained):
             self.clean.add(digest)
         decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
                              {f.group for f in outcome.findings}, outcome.partial)
@@ -348,6 +355,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes):
         if f.group not in self.journaled and self.journal is not None:
             self.journaled.add(f.group)
             self._journal_bug(outcome, f)
+        self._met(outcome, f, size)
         improves = f.group not in self.seen or size < self.seen[f.group]
         if improves:
             self.seen[f.group] = size

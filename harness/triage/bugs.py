@@ -44,8 +44,7 @@ class _Bugs:
     """Union-find over findings that keeps, per bug, what tells its cause: its minimal lost-store
     sets, its members' proven fixes and the fixes proven to remove a member's failure."""
 
-    def __init__(self, n: int, proofs: bool = True) -> None:
-        self.proofs = proofs
+    def __init__(self, n: int) -> None:
         self.parent = list(range(n))
         self.lost_anywhere: set[str] = set()    # every store line some finding's cause loses
         self.lost: list[set] = [set() for _ in range(n)]
@@ -60,6 +59,7 @@ class _Bugs:
         self.loose: list[bool] = [False] * n
         # the allocation sites of the objects the first lost stores of members write into
         self.objects: list[set] = [set() for _ in range(n)]
+        self.lossless = [False] * n      # its members leaks in states that lost nothing (lossless)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -76,8 +76,9 @@ class _Bugs:
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
-        if (a == b or not self.proofs or (not self.lost[a] and not self.lost[b])
-                or self.lost[a] & self.lost[b]):
+        if a != b and self.lossless[a] != self.lossless[b]:
+            return False          # a leak that needed no lost store is no crash's symptom (lossless)
+        if a == b or (not self.lost[a] and not self.lost[b]) or self.lost[a] & self.lost[b]:
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
             return True
@@ -108,7 +109,7 @@ class _Bugs:
         self.loose[keep] = self.loose[keep] or self.loose[gone]
 
 
-def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True) -> list[list]:
+def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
     """ITEMS (anything with a finding) merged into bugs: lists of items, each list's first item the
     primary: the first tier of classes (harness/check/ranking.py TIERS) the bug shows, in it a run without any crash, then
     the simplest demonstration (the fewest operations, SIZE(item)), then the most telling class, then outside recovery, then with
@@ -123,11 +124,10 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
     proven to make the other's history pass, Finding.removed_by): those are different causes,
     each a bug of its own, whatever they share.
 
-    Without PROOFS (`--no-fix`: no fix is searched, so none can prove two causes one or two),
-    what findings share folds them as it did before causes were told apart: a single bug's
-    findings of different lost stores (a grown node's entries lost past its first line, in
-    NODE48 and in NODE256) would otherwise be two bugs that nothing could join."""
-    bugs = _Bugs(len(items), proofs)
+    Without a fix search (`--no-fix`) the same holds with no fix proven: findings are one bug by
+    their minimal lost stores (and crash-free ones by what they share), never by a shared rule or
+    message alone; what a fix would have joined stays apart."""
+    bugs = _Bugs(len(items))
     for item in items:
         bugs.lost_anywhere.update(lost_cause(trace(item), finding(item)))
     edits_of = {fix_key(finding(it)): finding(it).fix.edits for it in items if fix_key(finding(it)) is not None}
@@ -146,6 +146,7 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
             bugs.raw[i].add(state_lost(t, f))
         else:
             bugs.loose[i] = True
+        bugs.lossless[i] = lossless(t, f)
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
@@ -214,6 +215,16 @@ def merge(items: list, finding, trace, size=lambda item: 0, proofs: bool = True)
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
+
+
+def lossless(trace, f: Finding) -> bool:
+    """F is a leak in a crash state that lost no store, of objects no operation in flight
+    allocated: what leaked was left unreachable by the code, crash or not (an old value never
+    freed), so no bug whose cause is a lost store explains it, whatever group its allocation site
+    shares with that bug's leaks; nor is it one of a failure that lost nothing and has it as a
+    symptom of its state (they would bridge it to a cause). It joins such leaks only. (A leak of
+    the operation's own new objects joins the bug whose stores write into them: fresh_objects.)"""
+    return f.cls == "leak" and f.point is not None and not f.lost and not fresh_objects(trace, f)
 
 
 def folded_by_fix(members: list, finding, trace) -> int:

@@ -1,5 +1,7 @@
 """A seed gives the same histories, in the same order, whether the run is bounded by --examples or
-by --budget: the budget only decides where the run stops; and however long each check takes.
+by --budget, until the run knows a bug (its first batch's learning, harness/run/unmasking.py: with
+--examples each lane knows what its own batches found, with --budget the lanes share it, so the
+budget run's next batches no longer meet that bug); and however long each check takes.
 Checked by recording every history the checker is given (first checks, Hypothesis's shrinking tries
 and re-checks alike) in a `crashcheck fuzz` run of each kind, run in-process through the CLI."""
 import json
@@ -14,17 +16,26 @@ from crashcheck.harness.cli import cmd_fuzz
 from crashcheck.harness.target import structures
 from crashcheck.harness.check.pipeline import Checker
 from crashcheck.harness.check.session import history_text
+from crashcheck.harness.run.search import Search
 from crashcheck.harness.core.settings import Settings
 from crashcheck.specs import registry
 from crashcheck.specs.model import with_load
 
 
-def _checked(monkeypatch, tmp_path, structure, bug, bound, spend_after=None):
+def _checked(monkeypatch, tmp_path, structure, bug, bound, spend_after=None, learnt=None):
     """Every history the checker is given in a run bounded by BOUND; with SPEND_AFTER, the run's
     budget is spent (its start moved back by a long time) once that many were given, so a
-    budgeted run ends where the budget would have ended it, without waiting for the clock."""
+    budgeted run ends where the budget would have ended it, without waiting for the clock. LEARNT
+    (a list) gets how many had been given when a batch's learning first knew a bug."""
     seen = []
     check = Checker.check
+    learn = Search._learn
+
+    def learning(self, lane):
+        learn(self, lane)
+        if learnt is not None and not learnt and any(self.lane_known.values()):
+            learnt.append(len(seen))
+    monkeypatch.setattr(Search, "_learn", learning)
 
     def spy(self, ops, *args, **kw):
         seen.append((getattr(ops, "load", 0), history_text(self.model, ops)))
@@ -46,7 +57,8 @@ def _checked(monkeypatch, tmp_path, structure, bug, bound, spend_after=None):
 @pytest.mark.parametrize("structure,bug", [("wort", None), ("wort", "no-flush-link")])
 def test_budget_and_examples_check_the_same_histories_in_order(trees_built, monkeypatch, tmp_path,
                                                                 structure, bug):
-    by_examples = _checked(monkeypatch, tmp_path, structure, bug, ["--examples", "16"])
+    learnt: list[int] = []
+    by_examples = _checked(monkeypatch, tmp_path, structure, bug, ["--examples", "16"], learnt=learnt)
     t0 = time.monotonic()
     by_budget = _checked(monkeypatch, tmp_path, structure, bug, ["--budget", "600"], spend_after=len(by_examples))
     assert time.monotonic() - t0 < 300, "the budget was not spent: the run went on"
@@ -54,9 +66,11 @@ def test_budget_and_examples_check_the_same_histories_in_order(trees_built, monk
     # run, spent first, never reaches its last quarter, where it would: the drawn ones compare)
     crossing = json.loads((tmp_path / "examples.json").read_text())["per_structure"][0]["stats"]["capacity_histories"]
     n = len(by_examples) - crossing
-    assert len(by_budget) > n and by_budget[:n] == by_examples[:n]
     if bug:    # the seeded bug's batch shrank: Hypothesis's tries are in the sequence too
         assert len(by_examples) > 16
+        assert learnt and learnt[0] > 8        # (the first batch, and its shrinking, at least)
+        n = learnt[0]
+    assert len(by_budget) > n and by_budget[:n] == by_examples[:n]
 
 
 def test_a_slow_check_after_a_failure_changes_no_history(trees_built, monkeypatch, tmp_path):

@@ -211,13 +211,16 @@ def test_a_store_a_third_bug_loses_is_no_hinge_for_two_others():
     assert len(merged([link, unlink, split])) == 3
 
 
-def test_without_the_fix_search_what_findings_share_folds_them_as_before():
-    """--no-fix: nothing can prove two causes one, so a single bug's findings of different lost
-    stores (a grown node's entries past its first line, in two node types) are not split."""
+def test_without_the_fix_search_a_shared_rule_folds_no_two_causes():
+    """--no-fix: no fix is proven, so findings are told apart by their minimal lost stores; one
+    rule broken by two states that lose different stores is two bugs (it was folded by the rule's
+    text before), and the same lost stores are one."""
     a = shrunk("invariant-violation", [2], group=RULE)
     b = shrunk("invariant-violation", [3], group=RULE)
     trace = FakeTrace()
-    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace, proofs=False)) == 1
+    assert len(bugs.merge([a, b], lambda f: f, lambda f: trace)) == 2
+    c = shrunk("invariant-violation", [2], group=RULE)
+    assert len(bugs.merge([a, b, c], lambda f: f, lambda f: trace)) == 2
 
 
 def test_one_publication_hinges_two_bugs_only_when_they_lose_one_kind_of_object_first():
@@ -257,3 +260,19 @@ def test_one_publication_hinges_two_bugs_only_when_they_lose_one_kind_of_object_
         ["/src/tree.c:10", "/src/tree.c:11", "/src/tree.c:11"]
     out = bugs.merge([split, leaf_key, leaf_value], lambda f: f, lambda f: trace)
     assert sorted(len(m) for m in out) == [1, 2]
+
+
+def test_a_leak_that_lost_nothing_is_no_lost_stores_symptom():
+    """WORT's old value never freed leaks once an update swung its pointer, with nothing lost; the
+    link's lost store leaks a value of the same allocation site: they share the leak's group, but
+    nothing lost explains the first, so two bugs. A leak whose state lost the link stays the link's."""
+    def leak(lost):
+        return Finding("leak", "leak detail", ("leak", "a.c:35"), point=FakePoint(), choice=(tuple(lost), ()))
+    link = shrunk("lost-durable-write", [1])
+    link.symptoms = [leak([1])]
+    assert len(merged([link, leak([])])) == 2
+    assert len(merged([link, leak([1])])) == 1
+    # nor is a failure that lost nothing a bridge to it (its state leaked the old value too)
+    swing = Finding("wrong-value", "d", ("wrong-value", "crash@x"), point=FakePoint(), choice=((), ()))
+    swing.symptoms = [leak([])]
+    assert len(merged([swing, leak([]), leak([])])) == 2

@@ -1,0 +1,108 @@
+"""Known bugs unmasked while exploring: the crash states a bug already known explains are not
+judged again, so that later histories show the bugs beneath it.
+
+Owns `Known` (the bugs one lane of a search has shrunk so far: each its minimal lost stores by
+source line and, when proven, its fix) and `Explainer` (Known applied to one history's trace).
+A failing crash state is explained by a known bug when
+  - a known proven fix forbids it: applied in simulation to the history's trace as the fix search
+    applies a candidate (harness/check/fix_edits.py trace_edit), one of the state's lost pieces is
+    guaranteed durable at the same moment of the fixed trace (the fixed code cannot lose it there);
+  - or it loses stores at every source line of a known bug's minimal lost-store set (that bug's
+    cause is in the state, whether or not its fix is proven).
+Such a state is the known bug again; what fails in the states left is another bug.
+
+The Checker (harness/check/pipeline.py) calls `explains` only for a state that failed, and only
+when the lane knows a bug (Checker.unmask is None otherwise): the states that pass, nearly all of
+them, cost nothing, and the fixed trace is simulated once per history, at its first failing state
+that a proven fix could explain. Never decides what is known (harness/run/unmasking.py does).
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from crashcheck.crashsim.persistency import ModelOptions
+from crashcheck.crashsim.simulate import Simulator
+from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.check.findings import site_key, store_site
+from crashcheck.harness.check.fix_edits import trace_edit
+
+
+@dataclass
+class Known:
+    """The bugs known to one lane: their minimal lost stores (file:line sets) and proven fixes
+    (their words -> edits)."""
+    lost: list[frozenset[str]] = field(default_factory=list)
+    fixes: dict[str, tuple] = field(default_factory=dict)
+
+    def add(self, lost: tuple[str, ...], fix_words: str | None = None, edits: tuple = ()) -> None:
+        if lost and frozenset(lost) not in self.lost:
+            self.lost.append(frozenset(lost))
+        if fix_words is not None and edits:
+            self.fixes.setdefault(fix_words, tuple(edits))
+
+    @property
+    def edits(self) -> tuple:
+        """Every known fix's edits, in the order they were proven."""
+        return tuple(e for edits in self.fixes.values() for e in edits)
+
+    def __bool__(self) -> bool:
+        return bool(self.lost or self.fixes)
+
+
+class Explainer:
+    """KNOWN applied to TRACE (one history): which of its failing states a known bug explains."""
+
+    def __init__(self, known: Known, trace: Trace, options: ModelOptions) -> None:
+        self.known, self.trace, self.options = known, trace, options
+        self._fixed: tuple | None = None       # (where, point events, pending per point), once built
+
+    def explains(self, point, choice) -> bool:
+        """Whether a known bug explains the state CHOICE at crash point POINT (module note)."""
+        lost = point.lost(choice)
+        if not lost:
+            return False
+        lines = {site_key(self.trace, store_site(self.trace, p)) for p in lost}
+        if any(cause <= lines for cause in self.known.lost):
+            return True
+        if not self.known.fixes:
+            return False
+        if self._fixed is None:
+            self._fixed = self._simulate_fixed()
+        where, events, pending = self._fixed
+        if where is None:
+            return False
+        # the fixed trace's crash point at the same moment: the first at or after this one's event
+        at = bisect.bisect_left(events, where[min(point.event, len(where) - 1)])
+        if at == len(events):
+            return False
+        crash, held = events[at], pending[at]
+        return any(where[p.seq] < crash and (p.seq, p.part) not in held for p in lost)
+
+    def _simulate_fixed(self) -> tuple:
+        """The trace with every known fix applied, simulated: where each original event landed
+        in it, its crash points' events (sorted) and, per point, its pending pieces named by the
+        original event and part."""
+        edit = trace_edit(self.trace, self.known.edits)
+        if edit.empty:
+            return None, [], []
+        fixed = edit.apply(self.trace)
+        where: list[int] = []
+        back: dict[int, int] = {}
+        n = 0
+        for i in range(len(self.trace.events)):
+            n += len(edit.before.get(i, ()))
+            where.append(n)                     # a removed event: where the next one lands
+            if i not in edit.remove:
+                back[n] = i
+                n += 1
+            n += len(edit.after.get(i, ()))
+        where.append(n)                         # the end of the trace
+        events, pending = [], []
+        for cp in Simulator.from_trace(fixed, self.options).crash_points():
+            events.append(cp.event)
+            pending.append({(back.get(p.seq, -1), p.part) for u in cp.units for p in u.pieces})
+        return where, events, pending
+
+
+__all__ = ["Explainer", "Known"]
