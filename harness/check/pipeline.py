@@ -16,6 +16,7 @@ each:
   harness/check/torn_store.py        whether a failing state's cause is a store that persisted in part
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/checker_fixes.py     fixes across bugs: other bugs' proven fixes applied (unmasking), proofs
+  harness/check/checker_races.py     persistency races of a threaded run: confirmed pairs, candidates, writer aims
   harness/check/unmask.py            crash states a known bug explains, left out while exploring
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
@@ -33,7 +34,7 @@ from crashcheck.crashsim.explore import explore
 from crashcheck.crashsim.runner_client import CheckResult, Stopped
 from crashcheck.crashsim.simulate import CrashPoint
 from crashcheck.crashsim.trace import Trace
-from crashcheck.harness.check import aims, crash_states, persistency_race, race_confirm, race_windows, torn_store
+from crashcheck.harness.check import aims, crash_states, persistency_race, race_confirm, torn_store
 from crashcheck.harness.check import threads
 from crashcheck.harness.core.budget import Budget, OutOfTime
 from crashcheck.harness.check.ranking import fold_state
@@ -55,6 +56,7 @@ from crashcheck.harness.check.state_shrink import shrink_state
 from crashcheck.harness.check.without_crash import without_crash
 from crashcheck.harness.check.fix_search import search_fix
 from crashcheck.harness.check.checker_fixes import CheckerFixes
+from crashcheck.harness.check.checker_races import CheckerRaces, first_op_event
 from crashcheck.harness.check.unmask import Explainer, Known
 from crashcheck.harness.check.perf_tally import PerfTally
 from crashcheck.harness.target.structures import Structure
@@ -62,17 +64,7 @@ from crashcheck.harness.check.traced_run import RunFailure, schedule_taken, trac
 from crashcheck.specs.model import prefix_states
 
 
-def first_op_event(ops, trace: Trace) -> int:
-    """The trace event where OPS's checked part begins (the op_begin of its first operation after
-    the load phase; the trace's end if it never began). Crash points before it fall in pool
-    formatting and the structure's create, which are set-up, not part of the history; so does a
-    history's load phase (crashcheck.specs.model.Workload.load)."""
-    load = getattr(ops, "load", 0)
-    return next((i for i, ev in enumerate(trace.events) if ev.kind == "op_begin" and ev.addr == load),
-                len(trace.events))
-
-
-class Checker(CheckerFixes):
+class Checker(CheckerFixes, CheckerRaces):
     """Checks histories for one structure (or seeded-bug variant) with one runner process."""
 
     def __init__(self, structure: Structure, bug: str | None, settings: Settings,
@@ -235,51 +227,6 @@ class Checker(CheckerFixes):
         aimed = aimed and ses.settings.continuation is not None
         return oracle_for(self.model, ops, trace, lines, self.sets, follow,
                           (lambda done, inflight: ses.continuation(ops, done, inflight)) if aimed else None)
-
-    def _persistency_races(self, outcome: HistoryOutcome, lines: list[str]) -> tuple[list[Finding], list[str]]:
-        """The confirmed persistency races of OUTCOME's threaded trace, and warnings for the others."""
-        ops, trace = outcome.ops, outcome.trace
-        pairs = persistency_race.find_pairs(trace, self.settings.options(), first_op_event(ops, trace))
-        if not pairs:
-            return [], []
-        return persistency_race.confirm(self.session, trace, self.oracle(ops, trace, lines, outcome.followup), pairs)
-
-    def _race_candidates(self, outcome: HistoryOutcome, deadline: float | None) -> HistoryOutcome | None:
-        """The persistency-race candidates of OUTCOME's clean threaded run (race_windows.py), a
-        few of them run again under a writer aim (race_confirm.py): the aimed run's outcome if it
-        failed (crash-free, or its race confirmed by a crash), else None, with the counts and a
-        warning per candidate not confirmed in OUTCOME."""
-        ops, trace = outcome.ops, outcome.trace
-        if not aims.worth_aiming(ops, trace):
-            return None
-        options = self.settings.options()
-        start = first_op_event(ops, trace)
-        found, stats = race_windows.candidates(trace, options, start)
-        outcome.race_candidates, outcome.race_s = stats.candidates, stats.seconds
-        key = (self.aimer.lane, ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
-        for c, spec in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched)):
-            if self.budget.expired():
-                break
-            aimed = aims.aimed(ops, spec)
-            out = self.check(aimed, crashes=False, deadline=deadline)
-            outcome.race_aims += 1
-            if not out.findings and out.trace is not None:
-                v = race_confirm.judge(self.session, out.trace, self.oracle(aimed, out.trace, out.lines, out.followup),
-                                       options, first_op_event(aimed, out.trace), c, spec)
-                out.findings = v.findings
-                if v.findings:
-                    self.confirmer.confirmed.add(c.key)
-                    outcome.race_confirmed += 1
-                elif self.confirmer.given_up(c):
-                    outcome.race_unreachable += 1
-                    outcome.warnings.append(race_confirm.warning(out.trace, v))
-                    outcome.race_records.append(race_confirm.warning_record(out.trace, v, aimed, self.model,
-                                                                            out.schedule))
-            if out.findings:
-                for f in ("race_candidates", "race_aims", "race_confirmed", "race_unreachable", "race_s"):
-                    setattr(out, f, getattr(outcome, f))
-                return out
-        return None
 
     def _check_crash_states(self, outcome: HistoryOutcome, lines: list[str], progress=None) -> None:
         """Explore every crash point of OUTCOME's trace, judge each recovered state and crash a few
