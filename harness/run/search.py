@@ -283,8 +283,10 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
             if outcome.states_checked:
                 for p in capacity.crossed(self.capacity, ops, outcome.trace, getattr(ops, "load", 0)):
                     self.stats.capacity[p.label] += 1
+            # (not a history with a load phase: its trace starts after the load, so a load that
+            # ran differently would not show; the lane's ordinary histories are traced whole)
             if (not self.probed and crashes and len(ops) >= 2 and outcome.trace is not None
-                    and not outcome.partial):
+                    and not outcome.partial and not getattr(ops, "load", 0)):
                 self.probed = True
                 # (the history as checked: an aimed run's outcome carries its aimed schedule)
                 self._probe(outcome.ops, outcome)

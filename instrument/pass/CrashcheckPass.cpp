@@ -843,7 +843,9 @@ private:
     case Kind::Store: {
       auto *SI = cast<StoreInst>(I);
       unsigned N = storeSize(SI->getValueOperand()->getType());
-      if (N == 8)
+      // (a code address goes the general way: the runtime keeps such stores of a load phase
+      // whose trace it drops, rt_from.c, and __cc_store8's inline path looks at no site)
+      if (N == 8 && !storesCodeAddress(*SI))
         callHook(B, hook("__cc_store8", {Ptr, Ptr}), {SI->getPointerOperand(), Site});
       else
         callHook(B, hook("__cc_store", {Ptr, I64, I32, Ptr}),

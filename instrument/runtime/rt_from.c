@@ -9,6 +9,13 @@
  * allocating site).  So until the trace starts over, the live objects are
  * kept here (address, size, site), and logged again as `alloc` events right
  * after the regions' new images.  Single-threaded (a load phase is).
+ *
+ * Likewise the stores of a code address the load made into PM (a constructor's
+ * vtable pointer: the pass flags their sites): the harness reports any such
+ * store in a trace as code-pointer-in-pm and leaves that history's crash states
+ * alone, so each is logged again after the objects as a store of the bytes
+ * there now, its line flushed, then one fence: all before the first checked
+ * operation, where crash points are set-up and never checked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +88,52 @@ void cc_from_free(uintptr_t obj)
 		}
 }
 
+struct codeptr { uintptr_t addr; uint64_t size; uint32_t site; };
+static struct codeptr *codeptrs;    /* in the order first stored; one per address */
+static size_t ncodeptrs, codeptr_cap;
+
+/* cc_from_store -- a store of SIZE bytes at ADDR in PM, at SITE (while a start-over is ahead):
+ * kept if SITE stores a code address */
+void cc_from_store(uintptr_t addr, uint64_t size, crashcheck_site_t site)
+{
+	if (done || site == NULL || !(site->flags & CC_SITE_CODE_POINTER))
+		return;
+	for (size_t i = 0; i < ncodeptrs; i++)
+		if (codeptrs[i].addr == addr) {
+			codeptrs[i].size = size;
+			return;
+		}
+	if (ncodeptrs == codeptr_cap) {
+		size_t ncap = codeptr_cap ? codeptr_cap * 2 : 16;
+		struct codeptr *n = realloc(codeptrs, ncap * sizeof(*n));
+		if (n == NULL) {
+			cc_set_error("out of memory keeping the load's code addresses");
+			return;
+		}
+		codeptrs = n;
+		codeptr_cap = ncap;
+	}
+	codeptrs[ncodeptrs++] = (struct codeptr){addr, size, cc_site_id(site)};
+}
+
+/* log_codeptrs -- the load's stores of code addresses again, durable before the checked part */
+static void log_codeptrs(void)
+{
+	for (size_t i = 0; i < ncodeptrs; i++) {
+		struct codeptr *c = &codeptrs[i];
+		cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, c->site, c->addr, (uint32_t)c->size,
+			(const void *)c->addr, (uint32_t)c->size);
+		for (uintptr_t line = c->addr & ~(uintptr_t)(CC_LINE_SIZE - 1); line < c->addr + c->size;
+		     line += CC_LINE_SIZE)
+			cc_emit(CC_EV_FLUSH, CC_FLUSH_CLWB, c->site, line, CC_LINE_SIZE, NULL, 0);
+	}
+	if (ncodeptrs)
+		cc_emit(CC_EV_FENCE, CC_FENCE_SFENCE, codeptrs[0].site, 0, 0, NULL, 0);
+	free(codeptrs);
+	codeptrs = NULL;
+	ncodeptrs = codeptr_cap = 0;
+}
+
 /* cc_from_log_live -- log every live object again, in address order, and stop keeping them */
 void cc_from_log_live(void)
 {
@@ -100,6 +153,7 @@ void cc_from_log_live(void)
 	}
 	for (size_t i = 0; i < n; i++)
 		cc_emit(CC_EV_ALLOC, 0, table[i].site, table[i].obj, 8, &table[i].size, 8);
+	log_codeptrs();
 	free(table);
 	table = NULL;
 	cap = used = 0;

@@ -71,6 +71,8 @@ void __cc_store(const void *addr, uint64_t size, uint32_t origin, crashcheck_sit
 	if (!FILTER(addr) || size == 0)
 		return;
 	log_store(CC_EV_STORE, addr, size, origin, cc_hook_site(site));
+	if (__builtin_expect(cc_trace_from != UINT64_MAX, 0))
+		cc_from_store((uintptr_t)addr, size, site);   /* a code address the load stores (rt_from.c) */
 	if (origin != CC_ORIGIN_ATOMIC)
 		CC_SCHED_ACCESS(cc_hook_site(site), addr, size, 1);
 }

@@ -59,6 +59,7 @@ struct crashcheck_site {
 };
 
 #define CC_SITE_OWN 1u
+#define CC_SITE_CODE_POINTER 2u   /* a store of a code address (the pass's SITE_CODE_POINTER) */
 #define CC_NO_SITE 0xffffffffu
 #define CC_LINE_SIZE 64u
 
@@ -93,6 +94,7 @@ void cc_trace_from_here(void);
 void cc_from_alloc(uintptr_t obj, uint64_t size, uint32_t site);
 void cc_from_free(uintptr_t obj);
 void cc_from_log_live(void);
+void cc_from_store(uintptr_t addr, uint64_t size, crashcheck_site_t site);
 
 /* rt_regions.c */
 extern unsigned cc_nregions;
