@@ -186,23 +186,34 @@ class ImageState:
 
     def overlay(self, pieces: Iterable[Piece]) -> tuple[int, Writes]:
         """Fingerprint delta and writes of base + PIECES (pending pieces, in trace order)."""
-        base, unit = self.base, self.unit
+        base, unit, history, regions = self.base, self.unit, self._history, self.regions
         slots: dict[int, bytearray] = {}
         for p in pieces:
-            if p.region not in self.regions:
+            if p.region not in regions:
+                continue
+            img, data = p.img, p.data
+            slot = img - img % unit
+            if slot not in history:
+                # The common case, mask(p) without the call: no later piece can cut P, and every
+                # piece lies inside one slot.
+                buf = slots.get(slot)
+                if buf is None:
+                    buf = slots[slot] = bytearray(base[slot:slot + unit])
+                buf[img - slot:img - slot + len(data)] = data
                 continue
             for a, b in self.mask(p):
                 slot = a - a % unit
                 buf = slots.get(slot)
                 if buf is None:
                     buf = slots[slot] = bytearray(base[slot:slot + unit])
-                buf[a - slot:b - slot] = p.data[a - p.img:b - p.img]
+                buf[a - slot:b - slot] = data[a - img:b - img]
         delta = 0
         changed = []
-        for slot in sorted(slots):
-            new = bytes(slots[slot])
-            old = bytes(base[slot:slot + unit])
+        for slot in sorted(slots) if len(slots) > 1 else slots:
+            old = base[slot:slot + unit]
+            new = slots[slot]
             if new != old:
-                delta += slot_hash(slot, new) - slot_hash(slot, old)
+                new = bytes(new)
+                delta += slot_hash(slot, new) - slot_hash(slot, bytes(old))
                 changed.append((slot, new))
-        return delta, _coalesce(changed)
+        return delta, (_coalesce(changed) if len(changed) > 1 else changed)

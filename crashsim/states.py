@@ -143,8 +143,11 @@ class StateCodec:
 
     def _effect(self, idxs: Sequence[int], ks: Sequence[int]) -> tuple[int, bytes]:
         units = self.cp.units
-        kept = [p for j, k in zip(idxs, ks) for p in units[j].kept(k)]
-        kept.sort(key=lambda p: p.id)
+        if len(idxs) == 1:   # one unit's kept pieces are already in trace order
+            kept = units[idxs[0]].kept(ks[0])
+        else:
+            kept = [p for j, k in zip(idxs, ks) for p in units[j].kept(k)]
+            kept.sort(key=lambda p: p.id)
         delta, writes = self.image.overlay(kept)
         return delta, encode_writes(writes)
 
