@@ -275,15 +275,25 @@ def crash_free_image(trace: Trace, layout: Layout) -> bytearray:
     return image
 
 
+def crash_free_failure(trace: Trace, checker: ImageChecker) -> str:
+    """How the commands failed on the crash-free image and the line that says why (telling_line),
+    or "" when they pass."""
+    v = checker.check(crash_free_image(trace, checker.layout), [])
+    if v.ok:
+        return ""
+    why = telling_line(v)
+    return v.how + (f": {why[:200]}" if why else "")
+
+
 def check_crash_free(trace: Trace, checker: ImageChecker) -> None:
     """The commands must pass on the crash-free image, or they cannot judge crash states: a
-    UsageError naming what failed and the line that says why (telling_line)."""
-    v = checker.check(crash_free_image(trace, checker.layout), [])
-    if not v.ok:
-        why = telling_line(v)
-        raise UsageError(f"{v.how} on the crash-free image (every store of the run persisted), so it "
-                         f"cannot judge crash images" + (f": {why[:200]}" if why else ""))
+    UsageError naming what failed and the line that says why."""
+    failed = crash_free_failure(trace, checker)
+    if failed:
+        how, _, why = failed.partition(": ")
+        raise UsageError(f"{how} on the crash-free image (every store of the run persisted), so it "
+                         f"cannot judge crash images" + (f": {why}" if why else ""))
 
 
 __all__ = ["Command", "DEFAULT_TIMEOUT_S", "ImageChecker", "PROGRAM_CLASSES", "RECOVERY_CLASSES", "Verdict",
-           "check_crash_free", "crash_free_image", "telling_line"]
+           "check_crash_free", "crash_free_failure", "crash_free_image", "telling_line"]
