@@ -78,6 +78,15 @@ def _progress(run: ProgramRun, what: str) -> Callable[[ExploreStats, int], None]
     return on_point
 
 
+def _fails_at_start(trace, checker: ImageChecker, sections: Sections) -> str:
+    """crash_free_failure on the image the run started from, the markers as at its start."""
+    env, checker.env = checker.env, sections.env(0)
+    try:
+        return crash_free_failure(trace, checker, stores=False)
+    finally:
+        checker.env = env
+
+
 def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
     t0 = time.monotonic()
@@ -122,14 +131,14 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 if budget is not None:
                     checker.deadline = budget.soft
                 try:
-                    if run.engines is None:
-                        check_crash_free(traced.trace, checker)
-                    else:
-                        # under pmreorder's engines images are judged only where they say, as
-                        # pmreorder judges them: a run whose end state fails (PMDK's
-                        # obj_ulog_advanced/TEST9, its error injected) is judged state by state,
-                        # and the failure reported
-                        crash_free_failed = crash_free_failed or crash_free_failure(traced.trace, checker)
+                    failed = crash_free_failure(traced.trace, checker)
+                    # under pmreorder's engines images are judged only where they say, as pmreorder
+                    # judges them: a run whose end state fails (PMDK's obj_ulog_advanced/TEST9, its
+                    # error injected) is judged state by state, the failure reported, as long as
+                    # the commands can pass at all: on the image the run started from
+                    if failed and (run.engines is None or _fails_at_start(traced.trace, checker, sections)):
+                        check_crash_free(traced.trace, checker, failed)
+                    crash_free_failed = crash_free_failed or failed
                 except OutOfTime:
                     pass       # (the walk below then leaves every point of this run: counted)
                 checker.deadline = None
