@@ -36,10 +36,25 @@ def mocked(source: Path) -> list[str]:
 
 @dataclass
 class PmdkBuild:
-    """An instrument/build-pmdk output and the tree it was built in."""
-    out: Path
+    """An instrument/build-pmdk output and the tree it was built in; or (OUT None) a tree where
+    PMDK's own make built the libraries plain (pmreorder's side)."""
+    out: Path | None
     tree: Path
     commit: str
+
+    @classmethod
+    def plain(cls, tree: Path) -> "PmdkBuild":
+        res = subprocess.run(["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True)
+        if res.returncode:
+            raise NotUsable(f"{tree}: not a git clone of PMDK")
+        return cls(None, tree, res.stdout.strip())
+
+    def archive(self, lib: str) -> Path:
+        """LIB's static archive as the tree's make left it."""
+        a = self.tree / "src" / "nondebug" / f"{lib}.a"
+        if not a.is_file():
+            raise NotUsable(f"no {a}: build the tree's libraries first (make -C src/{lib})")
+        return a
 
     @classmethod
     def read(cls, out: Path) -> "PmdkBuild":
@@ -57,8 +72,7 @@ class PmdkBuild:
         folder = self.tree / "src" / "nondebug" / lib
         objs = sorted(o for o in folder.glob("*.o") if not o.stem.endswith(("_all", "_unscoped")))
         if not objs:
-            raise NotUsable(f"no object files of {lib} in {folder} (the tree was cleaned or rebuilt since"
-                            f" build-pmdk: run instrument/build-pmdk again)")
+            raise NotUsable(f"no object files of {lib} in {folder} (not built, or cleaned since)")
         return objs
 
     def check_commit(self, pmdk: Path) -> None:
@@ -66,7 +80,7 @@ class PmdkBuild:
         res = subprocess.run(["git", "-C", str(pmdk), "rev-parse", "HEAD"], capture_output=True, text=True)
         head = res.stdout.strip()
         if res.returncode == 0 and head != self.commit:
-            raise NotUsable(f"{self.out} was built from {self.commit[:10]}, {pmdk} is at {head[:10]}")
+            raise NotUsable(f"{self.out or self.tree} was built from {self.commit[:10]}, {pmdk} is at {head[:10]}")
 
 
 def without_lib_objects(sources: list[Path], objs: list[Path]) -> list[Path]:

@@ -35,6 +35,15 @@ def test_mocked_functions(tmp_path):
     assert lib.mocked(src) == ["ulog_store", "ulog_process"]
 
 
+def _git_repo(path: Path) -> Path:
+    """PATH made a git repository of one empty commit."""
+    path.mkdir(exist_ok=True)
+    git = ["git", "-C", str(path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    return path
+
+
 def _build(tmp_path, objs=("ulog", "util", "libpmemobj_all", "libpmemobj_unscoped")):
     tree = tmp_path / "tree"
     folder = tree / "src" / "nondebug" / "libpmemobj"
@@ -59,14 +68,10 @@ def test_build_objects_without_the_merged_ones(tmp_path):
 
 def test_build_of_another_commit_refused(tmp_path):
     b = lib.PmdkBuild.read(_build(tmp_path))
-    repo = tmp_path / "pmdk"
-    repo.mkdir()
-    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(git[:3] + ["init", "-q"], check=True)
-    subprocess.run(git + ["commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    repo = _git_repo(tmp_path / "pmdk")
     with pytest.raises(lib.NotUsable, match="was built from abc123, .* is at"):
         b.check_commit(repo)
-    b.commit = subprocess.run(git[:3] + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    b.commit = lib.PmdkBuild.plain(repo).commit
     b.check_commit(repo)                       # the same commit: usable
 
 
@@ -74,3 +79,16 @@ def test_unittest_sources_the_library_holds_dropped():
     srcs = [Path("test/x/x.c"), Path("core/util.c"), Path("test/unittest/ut.c"), Path("core/alloc.c")]
     objs = [Path("o/util.o"), Path("o/alloc.o"), Path("o/ulog.o")]
     assert lib.without_lib_objects(srcs, objs) == [Path("test/x/x.c"), Path("test/unittest/ut.c")]
+
+
+def test_plain_tree(tmp_path):
+    with pytest.raises(lib.NotUsable, match="not a git clone of PMDK"):
+        lib.PmdkBuild.plain(tmp_path)
+    b = lib.PmdkBuild.plain(_git_repo(tmp_path))
+    assert b.out is None and len(b.commit) == 40
+    with pytest.raises(lib.NotUsable, match=r"build the tree's libraries first \(make -C src/libpmem\)"):
+        b.archive("libpmem")
+    (tmp_path / "src" / "nondebug").mkdir(parents=True)
+    (tmp_path / "src" / "nondebug" / "libpmem.a").write_bytes(b"!<arch>\n")
+    assert b.archive("libpmem").name == "libpmem.a"
+    b.check_commit(tmp_path)
