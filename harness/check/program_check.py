@@ -260,14 +260,14 @@ class ImageChecker:
         return self.run()
 
 
-def crash_free_image(trace: Trace, layout: Layout) -> bytearray:
+def crash_free_image(trace: Trace, layout: Layout, stores: bool = True) -> bytearray:
     """The image the run leaves when nothing is lost: every region's initial bytes with every
-    store of the trace applied in order."""
+    store of the trace applied in order (STORES false: none, the image the run started from)."""
     image = bytearray(layout.total)
     for region, off in zip(trace.regions, layout.offsets):
         data = trace.region_image(region.index)
         image[off:off + len(data)] = data
-    for ev in trace.events:
+    for ev in trace.events if stores else []:
         if ev.kind in ("store", "ntstore") and ev.region is not None and ev.off is not None \
                 and ev.region < len(layout.offsets):
             start = layout.offsets[ev.region] + ev.off
@@ -275,15 +275,25 @@ def crash_free_image(trace: Trace, layout: Layout) -> bytearray:
     return image
 
 
-def check_crash_free(trace: Trace, checker: ImageChecker) -> None:
+def crash_free_failure(trace: Trace, checker: ImageChecker, stores: bool = True) -> str:
+    """How the commands failed on the crash-free image (STORES false: on the start image) and the
+    line that says why (telling_line), or "" when they pass."""
+    v = checker.check(crash_free_image(trace, checker.layout, stores), [])
+    if v.ok:
+        return ""
+    why = telling_line(v)
+    return v.how + (f": {why[:200]}" if why else "")
+
+
+def check_crash_free(trace: Trace, checker: ImageChecker, failed: str | None = None) -> None:
     """The commands must pass on the crash-free image, or they cannot judge crash states: a
-    UsageError naming what failed and the line that says why (telling_line)."""
-    v = checker.check(crash_free_image(trace, checker.layout), [])
-    if not v.ok:
-        why = telling_line(v)
-        raise UsageError(f"{v.how} on the crash-free image (every store of the run persisted), so it "
-                         f"cannot judge crash images" + (f": {why[:200]}" if why else ""))
+    UsageError naming what failed (FAILED: crash_free_failure's answer, when known) and why."""
+    failed = crash_free_failure(trace, checker) if failed is None else failed
+    if failed:
+        how, _, why = failed.partition(": ")
+        raise UsageError(f"{how} on the crash-free image (every store of the run persisted), so it "
+                         f"cannot judge crash images" + (f": {why}" if why else ""))
 
 
 __all__ = ["Command", "DEFAULT_TIMEOUT_S", "ImageChecker", "PROGRAM_CLASSES", "RECOVERY_CLASSES", "Verdict",
-           "check_crash_free", "crash_free_image", "telling_line"]
+           "check_crash_free", "crash_free_failure", "crash_free_image", "telling_line"]

@@ -198,6 +198,9 @@ def run(args: argparse.Namespace) -> int:
     if st.get("engine_markers_unseen"):
         print(f"engines: the program emitted no marker of {', '.join(st['engine_markers_unseen'])} "
               f"(given to -x): their engines never applied")
+    if st.get("crash_free_failed"):
+        print(f"engines: the commands fail on the crash-free image ({st['crash_free_failed']}); "
+              "images judged only where -x/-r check, as pmreorder judges them")
     if st.get("points_unchecked"):
         print(f"engines: {st['points_unchecked']} crash points inside NoReorderNoCheck sections not checked")
     if st.get("points_repeated"):

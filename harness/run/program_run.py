@@ -22,7 +22,8 @@ from typing import Callable
 from crashcheck.crashsim.layout import trace_layout
 from crashcheck.harness.check.engines import EngineConfig, Sections, marker_name, store_events
 from crashcheck.harness.check.exhaustive import refuse_exhaustive
-from crashcheck.harness.check.program_check import Command, ImageChecker, check_crash_free
+from crashcheck.harness.check.program_check import (Command, ImageChecker, check_crash_free,
+                                                       crash_free_failure)
 from crashcheck.harness.check.program_explore import ExploreStats, Prejudged, explore, image_at, merge, prejudge
 from crashcheck.harness.core.budget import PROCESS_START, Budget, OutOfTime
 from crashcheck.harness.core.counts import big, for_json, json_int
@@ -77,6 +78,15 @@ def _progress(run: ProgramRun, what: str) -> Callable[[ExploreStats, int], None]
     return on_point
 
 
+def _fails_at_start(trace, checker: ImageChecker, sections: Sections) -> str:
+    """crash_free_failure on the image the run started from, the markers as at its start."""
+    env, checker.env = checker.env, sections.env(0)
+    try:
+        return crash_free_failure(trace, checker, stores=False)
+    finally:
+        checker.env = env
+
+
 def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     """Trace, explore and judge every run and schedule; the results (docs/bug-record.md)."""
     t0 = time.monotonic()
@@ -91,6 +101,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
     fallbacks: list[str] = []         # why lazy could not be used (a run checked bounded instead)
     seen: set[str] = set()            # the section names the runs' markers opened (for -x's names)
+    crash_free_failed = ""            # -x/-r: why the commands failed on a crash-free image
     with make_workdir(0) as tmp:
         root = Path(tmp)
         for r in range(run.runs):
@@ -120,7 +131,14 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                 if budget is not None:
                     checker.deadline = budget.soft
                 try:
-                    check_crash_free(traced.trace, checker)
+                    failed = crash_free_failure(traced.trace, checker)
+                    # under pmreorder's engines images are judged only where they say, as pmreorder
+                    # judges them: a run whose end state fails (PMDK's obj_ulog_advanced/TEST9, its
+                    # error injected) is judged state by state, the failure reported, as long as
+                    # the commands can pass at all: on the image the run started from
+                    if failed and (run.engines is None or _fails_at_start(traced.trace, checker, sections)):
+                        check_crash_free(traced.trace, checker, failed)
+                    crash_free_failed = crash_free_failed or failed
                 except OutOfTime:
                     pass       # (the walk below then leaves every point of this run: counted)
                 checker.deadline = None
@@ -179,6 +197,8 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "unshrunk": st.unshrunk,
                   # -x names no run's markers opened: their engines never applied (a typo, or no markers)
                   "engine_markers_unseen": sorted(set(run.engines.markers) - seen) if run.engines else [],
+                  # -x/-r: the commands failed on a crash-free image (without engines: exit 2)
+                  "crash_free_failed": crash_free_failed or None,
                   "lazy_points": st.lazy_points,
                   "lazy_executions": st.lazy_executions, "lazy_states_legal": json_int(st.lazy_legal), "lazy_fallback": "; ".join(fallbacks) or None,
                   "elapsed_s": round(elapsed, 2), **rates(st.executions, st.states_explored, elapsed)}

@@ -9,6 +9,7 @@
  *     pair:  a then b, in two cache lines, flushed together behind one fence: b may persist
  *            without a;
  *     put:   v, persisted before put.END (with -DPUT_BUG: after it).
+ *   With -DEND_BAD it then sets x alone, outside any section: the run ends inconsistent.
  *   pmsections check POOL   exit 0 when consistent: x == y, b implies a, and v persisted once the
  *     markers say put ended. It insists on PMREORDER_MARKERS (unset: exit 2), which must be a
  *     prefix of the markers the writer emits, joined by '|' (else exit 3).
@@ -108,6 +109,10 @@ int main(int argc, char **argv)
 #else
 	pmem_persist(&p->v, 8);
 	MARK("put.END");
+#endif
+#ifdef END_BAD
+	p->x = 2;                /* past every section: only the crash-free image holds it */
+	pmem_persist(&p->x, 8);
 #endif
 	return 0;
 }

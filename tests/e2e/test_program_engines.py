@@ -34,7 +34,8 @@ def build_variants(out: Path, source: Path, variants: dict[str, list[str]], comp
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, instrument_built) -> dict[str, Path]:
-    return build_variants(tmp_path_factory.mktemp("pmsections"), SOURCE, {"ok": [], "bug": ["-DPUT_BUG"]})
+    return build_variants(tmp_path_factory.mktemp("pmsections"), SOURCE, {"ok": [], "bug": ["-DPUT_BUG"],
+                                                                                "endbad": ["-DEND_BAD"]})
 
 
 def _main(*args) -> subprocess.CompletedProcess:
@@ -94,6 +95,20 @@ def test_markers_told_to_checker_and_replayed(built, tmp_path):
     assert "put ended but v did not persist" in bug["detail"]
     rep = _main("replay", tmp_path / "out.bugs" / f"{bug['id']}.json")
     assert rep.returncode == 1 and "reproduced" in rep.stdout, rep.stdout + rep.stderr
+
+
+def test_failing_end_judged_only_where_engines_check(built, tmp_path):
+    # the run ends inconsistent (x set alone, past every section): without engines the commands
+    # cannot judge (exit 2); under -x, as under pmreorder, only the put section's states are
+    # judged (consistent), and the crash-free failure is reported
+    res, _ = _run(built, tmp_path / "plain", exe="endbad")
+    assert res.returncode == 2 and "on the crash-free image" in res.stderr
+    res, results = _run(built, tmp_path / "x", "-x", "put=ReorderAccumulative", exe="endbad")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "x 2 without y 1" in results["stats"]["crash_free_failed"]
+    assert "engines: the commands fail on the crash-free image" in res.stdout
+    res, results = _run(built, tmp_path / "ok", "-x", "put=ReorderAccumulative")
+    assert res.returncode == 0 and results["stats"]["crash_free_failed"] is None
 
 
 @pytest.mark.parametrize("opts, words", [
