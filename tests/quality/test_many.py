@@ -42,12 +42,14 @@ def _catalog(name: str) -> list:
 
 
 def test_every_structure_with_two_seeded_bugs_has_a_many_variant():
-    """Every built-in structure and example whose catalog has two or more seeded bugs has a `many`
-    variant, and each bug it names has a signature (the gate below needs it)."""
+    """Every built-in structure and example whose catalog has two or more single-threaded seeded
+    bugs has a `many` variant, and each bug it names has a signature (the gate below needs it).
+    (Bugs that need threads are left out: a many-bug variant is fuzzed single-threaded, as the
+    catalogs' many entries say, and examples/lfhash's three are persistency races only.)"""
     folders = sorted((ROOT / "trees").glob("*/bugs.json")) + sorted(EXAMPLES.glob("*/bugs.json"))
     for path in folders:
         bugs = structures.read_bugs(path)
-        singles = [b for b in bugs if not b.many]
+        singles = [b for b in bugs if not b.many and b.threads == 1]
         many = [b for b in bugs if b.many]
         if len(singles) < 2:
             assert not many, path
