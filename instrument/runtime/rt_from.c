@@ -13,9 +13,10 @@
  * Likewise the stores of a code address the load made into PM (a constructor's
  * vtable pointer: the pass flags their sites): the harness reports any such
  * store in a trace as code-pointer-in-pm and leaves that history's crash states
- * alone, so each is logged again after the objects as a store of the bytes
- * there now, its line flushed, then one fence: all before the first checked
- * operation, where crash points are set-up and never checked.
+ * alone, so each address stored is logged again after the objects (in address
+ * order) as a store of the bytes there now, its line flushed, then one fence:
+ * all before the first checked operation, where crash points are set-up and
+ * never checked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -88,21 +89,17 @@ void cc_from_free(uintptr_t obj)
 		}
 }
 
-struct codeptr { uintptr_t addr; uint64_t size; uint32_t site; };
-static struct codeptr *codeptrs;    /* in the order first stored; one per address */
+struct codeptr { uintptr_t addr; uint64_t size; uint64_t seq; uint32_t site; };
+static struct codeptr *codeptrs;    /* every such store, in order (one address may repeat) */
 static size_t ncodeptrs, codeptr_cap;
 
 /* cc_from_store -- a store of SIZE bytes at ADDR in PM, at SITE (while a start-over is ahead):
- * kept if SITE stores a code address */
+ * kept if SITE stores a code address (appended: a load may store thousands; duplicates go at
+ * the start-over, log_codeptrs) */
 void cc_from_store(uintptr_t addr, uint64_t size, crashcheck_site_t site)
 {
 	if (done || site == NULL || !(site->flags & CC_SITE_CODE_POINTER))
 		return;
-	for (size_t i = 0; i < ncodeptrs; i++)
-		if (codeptrs[i].addr == addr) {
-			codeptrs[i].size = size;
-			return;
-		}
 	if (ncodeptrs == codeptr_cap) {
 		size_t ncap = codeptr_cap ? codeptr_cap * 2 : 16;
 		struct codeptr *n = realloc(codeptrs, ncap * sizeof(*n));
@@ -113,13 +110,27 @@ void cc_from_store(uintptr_t addr, uint64_t size, crashcheck_site_t site)
 		codeptrs = n;
 		codeptr_cap = ncap;
 	}
-	codeptrs[ncodeptrs++] = (struct codeptr){addr, size, cc_site_id(site)};
+	codeptrs[ncodeptrs] = (struct codeptr){addr, size, ncodeptrs, cc_site_id(site)};
+	ncodeptrs++;
+}
+
+/* by_addr_then_seq -- qsort order: address, then the order stored (internal) */
+static int by_addr_then_seq(const void *x, const void *y)
+{
+	const struct codeptr *a = x, *b = y;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->seq < b->seq ? -1 : a->seq > b->seq;
 }
 
 /* log_codeptrs -- the load's stores of code addresses again, durable before the checked part */
 static void log_codeptrs(void)
 {
+	/* in address order, the last store at each address (the same trace on every run) */
+	qsort(codeptrs, ncodeptrs, sizeof(*codeptrs), by_addr_then_seq);
 	for (size_t i = 0; i < ncodeptrs; i++) {
+		if (i + 1 < ncodeptrs && codeptrs[i + 1].addr == codeptrs[i].addr)
+			continue;
 		struct codeptr *c = &codeptrs[i];
 		cc_emit(CC_EV_STORE, CC_ORIGIN_PLAIN, c->site, c->addr, (uint32_t)c->size,
 			(const void *)c->addr, (uint32_t)c->size);
