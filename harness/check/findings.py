@@ -86,6 +86,10 @@ class Finding:
     # The fixes (fix_search.describe of their edits) of other bugs of the run proven to make this
     # finding's history pass (harness/run/fold_proofs.py): it may be folded into their bug.
     removed_by: list[str] = field(default_factory=list)
+    # A leak the code left: its crash state lost no store and an object it leaked is one no
+    # operation in flight allocated or freed (harness/check/judging.py): no lost store explains
+    # it, so its group's example is preferably such a state (plainest).
+    left_by_code: bool = False
 
     @property
     def lost(self) -> list[Piece]:
@@ -286,11 +290,26 @@ def oracle_point(cp: CrashPoint, nops: int) -> HistoryPoint:
     return HistoryPoint(min(done, nops), cp.op)
 
 
+def plainest(f: Finding) -> int:
+    """0 for a leak the code left (left_by_code), 1 for any other finding: the order in which a
+    group's example is chosen before its size. A leak seen both beside a crash's lost stores and
+    in a state that lost nothing (an old node never freed) is then shown by the latter, so that
+    harness/triage/bugs.py keeps it a bug of its own instead of a symptom of the crash."""
+    return 0 if f.left_by_code else 1
+
+
 def add_finding(groups: dict[tuple[str, str], Finding], f: Finding) -> None:
     """Keep the first finding of each group; later ones only add to its occurrences (and a
-    symptom of a kind it did not show yet)."""
+    symptom of a kind it did not show yet). A leak that needs no lost store replaces a kept one
+    whose state lost stores (plainest): the group's example is then a
+    leak of the code's own, which no crash's lost store can be blamed for."""
     prev = groups.get(f.group)
     if prev is None:
+        groups[f.group] = f
+    elif plainest(f) < plainest(prev):
+        f.occurrences += prev.occurrences
+        have = {s.group for s in f.symptoms}
+        f.symptoms.extend(s for s in prev.symptoms if s.group not in have)
         groups[f.group] = f
     else:
         prev.occurrences += f.occurrences

@@ -75,10 +75,14 @@ class HistoryJudge:
         if self._in_flight[leak_key]:
             group_site = "objects of the operation in flight, not reclaimed"
         # Expected and unexpected leaks from one allocation site are different findings.
-        return Finding("leak", leak_policy.describe(objs),
-                       ("leak", group_site + (" (expected)" if known is not None else "")),
-                       expected=known is not None, expected_reason=(known or {}).get("reason", ""),
-                       point=out.point, choice=out.choice, result=res, leaks=objs)
+        f = Finding("leak", leak_policy.describe(objs),
+                    ("leak", group_site + (" (expected)" if known is not None else "")),
+                    expected=known is not None, expected_reason=(known or {}).get("reason", ""),
+                    point=out.point, choice=out.choice, result=res, leaks=objs)
+        # lost nothing, and left unreachable an object no operation in flight touched
+        in_flight = self._leak_index.touched_in_flight(out.point.event)
+        f.left_by_code = not f.lost and any(o["off"] not in in_flight for o in objs)
+        return f
 
 
 __all__ = ["HistoryJudge"]

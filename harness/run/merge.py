@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from crashcheck.harness.check.findings import plainest
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.run.results import Entry, Stats, TargetResult
 from crashcheck.harness.triage import bugs
@@ -48,7 +49,7 @@ def merge_target(structure: str, bug: str | None, target: int, parts: list[Targe
 
 def merge_entries(parts: list[TargetResult]) -> list[Entry]:
     """The entries of one target's shares as --jobs 1 would have kept them: per group as found,
-    the example of the lowest rank, with every share's occurrences."""
+    the example of the lowest rank (a leak the code left first: findings.plainest), with every share's occurrences."""
     best: dict[tuple[str, str], Entry] = {}
     for part in parts:
         for e in part.entries:
@@ -56,7 +57,7 @@ def merge_entries(parts: list[TargetResult]) -> list[Entry]:
             if have is None:
                 best[e.key] = e
                 continue
-            keep = e if e.rank < have.rank else have
+            keep = e if (plainest(e.finding), e.rank) < (plainest(have.finding), have.rank) else have
             best[e.key] = replace(keep, occurrences=have.occurrences + e.occurrences,
                                   first_seen=min(have.first_seen, e.first_seen),
                                   found_at=min(have.found_at, e.found_at))

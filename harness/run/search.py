@@ -50,7 +50,7 @@ from hypothesis import HealthCheck, Phase, given, seed as hseed, settings as hse
 
 from crashcheck.harness.check import capacity, determinism
 from crashcheck.harness.check.persistency_race import UNCONFIRMED
-from crashcheck.harness.check.findings import Finding, HistoryOutcome
+from crashcheck.harness.check.findings import Finding, HistoryOutcome, plainest
 from crashcheck.harness.check.pipeline import Checker
 from crashcheck.harness.check.session import history_text
 from crashcheck.harness.core.budget import Budget, OutOfTime, signal_name, swallowed_signal
@@ -351,8 +351,10 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
                                            rank, (self.batch_no, self.call))
         else:
             entry.occurrences += f.occurrences
-            keep_other(entry, outcome, f, rank < entry.rank)
-            if rank < entry.rank:
+            # (a leak the code left beats one beside lost stores: findings.plainest)
+            better = (plainest(f), rank) < (plainest(entry.finding), entry.rank)
+            keep_other(entry, outcome, f, better)
+            if better:
                 entry.size, entry.outcome, entry.finding, entry.rank = size, outcome, f, rank
         if f.group not in self.journaled and self.journal is not None:
             self.journaled.add(f.group)

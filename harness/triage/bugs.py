@@ -223,8 +223,9 @@ def lossless(trace, f: Finding) -> bool:
     freed), so no bug whose cause is a lost store explains it, whatever group its allocation site
     shares with that bug's leaks; nor is it one of a failure that lost nothing and has it as a
     symptom of its state (they would bridge it to a cause). It joins such leaks only. (A leak of
-    the operation's own new objects joins the bug whose stores write into them: fresh_objects.)"""
-    return f.cls == "leak" and f.point is not None and not f.lost and not fresh_objects(trace, f)
+    the operation's own new objects joins the bug whose stores write into them: fresh_objects;
+    one beside them that also leaks an old object is the code's: Finding.left_by_code.)"""
+    return f.cls == "leak" and f.point is not None and not f.lost and (f.left_by_code or not fresh_objects(trace, f))
 
 
 def folded_by_fix(members: list, finding, trace) -> int:

@@ -17,7 +17,7 @@ from crashcheck.harness.check.fix_search import FixResult
 from crashcheck.harness.triage import bugs
 from crashcheck.specs.oracle import address_free
 
-from test_bugs_grouping import FakePoint, FakeTrace, P
+from test_bugs_grouping import Ev, FakePoint, FakeTrace, P
 
 RULE = "rule: leaf ? has value pointer ?, not an allocated value object"
 
@@ -276,3 +276,55 @@ def test_a_leak_that_lost_nothing_is_no_lost_stores_symptom():
     swing = Finding("wrong-value", "d", ("wrong-value", "crash@x"), point=FakePoint(), choice=((), ()))
     swing.symptoms = [leak([])]
     assert len(merged([swing, leak([]), leak([])])) == 2
+
+
+def _leak(lost, by_code=False, group="a.c:91"):
+    f = Finding("leak", "leak detail", ("leak", group), point=FakePoint(), choice=(tuple(lost), ()))
+    f.left_by_code = by_code
+    return f
+
+
+def test_a_leak_the_code_left_is_its_groups_example_in_a_history_and_across_histories():
+    """ART+CoW's replaced node never freed (cow-no-free) leaks in every state after the copy, most
+    of them beside a lost store of another bug (the swing) whose crash failure names the state:
+    the group's example was the first state that showed it, beside lost stores, and the leak
+    joined that bug. A state that lost nothing shows it as the code's own: it becomes the example
+    (occurrences kept), in a history (add_finding) and over shares (merge_entries)."""
+    from crashcheck.harness.check.findings import add_finding
+    from crashcheck.harness.run.merge import merge_entries
+    from crashcheck.harness.run.results import Entry, Stats, TargetResult
+
+    groups = {}
+    beside, own = _leak([2]), _leak([], by_code=True)
+    beside.occurrences, own.occurrences = 5, 2
+    for f in (beside, own, _leak([3])):
+        add_finding(groups, f)
+    assert groups[("leak", "a.c:91")] is own and own.occurrences == 8
+    # over shares: the smaller example loses to the code's own leak
+    small = Entry(("leak", "a.c:91"), (1, 1), None, _leak([2]), 3, 1.0, ((1, 1), 0, 0), (0, 0))
+    plain = Entry(("leak", "a.c:91"), (4, 4), None, _leak([], by_code=True), 1, 2.0, ((4, 4), 1, 0), (1, 0))
+    parts = [TargetResult("t", None, Stats(), entries=[e]) for e in (small, plain)]
+    [kept] = merge_entries(parts)
+    assert kept.finding.left_by_code and kept.occurrences == 4 and kept.first_seen == 1.0
+    # and the code's own leak is no symptom of the lost store beside which it was first seen
+    link = shrunk("lost-durable-write", [2])
+    link.symptoms = [_leak([2])]
+    assert len(merged([link, kept.finding])) == 2
+
+
+def test_a_leak_of_an_old_object_beside_the_operations_new_ones_is_the_codes():
+    """A state that lost nothing leaks the operation's new node (by design while it is in flight)
+    and an old node the code never freed: the old one makes it the code's leak (left_by_code),
+    no symptom of a lost store, though the operation in flight allocated one of its objects."""
+    class InFlight(FakeTrace):
+        events = FakeTrace.events[:5] + [Ev(5, "alloc", 5, addr=100, size=16, off=100)] + FakeTrace.events[5:]
+
+    class Point(FakePoint):
+        op, kind, event = 0, "store", 7
+
+    f = Finding("leak", "d", ("leak", "tree.c:15"), point=Point(), choice=((), ()),
+                leaks=[{"off": 100}, {"off": 300}])
+    assert bugs.fresh_objects(InFlight(), f) == ["/src/tree.c:15"]
+    assert not bugs.lossless(InFlight(), f)
+    f.left_by_code = True
+    assert bugs.lossless(InFlight(), f)
