@@ -57,6 +57,10 @@ class _Bugs:
         # shares, as before (loose)
         self.raw: list[set] = [set() for _ in range(n)]
         self.loose: list[bool] = [False] * n
+        # its members are failures that lost no store once shrunk, of stores they need persisted
+        # or a persist they hinge on (the order a bug made stores durable in: a header rewritten
+        # in place before the pointer swing): their cause is that order, not a lost store (anchored)
+        self.anchored: list[bool] = [False] * n
         # the allocation sites of the objects the first lost stores of members write into
         self.objects: list[set] = [set() for _ in range(n)]
         self.lossless = [False] * n      # its members leaks in states that lost nothing (lossless)
@@ -88,7 +92,14 @@ class _Bugs:
             # minimal stores too: a leak shown by a state that loses nothing (an old value never
             # freed) is no symptom of a missing flush, whatever allocation site they share
             bare, caused = (b, a) if not self.lost[b] else (a, b)
-            return self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
+            if self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare]):
+                return True
+            # a failure that lost nothing (anchored) joins one of lost stores through a store both
+            # hinge on that no finding loses (one publication, one header rewritten), or a
+            # proven fix (above); a rule or a message both show is no cause (ART+CoW's header
+            # rewritten in place and its swing published too early both break the depth rule)
+            return (self.anchored[bare] and hinge is not None and hinge in self.hinges[bare]
+                    and hinge in self.hinges[caused] and hinge[1] not in self.lost_anywhere)
         # (a publication both hinge on joins them when their first lost stores write one kind of
         # object: Heart's split that publishes its parent before filling it, and a leaf published
         # before its contents, both hinge on the split's CAS, but lose the parent's slot first
@@ -107,6 +118,7 @@ class _Bugs:
         for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw, self.objects):
             part[keep] |= part[gone]
         self.loose[keep] = self.loose[keep] or self.loose[gone]
+        self.anchored[keep] = self.anchored[keep] or self.anchored[gone]
 
 
 def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
@@ -144,6 +156,9 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
         elif f.cls == "leak" or f.point is None:
             bugs.raw[i].add(state_lost(t, f))
+        elif anchored(t, f):
+            bugs.anchored[i] = True
+            bugs.hinges[i].update(hinge_keys(t, f))
         else:
             bugs.loose[i] = True
         bugs.lossless[i] = lossless(t, f)
@@ -215,6 +230,15 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
                                      finding(it).recovery_of is not None, not finding(it).lost))
         out.append(members)
     return out
+
+
+def anchored(trace, f: Finding) -> bool:
+    """F's crash state, shrunk, lost no store, and F hinges on stores (it needs them persisted, or
+    its operation's last persist made them durable: harness/triage/causes.py hinge_keys): a
+    failure of the order stores were made durable in, whose cause is no lost store. (Not one the
+    same operations show without any crash: that is the crash-free run's bug.)"""
+    return (f.shrunk and f.point is not None and f.recovery_of is None and not f.lost
+            and f.without_crash is None and bool(hinge_keys(trace, f)))
 
 
 def lossless(trace, f: Finding) -> bool:

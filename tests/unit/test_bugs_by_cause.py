@@ -328,3 +328,37 @@ def test_a_leak_of_an_old_object_beside_the_operations_new_ones_is_the_codes():
     assert not bugs.lossless(InFlight(), f)
     f.left_by_code = True
     assert bugs.lossless(InFlight(), f)
+
+
+def test_a_rule_broken_in_a_state_that_lost_nothing_is_a_group_apart():
+    """ART+CoW's header rewritten in place before the swing breaks the depth rule in a state that
+    lost nothing; the swing published too early breaks it in states that lose the copy, earlier
+    in the same history: one group hid the first behind the second (merge-in-place missed in the
+    many-bug variant). A state that lost nothing is a group of its own, with the same text."""
+    from types import SimpleNamespace
+
+    from crashcheck.harness.check.findings import finding_group
+
+    def broke(lost):
+        return Finding("invariant-violation", "d", ("invariant-violation", ""), point=FakePoint(),
+                       choice=(tuple(lost), ()), result=SimpleNamespace(result={"violations": ["depth 3 [check at c.c:200]"]}))
+    assert finding_group(FakeTrace(), broke([2])) == ("invariant-violation", "rule: check at c.c:200")
+    assert finding_group(FakeTrace(), broke([])) == ("invariant-violation (nothing lost)", "rule: check at c.c:200")
+
+
+def test_a_failure_that_lost_nothing_joins_lost_stores_only_through_a_store_both_hinge_on():
+    """A failure that lost nothing once shrunk, anchored on the header stores its operation made
+    durable, and one that loses the copy a swing published: they share a rule broken on the way,
+    no cause: two bugs. One that loses the pointer swing after the same header stores hinges on
+    them too: the same rewrite, one bug."""
+    def anchored_on(seq):
+        f = shrunk("invariant-violation", [], group="rule: check at c.c:200")
+        f.needed_early = [P(seq)]
+        f.result = type("R", (), {"result": {"violations": ["a", "shared rule"]}})()
+        return f
+    swing = shrunk("invariant-violation", [2], group="rule: check at c.c:217")
+    swing.result = type("R", (), {"result": {"violations": ["b", "shared rule"]}})()
+    assert len(merged([swing, anchored_on(5)])) == 2
+    pointer = shrunk("invariant-violation", [6], group="rule: check at c.c:200")
+    pointer.needed_early = [P(5)]
+    assert len(merged([pointer, anchored_on(5)])) == 1
