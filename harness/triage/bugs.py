@@ -74,8 +74,9 @@ class _Bugs:
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
         """Bugs I and J are not told apart: neither has shrunk lost stores, or one has none and a
         crash state of it loses the other's minimal stores too (for a leak or a run without
-        crash; any other failure without lost stores of its own: always), they share a minimal
-        lost-store set, a fix of one is proven to remove a failure of the other, or
+        crash; any other failure without lost stores of its own: always, but an anchored one only
+        through a hinge), they share a minimal lost-store set, a fix of one is proven to remove a
+        failure of the other, or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
@@ -165,6 +166,12 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         fix = fix_key(f)
         if fix is not None:
             bugs.fixes[i].add(fix)
+            # one fix proven on the traces of both: each one's own search found that it makes
+            # every crash state of its history pass, so it removes both failures, one cause
+            # (cowmap's big version committed before its copy is durable loses an insert's or a
+            # remove's store of the copy; the commit's fix, proven on each, with no time left to
+            # try one's on the other's history, harness/run/fold_proofs.py)
+            bugs.union(i, owner.setdefault((f.expected, "fix", fix), i))
         bugs.removed_by[i].update(removed_by(t, f, edits_of, bugs.lost_anywhere))
         for key in same_cause_keys(t, f):
             bugs.union(i, owner.setdefault((f.expected,) + key, i))

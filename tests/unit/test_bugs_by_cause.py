@@ -362,3 +362,18 @@ def test_a_failure_that_lost_nothing_joins_lost_stores_only_through_a_store_both
     pointer = shrunk("invariant-violation", [6], group="rule: check at c.c:200")
     pointer.needed_early = [P(5)]
     assert len(merged([pointer, anchored_on(5)])) == 1
+
+
+def test_one_fix_proven_on_each_ones_own_history_is_one_bug():
+    """A version committed before its copy is durable loses an insert's store of the copy in one
+    history and a remove's in another (examples/cowmap big-publish-first): different minimal
+    lost stores, and the same fix (persist the copy before the commit) proven on each one's own
+    trace, with no time left to try one's fix on the other's history: one bug. Two fixes of
+    their own stay two (test_two_bugs_with_fixes_of_their_own_share_no_hinge)."""
+    insert = shrunk("invariant-violation", [2], group=RULE)
+    remove = shrunk("lost-durable-write", [3])
+    fixed(insert, 18)
+    fixed(remove, 18)
+    assert len(merged([insert, remove])) == 1
+    fixed(remove, 19)
+    assert len(merged([insert, remove])) == 2
