@@ -26,7 +26,10 @@ whose shrunk crash states lose different minimal stores (`lost_cause`) are diffe
 much they share, unless a proven fix of one removes the other's failure (Finding.removed_by, filled
 in on the trace by harness/check/pipeline.py fix_finding and harness/run/fold_proofs.py); a
 finding without a cause of its own (a leak, an unshrunk state, a run without crash) joins by what
-it shares (`merge`, docs/bug-record.md "How bugs are told apart").
+it shares (`merge`, docs/bug-record.md "How bugs are told apart"), but a failure whose shrunk state
+lost nothing (`anchored`: a header rewritten in place before its swing) joins a bug of lost stores
+only through a store both hinge on, and a leak the code left (`lossless`) joins none. Findings
+whose own searches proved one fix are one bug by that proof.
 The bug shows its primary finding; the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
