@@ -26,7 +26,8 @@ class CheckerFixes:
         found = candidates(outcome.trace, f)
         return found[0].edits if found else ()
 
-    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = (), found=None) -> None:
+    def fix_finding(self, outcome: HistoryOutcome, f: Finding, hints: tuple = (), found=None,
+                    known=None) -> None:
         """F's fix, for a finding finalize shrank without one, with the run's other bugs unmasked
         (known_fixes, applied in simulation). When the known fixes together make F's history
         pass, F is a symptom of their bugs and gets no fix of its own: F.removed_by names each
@@ -36,7 +37,8 @@ class CheckerFixes:
         joins the known ones. HINTS: edits applied with every candidate too (the likely fixes of
         other bugs none of whose fixes is proven yet, when each masks the other). FOUND: F's fix
         already found while exploring (harness/run/unmasking.py): taken instead of a search, unless
-        the known fixes remove F."""
+        the known fixes remove F. KNOWN: other bugs with no proven fix, whose failing states (by
+        their minimal lost stores, harness/check/unmask.py) the search leaves out."""
         if (not self.settings.fixes or self.budget.expired() or not about_ordering(f)
                 or threads.is_threaded(outcome.ops) or outcome.trace is None):
             return
@@ -58,7 +60,8 @@ class CheckerFixes:
         if found is not None:
             f.fix = found
         else:
-            f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every))
+            f.fix = search_fix(self.session, trace, oracle, f, also=every + tuple(e for e in hints if e not in every),
+                               known=known)
         if f.fix is not None and f.fix.found:
             self.known_fixes.setdefault(describe(f.fix.edits), f.fix.edits)
 

@@ -2,7 +2,8 @@
 judged again, so that later histories show the bugs beneath it.
 
 Owns `Known` (the bugs one lane of a search has shrunk so far: each its minimal lost stores by
-source line and, when proven, its fix) and `Explainer` (Known applied to one history's trace).
+source line and, when proven, its fix), `others` (the other bugs a fix search for one bug leaves
+out) and `Explainer` (Known applied to one history's trace).
 A failing crash state is explained by a known bug when
   - a known proven fix forbids it: applied in simulation to the history's trace as the fix search
     applies a candidate (harness/check/fix_edits.py trace_edit), one of the state's lost pieces is
@@ -48,6 +49,14 @@ class Known:
 
     def __bool__(self) -> bool:
         return bool(self.lost or self.fixes)
+
+
+def others(causes, mine) -> Known:
+    """The bugs of CAUSES (minimal lost-store sets) whose failing states a fix search for the bug
+    of MINE leaves out, where no fix of theirs is proven: each but those MINE contains (leaving
+    out the states that lose one of those would leave out the bug's own)."""
+    mine = set(mine)
+    return Known([c for c in dict.fromkeys(frozenset(c) for c in causes) if c and not c <= mine])
 
 
 class Explainer:
@@ -105,4 +114,4 @@ class Explainer:
         return where, events, pending
 
 
-__all__ = ["Explainer", "Known"]
+__all__ = ["Explainer", "Known", "others"]

@@ -1,5 +1,6 @@
 """After a search's batches: the crash state of every example kept shrunk (the newest first), its
-fix searched with the fixes of the bugs found before it applied in simulation (unmasking), the fixes
+fix searched with the fixes of the bugs found before it applied in simulation (unmasking; failing
+that, with the failing states of the bugs no fix is proven for left out), the fixes
 checked on the other examples' histories (harness/run/fix_checks.py) and proven to remove what they
 fold (harness/run/fold_proofs.py).
 
@@ -14,12 +15,14 @@ from typing import Callable
 
 from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.check import determinism
+from crashcheck.harness.check.unmask import others
 from crashcheck.harness.core.budget import OutOfTime, signal_name
 from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.run.fix_checks import check_fixes
 from crashcheck.harness.run.history_shrink import shrink_history, shrinkable
 from crashcheck.harness.run.fold_proofs import prove_folds
 from crashcheck.harness.run.results import Entry
+from crashcheck.harness.triage.causes import fix_key, lost_cause
 
 # How far a bug was shrunk (its history, its crash state): docs/bug-record.md `shrink`
 SHRUNK, CUT, NOT_TRIED, NO_STATE = "done", "cut by the budget", "not tried", "no crash state"
@@ -62,6 +65,19 @@ class AfterBatches:
                               for x in checker.likely_fix(o.outcome, o.finding))
                 if hints:
                     checker.fix_finding(entry.outcome, entry.finding, hints)
+            # failing that, each with the failing states of the other bugs no fix is proven for
+            # left out (by their minimal lost stores, harness/check/unmask.py): a state that
+            # loses another bug's cause fails whatever this one's candidate fixes (and searched
+            # again with the fixes this proves applied, for the bugs whose states it left out)
+            proven = len(checker.known_fixes)
+            for entry in unfixed():
+                if stop() or self.budget.expired():
+                    return
+                causes = [lost_cause(o.outcome.trace, o.finding) for o in shrunk if o is not entry
+                          and not (o.finding.expected or o.finding.removed_by or fix_key(o.finding))]
+                leave_out = others(causes, lost_cause(entry.outcome.trace, entry.finding))
+                if leave_out or len(checker.known_fixes) > proven:
+                    checker.fix_finding(entry.outcome, entry.finding, known=leave_out or None)
         except (Stopped, OutOfTime, DriverFailure):
             return
         except KeyboardInterrupt as exc:

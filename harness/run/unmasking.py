@@ -20,7 +20,7 @@ from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.harness.check import threads
 from crashcheck.harness.check.findings import Finding, HistoryOutcome
 from crashcheck.harness.check.fix_search import about_ordering, describe
-from crashcheck.harness.check.unmask import Known
+from crashcheck.harness.check.unmask import Known, others
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import DriverFailure
 from crashcheck.harness.triage.causes import lost_cause
@@ -93,15 +93,14 @@ class Unmasking:
                 # the others' likely fixes applied; then one with the other bugs' failing states
                 # left out (by their minimal lost stores; not those this one's own lost stores
                 # contain, which would leave out its own)
-                mine = set(lost_cause(out.trace, g))
-                others = Known([c for c in dict.fromkeys(causes) if not c <= mine])
+                leave_out = others(causes, lost_cause(out.trace, g))
                 tries = [(known.edits, None)] + [(known.edits + hints, None)] * bool(hints) \
-                    + [(known.edits, others)] * bool(others)
-                for also, leave_out in tries:
+                    + [(known.edits, leave_out)] * bool(leave_out)
+                for also, without in tries:
                     soft = self.budget.soft
                     left = LEARN_FIX_S if soft is None else max(0.0, soft - time.monotonic())
                     try:
-                        checker.search_with(out, g, also, min(LEARN_FIX_S, left), leave_out)
+                        checker.search_with(out, g, also, min(LEARN_FIX_S, left), without)
                     except (Stopped, OutOfTime, DriverFailure, ValueError):
                         break
                     if g.fix is not None and g.fix.found:
