@@ -21,6 +21,10 @@ CRASHCHECK_PASS_ALLOC_ONLY). The adapter's own calls and the standard library's 
 from the adapter stay the C library's, but the adapter gets `-include pm_free.h`: its free and
 realloc of a pool object (a scan's result the structure allocated) go to the pool.
 
+With `pmdk` (crashcheck build --pmdk, instrument/build-pmdk's output), the traced compiles of the
+structure's sources and adapter and the traced links get crashcheck-cc's --pmdk (its headers,
+its static libpmem and libpmemobj); trees/common and the native driver do not.
+
 A compiler that fails raises BuildFailure with its complete output, which the command prints
 before its one-line error. Outputs are written under a private name and renamed into place, so a
 running driver never sees a half-written executable.
