@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "-DCC_FLUSH=CC_FLUSH_CLWB (trees/common/persist.h)")
     p.add_argument("--ldflags", action="append", default=[],
                    help="extra link flags, as --cflags: the libraries the structure needs (--ldflags -lpmemobj)")
+    p.add_argument("--pmdk", metavar="DIR",
+                   help="link the traced drivers with the libpmem and libpmemobj that instrument/build-pmdk "
+                        "built into DIR (an adapter on libpmemobj: crash points inside the library, its "
+                        "stores at its lines; docs/tracing.md \"libpmemobj\"); give --ldflags -lpmemobj as "
+                        "well (the native driver links that one: Debian's)")
     p.add_argument("--pm-malloc", action="store_true",
                    help="send the structure's malloc, calloc, realloc, free, posix_memalign, aligned_alloc, "
                         "memalign, valloc, pvalloc, _mm_malloc and C++ new/new[]/delete (in its sources "
@@ -114,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"--{name_}: {exc}") from None
     cflags = flags["cflags"]
+    pmdk = build_compile.check_pmdk(Path(args.pmdk)) if args.pmdk else None
     plan = build_compile.Plan(sources, adapter, cflags, pm_malloc=args.pm_malloc, ldflags=flags["ldflags"],
-                              common_cflags=flags["common-cflags"], headers=headers)
+                              common_cflags=flags["common-cflags"], headers=headers, pmdk=pmdk)
     missing = build_compile.missing_tools(plan)
     if missing is None and not build_compile.runtime().exists():
         missing = "the runtime is not built; run scripts/setup first"
@@ -153,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
             "headers": [str(h) for h in headers],
             "adapter": str(adapter), "cflags": shlex.join(cflags), "ldflags": shlex.join(flags["ldflags"]),
             "common_cflags": shlex.join(flags["common-cflags"]),
-            "pm_malloc": args.pm_malloc, "bugs": str(bugs_path) if bugs else None,
+            "pm_malloc": args.pm_malloc, "pmdk": str(pmdk) if pmdk else None,
+            "bugs": str(bugs_path) if bugs else None,
             "model_file": str(model_file) if model_file else None}
     write_atomic(out / "meta.json", json.dumps(meta, indent=2) + "\n")
     print(f"built {name} ({model.name} model): {out}/driver (traced), driver-native"

@@ -21,6 +21,10 @@ CRASHCHECK_PASS_ALLOC_ONLY). The adapter's own calls and the standard library's 
 from the adapter stay the C library's, but the adapter gets `-include pm_free.h`: its free and
 realloc of a pool object (a scan's result the structure allocated) go to the pool.
 
+With `pmdk` (crashcheck build --pmdk, instrument/build-pmdk's output), the traced compiles of the
+structure's sources and adapter and the traced links get crashcheck-cc's --pmdk (its headers,
+its static libpmem and libpmemobj); trees/common and the native driver do not.
+
 A compiler that fails raises BuildFailure with its complete output, which the command prints
 before its one-line error. Outputs are written under a private name and renamed into place, so a
 running driver never sees a half-written executable.
@@ -78,6 +82,10 @@ class Plan:
     common: list[Path] = field(default_factory=lambda: sorted((ROOT / "trees" / "common").glob("*.c")))
     common_cflags: list[str] = field(default_factory=list)
     headers: list[Path] = field(default_factory=list)    # the structure's headers (not compiled alone)
+    # instrument/build-pmdk's output: the traced drivers compile the structure and adapter against
+    # its headers and link its libpmem and libpmemobj (crashcheck-cc --pmdk); trees/common and the
+    # native driver do not (the native one links what --ldflags names: Debian's -lpmemobj)
+    pmdk: Path | None = None
     # allocations the pass left in DRAM under pm_malloc: (file, line, callee) (missed_allocations)
     missed: set[tuple[str, int, str]] = field(default_factory=set)
 
@@ -212,7 +220,8 @@ def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
     own sources with pm_malloc; the untraced compile of a user's file runs the pass for the
     allocations alone)."""
     lang = language(src)
-    cmd = [compilers(traced)[lang], *plan.flags(lang, common=src in plan.common)]
+    cmd = [compilers(traced)[lang], *pmdk_flags(plan, traced and src not in plan.common),
+           *plan.flags(lang, common=src in plan.common)]
     if plan.pm_malloc and not traced and src not in plan.common:
         cmd += [f"-fpass-plugin={pass_plugin()}"]
     if plan.pm_malloc and src in plan.sources:
@@ -220,6 +229,20 @@ def _command(plan: Plan, src: Path, traced: bool) -> list[str]:
     elif plan.pm_malloc and src == plan.adapter:
         cmd += ["-include", str(ROOT / "trees" / "common" / "pm_free.h")]
     return cmd
+
+
+def pmdk_flags(plan: Plan, traced: bool) -> list[str]:
+    """crashcheck-cc's --pmdk for a traced compile or link of a plan with an instrumented PMDK."""
+    return ["--pmdk", str(plan.pmdk)] if plan.pmdk is not None and traced else []
+
+
+def check_pmdk(folder: Path) -> Path:
+    """FOLDER, resolved, when it is instrument/build-pmdk's output; else UsageError (one line)."""
+    folder = folder.expanduser().resolve()
+    if not (folder / "lib" / "libpmemobj.a").is_file() or not (folder / "include" / "libpmemobj.h").is_file():
+        raise UsageError(f"--pmdk {folder}: no instrumented PMDK build (no lib/libpmemobj.a or "
+                         f"include/libpmemobj.h); make one with instrument/build-pmdk TREE {folder}")
+    return folder
 
 
 # An adapter that says its structure is thread-safe (`.threads = 1`, trees/common/cc_tree.h): as
@@ -278,7 +301,8 @@ def build_variant(plan: Plan, out: Path, common: list[Path], workdir: Path, trac
     tail = [] if traced else [str(runtime()), "-lpthread", "-ldl"]
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        _run([cc, *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)], f"linking {out.name}")
+        _run([cc, *pmdk_flags(plan, traced), *map(str, objs + common), *tail, *plan.ldflags, "-o", str(tmp)],
+             f"linking {out.name}")
         os.replace(tmp, out)
     except BuildFailure as exc:
         # the linker's last line says only that it failed: say what is missing

@@ -463,7 +463,12 @@ private:
   }
 
   void add(Instruction &I, Kind K, unsigned Sub = 0) {
-    Points.push_back({&I, K, Sites.siteOf(I, storesCodeAddress(I) ? SITE_CODE_POINTER : 0), Sub, {}});
+    // libpmemobj built with the pass keeps its run-time function pointers (the pool's pmem ops,
+    // set by every pmemobj_open/create) in the mapped pool header's run-time part, which no
+    // recovery reads before rewriting it: not flagged, or every pool would be a code-pointer-in-pm
+    static const bool Library = pmdkMode() == PmdkMode::Library;
+    unsigned Flags = !Library && storesCodeAddress(I) ? SITE_CODE_POINTER : 0;
+    Points.push_back({&I, K, Sites.siteOf(I, Flags), Sub, {}});
   }
 
   // A value that is the address of code: a function, a vtable (_ZTV, the address a

@@ -27,6 +27,10 @@
 
 #include "rt_internal.h"
 
+/* Tells a driver (trees/common/driver.c `info`) that the pool its adapter maps through such a
+ * library is traced: this file is linked in only when an instrumented library's mmap calls it. */
+const int __cc_pmdk_pools = 1;
+
 /* is_pool_mapping -- whether a mapping of LEN bytes of FD at OFF is a pool's (internal) */
 static int is_pool_mapping(size_t len, int prot, int flags, int fd, off_t off)
 {

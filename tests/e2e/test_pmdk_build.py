@@ -3,17 +3,23 @@ a PMDK tree: tests/fixtures/fakepmdk/fakelib.c stands in for a library compiled 
 (CRASHCHECK_PASS_PMDK=lib). Its own mmap of a pool makes the region (not the header page it maps
 first), its stores and flushes are traced at its lines, the program's calls into it are `cc-call`
 marks at the program's lines, PMEM_IS_PMEM_FORCE is set, and lazy exploration follows a checker's
-reads through that mapping. Bad `--pmdk` folders and trees end with one line and exit 2."""
+reads through that mapping. Bad `--pmdk` folders and trees end with one line and exit 2.
+`crashcheck build --pmdk` links an adapter (tests/fixtures/fakepmdk/adapter.c) with a fake
+build-pmdk folder made of it: fuzz traces the library's pool and stores (the run-time function
+pointer the library keeps in the pool is no code-pointer-in-pm), and a seeded bug's crash and
+stores are library lines."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_run import ROOT
+from cli_run import ROOT, run_cli
 from crashcheck.crashsim.trace import read_trace
+from crashcheck.harness.target import toolchain
 from test_program_lazy import _run
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
@@ -45,7 +51,7 @@ def test_the_library_mapping_is_the_region_and_its_stores_are_traced(prog, tmp_p
     trace = read_trace(tmp_path / "t.trace")
     assert [rg.size for rg in trace.regions] == [1 << 16]          # not the 4096-byte header map
     stores = [ev for ev in trace.events if ev.kind == "store"]
-    assert [ev.off for ev in stores] == [0, 8]
+    assert [ev.off for ev in stores] == [(1 << 16) - 8, 0, 8]     # the run-time pointer, then the words
     assert {Path(trace.site(ev.site).file).name for ev in stores} == {"fakelib.c"}
     assert sum(ev.kind == "flush" for ev in trace.events) == 2
     marks = [(bytes(ev.data).decode(), Path(trace.site(ev.site).file).name)
@@ -71,3 +77,50 @@ def test_bad_pmdk_folders_and_trees_end_with_one_line(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 2 and "is no PMDK source tree" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def fake_build(tmp_path_factory) -> tuple[Path, Path]:
+    """A folder shaped as instrument/build-pmdk's output (fakelib.c compiled in library mode as
+    lib/libpmemobj.a, an empty lib/libpmem.a, include/libpmemobj.h) and one with fakelib.c
+    compiled natively as libpmemobj.a (the native driver's -lpmemobj, Debian's in real use)."""
+    d = tmp_path_factory.mktemp("fakebuild")
+    (d / "pmdk" / "lib").mkdir(parents=True)
+    (d / "pmdk" / "include").mkdir()
+    (d / "native").mkdir()
+    _cc("lib", "-O1", "-c", FIX / "fakelib.c", "-o", d / "fakelib.o")
+    subprocess.run(["ar", "rcs", d / "pmdk" / "lib" / "libpmemobj.a", d / "fakelib.o"], check=True)
+    subprocess.run(["ar", "rcs", d / "pmdk" / "lib" / "libpmem.a"], check=True)
+    (d / "pmdk" / "include" / "libpmemobj.h").write_text((FIX / "libpmemobj.h").read_text())
+    subprocess.run([toolchain.current().clang, "-O1", "-mclwb", "-c", FIX / "fakelib.c", "-o", d / "native.o"],
+                   check=True)
+    subprocess.run(["ar", "rcs", d / "native" / "libpmemobj.a", d / "native.o"], check=True)
+    return d / "pmdk", d / "native"
+
+
+def test_build_links_an_adapter_with_the_instrumented_library_and_fuzz_traces_it(fake_build, tmp_path):
+    pmdk, native = fake_build
+    builds = tmp_path / "builds"
+    res = run_cli("build", "fakeobj", "--adapter", FIX / "adapter.c", "--pmdk", pmdk,
+                  "--ldflags", f"-L{native} -lpmemobj", "--out", builds)
+    assert res.returncode == 0, res.stderr
+    assert json.loads((builds / "fakeobj" / "meta.json").read_text())["pmdk"] == str(pmdk)
+    env = {"CRASHCHECK_BUILDS": str(builds)}
+    ok = run_cli("fuzz", "fakeobj", "--examples", "3", "--seed", "1", "--quiet", "--json", tmp_path / "ok.json",
+                 cwd=tmp_path, env_extra=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    r = json.loads((tmp_path / "ok.json").read_text())
+    assert r["bugs"] == [] and r["stats"]["crash_points"] > 5
+    bad = run_cli("fuzz", "fakeobj", "--bug", "count-first", "--examples", "6", "--seed", "1", "--quiet",
+                  "--json", tmp_path / "bad.json", cwd=tmp_path, env_extra=env)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    [bug] = json.loads((tmp_path / "bad.json").read_text())["bugs"]
+    # the count persisted before the entry: the crash and the store are the library's lines
+    assert bug["class"] == "wrong-value" and bug["crash"]["site"]["file"].endswith("fakepmdk/fakelib.c")
+    assert bug["persisted"] and {Path(st["site"]["file"]).name for st in bug["persisted"]} == {"fakelib.c"}
+
+
+def test_build_with_a_bad_pmdk_folder_ends_with_one_line(tmp_path):
+    res = run_cli("build", "fakeobj", "--adapter", FIX / "adapter.c", "--pmdk", tmp_path, "--out", tmp_path)
+    assert res.returncode == 2 and "no instrumented PMDK build" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1

@@ -1,12 +1,15 @@
 """PMDK's own libpmemobj built with the pass finds a published bug: pmem/pmdk#5613 (tx_xfree of an
 object allocated in the same transaction drops a merged range from the commit's flushes) in a
 PMDK tree's HEAD, with bench/pmdk-internals/pmdkbugs.c; the same transaction without the free is
-clean. Needs a PMDK source tree: CRASHCHECK_PMDK_TREE=PATH (it is cloned, never touched; or
+clean; and with our own fix of it (bench/pmdk-internals/run's FIX_5613: PMDK has no fix commit) the
+same run is clean. Needs a PMDK source tree: CRASHCHECK_PMDK_TREE=PATH (it is cloned, never touched; or
 CRASHCHECK_PMDK_BUILD=OUT, an instrument/build-pmdk output to reuse). CI has neither (no network
 beyond the package registries, no PMDK tree), so it skips there; bench/pmdk-internals/run covers
 #4945 at the commits around its fix too."""
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import os
 import subprocess
 from pathlib import Path
@@ -51,4 +54,32 @@ def test_5613_is_found_inside_the_library_and_the_control_is_clean(pmdkbugs, tmp
     assert bug["group"].startswith("lost: ") and "pmdkbugs.c" in bug["group"]
     assert "committed change" in bug["detail"]
     code, out, err, res = _run(tmp_path, *common, "keep")
+    assert code == 0 and not res["bugs"], out + err
+
+
+def _bench_script():
+    """bench/pmdk-internals/run as a module (it has no .py suffix): its FIX_5613 edit."""
+    path = ROOT / "bench" / "pmdk-internals" / "run"
+    loader = importlib.machinery.SourceFileLoader("pmdk_internals_run", str(path))
+    spec = importlib.util.spec_from_loader("pmdk_internals_run", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_5613_is_clean_with_our_fix(tmp_path):
+    tree = os.environ.get("CRASHCHECK_PMDK_TREE")
+    if not tree:
+        pytest.skip("no PMDK tree: set CRASHCHECK_PMDK_TREE=PATH")
+    subprocess.run(["git", "clone", "-q", tree, tmp_path / "tree"], check=True)
+    _bench_script().apply_fix_5613(tmp_path / "tree")
+    assert "keep the merged ranges past the freed object" in (tmp_path / "tree" / "src" / "libpmemobj" /
+                                                               "tx.c").read_text()
+    subprocess.run([ROOT / "instrument" / "build-pmdk", tmp_path / "tree", tmp_path / "build"], check=True,
+                   capture_output=True)
+    prog = tmp_path / "pmdkbugs"
+    subprocess.run([CC, "--pmdk", tmp_path / "build", "-O1", "-g", PROGRAM, "-lpmemobj", "-o", prog],
+                   check=True, capture_output=True)
+    code, out, err, res = _run(tmp_path, "--strategy", "lazy", "--setup", f"{prog} create pool && {prog} "
+                               "xfree-setup pool", "--checker", f"{prog} check {{image}}", "--", prog, "xfree", "pool")
     assert code == 0 and not res["bugs"], out + err

@@ -501,6 +501,9 @@ static int cmd_serve(int argc, char **argv)
  * this program to libpmemobj's (or libpmem's pmem_map_file) pool functions through it: the pass
  * then traces such a pool. */
 extern const int __cc_pmemobj_pools __attribute__((weak));
+/* Defined by the runtime's rt_pmdk.c, linked in when libpmemobj built with the pass maps a pool
+ * through it (`crashcheck build --pmdk`): the pass traces that pool and the library's stores. */
+extern const int __cc_pmdk_pools __attribute__((weak));
 
 /* cmd_info -- the structure's name and key/value shape as JSON (internal) */
 static int cmd_info(int argc, char **argv)
@@ -513,7 +516,8 @@ static int cmd_info(int argc, char **argv)
 	       cc_adapter.name, cc_adapter.key_kind == CC_KEYS_U64 ? "u64" : "bytes", cc_adapter.value_size,
 	       cc_value_min(&cc_adapter), cc_model(&cc_adapter),
 	       cc_adapter.threads ? "true" : "false", cc_own_pool(&cc_adapter) ? "true" : "false");
-	printf(", \"pass_traces_pool\": %s", cc_own_pool(&cc_adapter) && &__cc_pmemobj_pools ? "true" : "false");
+	printf(", \"pass_traces_pool\": %s",
+	       cc_own_pool(&cc_adapter) && (&__cc_pmemobj_pools || &__cc_pmdk_pools) ? "true" : "false");
 	if (cc_adapter.persistency)
 		printf(", \"persistency\": \"%s\"", cc_adapter.persistency);
 	if (cc_is_map(&cc_adapter)) {
