@@ -45,6 +45,11 @@ class Verdict:
     spec: str
     findings: list
     why: str = ""
+    # how many of the pair's SATURATED aims this one used up: one whose run showed the pair
+    # harmless (its crash recovers to an allowed state: another history's may not) or the
+    # reader making the store durable before it acted (it helps) two, one whose schedule
+    # missed the writer's store or the reader's load one (the next aim's schedule may not)
+    cost: int = 1
 
 
 def spec_of(c: Candidate, seed: int) -> str:
@@ -88,6 +93,11 @@ class Confirmer:
         return out
 
 
+    def settle(self, v: Verdict) -> None:
+        """Count V's aim against its pair as its cost says (one was counted when planned)."""
+        aimed = self.aimed.setdefault(self.lane, {})
+        aimed[v.candidate.key] = aimed.get(v.candidate.key, 0) + v.cost - 1
+
     def given_up(self, c: Candidate) -> bool:
         """Whether C's pair, not confirmed by this aim, has had its last (SATURATED aims in the lane)."""
         return c.key not in self.confirmed and self.aimed.get(self.lane, {}).get(c.key, 0) >= SATURATED
@@ -103,8 +113,9 @@ def judge(session, trace: Trace, oracle, options: ModelOptions, start_event: int
             return Verdict(c, spec, findings)
         why = ("the crash that loses the store recovers to a state durable linearizability allows"
                if warnings else "no crash point holds the store pending after the reader acted")
-        return Verdict(c, spec, [], why)
-    return Verdict(c, spec, [], _why_not_read(trace, c, start_event))
+        return Verdict(c, spec, [], why, 2 if warnings else 1)
+    why, read = _why_not_read(trace, c, start_event)
+    return Verdict(c, spec, [], why, 2 if read else 1)
 
 
 def warning(trace: Trace, v: Verdict) -> str:
@@ -137,9 +148,10 @@ def warning_record(trace: Trace, v: Verdict, ops, model, schedule: str | None) -
             "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule}
 
 
-def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
+def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> tuple[str, bool]:
     """Why the aimed run shows no pair for C: its writer's store never ran, the reader never
-    loaded it while pending, or loaded it and did not act on it before it was durable."""
+    loaded it while pending, or loaded it and did not act on it before it was durable; and
+    whether the reader loaded it (the last case)."""
     events = trace.events
     nth = 0
     store = None
@@ -152,16 +164,16 @@ def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
                 break
     if store is None:
         return (f"the aimed run never reached the writer's store (thread {c.store_tid}'s store number "
-                f"{c.store_nth} at that site): the schedule took another path")
+                f"{c.store_nth} at that site): the schedule took another path"), False
     st = events[store]
     read = any(ev.kind == "load" and ev.tid == c.load_tid and ev.site == c.load_site
                and ev.addr < st.addr + st.size and st.addr < ev.addr + max(ev.size, 1)
                for ev in events[store + 1:])
     if not read:
         return ("with the writer held after its store, the reader never loaded those bytes at that "
-                "site (another path, or it waits for something the writer does after its flush)")
+                "site (another path, or it waits for something the writer does after its flush)"), False
     return ("the reader loaded the pending store but did not act on it (return, or a durable store "
-            "of its own) before the store was durable")
+            "of its own) before the store was durable"), True
 
 
 __all__ = ["Confirmer", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]

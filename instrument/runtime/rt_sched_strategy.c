@@ -260,16 +260,16 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 		aim_read = 1;
 	if (ccs_aim_reader && !write && t->tid == ccs_aim_reader && site == ccs_aim_rsite &&
 	    aim_seen < ccs_aim_nth && aim_holds < AIM_HOLDS) {
-		/* a writer aim's reader at RSITE before the writer's store: held until the store (or
-		 * the others' OPS operations), so a load the checked run made before the store can
-		 * come inside its window instead */
+		/* a writer aim's reader at RSITE before the writer's store: held until the store (not
+		 * for a number of operations: the writer's own before the store would end it), so a
+		 * load the checked run made before the store can come inside its window instead */
 		struct sthread *w = by_tid(ccs_aim_tid);
 		if (w && w->state != T_DEAD && runnable(w)) {
 			aim_holds++;
 			aim_held = t;
 			t->park_addr = addr ? addr : 1;
 			t->park_writes = INT32_MAX;
-			t->park_ops = ccs_aim_ops;
+			t->park_ops = 0;
 			t->park_seq = ++stale_seq;
 			t->park_until = ccs_steps + AIM_PARK_STEPS;
 		}
