@@ -145,7 +145,18 @@ def warning_record(trace: Trace, v: Verdict, ops, model, schedule: str | None) -
     return {"class": persistency_race.CLASS, "confirmed": False,
             "group": f"{store['where']} -> {load['where']}", "store": store, "load": load, "why": v.why,
             "history": [model.op_text(op) for op in ops], "thread_of": list(getattr(ops, "thread_of", ())),
-            "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule}
+            "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule,
+            # the pair as the trace names it, for `crashcheck replay RESULTS --warning N`
+            "candidate": {"store_tid": c.store_tid, "store_site": c.store_site, "store_nth": c.store_nth,
+                          "load_tid": c.load_tid, "load_site": c.load_site}}
+
+
+def candidate_of(rec: dict) -> Candidate:
+    """The candidate a warning record (warning_record) names, as judge takes it (its events and
+    address are the aimed run's own, found again there)."""
+    c = rec["candidate"]
+    return Candidate(0, int(c["store_tid"]), int(c["store_site"]), int(c["store_nth"]), 0,
+                     int(c["load_tid"]), int(c["load_site"]), 0, 0, False)
 
 
 def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> tuple[str, bool]:
@@ -176,4 +187,4 @@ def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> tuple[str, bo
             "of its own) before the store was durable"), True
 
 
-__all__ = ["Confirmer", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]
+__all__ = ["Confirmer", "candidate_of", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]
