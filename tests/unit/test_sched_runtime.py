@@ -20,9 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "tests" / "sched"
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 CXX = ROOT / "instrument" / "bin" / "crashcheck-c++"
-PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync", "reclaim", "pending",
-            "pending_early")
-WITH_LOADS = ("reclaim", "pending", "pending_early")      # built with --crashcheck-loads: its loads are traced
+PROGRAMS = ("racy", "deadlock", "spin", "atomicity", "sync", "livelock", "cxx_sync", "reclaim", "pending")
+WITH_LOADS = ("reclaim", "pending")      # built with --crashcheck-loads: its loads are traced
 TIMEOUT = 30
 EXIT_DEADLOCK, EXIT_LIVELOCK, EXIT_HANG = 86, 87, 88
 
@@ -332,9 +331,9 @@ def test_writer_aim_holds_a_reader_that_comes_first_until_the_store(exe, tmp_pat
     """A writer aim holds the reader before its load at RSITE until the writer's aimed store, then
     the writer after it: a reader that reached its load first (in the run the aim was drawn
     from) reads the store pending, at every seed."""
-    (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending_early", ("STORE", "LOAD"))
+    (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending", ("STORE", "LOAD"))
     for seed in (1, 2, 3, 4):
-        aimed = run(exe["pending_early"], tmp_path, f"aim:{seed}:{wtid}:{store}:1:4:{rtid}:{load}")
+        aimed = run(exe["pending"], tmp_path, f"aim:{seed}:{wtid}:{store}:1:4:{rtid}:{load}", "early")
         assert aimed.stdout.strip() == "saw 7 pending", (seed, aimed.stderr)
 
 
