@@ -33,6 +33,7 @@ from crashcheck.harness.check.race_windows import Candidate
 PER_HISTORY = 3
 # the others' operations that wake a parked writer whose reader never came
 OPS = 4
+MAX_OPS = 16
 # writer aims at one (store site, load site) pair in one lane, at most: a pair none of them
 # confirmed is then given up, with a warning saying why the last one did not
 SATURATED = 4
@@ -53,8 +54,11 @@ class Verdict:
 
 
 def spec_of(c: Candidate, seed: int) -> str:
-    """The writer aim of C (docs/scheduler.md)."""
-    return f"aim:{seed}:{c.store_tid}:{c.store_site}:{c.store_nth}:{OPS}:{c.load_tid}:{c.load_site}"
+    """The writer aim of C (docs/scheduler.md): the writer waits for the others' OPS operations,
+    or as many as ended between its store and the load in the run C came from, and one more (a
+    load after the window may be several operations later), at most MAX_OPS."""
+    ops = min(MAX_OPS, max(OPS, c.ops_between + 1))
+    return f"aim:{seed}:{c.store_tid}:{c.store_site}:{c.store_nth}:{ops}:{c.load_tid}:{c.load_site}"
 
 
 class Confirmer:

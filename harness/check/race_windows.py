@@ -60,6 +60,9 @@ class Candidate:
     addr: int
     persist_event: int
     in_window: bool
+    # operations the threads ended between the store and the load in this run (a load after the
+    # window may come several operations later: the writer aim waits for at least that many)
+    ops_between: int = 0
 
     @property
     def key(self) -> tuple[int, int]:
@@ -206,6 +209,7 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
             loads.append((i, tid, ev.addr // WORD, before, {k: m for k, (_, m) in held.get(tid, {}).items()}))
 
     at_of = {w: [s.event for s in row] for w, row in stores_of.items()}
+    op_ends = [i for i, ev in enumerate(events) if ev.kind == "op_end"]
     best: dict[tuple[int, int], Candidate] = {}
     for li, ltid, w, lclock, llocks in loads:
         row = stores_of.get(w)
@@ -242,8 +246,9 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
             if any(lk in llocks and not (m == "r" and llocks[lk] == "r") for lk, m in s.window_locks):
                 stats.dropped_lock += 1
                 continue
+            between = bisect.bisect_left(op_ends, li) - bisect.bisect_left(op_ends, s.event) if s.event < li else 0
             cand = Candidate(s.event, s.tid, s.site, s.nth, li, ltid, events[li].site, w * WORD,
-                             s.persist, s.event < li < s.persist)
+                             s.persist, s.event < li < s.persist, between)
             old = best.get(cand.key)
             if old is None or (cand.in_window and not old.in_window):
                 best[cand.key] = cand

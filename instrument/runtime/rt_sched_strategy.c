@@ -263,8 +263,9 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 		/* a writer aim's reader at RSITE before the writer's store: held until the store (not
 		 * for a number of operations: the writer's own before the store would end it), so a
 		 * load the checked run made before the store can come inside its window instead */
+		/* (a writer not spawned yet counts: the thread that spawns it runs meanwhile) */
 		struct sthread *w = by_tid(ccs_aim_tid);
-		if (w && w->state != T_DEAD && runnable(w)) {
+		if (w ? w->state != T_DEAD && runnable(w) : other_runnable(t)) {
 			aim_holds++;
 			aim_held = t;
 			t->park_addr = addr ? addr : 1;
