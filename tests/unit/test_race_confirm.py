@@ -92,3 +92,12 @@ def test_a_warning_is_a_record_with_both_sites_history_and_schedule(tmp_path):
     assert rec["sched"].startswith("aim:") and rec["schedule"].startswith("# crashcheck-schedule")
     assert "unconfirmed persistency race: store at kv.c:33 (inlined at kv.c:54) (thread 1)" in \
         race_confirm.warning(trace, Verdict(c, "", [], "the reason"))
+
+
+def test_the_writer_waits_for_the_operations_between_its_store_and_the_load():
+    far = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 9)
+    assert race_confirm.spec_of(far, 7) == "aim:7:1:5:2:10:2:6"
+    near = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 1)
+    assert race_confirm.spec_of(near, 7) == f"aim:7:1:5:2:{race_confirm.OPS}:2:6"
+    very_far = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 500)
+    assert race_confirm.spec_of(very_far, 7) == f"aim:7:1:5:2:{race_confirm.MAX_OPS}:2:6"
