@@ -57,6 +57,7 @@ class CheckerRaces:
                 v = race_confirm.judge(self.session, out.trace, self.oracle(aimed, out.trace, out.lines, out.followup),
                                        options, first_op_event(aimed, out.trace), c, spec)
                 out.findings = v.findings
+                self.confirmer.settle(v)
                 if v.findings:
                     self.confirmer.confirmed.add(c.key)
                     outcome.race_confirmed += 1

@@ -12,6 +12,9 @@ with them; docs/scheduler.md "Concurrent checking"):
     durable linearizability (the threaded oracle). A pair whose image fails is a finding of class
     `persistency-race` with that image, the history and the schedule; one whose image passes
     is a warning (the structure copes: a redo log, a reader that does not act on it), never a bug.
+    A confirmed pair is named by the word whose loss fails: of the other threads' pending stores
+    the reader's operation loaded before acting, the last loaded whose loss alone fails the check
+    (a version or lock word met first names it only when no data word's loss fails alone).
 
 "Depends" is approximated as HawkSet does: any later durable store of the loading operation, or
 its return. Under eADR there is no such pair: a store another thread can read has left its
@@ -22,7 +25,7 @@ found there would be the model's, not the program's).
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from crashcheck.crashsim.persistency import ModelOptions, split_points
 from crashcheck.crashsim.simulate import CrashPoint, Simulator
@@ -33,6 +36,8 @@ CLASS = "persistency-race"
 UNCONFIRMED = "unconfirmed persistency race"   # how the warning of a pair its crash did not confirm starts
 # pairs confirmed per history at most (each is one recovery)
 MAX_CONFIRM = 4
+# other pending words a confirmed race's reader loaded, tried alone to name it by (each one recovery)
+NAMING_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -178,8 +183,11 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
         choice = losing_choice(cp, pair.store_event)
         if choice is None:
             continue
-        [res] = state_checker(session, trace, cp.index, oracle.follow_text(cp))([choice])
+        check = state_checker(session, trace, cp.index, oracle.follow_text(cp))
+        [res] = check([choice])
         v = oracle.verdict(cp, res)
+        if v.checked and not v.ok:
+            pair, choice, res, v = _failing_word(trace, cp, oracle, check, pair, choice, res, v)
         store, load = pair.sites(trace)
         if v.checked and not v.ok:
             detail = (f"{pair.describe(trace)}; a crash at crash point {cp.index} that loses that store: "
@@ -192,6 +200,47 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
                             f"loses it (crash point {cp.index}) recovers to a state durable "
                             "linearizability allows")
     return findings, warnings
+
+
+def _failing_word(trace: Trace, cp: CrashPoint, oracle, check, pair: Pair, choice, res, v):
+    """The word a confirmed race is named by: of the other threads' stores still pending at CP that
+    the reader's operation loaded before it acted, the last loaded whose loss alone fails the
+    check (at most NAMING_TRIES more recoveries), else PAIR's own: a reader that loads a version or
+    lock word first and then the data is named by the data its result came from, not by the
+    word it happened to meet first. PAIR, CHOICE, RES and V are the confirmed crash's; returns
+    them, or the named word's."""
+    events = trace.events
+    unit = 8
+    latest: dict[int, int] = {}         # word -> latest store event
+    loaded: list[tuple[int, int]] = []  # (load event, store event) of the reader's operation
+    inside = False
+    for i in range(min(pair.action_event, len(events))):
+        ev = events[i]
+        if ev.kind in ("store", "ntstore"):
+            for w in range(ev.addr // unit, (ev.addr + max(ev.size, 1) - 1) // unit + 1):
+                latest[w] = i
+        elif ev.kind == "op_begin" and ev.tid == pair.load_tid:
+            inside = ev.addr == pair.op
+        elif ev.kind == "load" and inside and ev.tid == pair.load_tid:
+            st = latest.get(ev.addr // unit)
+            if st is not None and events[st].tid != pair.load_tid and st != pair.store_event:
+                loaded.append((i, st))
+    tried: set[int] = set()
+    for li, st in reversed(loaded):
+        if st in tried or len(tried) >= NAMING_TRIES:
+            continue
+        tried.add(st)
+        other = losing_choice(cp, st)
+        if other is None:
+            continue
+        [r] = check([other])
+        w = oracle.verdict(cp, r)
+        if w.checked and not w.ok:
+            ev = events[st]
+            named = replace(pair, store_event=st, store_tid=ev.tid, store_site=ev.site, load_event=li,
+                            load_site=events[li].site, addr=events[li].addr)
+            return named, other, r, w
+    return pair, choice, res, v
 
 
 def losing_choice(cp: CrashPoint, store_event: int) -> tuple[int, ...] | None:

@@ -33,6 +33,7 @@ from crashcheck.harness.check.race_windows import Candidate
 PER_HISTORY = 3
 # the others' operations that wake a parked writer whose reader never came
 OPS = 4
+MAX_OPS = 16
 # writer aims at one (store site, load site) pair in one lane, at most: a pair none of them
 # confirmed is then given up, with a warning saying why the last one did not
 SATURATED = 4
@@ -45,11 +46,19 @@ class Verdict:
     spec: str
     findings: list
     why: str = ""
+    # how many of the pair's SATURATED aims this one used up: one whose run showed the pair
+    # harmless (its crash recovers to an allowed state: another history's may not) or the
+    # reader making the store durable before it acted (it helps) two, one whose schedule
+    # missed the writer's store or the reader's load one (the next aim's schedule may not)
+    cost: int = 1
 
 
 def spec_of(c: Candidate, seed: int) -> str:
-    """The writer aim of C (docs/scheduler.md)."""
-    return f"aim:{seed}:{c.store_tid}:{c.store_site}:{c.store_nth}:{OPS}:{c.load_tid}:{c.load_site}"
+    """The writer aim of C (docs/scheduler.md): the writer waits for the others' OPS operations,
+    or as many as ended between its store and the load in the run C came from, and one more (a
+    load after the window may be several operations later), at most MAX_OPS."""
+    ops = min(MAX_OPS, max(OPS, c.ops_between + 1))
+    return f"aim:{seed}:{c.store_tid}:{c.store_site}:{c.store_nth}:{ops}:{c.load_tid}:{c.load_site}"
 
 
 class Confirmer:
@@ -88,6 +97,11 @@ class Confirmer:
         return out
 
 
+    def settle(self, v: Verdict) -> None:
+        """Count V's aim against its pair as its cost says (one was counted when planned)."""
+        aimed = self.aimed.setdefault(self.lane, {})
+        aimed[v.candidate.key] = aimed.get(v.candidate.key, 0) + v.cost - 1
+
     def given_up(self, c: Candidate) -> bool:
         """Whether C's pair, not confirmed by this aim, has had its last (SATURATED aims in the lane)."""
         return c.key not in self.confirmed and self.aimed.get(self.lane, {}).get(c.key, 0) >= SATURATED
@@ -103,8 +117,9 @@ def judge(session, trace: Trace, oracle, options: ModelOptions, start_event: int
             return Verdict(c, spec, findings)
         why = ("the crash that loses the store recovers to a state durable linearizability allows"
                if warnings else "no crash point holds the store pending after the reader acted")
-        return Verdict(c, spec, [], why)
-    return Verdict(c, spec, [], _why_not_read(trace, c, start_event))
+        return Verdict(c, spec, [], why, 2 if warnings else 1)
+    why, read = _why_not_read(trace, c, start_event)
+    return Verdict(c, spec, [], why, 2 if read else 1)
 
 
 def warning(trace: Trace, v: Verdict) -> str:
@@ -134,12 +149,24 @@ def warning_record(trace: Trace, v: Verdict, ops, model, schedule: str | None) -
     return {"class": persistency_race.CLASS, "confirmed": False,
             "group": f"{store['where']} -> {load['where']}", "store": store, "load": load, "why": v.why,
             "history": [model.op_text(op) for op in ops], "thread_of": list(getattr(ops, "thread_of", ())),
-            "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule}
+            "load_ops": getattr(ops, "load", 0), "sched": v.spec, "schedule": schedule,
+            # the pair as the trace names it, for `crashcheck replay RESULTS --warning N`
+            "candidate": {"store_tid": c.store_tid, "store_site": c.store_site, "store_nth": c.store_nth,
+                          "load_tid": c.load_tid, "load_site": c.load_site}}
 
 
-def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
+def candidate_of(rec: dict) -> Candidate:
+    """The candidate a warning record (warning_record) names, as judge takes it (its events and
+    address are the aimed run's own, found again there)."""
+    c = rec["candidate"]
+    return Candidate(0, int(c["store_tid"]), int(c["store_site"]), int(c["store_nth"]), 0,
+                     int(c["load_tid"]), int(c["load_site"]), 0, 0, False)
+
+
+def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> tuple[str, bool]:
     """Why the aimed run shows no pair for C: its writer's store never ran, the reader never
-    loaded it while pending, or loaded it and did not act on it before it was durable."""
+    loaded it while pending, or loaded it and did not act on it before it was durable; and
+    whether the reader loaded it (the last case)."""
     events = trace.events
     nth = 0
     store = None
@@ -152,16 +179,16 @@ def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> str:
                 break
     if store is None:
         return (f"the aimed run never reached the writer's store (thread {c.store_tid}'s store number "
-                f"{c.store_nth} at that site): the schedule took another path")
+                f"{c.store_nth} at that site): the schedule took another path"), False
     st = events[store]
     read = any(ev.kind == "load" and ev.tid == c.load_tid and ev.site == c.load_site
                and ev.addr < st.addr + st.size and st.addr < ev.addr + max(ev.size, 1)
                for ev in events[store + 1:])
     if not read:
         return ("with the writer held after its store, the reader never loaded those bytes at that "
-                "site (another path, or it waits for something the writer does after its flush)")
+                "site (another path, or it waits for something the writer does after its flush)"), False
     return ("the reader loaded the pending store but did not act on it (return, or a durable store "
-            "of its own) before the store was durable")
+            "of its own) before the store was durable"), True
 
 
-__all__ = ["Confirmer", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]
+__all__ = ["Confirmer", "candidate_of", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]

@@ -8,7 +8,9 @@ non-temporal store: its thread's next fence); then each load of its bytes by ano
 that could read the store while it is still pending, in this interleaving or in another one:
   - not after the window by happens-before: no chain of synchronisation from the persisting
     fence's thread to the load (thread spawn and join, an atomic store or read-modify-write of a
-    PM word read by the other thread);
+    PM word read by the other thread; the load's own word excepted: a load that read a later
+    value of the word, such as the CAS that cleans a published word after its flush, could have
+    read the store in another interleaving);
   - not before the store by happens-before (the same relation, the other way);
   - no common lock: the loading thread holds no lock that the storing thread held from the store
     through the persisting fence (two read holds of one rwlock do not exclude each other).
@@ -18,6 +20,8 @@ acquisitions and releases, spawns and joins (`cc-sync` marks, docs/scheduler.md)
 traces with loads. A store never made durable before the trace ends is no race: it is a
 `lost-durable-write` whatever the threads do, and the crash states show it.
 
+A load is paired with the store it read, up to EARLIER-1 other threads' stores of the word before
+that one (back to its own thread's latest store), and each other thread's next store after it.
 One candidate per (store site, load site), preferring a load that fell inside the window in this
 very run; each carries what an aim needs to reproduce it (the writer's NTH store at its site,
 harness/check/race_confirm.py). `Stats` is the analysis's own cost and counts, for the results.
@@ -37,6 +41,8 @@ from crashcheck.crashsim.trace import Trace
 WORD = 8
 ATOMIC_ORIGINS = frozenset({"atomic", "rmw", "cmpxchg"})
 SYNC = "cc-sync "
+# stores of a word before a load of it that the load is paired with, at most (the latest first)
+EARLIER = 4
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,9 @@ class Candidate:
     addr: int
     persist_event: int
     in_window: bool
+    # operations the threads ended between the store and the load in this run (a load after the
+    # window may come several operations later: the writer aim waits for at least that many)
+    ops_between: int = 0
 
     @property
     def key(self) -> tuple[int, int]:
@@ -188,26 +197,34 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
                                                     if now.get(k, (None,))[0] == acq)
         elif kind == "load" and i >= start_event:
             stats.loads += 1
+            # the load's clock before it acquires from its own word: reading a later value of
+            # that word orders nothing against an earlier store of it, which another
+            # interleaving lets this load read instead (a CAS that publishes a dirty word, then
+            # its flush, then the CAS that cleans it: a reader after the clean CAS could have
+            # read the dirty one)
+            before = dict(c)
             for w in _words(ev.addr, ev.size):
                 if w in word_rel:            # a load of a word an atomic published: an acquire
                     _join(c, word_rel[w])
-            loads.append((i, tid, ev.addr // WORD, dict(c), {k: m for k, (_, m) in held.get(tid, {}).items()}))
+            loads.append((i, tid, ev.addr // WORD, before, {k: m for k, (_, m) in held.get(tid, {}).items()}))
 
     at_of = {w: [s.event for s in row] for w, row in stores_of.items()}
+    op_ends = [i for i, ev in enumerate(events) if ev.kind == "op_end"]
     best: dict[tuple[int, int], Candidate] = {}
     for li, ltid, w, lclock, llocks in loads:
         row = stores_of.get(w)
         if not row:
             continue
         k = bisect.bisect_left(at_of[w], li)
-        # the store this load read in this run (the latest before it), and each other thread's
-        # next store after it, which another interleaving could have let it read
+        # the store this load read in this run (the latest before it) and the few other
+        # threads' stores before that one (back to the loading thread's own latest store, which
+        # hides earlier ones from it), and each other thread's next store after it: another
+        # interleaving could have let it read any of them
         pick: list[_Store] = []
-        for s in reversed(row[:k]):
-            if s.tid != ltid:
-                pick.append(s)
+        for s in reversed(row[max(0, k - 64):k]):
+            if s.tid == ltid or len(pick) == EARLIER:
                 break
-            break                    # its own latest store hides earlier ones from it
+            pick.append(s)
         later: set[int] = set()
         for s in row[k:]:
             if s.tid != ltid and s.tid not in later:
@@ -229,8 +246,9 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
             if any(lk in llocks and not (m == "r" and llocks[lk] == "r") for lk, m in s.window_locks):
                 stats.dropped_lock += 1
                 continue
+            between = bisect.bisect_left(op_ends, li) - bisect.bisect_left(op_ends, s.event) if s.event < li else 0
             cand = Candidate(s.event, s.tid, s.site, s.nth, li, ltid, events[li].site, w * WORD,
-                             s.persist, s.event < li < s.persist)
+                             s.persist, s.event < li < s.persist, between)
             old = best.get(cand.key)
             if old is None or (cand.in_window and not old.in_window):
                 best[cand.key] = cand

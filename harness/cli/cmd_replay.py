@@ -37,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("replay", help="rerun one bug record (from fuzz) and print it")
     p.add_argument("record", help="a bug record (RESULTS.bugs/<id>.json) or a results file with --id")
     p.add_argument("--id", help="which bug of a results file")
+    p.add_argument("--warning", type=int, metavar="N",
+                   help="instead, the Nth unconfirmed persistency race (race_warnings) of a results file")
     p.set_defaults(func=run)
 
 
@@ -124,6 +126,9 @@ def not_reproduced(text: str, rec: dict, parted: trace_digest.Replayed | None) -
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.warning is not None:
+        from crashcheck.harness.cli.replay_warning import replay
+        return replay(args.record, args.warning)
     rec = load_record(args.record, args.id)
     if rec["program"] is not None:
         # a finding of `crashcheck run`: the user's program and commands, no structure

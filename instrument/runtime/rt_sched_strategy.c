@@ -34,6 +34,9 @@ uint32_t ccs_aim_rsite;      /* ... and the site of its load */
 static struct sthread *aim_parked;
 static uintptr_t aim_lo, aim_hi;   /* the parked writer's stored bytes */
 static int aim_read;         /* the reader loaded them while the writer was parked */
+static struct sthread *aim_held;   /* writer aims: the reader held before RSITE until the store */
+static int aim_holds;        /* ... how often so far */
+#define AIM_HOLDS 8
 int ccs_load_points;
 struct entry *ccs_replay;
 size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
@@ -255,8 +258,36 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 	if (ccs_aim_reader && !write && t->tid == ccs_aim_reader && site == ccs_aim_rsite && aim_parked &&
 	    addr < aim_hi && addr + (size ? size : 1) > aim_lo)
 		aim_read = 1;
+	if (ccs_aim_reader && !write && t->tid == ccs_aim_reader && site == ccs_aim_rsite &&
+	    aim_seen < ccs_aim_nth && aim_holds < AIM_HOLDS) {
+		/* a writer aim's reader at RSITE before the writer's store: held until the store (not
+		 * for a number of operations: the writer's own before the store would end it), so a
+		 * load the checked run made before the store can come inside its window instead */
+		/* (a writer not spawned yet counts: the thread that spawns it runs meanwhile) */
+		struct sthread *w = by_tid(ccs_aim_tid);
+		if (w ? w->state != T_DEAD && runnable(w) : other_runnable(t)) {
+			aim_holds++;
+			aim_held = t;
+			t->park_addr = addr ? addr : 1;
+			t->park_writes = INT32_MAX;
+			t->park_ops = 0;
+			t->park_seq = ++stale_seq;
+			t->park_until = ccs_steps + AIM_PARK_STEPS;
+		}
+		return;
+	}
 	if (t->tid != ccs_aim_tid || site != ccs_aim_site || ++aim_seen != ccs_aim_nth)
 		return;
+	if (aim_held) {
+		/* the store is made: the held reader comes now, its load (whose hook has run) of
+		 * these bytes counted as a load of the pending store */
+		if (aim_held->park_addr) {
+			if (aim_held->park_addr >= addr && aim_held->park_addr < addr + (size ? size : 1))
+				aim_read = 1;
+			stale_wake(aim_held);
+		}
+		aim_held = NULL;
+	}
 	if (!other_runnable(t))
 		return;
 	t->park_addr = addr ? addr : 1;

@@ -63,4 +63,5 @@ def test_hart_bit_persist_unlocked_is_a_persistency_race(trees_built, tmp_path):
     assert res.returncode == 1, res.stdout + res.stderr
     rec = next(b for b in data["bugs"] if b["class"] == CLASS)
     _check_record(rec, 3)
-    assert "epalloc.c:" in rec["detail"] and "lookup" in " ".join(rec["history"])
+    # a reader that returns what it read: a lookup, or a scan (found so at seed 1 since issue 53)
+    assert "epalloc.c:" in rec["detail"] and {"lookup", "scan"} & {op.split()[0] for op in rec["history"]}

@@ -7,7 +7,11 @@
  * loads the word (the line marked LOAD) and prints what it saw with "pending" when the store was
  * not yet durable.  A writer aim at the store (aim:...:READER:RSITE, docs/scheduler.md) holds
  * the writer after its store until the reader loaded it and ended its operation; built with
- * --crashcheck-loads.  Usage: pending POOL */
+ * --crashcheck-loads.  With a second argument (early), the reader comes first and reads without
+ * the lock (a lock-free reader): it does not wait, the writer waits until the reader has begun,
+ * and without a hold the reader mostly loads 0; a writer aim holds the reader before its load
+ * until the writer's store.
+ * Usage: pending POOL [early] */
 #include <crashcheck.h>
 #include <immintrin.h>
 #include <pthread.h>
@@ -19,7 +23,7 @@ struct pm { uint64_t word; uint64_t pad[7]; };
 
 static struct pm *pm;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int begun, durable;
+static int begun, reader_begun, durable, early;
 static uint64_t seen;
 static int seen_pending;
 
@@ -27,6 +31,8 @@ static void *writer(void *arg)
 {
 	(void)arg;
 	crashcheck_op_begin(1);
+	while (early && !__atomic_load_n(&reader_begun, __ATOMIC_ACQUIRE))
+		sched_yield();
 	__atomic_store_n(&begun, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&lock);
 	pm->word = 7;   /* STORE: the writer aim parks right after it */
@@ -41,20 +47,23 @@ static void *writer(void *arg)
 static void *reader(void *arg)
 {
 	(void)arg;
-	while (!__atomic_load_n(&begun, __ATOMIC_ACQUIRE))
+	while (!early && !__atomic_load_n(&begun, __ATOMIC_ACQUIRE))
 		sched_yield();
 	crashcheck_op_begin(2);
-	pthread_mutex_lock(&lock);
+	__atomic_store_n(&reader_begun, 1, __ATOMIC_RELEASE);
+	if (!early)
+		pthread_mutex_lock(&lock);
 	seen = *(volatile uint64_t *)&pm->word;   /* LOAD: the reader's load */
 	seen_pending = !__atomic_load_n(&durable, __ATOMIC_ACQUIRE);
-	pthread_mutex_unlock(&lock);
+	if (!early)
+		pthread_mutex_unlock(&lock);
 	crashcheck_op_end(2);
 	return NULL;
 }
 
 int main(int argc, char **argv)
 {
-	(void)argc;
+	early = argc > 2;
 	pm = crashcheck_pool_open(argv[1], 1 << 16, 0, CRASHCHECK_POOL_CREATE);
 	if (!pm) {
 		fprintf(stderr, "%s\n", crashcheck_last_error());

@@ -157,3 +157,41 @@ def test_sites_are_named_by_their_own_line_then_where_they_were_inlined(tmp_path
     trace = read_trace(w.write(tmp_path / "t.trace"))
     assert site_text(trace, own) == "kv.c:33 (inlined at kv.c:54)"
     assert site_text(trace, plain) == "kv.c:25"
+
+
+def test_a_confirmed_race_is_named_by_the_word_whose_loss_alone_fails(tmp_path):
+    # the reader loads a version word X, then the data Y, both pending stores of the writer; the
+    # pair found is X's (met first), but only losing Y fails: the race is named by Y
+    from types import SimpleNamespace
+    from crashcheck.harness.check.persistency_race import _failing_word
+
+    def build(w, s):
+        w.op_begin(1, tid=1)
+        w.store(Y, b"\x07" * 8, tid=1, site=s["later"])            # the data
+        w.store(X, b"\x02" * 8, tid=1, site=s["publish"])          # the version word
+        w.op_begin(2, tid=2)
+        w.load(X, 8, tid=2, site=s["read"])
+        w.load(Y, 8, tid=2, site=s["other_read"])
+        w.op_end(2, tid=2)
+        w.persist(X, 8, tid=1)
+        w.persist(Y, 8, tid=1)
+        w.op_end(1, tid=1)
+    trace, s = _trace(tmp_path, build)
+    pair = find_pairs(trace)[0]                                     # the first met, as confirm tries it
+    assert (pair.store_site, pair.load_site) == (s["publish"], s["read"])
+    cp = next(c for c in Simulator.from_trace(trace).crash_points() if c.index == pair.point)
+    data = next(i for i, ev in enumerate(trace.events) if ev.kind == "store" and ev.site == s["later"])
+    loses_data = {p.seq for p in cp.lost(losing_choice(cp, data))}
+    oracle = SimpleNamespace(verdict=lambda cp_, res: SimpleNamespace(
+        checked=True, ok=data not in {p.seq for p in cp.lost(res)}))
+    tried = []
+    check = lambda choices: tried.extend(choices) or list(choices)
+    first = losing_choice(cp, pair.store_event)
+    named, choice, _, v = _failing_word(trace, cp, oracle, check, pair, first, first, oracle.verdict(cp, first))
+    y_at = next(ev.addr for ev in trace.events if ev.kind == "load" and ev.site == s["other_read"])
+    assert (named.store_site, named.load_site, named.addr) == (s["later"], s["other_read"], y_at)
+    assert {p.seq for p in cp.lost(choice)} == loses_data and not v.ok and len(tried) == 1
+    # a reader whose other words pass alone keeps the pair's own name
+    oracle_pass = SimpleNamespace(verdict=lambda cp_, res: SimpleNamespace(checked=True, ok=True))
+    kept, kept_choice, _, _ = _failing_word(trace, cp, oracle_pass, check, pair, first, first, None)
+    assert kept == pair and kept_choice == first

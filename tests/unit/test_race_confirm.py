@@ -53,15 +53,30 @@ def test_why_an_aimed_run_did_not_confirm_it(tmp_path):
         w.persist(X, 8, tid=1)
     trace, s = _trace(tmp_path, never_read)
     c = Candidate(0, 1, s["put"], 1, 0, 2, s["get"], X, 0, False)
-    assert "never loaded" in race_confirm._why_not_read(trace, c, 0)
-    assert "never reached" in race_confirm._why_not_read(trace, Candidate(0, 1, s["put"], 2, 0, 2, s["get"], X, 0, False), 0)
+    assert race_confirm._why_not_read(trace, c, 0)[1] is False and "never loaded" in race_confirm._why_not_read(trace, c, 0)[0]
+    assert "never reached" in race_confirm._why_not_read(trace, Candidate(0, 1, s["put"], 2, 0, 2, s["get"], X, 0, False), 0)[0]
 
     def read_no_act(w, s):
         w.store(X, b"\x07" * 8, tid=1, site=s["put"])
         w.load(X, 8, tid=2, site=s["get"])
         w.persist(X, 8, tid=1)
     trace, s = _trace(tmp_path, read_no_act)
-    assert "did not act" in race_confirm._why_not_read(trace, c, 0)
+    assert race_confirm._why_not_read(trace, c, 0)[1] is True
+    assert "did not act" in race_confirm._why_not_read(trace, c, 0)[0]
+
+
+def test_an_aim_that_showed_the_pair_harmless_uses_up_two_of_its_aims():
+    c = Candidate(0, 1, 5, 1, 0, 2, 6, X, 0, False)
+    conf = race_confirm.Confirmer()
+    for n in (1, 2):
+        assert conf.plan(("h", n), 0, [c], n) == [(c, conf.plan(("h", n), 0, [c], n)[0][1])]
+        conf.settle(Verdict(c, "", [], "helped", 2))
+    assert conf.given_up(c) and conf.plan(("h", 3), 0, [c], 3) == []
+    other = race_confirm.Confirmer()
+    for n in (1, 2):
+        other.plan(("h", n), 0, [c], n)
+        other.settle(Verdict(c, "", [], "another path", 1))
+    assert not other.given_up(c) and other.plan(("h", 3), 0, [c], 3)
 
 
 def test_a_warning_is_a_record_with_both_sites_history_and_schedule(tmp_path):
@@ -77,3 +92,12 @@ def test_a_warning_is_a_record_with_both_sites_history_and_schedule(tmp_path):
     assert rec["sched"].startswith("aim:") and rec["schedule"].startswith("# crashcheck-schedule")
     assert "unconfirmed persistency race: store at kv.c:33 (inlined at kv.c:54) (thread 1)" in \
         race_confirm.warning(trace, Verdict(c, "", [], "the reason"))
+
+
+def test_the_writer_waits_for_the_operations_between_its_store_and_the_load():
+    far = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 9)
+    assert race_confirm.spec_of(far, 7) == "aim:7:1:5:2:10:2:6"
+    near = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 1)
+    assert race_confirm.spec_of(near, 7) == f"aim:7:1:5:2:{race_confirm.OPS}:2:6"
+    very_far = Candidate(0, 1, 5, 2, 0, 2, 6, X, 0, False, 500)
+    assert race_confirm.spec_of(very_far, 7) == f"aim:7:1:5:2:{race_confirm.MAX_OPS}:2:6"

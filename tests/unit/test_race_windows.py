@@ -62,6 +62,37 @@ def test_an_atomic_publication_after_the_fence_orders_the_load(tmp_path):
     assert stats.dropped_hb >= 1
 
 
+def test_reading_a_later_value_of_the_word_still_pairs_with_the_dirty_store_before_it(tmp_path):
+    # a CAS publishes X dirty, its flush and fence, then a CAS cleans X: a reader after the clean
+    # CAS acquires from X itself, which orders nothing against X's dirty store (another
+    # interleaving lets it read that one); a publication of another word after the fence still does
+    def build(w, s):
+        w.store(X, b"\x07" * 8, tid=1, site=s["put"], origin="cmpxchg")
+        w.persist(X, 8, tid=1)
+        w.store(X, b"\x06" * 8, tid=1, site=s["flag"], origin="cmpxchg")
+        w.persist(X, 8, tid=1)
+        w.load(X, 8, tid=2, site=s["get"])
+    trace, s = _trace(tmp_path, build)
+    found, _ = _found(trace)
+    assert (1, s["put"], 2, s["get"], False) in found
+    assert (1, s["flag"], 2, s["get"], False) in found
+
+
+def test_a_candidate_counts_the_operations_ended_between_its_store_and_load(tmp_path):
+    def build(w, s):
+        w.op_begin(0, tid=1)
+        w.store(X, b"\x07" * 8, tid=1, site=s["put"])
+        w.persist(X, 8, tid=1)
+        w.op_end(0, tid=1)
+        for op in (1, 2):
+            w.op_begin(op, tid=1)
+            w.op_end(op, tid=1)
+        w.load(X, 8, tid=2, site=s["get"])
+    trace, s = _trace(tmp_path, build)
+    [c] = candidates(trace, ModelOptions())[0]
+    assert c.ops_between == 3
+
+
 def test_a_publication_before_the_fence_orders_nothing(tmp_path):
     def build(w, s):
         w.store(X, b"\x07" * 8, tid=1, site=s["put"])

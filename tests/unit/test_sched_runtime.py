@@ -327,6 +327,16 @@ def test_writer_aim_holds_the_writer_until_the_reader_read_its_pending_store(exe
     assert (again.trace_masked, again.stdout) == (aimed.trace_masked, aimed.stdout)
 
 
+def test_writer_aim_holds_a_reader_that_comes_first_until_the_store(exe, tmp_path):
+    """A writer aim holds the reader before its load at RSITE until the writer's aimed store, then
+    the writer after it: a reader that reached its load first (in the run the aim was drawn
+    from) reads the store pending, at every seed."""
+    (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending", ("STORE", "LOAD"))
+    for seed in (1, 2, 3, 4):
+        aimed = run(exe["pending"], tmp_path, f"aim:{seed}:{wtid}:{store}:1:4:{rtid}:{load}", "early")
+        assert aimed.stdout.strip() == "saw 7 pending", (seed, aimed.stderr)
+
+
 @pytest.mark.parametrize("strategy", ["stale:3:1", "stale:5:2", "aim:7:1:SITE:1:2"])
 def test_replay_of_a_run_with_load_points_gives_the_same_trace(exe, tmp_path, strategy):
     """Under stale and aim traced loads are scheduling points: the schedule file says so
