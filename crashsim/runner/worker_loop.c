@@ -293,10 +293,18 @@ void ccr_w_main(struct runner *r, struct w_shared *sh, int cmd, int done)
 	if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur >= ((rlim_t)1 << 20))
 		cs = st.rlim_cur < ((rlim_t)64 << 20) ? (size_t)st.rlim_cur : (size_t)64 << 20;
 	/* the check's stack, with a guard page below: overflow is a SIGSEGV.
-	 * Right below the pool if that is free: with nothing mapped between
-	 * them, one PAGEMAP_SCAN call restores both (see ccr_w_mark_joins). */
+	 * Just below the pool if that is free: with nothing mapped between
+	 * them, one PAGEMAP_SCAN call restores both (see ccr_w_mark_joins).
+	 * Its top W_STACK_TRACKED bytes (all a check normally uses) start a
+	 * 2 MiB page-table block, the rest of which is left unmapped: the scan
+	 * walks each entry of a page table the span covers, and with the top
+	 * of the stack at the block's end it walked 512 of them where 64 do
+	 * (the pages below are in the next block, which has no page table
+	 * until a check goes deeper). */
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-	uint8_t *guard = mmap(r->pool - (cs + page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	uintptr_t block = (uintptr_t)2 << 20;
+	uintptr_t top = (((uintptr_t)r->pool - W_STACK_TRACKED) & ~(block - 1)) + W_STACK_TRACKED;
+	uint8_t *guard = mmap((void *)(top - cs - page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
 	if (guard == MAP_FAILED)
 		guard = mmap(NULL, cs + page, PROT_NONE, flags, -1, 0);
 	if (c == MAP_FAILED || wstack == MAP_FAILED || guard == MAP_FAILED ||
