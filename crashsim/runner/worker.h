@@ -120,6 +120,7 @@
 #define W_STACK_TRACKED ((size_t)256 << 10)  /* top of the check's stack restored page by page */
 #define W_SCAN_REGIONS 256                   /* page ranges one PAGEMAP_SCAN call returns */
 #define W_SCAN_SMALL 4                       /* pages of a mapping compared instead of scanned */
+#define W_OUT_BUF 8192                       /* the result stream's buffer (BUFSIZ, as before) */
 
 /* PAGEMAP_SCAN (Linux 6.7): older headers lack it (linux/fs.h) */
 #ifndef PAGEMAP_SCAN
@@ -240,6 +241,7 @@ struct w_ctl {
 	timer_t cpu_timer;             /* SIGXCPU after the check's own CPU limit */
 	double cpu_last;               /* the worker's CPU seconds when the last state ended */
 	FILE *out;
+	char outbuf[W_OUT_BUF];        /* its buffer (with out_write) */
 	char stat[1024];
 	char maps[W_MAPS_BYTES];
 	int env_saved;                 /* the fields below hold the worker's own settings */

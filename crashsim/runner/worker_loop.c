@@ -100,13 +100,10 @@ static int check_one(struct w_ctl *c, int i)
 		_exit(125);
 	else if (it->reads == CCR_READS)
 		ccr_lazy_reads_on();
-	if (c->rc.out_map) {
-		cookie_io_functions_t io = { .write = out_write };
-		c->out = fopencookie(c, "w", io);
-	} else {
-		c->out = fdopen(c->res_fd, "w");
-	}
-	if (c->out == NULL)
+	/* with the shared head of the result file, the stream made before the
+	 * snapshot (worker_loop): the restore puts it back empty after every
+	 * check, so no check pays for a stream and its buffer */
+	if (!c->rc.out_map && (c->out = fdopen(c->res_fd, "w")) == NULL)
 		_exit(125);
 	struct itimerspec limit;
 	memset(&limit, 0, sizeof(limit));
@@ -225,6 +222,16 @@ static void worker_loop(void)
 	c->ntrk = 0;
 	c->scan = ccr_w_scan_works(c, page);
 	warm_locks();
+	/* the result stream every check writes (out_write), made once: a
+	 * FILE in the snapshotted heap, its buffer in the worker's own
+	 * memory; the restore after a check puts the FILE back as it is now,
+	 * empty, as a new stream would be */
+	if (c->rc.out_map) {
+		cookie_io_functions_t io = { .write = out_write };
+		c->out = fopencookie(c, "w", io);
+		if (c->out == NULL || setvbuf(c->out, c->outbuf, _IOFBF, sizeof(c->outbuf)) != 0)
+			_exit(125);
+	}
 	ccr_w_restore(c);
 	ccr_w_settle(c);   /* also clears the signal mask the runner serves with (SIGCHLD blocked) */
 	c->cpu_last = cpu_now();
