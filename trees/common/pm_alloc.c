@@ -489,10 +489,11 @@ size_t pm_object_size(const void *p)
 	unsigned kind = d & 0xff;
 	if (kind == KIND_SMALL && class_of_slot(d >> 32) >= 0) {
 		size_t s = d >> 32, off = (size_t)((const char *)p - chunk);
-		if (off < PM_CHUNK_HDR || (off - PM_CHUNK_HDR) % s)
+		if (off < PM_CHUNK_HDR)
 			return 0;
+		/* one division, not two: a check asks this of every object it reaches */
 		size_t slot = (off - PM_CHUNK_HDR) / s;
-		if (slot >= nslots(s))
+		if (slot * s != off - PM_CHUNK_HDR || slot >= nslots(s))
 			return 0;
 		return (chunk_bitmap(i)[slot / 64] >> (slot % 64)) & 1 ? s : 0;
 	}
