@@ -43,9 +43,10 @@
  *   What cannot be put back cheaply retires the worker (it exits after
  *   answering, and the next state gets a fresh one): a child or thread still
  *   running (the child is "stray", as with a fork per state), a changed
- *   address-space size (a mapping left behind or removed), a heap that shrank
- *   below the snapshot, a failed restore, or one CPU-second used in all (the
- *   CPU limit is per process, see below).
+ *   address-space size (a mapping left behind or removed: looked for when the
+ *   process is settled, below), a heap that shrank below the snapshot, a
+ *   failed restore, or one CPU-second used in all (the CPU limit is per
+ *   process, see below).
  *
  * What a check sees
  *   The same as in a forked child (child.c): its own process group, death
@@ -74,9 +75,10 @@
  * tenth of a small check's cost): the signal mask, the fatal-signal
  * handlers, the alternate stack and SIGPIPE are put back and interval
  * timers disarmed, each call reporting what it replaced, and the resource
- * limits, umask and working directory are compared (changed: the worker
- * retires; a check that lowered a limit or moved elsewhere would otherwise
- * fail later checks).  Checks never change them in practice, but one
+ * limits, umask, working directory and address-space size are compared
+ * (changed: the worker retires; a check that lowered a limit or moved
+ * elsewhere would otherwise fail later checks, one that left a mapping
+ * behind would move later checks' mappings).  Checks never change them in practice, but one
  * could, and the checks after it would run in a changed process: when a
  * settle finds a change, only the states up to the first one since the
  * previous settle are kept (that one started in a settled process), the
@@ -118,6 +120,7 @@
 #define W_STACK_TRACKED ((size_t)256 << 10)  /* top of the check's stack restored page by page */
 #define W_SCAN_REGIONS 256                   /* page ranges one PAGEMAP_SCAN call returns */
 #define W_SCAN_SMALL 4                       /* pages of a mapping compared instead of scanned */
+#define W_OUT_BUF 8192                       /* the result stream's buffer (BUFSIZ, as before) */
 
 /* PAGEMAP_SCAN (Linux 6.7): older headers lack it (linux/fs.h) */
 #ifndef PAGEMAP_SCAN
@@ -238,6 +241,7 @@ struct w_ctl {
 	timer_t cpu_timer;             /* SIGXCPU after the check's own CPU limit */
 	double cpu_last;               /* the worker's CPU seconds when the last state ended */
 	FILE *out;
+	char outbuf[W_OUT_BUF];        /* its buffer (with out_write) */
 	char stat[1024];
 	char maps[W_MAPS_BYTES];
 	int env_saved;                 /* the fields below hold the worker's own settings */

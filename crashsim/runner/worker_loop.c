@@ -100,13 +100,10 @@ static int check_one(struct w_ctl *c, int i)
 		_exit(125);
 	else if (it->reads == CCR_READS)
 		ccr_lazy_reads_on();
-	if (c->rc.out_map) {
-		cookie_io_functions_t io = { .write = out_write };
-		c->out = fopencookie(c, "w", io);
-	} else {
-		c->out = fdopen(c->res_fd, "w");
-	}
-	if (c->out == NULL)
+	/* with the shared head of the result file, the stream made before the
+	 * snapshot (worker_loop): the restore puts it back empty after every
+	 * check, so no check pays for a stream and its buffer */
+	if (!c->rc.out_map && (c->out = fdopen(c->res_fd, "w")) == NULL)
 		_exit(125);
 	struct itimerspec limit;
 	memset(&limit, 0, sizeof(limit));
@@ -225,6 +222,16 @@ static void worker_loop(void)
 	c->ntrk = 0;
 	c->scan = ccr_w_scan_works(c, page);
 	warm_locks();
+	/* the result stream every check writes (out_write), made once: a
+	 * FILE in the snapshotted heap, its buffer in the worker's own
+	 * memory; the restore after a check puts the FILE back as it is now,
+	 * empty, as a new stream would be */
+	if (c->rc.out_map) {
+		cookie_io_functions_t io = { .write = out_write };
+		c->out = fopencookie(c, "w", io);
+		if (c->out == NULL || setvbuf(c->out, c->outbuf, _IOFBF, sizeof(c->outbuf)) != 0)
+			_exit(125);
+	}
 	ccr_w_restore(c);
 	ccr_w_settle(c);   /* also clears the signal mask the runner serves with (SIGCHLD blocked) */
 	c->cpu_last = cpu_now();
@@ -293,10 +300,18 @@ void ccr_w_main(struct runner *r, struct w_shared *sh, int cmd, int done)
 	if (getrlimit(RLIMIT_STACK, &st) == 0 && st.rlim_cur != RLIM_INFINITY && st.rlim_cur >= ((rlim_t)1 << 20))
 		cs = st.rlim_cur < ((rlim_t)64 << 20) ? (size_t)st.rlim_cur : (size_t)64 << 20;
 	/* the check's stack, with a guard page below: overflow is a SIGSEGV.
-	 * Right below the pool if that is free: with nothing mapped between
-	 * them, one PAGEMAP_SCAN call restores both (see ccr_w_mark_joins). */
+	 * Just below the pool if that is free: with nothing mapped between
+	 * them, one PAGEMAP_SCAN call restores both (see ccr_w_mark_joins).
+	 * Its top W_STACK_TRACKED bytes (all a check normally uses) start a
+	 * 2 MiB page-table block, the rest of which is left unmapped: the scan
+	 * walks each entry of a page table the span covers, and with the top
+	 * of the stack at the block's end it walked 512 of them where 64 do
+	 * (the pages below are in the next block, which has no page table
+	 * until a check goes deeper). */
 	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
-	uint8_t *guard = mmap(r->pool - (cs + page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
+	uintptr_t block = (uintptr_t)2 << 20;
+	uintptr_t top = (((uintptr_t)r->pool - W_STACK_TRACKED) & ~(block - 1)) + W_STACK_TRACKED;
+	uint8_t *guard = mmap((void *)(top - cs - page), cs + page, PROT_NONE, flags | MAP_FIXED_NOREPLACE, -1, 0);
 	if (guard == MAP_FAILED)
 		guard = mmap(NULL, cs + page, PROT_NONE, flags, -1, 0);
 	if (c == MAP_FAILED || wstack == MAP_FAILED || guard == MAP_FAILED ||

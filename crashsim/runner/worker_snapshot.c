@@ -30,10 +30,10 @@ static const int w_limits[] = { RLIMIT_AS, RLIMIT_CPU, RLIMIT_DATA, RLIMIT_FSIZE
 				RLIMIT_NPROC, RLIMIT_STACK, RLIMIT_CORE, RLIMIT_MEMLOCK };
 
 /*
- * ccr_w_read_stat -- threads and address-space size (bytes); -1 if unreadable.
- * The thread count is the link count of /proc/self/task less 2 (one fstat),
- * the size the first field of /proc/self/statm (pages): both far cheaper
- * than /proc/self/stat, which is formatted field by field
+ * ccr_w_read_stat -- threads and (VSIZE not NULL) address-space size (bytes);
+ * -1 if unreadable.  The thread count is the link count of /proc/self/task
+ * less 2 (one fstat), the size the first field of /proc/self/statm (pages):
+ * both far cheaper than /proc/self/stat, which is formatted field by field
  */
 int ccr_w_read_stat(struct w_ctl *c, long *threads, unsigned long *vsize)
 {
@@ -41,6 +41,8 @@ int ccr_w_read_stat(struct w_ctl *c, long *threads, unsigned long *vsize)
 	if (fstat(c->task_fd, &st) < 0)
 		return -1;
 	*threads = (long)st.st_nlink - 2;
+	if (vsize == NULL)
+		return 0;
 	ssize_t n = pread(c->stat_fd, c->stat, sizeof(c->stat) - 1, 0);
 	if (n <= 0)
 		return -1;
@@ -372,12 +374,15 @@ void ccr_w_save_env(struct w_ctl *c)
 	c->env_saved = 1;
 }
 
-/* env_changed -- did the check change a limit, umask or the directory (internal) */
+/* env_changed -- did the checks change a limit, umask or the directory, or leave a mapping
+ * behind or remove one (the address space's size: see ccr_w_restore) (internal) */
 static int env_changed(struct w_ctl *c)
 {
 	if (!c->env_saved)
 		return 0;
-	int bad = 0;
+	long threads;
+	unsigned long vsize = 0;
+	int bad = ccr_w_read_stat(c, &threads, &vsize) < 0 || vsize != c->vsize0;
 	struct rlimit r;
 	for (int i = 0; i < W_NLIMITS; i++)
 		bad |= getrlimit(w_limits[i], &r) < 0 || r.rlim_cur != c->lim0[i].rlim_cur ||
@@ -475,9 +480,13 @@ int ccr_w_restore(struct w_ctl *c)
 			break;
 		}
 	}
+	/* A thread left running retires the worker now.  A mapping left
+	 * behind or removed (the address space's size) is looked for when the
+	 * process is settled, not here (reading /proc/self/statm was 2-3% of a
+	 * small state's cost): the states since the settle before are then
+	 * checked again (worker.h, "Settled") */
 	long threads = 0;
-	unsigned long vsize = 0;
-	if (ccr_w_read_stat(c, &threads, &vsize) < 0 || threads != 1 || vsize != c->vsize0)
+	if (ccr_w_read_stat(c, &threads, NULL) < 0 || threads != 1)
 		bad = 1;
 	return bad ? -1 : 0;
 }

@@ -53,6 +53,7 @@ enum cmd {
 	CMD_SMEAR = 24,     /* reports, then writes, every page of the pool, of a 3 MiB global array
 	                     * and of 1 MiB of stack (more pages than a reused check process keeps),
 	                     * the C library's random state and a thread-local counter */
+	CMD_LEAKMAP = 25,   /* reports how many mappings it finds, then leaves one more behind */
 };
 
 /* What CMD_DIRTY finds and changes: a reused check process must put all of it back. */
@@ -237,6 +238,18 @@ static int check(void *ctx, const char *followup, FILE *out)
 		srand((unsigned)ps + 1);
 		fprintf(out, "{\"cmd\":24,\"pool\":%llu,\"global\":%llu,\"stack\":%llu,\"rand\":%d,\"tls\":%d}\n",
 			(unsigned long long)ps, (unsigned long long)gs, (unsigned long long)ss, rnd, smear_tls++);
+		return 0;
+	}
+	case CMD_LEAKMAP: {
+		FILE *m = fopen("/proc/self/maps", "r");
+		int n = 0, ch;
+		while (m && (ch = getc(m)) != EOF)
+			n += ch == '\n';
+		if (m)
+			fclose(m);
+		/* read-only: merges with no neighbour, so it is a line of the maps of its own */
+		void *p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		fprintf(out, "{\"cmd\":25,\"maps\":%d,\"left\":%s}\n", n, p == MAP_FAILED ? "false" : "true");
 		return 0;
 	}
 	case CMD_NAP:

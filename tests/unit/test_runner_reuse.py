@@ -23,7 +23,7 @@ from runner_fixtures import build_fixture
 
 POOL = 0x600000000000
 SIZE = 1 << 20
-OK, SEGV, FORK, LINGER, DIRTY, NAP, SMEAR = 0, 1, 16, 19, 22, 23, 24
+OK, SEGV, FORK, LINGER, DIRTY, NAP, SMEAR, LEAKMAP = 0, 1, 16, 19, 22, 23, 24, 25
 
 
 @pytest.fixture(scope="module")
@@ -117,6 +117,22 @@ def test_crashes_and_leftovers_between_clean_checks(misbehave, reuse):
                        ("signal", 11, False), ("ok", None, False)], got
         oks = [x for (_, x), k in zip(res, kinds) if k == OK]
         assert all(x.result == {"cmd": 0, "sum": 3, "followup": ""} for x in oks)
+
+
+@pytest.mark.parametrize("reuse", MODES)
+def test_a_mapping_left_behind_reaches_no_later_check(misbehave, reuse):
+    """LEAKMAP counts the mappings it finds, then leaves one more behind. The reused process
+    looks for that (the address space's size) when it settles, every 32 states, not after every
+    check: the states after the leak and before that settle are checked again, so every LEAKMAP,
+    in the first 32 states or after them, finds as many mappings as the first."""
+    kinds = [OK] * 3 + [LEAKMAP, OK, LEAKMAP, LEAKMAP] + [OK] * 30 + [LEAKMAP, OK]
+    with start(misbehave, reuse) as r:
+        r.load_base(os.devnull)
+        res = r.check([(i, cmd(k, 3), "") for i, k in enumerate(kinds)])
+    assert [x.status for _, x in res] == ["ok"] * len(kinds), [(x.status, x.signal) for _, x in res]
+    maps = [x.result for (_, x), k in zip(res, kinds) if k == LEAKMAP]
+    assert len(maps) == 4 and all(m == maps[0] for m in maps) and maps[0]["left"], maps
+    assert all(x.result == {"cmd": 0, "sum": 3, "followup": ""} for (_, x), k in zip(res, kinds) if k == OK)
 
 
 def test_reuse_and_fork_give_the_same_answers(misbehave, tmp_path):

@@ -301,8 +301,7 @@ static void run_followup(const struct cc_adapter *a, void *t, const struct cc_hi
 		size_t n = len - start;
 		if (n && buf[start + n - 1] == '\n')
 			n--;
-		fputs(i ? ", " : "", out);
-		cc_print_json_text(out, buf + start, n);
+		cc_print_json_text(out, i ? ", " : "", buf + start, n);
 		start = len;
 		fflush(out); /* a later op that crashes must not take earlier results with it */
 	}

@@ -111,15 +111,24 @@ void cc_print_value(FILE *out, const uint8_t *val, size_t vlen)
 	print_bytes(out, val, vlen, 0);
 }
 
-/* cc_print_json_text -- the N bytes at S (up to a NUL among them) escaped as a JSON string,
- * written a few hundred bytes at a time: a character at a time, each a locked stdio call, was
- * a tenth of a checked state's CPU with a continuation's answers.  Runs of characters that need
- * no escape (nearly all of a result line) are copied whole */
-void cc_print_json_text(FILE *out, const char *s, size_t n)
+/* cc_print_json_text -- SEP, then the N bytes at S (up to a NUL among them) escaped as a JSON
+ * string, written a few hundred bytes at a time: a character at a time, each a locked stdio
+ * call, was a tenth of a checked state's CPU with a continuation's answers (and the separator
+ * written on its own, with a continuation's answer for each of its operations, a few percent
+ * of a state).  Runs of characters that need no escape (nearly all of a result line) are
+ * copied whole */
+void cc_print_json_text(FILE *out, const char *sep, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	enum { ROOM = 512 };
 	char buf[ROOM + 8], *e = buf;
+	size_t k = strlen(sep);
+	if (k > ROOM - 1) {
+		fputs(sep, out);
+		k = 0;
+	}
+	memcpy(e, sep, k);
+	e += k;
 	*e++ = '"';
 	const unsigned char *p = (const unsigned char *)s, *end = p + n;
 	while (p < end && *p) {
@@ -168,7 +177,7 @@ void cc_print_json_text(FILE *out, const char *s, size_t n)
 /* cc_print_json_string -- S escaped as a JSON string */
 void cc_print_json_string(FILE *out, const char *s)
 {
-	cc_print_json_text(out, s, strlen(s));
+	cc_print_json_text(out, "", s, strlen(s));
 }
 
 /* cc_print_arg -- a generic argument in history notation */

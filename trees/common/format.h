@@ -29,7 +29,8 @@ char *cc_u64(char *dst, uint64_t v);
 void cc_print_arg(FILE *out, const struct cc_arg *arg);
 /* cc_print_json_string -- S as a JSON string literal (quotes included) */
 void cc_print_json_string(FILE *out, const char *s);
-/* cc_print_json_text -- the N bytes at S, up to a NUL among them, as cc_print_json_string */
-void cc_print_json_text(FILE *out, const char *s, size_t n);
+/* cc_print_json_text -- SEP (a few characters, e.g. ", "; written as they are), then the N bytes at
+ * S, up to a NUL among them, as cc_print_json_string */
+void cc_print_json_text(FILE *out, const char *sep, const char *s, size_t n);
 
 #endif /* CC_FORMAT_H */

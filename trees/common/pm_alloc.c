@@ -85,6 +85,7 @@ static struct {
 	uint16_t *hint;       /* per small chunk: lowest bitmap word that may have room */
 	uint64_t *nonfull[NCLASSES]; /* per class: bitmap over chunks with room */
 	size_t free_hint;     /* lowest chunk that may be free */
+	void *mem;            /* one allocation holding all the arrays above */
 } A;
 
 /* class_size -- slot size of class C (internal) */
@@ -143,15 +144,16 @@ static void nf_clear(unsigned c, size_t i) { A.nonfull[c][i / 64] &= ~(1ULL << (
 /* dram_release -- drop the DRAM view (internal) */
 static void dram_release(void)
 {
-	free(A.kind);
-	free(A.nfree);
-	free(A.hint);
-	for (unsigned c = 0; c < NCLASSES; c++)
-		free(A.nonfull[c]);
+	free(A.mem);
 	memset(&A, 0, sizeof(A));
 }
 
-/* dram_init -- allocate an empty DRAM view for the pool at BASE (internal) */
+/*
+ * dram_init -- allocate an empty DRAM view for the pool at BASE (internal).
+ * One zeroed allocation for all of it: every checked state attaches its
+ * image anew, and 73 allocations (a bitmap per class) were a few percent
+ * of a small check
+ */
 static int dram_init(char *base, size_t size, size_t heap_off, size_t nchunks)
 {
 	dram_release();
@@ -160,17 +162,20 @@ static int dram_init(char *base, size_t size, size_t heap_off, size_t nchunks)
 	A.heap = base + heap_off;
 	A.table = (uint64_t *)(base + PM_TABLE_OFF);
 	A.nchunks = nchunks;
-	A.kind = calloc(nchunks, 1);
-	A.nfree = calloc(nchunks, sizeof(*A.nfree));
-	A.hint = calloc(nchunks, sizeof(*A.hint));
-	int ok = A.kind && A.nfree && A.hint;
-	for (unsigned c = 0; c < NCLASSES && ok; c++)
-		ok = (A.nonfull[c] = calloc((nchunks + 63) / 64, 8)) != NULL;
-	if (!ok) {
+	size_t words = (nchunks + 63) / 64, nf = nchunks * sizeof(*A.nfree), hint = nchunks * sizeof(*A.hint);
+	size_t kind = (nchunks + 7) / 8 * 8, bytes = NCLASSES * words * 8 + nf + hint + kind;
+	char *m = A.mem = calloc(1, bytes ? bytes : 1);
+	if (!m) {
 		fprintf(stderr, "pm_alloc: out of DRAM for %zu chunks\n", nchunks);
 		dram_release();
 		return -1;
 	}
+	/* widest first: each array stays aligned for its type */
+	for (unsigned c = 0; c < NCLASSES; c++, m += words * 8)
+		A.nonfull[c] = (uint64_t *)m;
+	A.nfree = (uint32_t *)m;
+	A.hint = (uint16_t *)(m + nf);
+	A.kind = (uint8_t *)(m + nf + hint);
 	return 0;
 }
 
@@ -484,10 +489,11 @@ size_t pm_object_size(const void *p)
 	unsigned kind = d & 0xff;
 	if (kind == KIND_SMALL && class_of_slot(d >> 32) >= 0) {
 		size_t s = d >> 32, off = (size_t)((const char *)p - chunk);
-		if (off < PM_CHUNK_HDR || (off - PM_CHUNK_HDR) % s)
+		if (off < PM_CHUNK_HDR)
 			return 0;
+		/* one division, not two: a check asks this of every object it reaches */
 		size_t slot = (off - PM_CHUNK_HDR) / s;
-		if (slot >= nslots(s))
+		if (slot * s != off - PM_CHUNK_HDR || slot >= nslots(s))
 			return 0;
 		return (chunk_bitmap(i)[slot / 64] >> (slot % 64)) & 1 ? s : 0;
 	}
