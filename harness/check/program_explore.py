@@ -4,14 +4,16 @@ their fewest lost stores, and the kept stores they need named.
 
 Owns the loop and its counts (crash points, legal and explored states, points sampled), the image
 cache (a state whose image equals one already judged gets that verdict without running anything),
-and shrinking: a failing state first lets each pending unit persist whole while the failure stays
-the same class, then keeps the longest prefix of each unit still losing stores; the result loses
-as few stores as one unit at a time can show (a local minimum). A failing state whose lost stores
+and shrinking: a failing state first lets pending units persist whole while the failure stays
+the same class (blocks of them, halved down to single units where a block loses it), then keeps
+the longest prefix of each unit still losing stores; the result loses as few stores as one unit
+at a time can show (a local minimum). A failing state whose lost stores
 include every lost store of a finding already shrunk (same class) is counted as that finding's
 occurrence without being shrunk again. Returns findings; never builds records (harness/triage).
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -80,15 +82,27 @@ def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
 
 def _shrink(cp: CrashPoint, full: list[int], best: list, judge: Callable[[tuple[int, ...]], Verdict]) -> None:
     cur, verdict = best
-    for j in range(len(cur)):
-        if cur[j] == full[j]:
+    # Let the units persist whole a block at a time, left to right: a block whose persisting keeps
+    # the failure goes at once, one that loses it is split in halves, down to single units (the
+    # one-at-a-time test: a unit left losing stores is one whose persisting alone lost the
+    # failure). A failure needs few of a point's units lost (often one line, or none: what did
+    # persist broke it), so this judges about 2 log2(units) states per needed unit instead of one
+    # per unit (a libpmemobj redo log's point: a hundred lines pending).
+    blocks = deque([[j for j in range(len(cur)) if cur[j] != full[j]]])
+    while blocks:
+        block = blocks.popleft()
+        if not block:
             continue
         trial = cur.copy()
-        trial[j] = full[j]
+        for j in block:
+            trial[j] = full[j]
         v = judge(tuple(trial))
         if verdict.same(v):
             cur, verdict = trial, v
             best[:] = cur, verdict
+        elif len(block) > 1:
+            half = len(block) // 2
+            blocks.extendleft([block[half:], block[:half]])
     for j, unit in enumerate(cp.units):
         if cur[j] == full[j] or unit.orders is not None:
             continue          # (a memset's unordered subsets have no "longer prefix" order)
@@ -271,7 +285,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             fp, blob = codec.encode(choice)
             got = verdicts.get((fp, env_key))
             if got is None:
-                v = checker.check(sim.image.base, decode_writes(blob))
+                v = checker.check(sim.image.base, decode_writes(blob), cp.fp)
                 stats.executions += 1
                 reads = checker.last_reads
                 got = verdicts[fp, env_key] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
