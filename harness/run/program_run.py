@@ -11,7 +11,6 @@ Never parses a command line and never renders (harness/cli/cmd_run.py writes the
 """
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import sys
 import time
@@ -243,6 +242,7 @@ def in_workers(trace, make_checker: Callable[[int], ImageChecker], n: int, kw: d
     """--jobs N: N forked workers each pick and judge the states of one N-th of the crash points, each
     with its own image files (MAKE_CHECKER(k)); their picks and verdicts, merged. The parent's
     walk then finds, shrinks and counts exactly as one process would (program_explore._walk)."""
+    import multiprocessing      # here: a run without --jobs never needs it (start-up)
     global _JOB
     _JOB = (trace, make_checker, n, kw)
     try:
