@@ -60,6 +60,7 @@ class ExploreStats:
     points_left_by_budget: int = 0    # crash points --budget left no time for (not in crash_points)
     points_cut_by_budget: int = 0     # crash points the budget ended in the middle (partial, sampled)
     unshrunk: int = 0                 # findings the budget left (partly) unshrunk
+    points_left_by_stop: int = 0      # crash points after the first failing state (stop_on_failure)
 
 
 def _full(cp: CrashPoint) -> list[int]:
@@ -219,7 +220,7 @@ def explore(trace: Trace, checker: ImageChecker, **kw) -> tuple[list[ProgramFind
 def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
           seed: int, on_point: Callable[[ExploreStats, int], None] | None = None,
           sections: Sections | None = None, share: tuple[int, int] | None = None,
-          prejudged: Prejudged | None = None, budget: Budget | None = None
+          prejudged: Prejudged | None = None, budget: Budget | None = None, stop_on_failure: bool = False
           ) -> tuple[list[ProgramFinding], ExploreStats, Prejudged]:
     """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
     ON_POINT(stats, findings so far) is called after each crash point. Lazy (the checker's
@@ -239,7 +240,11 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     partial (`points_cut_by_budget`, among the sampled), the points after it are left
     (`points_left_by_budget`, not among `crash_points`), a failing state found is kept, shrunk as
     far as time allowed (`unshrunk`). A worker stops at the soft deadline too; the parent walks
-    the points its workers picked and leaves the others."""
+    the points its workers picked and leaves the others.
+
+    STOP_ON_FAILURE (--stop-on-failure, the run's verdict alone): the first failing state is
+    shrunk and becomes the one finding; the states after it at its point and the points after it
+    are not judged (`points_left_by_stop`: those that would have been checked)."""
     sim = Simulator.from_trace(trace, options)
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
@@ -254,6 +259,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     # a worker's share is a run of consecutive points (neighbours repeat each other's images)
     total = sim.count_crash_points() if share is not None else 0
     over = [False]                          # --budget: no new state is judged any more
+    stopped = False                         # stop_on_failure: a finding was made
 
     def search_over() -> bool:
         if not over[0] and budget is not None and budget.search_over():
@@ -271,6 +277,9 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             continue
         if engines and repeated_by_next(trace.events, cp, sections):
             stats.points_repeated += 1
+            continue
+        if stopped:
+            stats.points_left_by_stop += 1
             continue
         if share is not None and cp.index * share[1] // total != share[0]:
             continue
@@ -348,6 +357,11 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
                                            (cp.legal, pick.explored), times, seqs, need, unshrunk))
             failed[image_key] = failed[codec.encode(small)[0], env_key] = findings[-1]
+            if stop_on_failure and share is None:
+                stopped = True
+                if n + 1 < len(states):      # the point's states judged up to here: partial
+                    pick = _cut(cp, pick, states[:n + 1])
+                break
         if cut:
             over[0] = True
             if not pick.states:          # the budget ended it before any state was judged: left
