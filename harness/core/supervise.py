@@ -171,7 +171,8 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     backstop = f"{timeout_s + 5:.3f}"
     # Whoever sets the limits execs the rest: cheaper than a preexec_fn, which makes Python fork
     # instead of vfork (about 6 ms per run on the 2-core machine).
-    prlimit = shield = _shield()
+    shield = _shield()
+    limited = shield is not None       # the limits are set by a program in front of ARGV
     if shield:
         full = [shield, backstop] + [f"{name}={value}" for _, value, name in limits] + ["--", *argv]
     else:
@@ -180,6 +181,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
         prlimit = _which("prlimit", os.environ.get("PATH"))
         if prlimit:
             full = [prlimit] + [f"--{name}={value}" for _, value, name in limits] + full
+            limited = True
 
     def set_limits() -> None:          # runs in the child between fork and exec
         for res, value, _ in limits:
@@ -191,7 +193,7 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     efd = os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if errors is not None else fd
     try:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=efd, env=env, cwd=cwd,
-                                start_new_session=True, preexec_fn=None if prlimit else set_limits)
+                                start_new_session=True, preexec_fn=None if limited else set_limits)
     finally:
         os.close(fd)
         if efd != fd:
