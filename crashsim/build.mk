@@ -19,3 +19,14 @@ $(BUILD)/crashsim/runner/%.o: crashsim/runner/%.c $(RUNNER_HDRS) instrument/incl
 
 # instrument/build.mk archives all of $(RUNTIME_A)'s prerequisites ($^), these included.
 $(RUNTIME_A): $(RUNNER_OBJS)
+
+# crashcheck-shield (crashsim/shield/shield.c): the parent of every supervised run's driver
+# (harness/core/supervise.py): sets its limits, waits, passes on how it ended.  A program of its
+# own (not in the runtime library), plain C without the runtime's flags; installed with build/.
+# Linked statically where the C library allows it: no dynamic loader to run, 0.2 ms less CPU per
+# supervised run (a judged image in program mode); dynamically where there is no static libc.
+SHIELD := $(BUILD)/bin/crashcheck-shield
+all: $(SHIELD)
+$(SHIELD): crashsim/shield/shield.c
+	@mkdir -p $(dir $@)
+	$(CLANG) $(CFLAGS_COMMON) -static -o $@ $< 2>/dev/null || $(CLANG) $(CFLAGS_COMMON) -o $@ $<

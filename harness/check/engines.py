@@ -168,23 +168,56 @@ def repeated_by_next(events, cp: CrashPoint, sections: Sections) -> bool:
     return not cp.units or sections.engine_at(nxt) == sections.engine_at(cp.event)
 
 
-def _choice_keeping(cp: CrashPoint, keep: set[int]) -> tuple[int, ...] | None:
-    """The state of CP keeping exactly the pending pieces whose seq is in KEEP, None if illegal."""
-    out = []
-    for u in cp.units:
-        want = [p.seq in keep for p in u.pieces]
-        if u.orders is None:
-            k = sum(want)
-            if want != [True] * k + [False] * (len(want) - k):
-                return None
-            out.append(k)
-        else:
-            idx = tuple(i for i, w in enumerate(want) if w)
-            k = next((c for c, order in enumerate(u.orders) if tuple(sorted(order)) == idx), None)
-            if k is None:
-                return None
-            out.append(k)
-    return tuple(out)
+def _prefix_states(cp: CrashPoint) -> dict[tuple[int, ...], None]:
+    """The legal states keeping, for each pending store (a seq: the pieces of one store together),
+    it and every store before it in program order; built by adding one store at a time, each unit's
+    choice kept up to date (a memset's unordered pieces looked up among its orders), so the cost is
+    the stores plus the states written out, not stores x units x orders."""
+    units = cp.units
+    by_seq: dict[int, list[tuple[int, int]]] = {}
+    for j, u in enumerate(units):
+        for i, p in enumerate(u.pieces):
+            by_seq.setdefault(p.seq, []).append((j, i))
+    index = [None if u.orders is None else {order: c for c, order in enumerate(u.orders)} for u in units]
+    kept: list[list[int]] = [[] for _ in units]
+    choice: list[int | None] = [0] * len(units)
+    illegal = 0                 # units whose kept pieces are no legal choice of theirs
+    out = {tuple(choice): None}
+    for seq in sorted(by_seq):
+        touched = []
+        for j, i in by_seq[seq]:
+            kept[j].append(i)
+            if j not in touched:
+                touched.append(j)
+        for j in touched:
+            ks = sorted(kept[j])
+            if index[j] is None:    # a prefix of the line's pieces, or nothing legal
+                c = len(ks) if ks[-1] == len(ks) - 1 else None
+            else:
+                c = index[j].get(tuple(ks))
+            illegal += (c is None) - (choice[j] is None)
+            choice[j] = c
+        if not illegal:
+            out[tuple(choice)] = None    # type: ignore[index]
+    return out
+
+
+def _suffix_states(cp: CrashPoint) -> dict[tuple[int, ...], None]:
+    """For each pending store from the last back, the state keeping every line whose pending stores
+    all come at or after it whole (a line keeping a later store without an earlier one cannot
+    happen on x86), the other lines nothing."""
+    units = cp.units
+    first = [min(p.seq for p in u.pieces) for u in units]
+    by_first: dict[int, list[int]] = {}
+    for j, s in enumerate(first):
+        by_first.setdefault(s, []).append(j)
+    choice = [0] * len(units)
+    out = {tuple(choice): None}
+    for seq in sorted({p.seq for u in units for p in u.pieces}, reverse=True):
+        for j in by_first.get(seq, ()):
+            choice[j] = units[j].choices - 1
+        out[tuple(choice)] = None
+    return out
 
 
 def engine_states(cp: CrashPoint, how: str) -> list[tuple[int, ...]]:
@@ -195,20 +228,9 @@ def engine_states(cp: CrashPoint, how: str) -> list[tuple[int, ...]]:
     suffixes: for each k, the last k pending stores persisted, as far as a cache line allows: a
     line keeps its pending stores only when all of them are among the last k (a line keeping a
     later store without an earlier one cannot happen on x86, so that state is not checked)."""
-    full = tuple(u.choices - 1 for u in cp.units)
     if how == "in-order":
-        return [full]
-    seqs = sorted(p.seq for u in cp.units for p in u.pieces)
-    out: dict[tuple[int, ...], None] = {}
-    for k in range(len(seqs) + 1):
-        if how == "prefixes":
-            c = _choice_keeping(cp, set(seqs[:k]))
-        else:
-            tail = set(seqs[len(seqs) - k:])
-            c = tuple(u.choices - 1 if all(p.seq in tail for p in u.pieces) else 0 for u in cp.units)
-        if c is not None:
-            out[c] = None
-    return list(out)
+        return [tuple(u.choices - 1 for u in cp.units)]
+    return list(_prefix_states(cp) if how == "prefixes" else _suffix_states(cp))
 
 
 __all__ = ["ENGINES", "ENV", "EngineConfig", "PMREORDER_DEFAULT", "STRATEGY", "Sections", "engine_states",

@@ -4,14 +4,16 @@ their fewest lost stores, and the kept stores they need named.
 
 Owns the loop and its counts (crash points, legal and explored states, points sampled), the image
 cache (a state whose image equals one already judged gets that verdict without running anything),
-and shrinking: a failing state first lets each pending unit persist whole while the failure stays
-the same class, then keeps the longest prefix of each unit still losing stores; the result loses
-as few stores as one unit at a time can show (a local minimum). A failing state whose lost stores
+and shrinking: a failing state first lets pending units persist whole while the failure stays
+the same class (blocks of them, halved down to single units where a block loses it), then keeps
+the longest prefix of each unit still losing stores; the result loses as few stores as one unit
+at a time can show (a local minimum). A failing state whose lost stores
 include every lost store of a finding already shrunk (same class) is counted as that finding's
 occurrence without being shrunk again. Returns findings; never builds records (harness/triage).
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -58,6 +60,7 @@ class ExploreStats:
     points_left_by_budget: int = 0    # crash points --budget left no time for (not in crash_points)
     points_cut_by_budget: int = 0     # crash points the budget ended in the middle (partial, sampled)
     unshrunk: int = 0                 # findings the budget left (partly) unshrunk
+    points_left_by_stop: int = 0      # crash points after the first failing state (stop_on_failure)
 
 
 def _full(cp: CrashPoint) -> list[int]:
@@ -80,15 +83,27 @@ def shrink(cp: CrashPoint, choice: tuple[int, ...], verdict: Verdict,
 
 def _shrink(cp: CrashPoint, full: list[int], best: list, judge: Callable[[tuple[int, ...]], Verdict]) -> None:
     cur, verdict = best
-    for j in range(len(cur)):
-        if cur[j] == full[j]:
+    # Let the units persist whole a block at a time, left to right: a block whose persisting keeps
+    # the failure goes at once, one that loses it is split in halves, down to single units (the
+    # one-at-a-time test: a unit left losing stores is one whose persisting alone lost the
+    # failure). A failure needs few of a point's units lost (often one line, or none: what did
+    # persist broke it), so this judges about 2 log2(units) states per needed unit instead of one
+    # per unit (a libpmemobj redo log's point: a hundred lines pending).
+    blocks = deque([[j for j in range(len(cur)) if cur[j] != full[j]]])
+    while blocks:
+        block = blocks.popleft()
+        if not block:
             continue
         trial = cur.copy()
-        trial[j] = full[j]
+        for j in block:
+            trial[j] = full[j]
         v = judge(tuple(trial))
         if verdict.same(v):
             cur, verdict = trial, v
             best[:] = cur, verdict
+        elif len(block) > 1:
+            half = len(block) // 2
+            blocks.extendleft([block[half:], block[:half]])
     for j, unit in enumerate(cp.units):
         if cur[j] == full[j] or unit.orders is not None:
             continue          # (a memset's unordered subsets have no "longer prefix" order)
@@ -205,7 +220,7 @@ def explore(trace: Trace, checker: ImageChecker, **kw) -> tuple[list[ProgramFind
 def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strategy: str, limit: int,
           seed: int, on_point: Callable[[ExploreStats, int], None] | None = None,
           sections: Sections | None = None, share: tuple[int, int] | None = None,
-          prejudged: Prejudged | None = None, budget: Budget | None = None
+          prejudged: Prejudged | None = None, budget: Budget | None = None, stop_on_failure: bool = False
           ) -> tuple[list[ProgramFinding], ExploreStats, Prejudged]:
     """Judge the states STRATEGY picks at every crash point of TRACE; the shrunk findings and counts.
     ON_POINT(stats, findings so far) is called after each crash point. Lazy (the checker's
@@ -225,7 +240,11 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     partial (`points_cut_by_budget`, among the sampled), the points after it are left
     (`points_left_by_budget`, not among `crash_points`), a failing state found is kept, shrunk as
     far as time allowed (`unshrunk`). A worker stops at the soft deadline too; the parent walks
-    the points its workers picked and leaves the others."""
+    the points its workers picked and leaves the others.
+
+    STOP_ON_FAILURE (--stop-on-failure, the run's verdict alone): the first failing state is
+    shrunk and becomes the one finding; the states after it at its point and the points after it
+    are not judged (`points_left_by_stop`: those that would have been checked)."""
     sim = Simulator.from_trace(trace, options)
     stats = ExploreStats()
     findings: list[ProgramFinding] = []
@@ -240,6 +259,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
     # a worker's share is a run of consecutive points (neighbours repeat each other's images)
     total = sim.count_crash_points() if share is not None else 0
     over = [False]                          # --budget: no new state is judged any more
+    stopped = False                         # stop_on_failure: a finding was made
 
     def search_over() -> bool:
         if not over[0] and budget is not None and budget.search_over():
@@ -258,6 +278,9 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
         if engines and repeated_by_next(trace.events, cp, sections):
             stats.points_repeated += 1
             continue
+        if stopped:
+            stats.points_left_by_stop += 1
+            continue
         if share is not None and cp.index * share[1] // total != share[0]:
             continue
         if prejudged is not None and cp.index not in prejudged.picks or prejudged is None and search_over():
@@ -271,7 +294,7 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             fp, blob = codec.encode(choice)
             got = verdicts.get((fp, env_key))
             if got is None:
-                v = checker.check(sim.image.base, decode_writes(blob))
+                v = checker.check(sim.image.base, decode_writes(blob), cp.fp)
                 stats.executions += 1
                 reads = checker.last_reads
                 got = verdicts[fp, env_key] = v, (reads if reads is not None and all(r.ok for r in reads) else None)
@@ -334,6 +357,11 @@ def _walk(trace: Trace, checker: ImageChecker, *, options: ModelOptions, strateg
             findings.append(ProgramFinding(cp, small, sv, list(lost_small), cp.kept(small),
                                            (cp.legal, pick.explored), times, seqs, need, unshrunk))
             failed[image_key] = failed[codec.encode(small)[0], env_key] = findings[-1]
+            if stop_on_failure and share is None:
+                stopped = True
+                if n + 1 < len(states):      # the point's states judged up to here: partial
+                    pick = _cut(cp, pick, states[:n + 1])
+                break
         if cut:
             over[0] = True
             if not pick.states:          # the budget ended it before any state was judged: left

@@ -64,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-r", dest="default_engine", metavar="ENGINE",
                    help="pmreorder's default engine outside configured sections (with -x and no -r: "
                         f"NoReorderNoCheck, as pmreorder); one of {', '.join(ENGINES)}")
+    p.add_argument("--stop-on-failure", action="store_true",
+                   help="end at the first failing crash state (shrunk and recorded as usual): the run's "
+                        "verdict, as a pmreorder TEST asks for it; the points after it are not checked")
     p.add_argument("--limit", type=options.positive, default=defaults.LIMIT,
                    help=f"bounded: states per crash point (default {defaults.LIMIT})")
     p.add_argument("--seed", type=options.seed, default=0,
@@ -124,7 +127,8 @@ def _check(args: argparse.Namespace) -> ProgramRun:
                         atomic_unit=args.atomic_unit, tracer=args.tracer)
     return ProgramRun([program] + argv[1:], checker, recover, settings, runs=args.runs,
                       schedules=args.schedules, timeout_s=args.timeout, name=os.path.basename(program),
-                      engines=engines, setup=args.setup, jobs=args.jobs, budget_s=args.budget)
+                      engines=engines, setup=args.setup, jobs=args.jobs, budget_s=args.budget,
+                      stop_on_failure=args.stop_on_failure)
 
 
 def _lazy_line(strategy: str, st: dict) -> str:
@@ -186,6 +190,11 @@ def run(args: argparse.Namespace) -> int:
           f"{len(res['bugs'])} bug{'s' if len(res['bugs']) != 1 else ''}")
     if cut:
         print("coverage: " + _budget_coverage(st, res["bugs"]))
+    elif st.get("stopped_at_failure"):
+        runs = st["runs_left_by_stop"]
+        print(f"coverage: stopped at the first failing crash state (--stop-on-failure): "
+              f"{st['points_left_by_stop']} crash points after it not checked"
+              + (f", {runs} traced run{'s' if runs != 1 else ''} not run" if runs else ""))
     else:
         print("coverage: " + (f"{sampled} of {st['crash_points']} crash points checked in part, as the engine of "
                             f"their section chose (-x/-r); no bug among the states checked"

@@ -8,13 +8,15 @@ never decides the exit status (harness/cli/cmd_fuzz.py) and never writes a file.
 from __future__ import annotations
 
 import signal
-
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from crashcheck.harness.core import defaults
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.check.perf_tally import perf_line
 from crashcheck.harness.triage.fix_record import fix_line
+
+if TYPE_CHECKING:        # `crashcheck run` prints without rich: its import is start-up time
+    from rich.console import Console
 
 
 def why_none(res: dict, row: dict) -> str:

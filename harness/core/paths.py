@@ -14,6 +14,10 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# crashcheck's own built parts (pass, runtime, runner, built-in trees, the supervisor's shield):
+# $CRASHCHECK_BUILD, or the installation's build/. An empty CRASHCHECK_BUILD= is unset, not the
+# current folder.
+BUILD = Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
 # Sources whose functions are helpers: a store, flush or fence inside one inlined into the
 # structure's code is named by the line that called it (grouping, the report's source boxes).
 HEADERS = (".h", ".hh", ".hpp")
@@ -80,4 +84,4 @@ def relative_record(record: dict, rs: list[str] | None = None) -> dict:
     return walk(record)
 
 
-__all__ = ["HEADERS", "ROOT", "display", "relative_record", "roots", "source"]
+__all__ = ["BUILD", "HEADERS", "ROOT", "display", "relative_record", "roots", "source"]

@@ -16,13 +16,18 @@ Design
   make us wait for an end of file. Only the tail is read back (OUTPUT_TAIL_BYTES, OUTPUT_TAIL_LINES),
   decoded with errors="replace". The driver's results go to their own file (`run --results`).
 - A structure may kill its parent (kill(getppid(), SIGKILL)). That must not be crashcheck, so the
-  driver runs under coreutils `timeout`, which then is the parent: it waits for the driver, passes
-  on its exit status or signal (it re-raises the signal on itself) and dies in our place. Its own
-  deadline is only a backstop behind ours. The driver notices a dead parent after each operation
-  (`!orphan I` in its results) and stops.
+  driver runs under a shield that then is the parent: it waits for the driver, passes on its exit
+  status or signal (it re-raises the signal on itself) and dies in our place. Its own deadline is
+  only a backstop behind ours. The driver notices a dead parent after each operation (`!orphan I`
+  in its results) and stops.
+- The shield is ours, build/bin/crashcheck-shield (crashsim/shield/shield.c): it sets the limits
+  too, one exec per run. Without it (a build that predates it), util-linux `prlimit` sets the
+  limits and execs coreutils `timeout -s KILL` as the shield: two execs, about 2 ms more CPU per
+  run on the 2-core machine, which a program-mode run pays per judged image.
 """
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import select
@@ -33,7 +38,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from crashcheck.harness.core import strays
+from crashcheck.harness.core import paths, strays
 from crashcheck.specs.oracle import signal_name
 
 OUTPUT_TAIL_BYTES = 4096
@@ -44,6 +49,7 @@ STOP_POLL_S = 0.25             # how often a run that is still going is checked 
 # libraries, the trace runtime's buffers and thread stacks (a traced driver with an 8 MiB pool
 # maps about 15 MiB in all before the structure allocates anything).
 AS_HEADROOM = 128 << 20
+SHIELD = "crashcheck-shield"   # the driver's parent, in build/bin (crashsim/shield/shield.c)
 
 
 def _resident_kb() -> int:
@@ -158,29 +164,36 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
     CWD its working folder (default ours)."""
     if strays.TOKEN in os.environ:     # a daemon it starts is found by it after the command
         env = {**env, strays.TOKEN: os.environ[strays.TOKEN]}
-    shield = shutil.which("timeout")
-    full = ([shield, "-s", "KILL", f"{timeout_s + 5:.3f}"] if shield else []) + list(argv)
     mem_limit = mem_bytes + AS_HEADROOM if mem_bytes else 0
     cpu = int(timeout_s) + 2
-    limits = [(resource.RLIMIT_CPU, cpu, "--cpu"), (resource.RLIMIT_FSIZE, FSIZE_LIMIT, "--fsize"),
-              (resource.RLIMIT_CORE, 0, "--core")] + ([(resource.RLIMIT_AS, mem_limit, "--as")] if mem_limit else [])
-    # util-linux prlimit sets the limits and execs the rest: cheaper than a preexec_fn, which
-    # makes Python fork instead of vfork (about 6 ms per run on the 2-core machine).
-    prlimit = shutil.which("prlimit")
-    if prlimit:
-        full = [prlimit] + [f"{opt}={value}" for _, value, opt in limits] + full
+    limits = [(resource.RLIMIT_CPU, cpu, "cpu"), (resource.RLIMIT_FSIZE, FSIZE_LIMIT, "fsize"),
+              (resource.RLIMIT_CORE, 0, "core")] + ([(resource.RLIMIT_AS, mem_limit, "as")] if mem_limit else [])
+    backstop = f"{timeout_s + 5:.3f}"
+    # Whoever sets the limits execs the rest: cheaper than a preexec_fn, which makes Python fork
+    # instead of vfork (about 6 ms per run on the 2-core machine).
+    shield = _shield()
+    limited = shield is not None       # the limits are set by a program in front of ARGV
+    if shield:
+        full = [shield, backstop] + [f"{name}={value}" for _, value, name in limits] + ["--", *argv]
+    else:
+        shield = _which("timeout", os.environ.get("PATH"))
+        full = ([shield, "-s", "KILL", backstop] if shield else []) + list(argv)
+        prlimit = _which("prlimit", os.environ.get("PATH"))
+        if prlimit:
+            full = [prlimit] + [f"--{name}={value}" for _, value, name in limits] + full
+            limited = True
 
     def set_limits() -> None:          # runs in the child between fork and exec
         for res, value, _ in limits:
             resource.setrlimit(res, (value, value))
 
     t0 = time.monotonic()
-    inherited_kb = _resident_kb()
+    inherited_kb = _resident_kb() if mem_limit else 0     # (read by memory_exhausted, under a limit)
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     efd = os.open(errors, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600) if errors is not None else fd
     try:
         proc = subprocess.Popen(full, stdin=subprocess.DEVNULL, stdout=fd, stderr=efd, env=env, cwd=cwd,
-                                start_new_session=True, preexec_fn=None if prlimit else set_limits)
+                                start_new_session=True, preexec_fn=None if limited else set_limits)
     finally:
         os.close(fd)
         if efd != fd:
@@ -244,6 +257,20 @@ def run_supervised(argv: list[str], *, env: dict[str, str], output: Path, timeou
         end.errors = output_tail(errors)
         end.output = "\n".join(filter(None, (end.output, end.errors)))
     return end
+
+
+@functools.lru_cache(maxsize=1)
+def _shield() -> str | None:
+    """build/bin/crashcheck-shield if it was built and can be run (looked for once)."""
+    path = paths.BUILD / "bin" / SHIELD
+    return str(path) if os.access(path, os.X_OK) else None
+
+
+@functools.lru_cache(maxsize=8)
+def _which(name: str, path: str | None) -> str | None:
+    """shutil.which(NAME) on PATH, looked up once: a program-mode run starts a command per judged
+    image, and the search of PATH cost a quarter of a millisecond each time."""
+    return shutil.which(name, path=path)
 
 
 def _kill_group(pgid: int) -> bool:

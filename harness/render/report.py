@@ -13,7 +13,6 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-import jinja2
 from markupsafe import Markup, escape
 
 from crashcheck.harness.core.counts import big
@@ -209,6 +208,7 @@ def prepare(results: dict) -> dict:
 
 
 def render(results: dict) -> str:
+    import jinja2   # here, not at the top: `crashcheck run` without --report never needs it (start-up)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.globals.update(source=_source, stores=_stores, site_text=site_text, max_switches=MAX_SWITCHES,

@@ -11,7 +11,6 @@ Never parses a command line and never renders (harness/cli/cmd_run.py writes the
 """
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import sys
 import time
@@ -55,6 +54,7 @@ class ProgramRun:
     engines: EngineConfig | None = None   # pmreorder's -x/-r: each section's states (None: --strategy)
     budget_s: float | None = None      # --budget: seconds for the whole command (None: no limit)
     budget_start: float | None = None  # time.monotonic() the budget counts from (None: the process start)
+    stop_on_failure: bool = False      # --stop-on-failure: the first failing state ends the run
     progress: Callable[[str], None] | None = None
     stats: ExploreStats = field(default_factory=ExploreStats)
 
@@ -96,6 +96,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
     budget = (Budget(run.budget_s, start=PROCESS_START if run.budget_start is None else run.budget_start)
               if run.budget_s is not None else None)
     runs_left = 0                     # traced runs (run x schedule) the budget left no time for
+    runs_left_by_stop = 0             # traced runs after the first failing state (--stop-on-failure)
     found: list[dict] = []
     traced_runs = 0
     hung_short = shortened = 0        # hangs answered under the shorter limit; runs that shortened it
@@ -109,6 +110,9 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
             argv = with_seed(run.argv, seed)
             for k in range(max(1, run.schedules)):
                 sched = _sched(run, k)
+                if run.stop_on_failure and found:
+                    runs_left_by_stop += 1
+                    continue
                 if budget is not None and budget.search_over():
                     runs_left += 1
                     continue
@@ -151,7 +155,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                             run.progress(f"lazy: {why}: checking with bounded instead")
                 what = f"run {r + 1}/{run.runs}" + (f", schedule {sched}" if sched else "")
                 kw = dict(options=s.options(), strategy=strategy, limit=s.limit, seed=s.seed, sections=sections,
-                          budget=budget)
+                          budget=budget, stop_on_failure=run.stop_on_failure)
                 prejudged = None
                 if run.jobs > 1 and not (budget is not None and budget.search_over()):
                     def make_checker(k: int, traced=traced, log_reads=checker.log_reads) -> ImageChecker:
@@ -164,7 +168,7 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                                           on_point=_progress(run, what), **kw)
                 for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "executions",
                              "lazy_points", "lazy_executions", "lazy_legal", "points_unchecked", "points_repeated",
-                             "points_left_by_budget", "points_cut_by_budget", "unshrunk"):
+                             "points_left_by_budget", "points_cut_by_budget", "unshrunk", "points_left_by_stop"):
                     setattr(run.stats, name, getattr(run.stats, name) + getattr(stats, name))
                 hung_short += checker.hung_short
                 shortened += checker.short_s is not None
@@ -195,6 +199,10 @@ def execute(run: ProgramRun, bugdir: Path, command: str) -> dict:
                   "points_left_by_budget": st.points_left_by_budget,
                   "points_cut_by_budget": st.points_cut_by_budget, "runs_left_by_budget": runs_left,
                   "unshrunk": st.unshrunk,
+                  # --stop-on-failure: whether a failing state ended the run, the crash points after it
+                  # that would have been checked and the traced runs after it (neither judged)
+                  "stopped_at_failure": run.stop_on_failure and bool(bugs),
+                  "points_left_by_stop": st.points_left_by_stop, "runs_left_by_stop": runs_left_by_stop,
                   # -x names no run's markers opened: their engines never applied (a typo, or no markers)
                   "engine_markers_unseen": sorted(set(run.engines.markers) - seen) if run.engines else [],
                   # -x/-r: the commands failed on a crash-free image (without engines: exit 2)
@@ -243,6 +251,7 @@ def in_workers(trace, make_checker: Callable[[int], ImageChecker], n: int, kw: d
     """--jobs N: N forked workers each pick and judge the states of one N-th of the crash points, each
     with its own image files (MAKE_CHECKER(k)); their picks and verdicts, merged. The parent's
     walk then finds, shrinks and counts exactly as one process would (program_explore._walk)."""
+    import multiprocessing      # here: a run without --jobs never needs it (start-up)
     global _JOB
     _JOB = (trace, make_checker, n, kw)
     try:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from crashcheck.harness.core import paths
 from crashcheck.harness.core.errors import UsageError
 from crashcheck.harness.core.schema import REQUIRED, Bool, List, Nat, Obj, Opt, SchemaError, Text
 from crashcheck.harness.core.user_files import read_json
@@ -25,9 +26,7 @@ from crashcheck.specs.oracle import CLASSES, CONCURRENT_CLASSES
 from crashcheck.specs.ordered_map import parse_token
 
 ROOT = Path(__file__).resolve().parents[2]
-# crashcheck's own built parts (pass, runtime, runner, built-in trees): $CRASHCHECK_BUILD, or the
-# installation's build/. An empty CRASHCHECK_BUILD= is unset, not the current folder.
-BUILD = Path(os.environ.get("CRASHCHECK_BUILD") or ROOT / "build")
+BUILD = paths.BUILD     # crashcheck's own built parts ($CRASHCHECK_BUILD, or the installation's build/)
 USER_BUILDS = "crashcheck-builds"     # the folder of builds `crashcheck build` writes under the current one
 
 

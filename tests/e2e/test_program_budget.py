@@ -89,7 +89,17 @@ def test_shrinking_the_budget_cuts_keeps_the_failing_state_it_got_to():
         calls.append(choice)
         if len(calls) > 1:
             raise OutOfTime()
-        return fail                 # the first unit may persist whole: still failing
+        return fail                 # the units may persist whole (all at once, first): still failing
 
-    assert shrink(cp, (0, 0, 0), fail, judge) == ((2, 0, 0), fail, True)
+    assert shrink(cp, (0, 0, 0), fail, judge) == ((2, 2, 2), fail, False)
+    calls.clear()
+
+    def judge_first(choice):        # only the first unit may persist: the rest are needed lost
+        calls.append(choice)
+        if len(calls) > 2:
+            raise OutOfTime()
+        return fail if choice[1:] == (0, 0) else Verdict(True)
+
+    # all three at once pass; the first half (unit 0) alone still fails; then the budget ends it
+    assert shrink(cp, (0, 0, 0), fail, judge_first) == ((2, 0, 0), fail, True)
     assert shrink(cp, (0, 0, 0), fail, lambda c: fail)[2] is False

@@ -138,3 +138,23 @@ def test_sections_nest_as_pmreorder_stacks_them():
     assert s.env(0) == {"PMREORDER_MARKERS": ""}
     assert s.env(5) == {"PMREORDER_MARKERS": "outer.BEGIN|inner.BEGIN"}
     assert Sections([], None).env(5) == {} and Sections(markers, None).engine_at(5) is None
+
+
+def test_stop_on_failure_ends_at_the_first_failing_state(built, tmp_path):
+    # the whole run finds two bugs (the setup section's x without y, the pair's b without a); the
+    # verdict alone (a pmreorder TEST's pmreorder_expect_failure) needs the first: one record,
+    # shrunk and replayable, and the crash points after it not judged, said so
+    res, whole = _run(built, tmp_path / "whole")
+    assert res.returncode == 1 and len(whole["bugs"]) == 2
+    assert whole["stats"]["stopped_at_failure"] is False and whole["stats"]["points_left_by_stop"] == 0
+    res, first = _run(built, tmp_path / "first", "--stop-on-failure")
+    assert res.returncode == 1, res.stdout + res.stderr
+    [bug] = first["bugs"]
+    assert "x 1 without y 0" in bug["detail"]
+    st = first["stats"]
+    assert st["stopped_at_failure"] is True and st["points_left_by_stop"] > 0
+    assert st["executions"] < whole["stats"]["executions"]
+    assert st["crash_points"] + st["points_left_by_stop"] == whole["stats"]["crash_points"]
+    assert "stopped at the first failing crash state (--stop-on-failure)" in res.stdout
+    rep = _main("replay", tmp_path / "first" / "out.bugs" / f"{bug['id']}.json")
+    assert rep.returncode == 1 and "reproduced" in rep.stdout, rep.stdout + rep.stderr

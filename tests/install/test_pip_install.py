@@ -77,6 +77,7 @@ def test_pip_install_outside_the_checkout(llvm, tmp_path):
     assert f"LLVM_MAJOR={llvm}\n" in toolchain, toolchain
     assert (build / "libcrashcheck_pass.so").is_file() and (build / "trees" / "wort" / "driver").is_file()
     assert (build / "trees" / "wort" / "driver-bug-no-flush-link").is_file()     # the seeded bugs too
+    assert os.access(build / "bin" / "crashcheck-shield", os.X_OK)   # every supervised run's parent
     version = _run(["crashcheck-cc", "--version"], cwd=work, env=env)
     assert version.returncode == 0 and f"clang version {llvm}." in version.stdout, version.stdout + version.stderr
 
