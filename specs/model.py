@@ -28,6 +28,9 @@ A model is a frozen record of pure functions over immutable, hashable states:
     continuation(ops, done, inflight, **opts) -> optional: the workload run after recovering a
                                crash with DONE operations completed and INFLIGHT in flight, aimed
                                at that crash (specs/ordered_map.py); without it, followup
+    answers(state, ops)     -> optional, deterministic models only: the outputs of OPS run from
+                               STATE, as stepping through them gives, but faster (the oracle
+                               replays each follow-up from each recovered state with it)
     histories(**opts)       -> a Hypothesis strategy of operation lists (or None if the model has
                                none); the driver runs them, so they must use the text notation
     thread_histories(threads, **opts) -> optional: a Hypothesis strategy of (load, sections), a
@@ -121,6 +124,9 @@ class Model:
     # operations completed and INFLIGHT in flight (None: none), aimed at that crash; a model
     # without one runs its followup after every crash of a history
     continuation: Callable[..., list[Op]] | None = None
+    # answers(state, ops) -> the outputs of OPS run from STATE, for a deterministic model: the
+    # same as stepping through them, faster (the oracle replays every follow-up with it)
+    answers: Callable[[State, Sequence[Op]], list[Output]] | None = None
     histories: Callable[..., Any] | None = None
     thread_histories: Callable[..., Any] | None = None
     contend: Callable[..., Any] | None = None

@@ -185,6 +185,8 @@ _EXPECTED_MAX = 4096
 
 def _model_answers(model: Model, followup: Sequence[Any], state: Any) -> list | None:
     """The outputs the model gives to FOLLOWUP from STATE, if it gives exactly one each time."""
+    if model.answers is not None:     # a deterministic model's own fast replay
+        return model.answers(state, followup)
     out = []
     for op in followup:
         steps = model.step(state, op)

@@ -219,7 +219,8 @@ def test_a_followup_answered_by_the_model_once_per_recovered_state(monkeypatch):
     from crashcheck.specs import model as model_mod
     from crashcheck.specs.ordered_map import MODEL
     steps, replays = [], []
-    counted = dataclasses.replace(MODEL, step=lambda state, op: steps.append(op) or MODEL.step(state, op))
+    counted = dataclasses.replace(MODEL, step=lambda state, op: steps.append(op) or MODEL.step(state, op),
+                                  answers=None)   # stepped, so the steps can be counted
     real_replay = model_mod.replay
     monkeypatch.setattr(model_mod, "replay", lambda *a: replays.append(1) or real_replay(*a))
     sets = model_mod.prefix_states(MODEL, HISTORY)
@@ -242,3 +243,29 @@ def test_a_followup_answered_by_the_model_once_per_recovered_state(monkeypatch):
     flight = HistoryPoint(2, 2)        # `update 1 11` in flight: both states acceptable
     assert judge(flight, ok(dump((1, 11), (2, 20)), ["value 11", "ok"]), follow).ok
     assert len(steps) == 2 * len(follow) and len(replays) == 1
+
+
+def test_the_maps_fast_answers_are_stepping_through_the_ops():
+    """specs/ordered_map.py answers (the oracle's replay of a follow-up, on a working copy) gives
+    what run gives, op by op, from empty and filled states, on random histories of every kind of
+    operation (scans inside, across and past the ends, keys present and absent, a state with a
+    key twice, which is no map's state, stepped as run steps it); the oracle replays with it."""
+    import random
+
+    from crashcheck.specs import oracle
+    from crashcheck.specs.ordered_map import MODEL, answers
+    rng = random.Random(51)
+    for _ in range(300):
+        state = run([Op("insert", k(rng.randrange(30)), v(rng.randrange(99))) for _ in range(rng.randrange(25))])[0]
+        ops = [Op(kind, k(rng.randrange(30)), v(rng.randrange(99)) if kind in ("insert", "update") else b"",
+                  rng.randrange(1, 12) if kind == "scan" else 0)
+               for kind in rng.choices(["insert", "update", "delete", "lookup", "scan"], k=rng.randrange(60))]
+        assert answers(state, ops) == run(ops, state)[1]
+    twice = ((k(1), v(1)), (k(1), v(2)), (k(3), v(3)))
+    ops = [parse_op(x) for x in ["lookup 1", "scan 0 9", "delete 1", "lookup 1", "scan 0 9"]]
+    assert answers(twice, ops) == run(ops, twice)[1] == ["value 1", "scan 1 1 1 2 3 3", "ok", "value 2",
+                                                         "scan 1 2 3 3"]
+    with pytest.raises(ValueError):
+        answers((), [Op("upsert", k(1))])
+    assert MODEL.answers is answers
+    assert oracle._model_answers(MODEL, ops, twice) == run(ops, twice)[1]
