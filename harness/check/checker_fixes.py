@@ -45,16 +45,18 @@ class CheckerFixes:
         trace = outcome.trace
         lines = self.trace(outcome.ops)[1]
         oracle = self.oracle(outcome.ops, trace, lines, outcome.followup)
-        known = list(self.known_fixes.items())
-        every = tuple(e for _, edits in known for e in edits)
-        if known and prove(self.session, trace, oracle, every):
-            needed = [words for words, edits in known
+        # (the proven fixes, not KNOWN: passing them as KNOWN left nothing out, or died in the
+        # Explainer once a fix was proven)
+        proven = list(self.known_fixes.items())
+        every = tuple(e for _, edits in proven for e in edits)
+        if proven and prove(self.session, trace, oracle, every):
+            needed = [words for words, edits in proven
                       if prove(self.session, trace, oracle, tuple(e for e in every if e not in edits)) is False]
             lost = {site_key(trace, store_site(trace, p)) for p in f.lost}
-            mine = [w for w, edits in known if w in needed and any({e.anchor, e.other} & lost for e in edits)]
+            mine = [w for w, edits in proven if w in needed and any({e.anchor, e.other} & lost for e in edits)]
             f.removed_by.extend(w for w in mine + [w for w in needed if w not in mine] if w not in f.removed_by)
             if not f.removed_by:
-                f.removed_by.append(known[0][0])      # any one of them removes it
+                f.removed_by.append(proven[0][0])      # any one of them removes it
             f.fix = None
             return
         if found is not None:

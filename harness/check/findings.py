@@ -56,6 +56,10 @@ class Finding:
     # needs at the earliest crash point of the operation where it shows (state_shrink.py
     # earliest_needed): a store made durable before the crash that the failure hinges on.
     needed_early: list[Piece] = field(default_factory=list)
+    # After shrinking, when it loses and needs nothing and no earlier point names a store either
+    # (eADR: a CAS drained at once published a leaf before its key was written): the stores made
+    # after its crash point that the failure lacks (state_shrink.py lacking_pieces), its cause.
+    lacks: list[Piece] = field(default_factory=list)
     # For a crash inside recovery, after shrinking: the pieces the original crash lost (what
     # recovery was repairing when it crashed), in the history's trace.
     origin_lost: list[Piece] = field(default_factory=list)

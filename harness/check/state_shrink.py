@@ -7,7 +7,9 @@ the trace per batch). Hypothesis shrinks the history; this shrinks the crash sta
 Then `needed_pieces` asks, per unit that persisted some pending pieces, which of them the failure
 needs (lose it and what follows it in its line, and the state passes): a non-atomic pair of
 stores fails with either one persisted, so the lost stores plus the needed ones name the mistake
-the same way in both orders (harness/triage/bugs.py groups bugs by them).
+the same way in both orders (harness/triage/bugs.py groups bugs by them). A state that loses and
+needs nothing is named by a store made durable earlier in its operation (`earliest_needed`), else
+by the stores made after its crash point that it lacks (`lacking_pieces`).
 """
 from __future__ import annotations
 
@@ -31,13 +33,7 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
 
     def verdict(res):
         return oracle.verdict(at, res)
-
-    def failing(cands: list[tuple[int, ...]]) -> list[bool]:
-        out = []
-        for res in check(cands):
-            v = verdict(res)
-            out.append(not v.ok and v.cls == f.cls)
-        return out
+    failing = failing_as(check, verdict, f.cls)
 
     def release(choice: tuple[int, ...], moves: list[tuple[int, int]]) -> tuple[int, ...]:
         c = list(choice)
@@ -60,19 +56,7 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
                 if failing([cand])[0]:
                     choice = cand
     # 2. For each unit still holding pieces back, the longest prefix that still fails.
-    moves, cands = [], []
-    for j in range(len(choice)):
-        for k in range(radices[j] - 1, choice[j], -1):
-            moves.append((j, k))
-            cands.append(release(choice, [(j, k)]))
-    best: dict[int, int] = {}
-    for (j, k), good in zip(moves, failing(cands) if cands else []):
-        if good and k > best.get(j, -1):
-            best[j] = k
-    if best:
-        together = release(choice, list(best.items()))
-        if len(best) == 1 or failing([together])[0]:
-            choice = together
+    choice = keep_most(failing, choice, radices)
     if choice != tuple(f.choice):
         [res] = check([choice])
         v = verdict(res)
@@ -85,6 +69,43 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
                 operation_points(session, trace, cp),
                 lambda p: state_checker(session, trace, p.index, oracle.follow_text(p)),
                 lambda p, res: oracle.verdict(p, res), f.cls)
+        if not f.needed and not f.needed_early and not f.lost and cp.op is not None:
+            nxt = next_point(session, trace, cp)
+            if nxt is not None:
+                f.lacks = lacking_pieces(state_checker(session, trace, nxt.index, oracle.follow_text(nxt)),
+                                         lambda res: oracle.verdict(nxt, res), nxt, cp.event, f.cls)
+
+
+def failing_as(check, verdict, cls: str):
+    """A judge of a list of choices: for each, whether CHECK's result fails with class CLS."""
+    def failing(cands: list[tuple[int, ...]]) -> list[bool]:
+        out = []
+        for res in check(cands):
+            v = verdict(res)
+            out.append(not v.ok and v.cls == cls)
+        return out
+    return failing
+
+
+def keep_most(failing, choice: tuple[int, ...], radices, whole: bool = False) -> tuple[int, ...]:
+    """CHOICE with each unit that holds pieces back keeping the longest prefix that still fails
+    (FAILING judges a list of choices), all of them together when that fails too, else the
+    single unit's choice when only one moved. Keeping a whole unit is tried only with WHOLE
+    (shrink_state tried those first)."""
+    moves, cands = [], []
+    for j in range(len(choice)):
+        for k in range(radices[j] - (0 if whole else 1), choice[j], -1):
+            moves.append((j, k))
+            cands.append(tuple(k if i == j else c for i, c in enumerate(choice)))
+    best: dict[int, int] = {}
+    for (j, k), good in zip(moves, failing(cands) if cands else []):
+        if good and k > best.get(j, -1):
+            best[j] = k
+    if best:
+        together = tuple(best.get(i, c) for i, c in enumerate(choice))
+        if len(best) == 1 or failing([together])[0]:
+            return together
+    return choice
 
 
 # at most this many extra states are checked to find the needed pieces of one finding
@@ -164,4 +185,36 @@ def earliest_needed(points: list, check_at, verdict, cls: str) -> list:
     return needed_pieces(check, lambda res: verdict(p, res), p, choice)
 
 
-__all__ = ["EARLY_POINTS", "earliest_needed", "needed_pieces", "operation_points", "shrink_state"]
+def next_point(session: Session, trace: Trace, cp: CrashPoint) -> CrashPoint | None:
+    """The crash point after CP when it is still inside CP's operation (or at its end), else None."""
+    sim = Simulator.from_trace(trace, session.settings.options())
+    for p in sim.crash_points(skip_before=cp.event, wanted=lambda k: k == cp.index + 1):
+        if p.index > cp.index:
+            return p if p.op == cp.op or (p.kind == "op_end" and p.last_done == cp.op) else None
+    return None
+
+
+def lacking_pieces(check, verdict, p: CrashPoint, before: int, cls: str) -> list:
+    """For a failure that loses and needs no store and whose cause was durable before its crash
+    point (under eADR nothing is pending after a CAS drained the buffer: a leaf published before
+    its key was written): the stores made after that point (trace event BEFORE) that the failure
+    lacks, found at the next crash point P of its operation. There the state that keeps every
+    piece made before BEFORE and none after is the failing state again; each unit then keeps the
+    longest prefix that still fails with class CLS, and what stays lost is what the failure lacks
+    (the leaf's key and value: the companions the publication came before). CHECK and VERDICT
+    judge choices at P as in shrink_state; [] when that state does not fail so."""
+    base = []
+    for u in p.units:
+        k = sum(1 for q in u.pieces if q.seq < before)
+        if u.orders is not None and 0 < k < len(u.pieces):
+            return []             # a memset's pieces split by the crash point: no prefix choice
+        base.append(k if u.orders is None or k == 0 else u.choices - 1)
+    base = tuple(base)
+    failing = failing_as(check, verdict, cls)
+    if base == tuple(p.radices) or not failing([base])[0]:
+        return []
+    return p.lost(keep_most(failing, base, p.radices, whole=True))
+
+
+__all__ = ["EARLY_POINTS", "earliest_needed", "failing_as", "keep_most", "lacking_pieces", "needed_pieces", "next_point",
+           "operation_points", "shrink_state"]

@@ -20,12 +20,13 @@ def store_lines(trace: Trace, pieces, pre: str = "") -> list[str]:
 
 def cause(trace: Trace | None, f: Finding) -> tuple[str, ...]:
     """The source lines of the stores that matter in F's crash state (lost, and persisted but
-    needed), sorted; () when F has no crash state or loses nothing."""
+    needed; for a state that loses and needs none, the stores made after it that it lacks), sorted;
+    () when F has no crash state or none matter."""
     if f.point is None or trace is None:
         return ()
     if f.recovery_of is not None and f.recovery_trace is not None:
         trace = f.recovery_trace
-    pieces = f.lost + f.needed
+    pieces = f.lost + f.needed + f.lacks
     if not pieces:
         return ()
     return tuple(store_lines(trace, pieces, "in recovery: " if f.recovery_of is not None else ""))

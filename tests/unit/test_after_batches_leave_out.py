@@ -76,3 +76,22 @@ def test_a_bug_whose_fix_is_proven_is_not_left_out_and_nor_is_ones_own(tmp_path)
     # a cause inside one's own is never left out (it would leave out one's own states)
     assert others([("a.c:10",), ("a.c:10", "a.c:20"), ()], ("a.c:10", "a.c:30")).lost == [
         frozenset({"a.c:10", "a.c:20"})]
+
+
+def test_the_checker_hands_the_bugs_to_leave_out_to_its_fix_search(monkeypatch):
+    """Checker.fix_finding passes KNOWN (the other bugs' states to leave out) to the search,
+    with a fix of another bug already proven too: its list of proven fixes once took KNOWN's
+    name, so the search got that list (nothing left out without a proven fix; with one, the
+    Explainer died on it: wort's many gate ended in an internal error)."""
+    from crashcheck.harness.check import checker_fixes
+    got = []
+    monkeypatch.setattr(checker_fixes, "about_ordering", lambda f: True)
+    monkeypatch.setattr(checker_fixes, "prove", lambda *a, **k: False)     # the proven fix alone does not do
+    monkeypatch.setattr(checker_fixes, "search_fix", lambda *a, **k: got.append(k["known"]) or FixResult(reason="-"))
+    stand = SimpleNamespace(settings=SimpleNamespace(fixes=True), budget=SimpleNamespace(expired=lambda: False),
+                            trace=lambda ops: (None, []), oracle=lambda *a: None, session=None,
+                            known_fixes={"x": FIX["a.c:20"]})
+    outcome = SimpleNamespace(ops=[], trace=object(), followup=None)
+    known = others([("a.c:20",)], ("a.c:10",))
+    checker_fixes.CheckerFixes.fix_finding(stand, outcome, SimpleNamespace(lost=[]), known=known)
+    assert got == [known]

@@ -479,3 +479,49 @@ def test_publications_through_one_helper_are_named_by_their_callers():
     leaf, split = HelperTrace(59), HelperTrace(306)
     assert bugs.anchor(leaf, after_cas(leaf)) == ["/src/heart.c:59"]
     assert bugs.anchor(split, after_cas(split)) == ["/src/heart.c:306"]
+
+
+def test_a_state_losing_and_needing_nothing_is_named_by_the_stores_it_lacks():
+    """Under eADR a CAS is durable at once: a crash right after the CAS that published a leaf
+    before its key and value were written loses nothing and has nothing pending, so no lost or
+    needed store names it. At the next crash point of its operation the same state keeps what
+    came before the CAS (event 9) and loses the rest; keeping the key length (seq 10) still
+    breaks the rule, the key (12) fixes it into another class: the failure lacks the key and
+    the value, and they are its cause (the record's `cause`, which the catalog's signature of
+    the bug names). A unit that already held a piece before the CAS keeps it."""
+    from crashcheck.harness.check.state_shrink import lacking_pieces
+
+    class Unit:
+        orders = None
+
+        def __init__(self, *seqs):
+            self.pieces = [P(s) for s in seqs]
+            self.choices = len(seqs) + 1
+
+        def lost(self, k):
+            return self.pieces[k:]
+
+    class Pt:
+        units = [Unit(10, 11, 12, 13), Unit(5, 14)]
+        radices = [4, 2]
+
+        def lost(self, choice):
+            return sorted((p for u, k in zip(self.units, choice) for p in u.lost(k)), key=lambda p: p.seq)
+
+    class V:
+        def __init__(self, ok, cls="invariant-violation"):
+            self.ok, self.cls = ok, cls
+
+    def check(choices):
+        return list(choices)
+
+    def verdict(choice):
+        leaf = choice[0]
+        return V(ok=leaf == 4, cls="invariant-violation" if leaf < 3 else "wrong-value")
+    lacks = lacking_pieces(check, verdict, Pt(), 9, "invariant-violation")
+    assert [p.seq for p in lacks] == [12, 13]
+    f = finding("invariant-violation", [])
+    f.lacks = [P(5), P(6)]
+    assert bugs.cause(FakeTrace(), f) == ("/src/tree.c:15", "/src/tree.c:16")
+    # the state right after the CAS passes: it is no failure of what came after, nothing lacks
+    assert lacking_pieces(check, lambda c: V(ok=True), Pt(), 9, "invariant-violation") == []
