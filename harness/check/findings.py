@@ -253,8 +253,8 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
     So is a recovery that refuses the image and prints why (the oracle's verdict group: its last
     line without addresses and numbers).
 
-    Of those groups that no lost store names (a rule, a way recovery ended, a verdict's group), a
-    crash state that lost no store is a group apart (its first part `CLASS (nothing lost)`, its
+    Of those groups that no lost store names (a rule, a way recovery crashed, a verdict's group;
+    not a hang, nor a follow-up operation's death), a crash state that lost no store is a group apart (its first part `CLASS (nothing lost)`, its
     text the same): no lost store is its cause, so it is no example of a failure that loses
     stores, nor hidden behind one in its history (ART+CoW's header rewritten in place breaks the
     rule the swing published too early breaks, in a later operation of the same history);
@@ -265,11 +265,16 @@ def finding_group(trace: Trace, f: "Finding") -> tuple[str, str]:
         return (f.cls, site_key(trace, trace.events[f.torn.store].site))
     cls = f.cls + NOTHING_LOST if f.point is not None and f.recovery_of is None and not f.lost else f.cls
     if f.verdict is not None and f.verdict.group:
-        return (cls, pre + f.verdict.group)
+        # (a follow-up operation that died or hung is that operation's bug whatever the state
+        # lost: harness/run/merge.py _fold_followup_deaths folds it by this group)
+        death = f.verdict.group.startswith("follow-up: ")
+        return (f.cls if death else cls, pre + f.verdict.group)
     res = f.result
     if f.cls in ("recovery-crash", "recovery-hang") and res is not None and (
             res.status != "ok" or res.result is None or res.stray):
-        return (cls, pre + "recovery: " + _recovery_end(res))
+        # (a recovery that hangs is one bug however its image came about, and hangs are tallied
+        # by this group before and after shrinking, harness/check/hangs.py: it stays one group)
+        return (f.cls if f.cls == "recovery-hang" else cls, pre + "recovery: " + _recovery_end(res))
     violations = (f.result.result or {}).get("violations") if f.result is not None else None
     if f.cls == "invariant-violation" and violations:
         return (cls, pre + "rule: " + address_free(violations[0]))

@@ -96,7 +96,7 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
         "sched": program.get("sched"), "schedule": traced.schedule,
         "cause": sorted(set(sites) | {site_key(trace, trace.events[p.seq].site) for p in finding.needed}),
         "symptoms": [], "orders": [],
-        # a program has no history to shrink; its failing state is shrunk (program_explore.shrink)
+        # a program has no history to shrink; its failing state is shrunk (program_shrink.shrink)
         # unless --budget ran out first (then as far as it got)
         "shrink": {"history": "not tried", "crash_state": "cut by the budget" if finding.unshrunk else "done"},
         "output": v.output[-OUTPUT_CHARS:],

@@ -74,11 +74,11 @@ def test_a_budget_ends_a_slow_checkers_run_saying_what_it_left(tmp_path):
 
 
 def test_shrinking_the_budget_cuts_keeps_the_failing_state_it_got_to():
-    """program_explore.shrink: a judge raising OutOfTime (the hard deadline) ends it with the
+    """program_shrink.shrink: a judge raising OutOfTime (the hard deadline) ends it with the
     smallest failing state found so far, said to be cut (the record's `cut by the budget`)."""
     from types import SimpleNamespace
     from crashcheck.harness.check.program_check import Verdict
-    from crashcheck.harness.check.program_explore import shrink
+    from crashcheck.harness.check.program_shrink import shrink
     from crashcheck.harness.core.budget import OutOfTime
 
     cp = SimpleNamespace(units=[SimpleNamespace(choices=3, orders=None) for _ in range(3)])

@@ -35,7 +35,7 @@ int main(void)
 				sscanf(p, "%2x", &v);
 				bytes[n++] = (unsigned char)v;
 			}
-			cc_print_json_text(stdout, (const char *)bytes, n);
+			cc_print_json_text(stdout, "", (const char *)bytes, n);
 			putchar('\n');
 		}
 	}

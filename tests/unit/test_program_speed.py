@@ -13,7 +13,7 @@ from crashcheck.crashsim.persistency import Piece
 from crashcheck.crashsim.simulate import CrashPoint, Unit
 from crashcheck.harness.check.engines import engine_states
 from crashcheck.harness.check.program_check import ImageChecker, Verdict
-from crashcheck.harness.check.program_explore import shrink
+from crashcheck.harness.check.program_shrink import shrink
 
 
 def _point(lines: int, per_line: int, unordered: bool) -> CrashPoint:
