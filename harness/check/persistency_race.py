@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from crashcheck.crashsim.persistency import ModelOptions, split_points
 from crashcheck.crashsim.simulate import CrashPoint, Simulator
 from crashcheck.crashsim.trace import Trace
+from crashcheck.harness.core import defaults
 from crashcheck.harness.core.paths import display
 
 CLASS = "persistency-race"
@@ -187,7 +188,8 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
         [res] = check([choice])
         v = oracle.verdict(cp, res)
         if v.checked and not v.ok:
-            pair, choice, res, v = _failing_word(trace, cp, oracle, check, pair, choice, res, v)
+            pair, choice, res, v = _failing_word(trace, cp, oracle, check, pair, choice, res, v,
+                                                 session.settings.atomic_unit)
         store, load = pair.sites(trace)
         if v.checked and not v.ok:
             detail = (f"{pair.describe(trace)}; a crash at crash point {cp.index} that loses that store: "
@@ -202,23 +204,23 @@ def confirm(session, trace: Trace, oracle, pairs: list[Pair]) -> tuple[list, lis
     return findings, warnings
 
 
-def _failing_word(trace: Trace, cp: CrashPoint, oracle, check, pair: Pair, choice, res, v):
+def _failing_word(trace: Trace, cp: CrashPoint, oracle, check, pair: Pair, choice, res, v,
+                  unit: int = defaults.ATOMIC_UNIT):
     """The word a confirmed race is named by: of the other threads' stores still pending at CP that
     the reader's operation loaded before it acted, the last loaded whose loss alone fails the
     check (at most NAMING_TRIES more recoveries), else PAIR's own: a reader that loads a version or
     lock word first and then the data is named by the data its result came from, not by the
     word it happened to meet first. PAIR, CHOICE, RES and V are the confirmed crash's; returns
-    them, or the named word's."""
+    them, or the named word's. Words are UNIT bytes (the failure-atomic unit), as find_pairs's."""
     events = trace.events
-    unit = 8
     latest: dict[int, int] = {}         # word -> latest store event
     loaded: list[tuple[int, int]] = []  # (load event, store event) of the reader's operation
     inside = False
     for i in range(min(pair.action_event, len(events))):
         ev = events[i]
         if ev.kind in ("store", "ntstore"):
-            for w in range(ev.addr // unit, (ev.addr + max(ev.size, 1) - 1) // unit + 1):
-                latest[w] = i
+            for a, _ in split_points(ev.addr, ev.size, unit):
+                latest[a // unit] = i
         elif ev.kind == "op_begin" and ev.tid == pair.load_tid:
             inside = ev.addr == pair.op
         elif ev.kind == "load" and inside and ev.tid == pair.load_tid:
