@@ -525,3 +525,16 @@ def test_a_state_losing_and_needing_nothing_is_named_by_the_stores_it_lacks():
     assert bugs.cause(FakeTrace(), f) == ("/src/tree.c:15", "/src/tree.c:16")
     # the state right after the CAS passes: it is no failure of what came after, nothing lacks
     assert lacking_pieces(check, lambda c: V(ok=True), Pt(), 9, "invariant-violation") == []
+
+    # Heart's split publishing its parent empty (issue 48), built with the leaf-publish-early bug
+    # too: after the CAS the parent's slots are written (seqs 10, 11), then the new leaf's key and
+    # value (12, 13). The state passes once the old child's slot (10) persists; the leaf's
+    # stores are lost with it only because they come later in the unit, and naming them would
+    # make the record the other bug's too. It lacks the slot alone.
+    class Split(Pt):
+        units = [Unit(10, 11, 12, 13)]
+        radices = [4]
+
+    lacks = lacking_pieces(check, lambda choice: V(ok=choice[0] >= 1, cls="lost-durable-write"), Split(), 9,
+                           "lost-durable-write")
+    assert [p.seq for p in lacks] == [10]
