@@ -49,6 +49,9 @@ class Finding:
     # Other findings of the same crash state (an unexpected leak beside an invariant violation):
     # symptoms of this one, never bugs of their own (harness/triage/bugs.py).
     symptoms: list["Finding"] = field(default_factory=list)
+    # After shrinking: its leak symptoms still shown with every store its state lost persisted
+    # (harness/check/leak_apart.py), taken out of `symptoms`: findings of their own for the run.
+    apart: list["Finding"] = field(default_factory=list)
     # After shrinking: the persisted pending pieces without which the state passes
     # (harness/check/state_shrink.py needed_pieces); with the lost ones, the stores that matter.
     needed: list[Piece] = field(default_factory=list)

@@ -11,6 +11,7 @@ each:
   harness/check/recovery_crashes.py  crashes inside recovery
   harness/check/crash_states.py      going back to given crash states (shrinking, replay)
   harness/check/state_shrink.py      the fewest lost stores that still fail
+  harness/check/leak_apart.py        leaks beside a failure still there with its lost stores persisted
   harness/check/schedule_shrink.py   the fewest forced switches that still show a concurrency bug
   harness/check/without_crash.py     whether a shrunk state's failure also happens without the crash
   harness/check/torn_store.py        whether a failing state's cause is a store that persisted in part
@@ -48,6 +49,7 @@ from crashcheck.harness.check.pending import pending_hint
 from crashcheck.harness.check.findings import (Finding, HistoryOutcome, add_finding, coverage_key, finding_group,
                                                new_stores, oracle_point, result_dict)
 from crashcheck.harness.check.judging import HistoryJudge
+from crashcheck.harness.check.leak_apart import leaks_apart
 from crashcheck.harness.check.recovery_crashes import crash_recoveries, worth_crashing
 from crashcheck.harness.check.session import Session, history_text
 from crashcheck.harness.check.schedule_shrink import shown, shrink_schedule, switches
@@ -380,6 +382,7 @@ class Checker(CheckerFixes, CheckerRaces):
             torn_store.add_recovery_reads(self.session, trace, f)
             return
         f.group = finding_group(trace, f)
+        f.apart = leaks_apart(self.session, trace, oracle, f)
         if not threads.is_threaded(outcome.ops):
             f.without_crash = without_crash(self, outcome.ops, oracle, f)
             if fix and self.settings.fixes and not self.budget.expired():

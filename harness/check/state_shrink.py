@@ -72,8 +72,12 @@ def shrink_state(session: Session, trace: Trace, oracle: SequentialOracle, f: Fi
         if not f.needed and not f.needed_early and not f.lost and cp.op is not None:
             nxt = next_point(session, trace, cp)
             if nxt is not None:
-                f.lacks = lacking_pieces(state_checker(session, trace, nxt.index, oracle.follow_text(nxt)),
-                                         lambda res: oracle.verdict(nxt, res), nxt, cp.event, f.cls)
+                # the states at NXT are judged as crashes at CP, with CP's operation in flight:
+                # the stores between them were made before it returned (at NXT an operation's
+                # end, it is done and must show, so the stores that complete it would all look
+                # lacking: a split's new leaf as well as the old child's slot)
+                f.lacks = lacking_pieces(state_checker(session, trace, nxt.index, oracle.follow_text(cp)),
+                                         lambda res: oracle.verdict(cp, res), nxt, cp.event, f.cls)
 
 
 def failing_as(check, verdict, cls: str):
@@ -213,8 +217,25 @@ def lacking_pieces(check, verdict, p: CrashPoint, before: int, cls: str) -> list
     failing = failing_as(check, verdict, cls)
     if base == tuple(p.radices) or not failing([base])[0]:
         return []
-    return p.lost(keep_most(failing, base, p.radices, whole=True))
+    return until_passing(check, verdict, p, keep_most(failing, base, p.radices, whole=True))
+
+
+def until_passing(check, verdict, p: CrashPoint, choice: tuple[int, ...]) -> list:
+    """The pieces CHOICE loses at P, cut per unit at the shortest longer prefix that passes: a unit
+    persists as a prefix, so what it stores after the store that makes the failure pass is lost
+    with it only because it comes later (under eADR a split's parent published empty is filled,
+    and then the new leaf written: the failure lacks the parent's slot, not the leaf's key,
+    which another bug may have put after the publication). A unit with no passing prefix loses
+    all it lost."""
+    out = []
+    for j, u in enumerate(p.units):
+        longer = [tuple(k if i == j else c for i, c in enumerate(choice))
+                  for k in range(choice[j] + 1, p.radices[j] + 1)]
+        passing = [cand[j] for cand, res in zip(longer, check(longer) if longer else []) if verdict(res).ok]
+        kept_later = {id(q) for q in u.lost(passing[0])} if passing else set()
+        out += [q for q in u.lost(choice[j]) if id(q) not in kept_later]
+    return sorted(out, key=lambda q: q.seq)      # trace order (a unit's own pieces are in it already)
 
 
 __all__ = ["EARLY_POINTS", "earliest_needed", "failing_as", "keep_most", "lacking_pieces", "needed_pieces", "next_point",
-           "operation_points", "shrink_state"]
+           "operation_points", "shrink_state", "until_passing"]

@@ -108,6 +108,15 @@ class AfterBatches:
         entry.state_shrink = SHRUNK
         return True
 
+    def _keep_apart(self, entry: Entry) -> None:
+        """The leaks ENTRY's shrunk finding showed beside it that its lost stores, persisted, do
+        not remove (Finding.apart, harness/check/leak_apart.py): each an example of its own group,
+        unless the registry has one (a leak shown alone too)."""
+        for g in entry.finding.apart:
+            if g.group not in self.registry:
+                self.registry[g.group] = Entry(g.group, entry.size, entry.outcome, g, g.occurrences,
+                                               entry.first_seen, entry.rank, entry.found_at)
+
     def _shrink_states(self) -> None:
         """Shrink the crash state of every example kept (the merge joins those that turn out to
         be the same bug once shrunk). With no time left (or after a signal or an error) bugs are
@@ -124,6 +133,7 @@ class AfterBatches:
             # (a leak's crash state is kept as found: what leaked is what matters)
             entry.state_shrink = NOT_TRIED if entry.finding.point is not None else NO_STATE
             if self._take_learned(entry):
+                self._keep_apart(entry)
                 continue
             if self.interrupted or self.error or self.budget.expired():
                 entry.unshrunk = has_state
@@ -146,6 +156,7 @@ class AfterBatches:
                 self._nondeterministic(entry.outcome.ops, entry.outcome, before, diff)
             if failed is None and has_state:
                 entry.state_shrink = SHRUNK
+                self._keep_apart(entry)
             if failed is not None:
                 if isinstance(failed, ValueError) and diff is None:
                     raise failed          # not the structure's doing: an internal error

@@ -22,15 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 TREES = [p.parent.name for p in sorted((ROOT / "trees").glob("*/bugs.json"))
          if structures.read_bugs(p) and any(b.many for b in structures.read_bugs(p))]
-# how each example with a many-bug variant is built (docs/trees.md "A user's structure")
-EXAMPLE_BUILDS = {
-    "minikv": [EXAMPLES / "minikv" / "minikv.c", "--adapter", EXAMPLES / "minikv" / "adapter.c", "--pm-malloc"],
-    "bucketmap": [EXAMPLES / "bucketmap" / "bucketmap.hpp", "--adapter", EXAMPLES / "bucketmap" / "adapter.cpp",
-                  "--pm-malloc"],
-    "leafdir": [EXAMPLES / "leafdir" / "leafdir.c", "--adapter", EXAMPLES / "leafdir" / "adapter.c"],
-    "pmobj_hash": [EXAMPLES / "pmobj_hash" / "pmobj_hash.c", "--adapter", EXAMPLES / "pmobj_hash" / "adapter.c",
-                   "--ldflags", "-lpmemobj"],
-}
+# how each example with a many-bug variant is built (examples/builds.json, which bench/detection/run
+# --many reads too; docs/trees.md "A user's structure")
+EXAMPLE_BUILDS = {name: [*(EXAMPLES / name / f for f in how["sources"]), "--adapter", EXAMPLES / name / how["adapter"],
+                         *how["flags"]]
+                  for name, how in json.loads((EXAMPLES / "builds.json").read_text()).items() if name != "about"}
 FAST = "minikv"
 BUDGET = 120.0        # seconds per slow run: issue 48's budget
 FAST_BUDGET = 20.0

@@ -525,3 +525,57 @@ def test_a_state_losing_and_needing_nothing_is_named_by_the_stores_it_lacks():
     assert bugs.cause(FakeTrace(), f) == ("/src/tree.c:15", "/src/tree.c:16")
     # the state right after the CAS passes: it is no failure of what came after, nothing lacks
     assert lacking_pieces(check, lambda c: V(ok=True), Pt(), 9, "invariant-violation") == []
+
+    # Heart's split publishing its parent empty (issue 48), built with the leaf-publish-early bug
+    # too: after the CAS the parent's slots are written (seqs 10, 11), then the new leaf's key and
+    # value (12, 13). The state passes once the old child's slot (10) persists; the leaf's
+    # stores are lost with it only because they come later in the unit, and naming them would
+    # make the record the other bug's too. It lacks the slot alone.
+    class Split(Pt):
+        units = [Unit(10, 11, 12, 13)]
+        radices = [4]
+
+    lacks = lacking_pieces(check, lambda choice: V(ok=choice[0] >= 1, cls="lost-durable-write"), Split(), 9,
+                           "lost-durable-write")
+    assert [p.seq for p in lacks] == [10]
+
+
+def test_what_a_state_lacks_is_judged_as_a_crash_at_its_own_point(monkeypatch):
+    """The states of the next crash point that tell what a failure lacks are judged as crashes at
+    the failure's own point, its operation in flight (and with its follow-up): at an operation's
+    end the operation must show, and every store that completes it would look lacking (Heart's
+    split built with leaf-publish-early: the new leaf's key and value, the other bug's stores)."""
+    from crashcheck.harness.check import state_shrink
+
+    class Point:
+        index, event, op, kind, units, radices = 3, 40, 1, "fence", (), []
+
+        def lost(self, choice):
+            return []
+
+    cp, nxt = Point(), Point()
+    nxt.index, nxt.kind = 4, "op_end"
+    judged, followed = [], []
+
+    class Oracle:
+        def follow_text(self, p):
+            followed.append(p)
+            return ""
+
+        def verdict(self, p, res):
+            judged.append(p)
+
+    monkeypatch.setattr(state_shrink, "state_checker", lambda session, trace, index, follow: lambda choices: [])
+    monkeypatch.setattr(state_shrink, "needed_pieces", lambda *a: [])
+    monkeypatch.setattr(state_shrink, "operation_points", lambda *a: [])
+    monkeypatch.setattr(state_shrink, "earliest_needed", lambda *a: [])
+    monkeypatch.setattr(state_shrink, "next_point", lambda session, trace, p: nxt)
+
+    def lacking(check, verdict, p, before, cls):
+        verdict("result")
+        return [P(41)]
+    monkeypatch.setattr(state_shrink, "lacking_pieces", lacking)
+    f = Finding("lost-durable-write", "key 0 missing", ("lost-durable-write", ""), point=cp, choice=())
+    state_shrink.shrink_state(None, None, Oracle(), f)
+    assert [p.seq for p in f.lacks] == [41]
+    assert judged == [cp] and followed == [cp, cp]
