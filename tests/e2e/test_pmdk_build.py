@@ -6,8 +6,9 @@ marks at the program's lines, PMEM_IS_PMEM_FORCE is set, and lazy exploration fo
 reads through that mapping. Bad `--pmdk` folders and trees end with one line and exit 2.
 `crashcheck build --pmdk` links an adapter (tests/fixtures/fakepmdk/adapter.c) with a fake
 build-pmdk folder made of it: fuzz traces the library's pool and stores (the run-time function
-pointer the library keeps in the pool is no code-pointer-in-pm), and a seeded bug's crash and
-stores are library lines."""
+pointer the library keeps in the pool is no code-pointer-in-pm) from a pool the library's create
+made once, untraced (harness/check/base_pool.py), and a seeded bug's crash and stores are library
+lines."""
 from __future__ import annotations
 
 import json
@@ -118,6 +119,12 @@ def test_build_links_an_adapter_with_the_instrumented_library_and_fuzz_traces_it
     # the count persisted before the entry: the crash and the store are the library's lines
     assert bug["class"] == "wrong-value" and bug["crash"]["site"]["file"].endswith("fakepmdk/fakelib.c")
     assert bug["persisted"] and {Path(st["site"]["file"]).name for st in bug["persisted"]} == {"fakelib.c"}
+    # each history opened a copy of one pool made untraced beside its driver: the library's
+    # create (its random identifier, its magic word not yet drained) is in no trace, so the
+    # correct map is clean, and the record replays the same run
+    assert len(list((builds / "fakeobj").glob(".driver-bug-count-first.pool-*"))) == 1
+    rep = run_cli("replay", tmp_path / "bad.bugs" / f"{bug['id']}.json", cwd=tmp_path, env_extra=env)
+    assert rep.returncode == 1 and "reproduced" in rep.stdout, rep.stdout + rep.stderr
 
 
 def test_build_with_a_bad_pmdk_folder_ends_with_one_line(tmp_path):
