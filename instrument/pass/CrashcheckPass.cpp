@@ -394,6 +394,16 @@ private:
     return false;
   }
 
+  // A callee no call site is wanted for: crashcheck's runtime, pthreads, the C++ runtime, an
+  // assertion's or a stack protector's failure; with PMEM, libpmem and libpmemobj too.
+  static bool runtimeCallee(StringRef N, bool Pmem) {
+    for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "_ZNSt", "_ZSt", "__cxa_",
+                            "_Unwind", "__assert", "__stack_chk"})
+      if (startsWith(N, Pre))
+        return true;
+    return Pmem && startsWith(N, "pmem");
+  }
+
   // The persist helpers among the module's functions (a function whose PM events are only
   // flushes and fences: see the banner), then the calls that may enter one, each with a site.
   void findHelpers() {
@@ -418,32 +428,35 @@ private:
     for (auto &[F, C] : Events)
       if (C.first && !C.second && F->getName() != "main")
         Helpers.insert(F);
+    collectCalls(Calls, Pointed, [&](Function &F, CallInst &, Function *Callee) {
+      return !Helpers.count(&F) &&
+             (!Callee || ((Callee->isDeclaration() || Helpers.count(Callee)) &&
+                          !runtimeCallee(Callee->getName(), /*Pmem=*/true)));
+    });
+  }
+
+  // Each call in the module's functions that KEEP(function, call, callee) accepts (callee null:
+  // an indirect call), with a call site of its own (the call's line, `via` the callee or `an
+  // indirect call`), into OUT.  Never inline asm, must-tail calls, calls in SKIP, intrinsics or
+  // C library functions.
+  template <class KeepFn>
+  void collectCalls(std::vector<std::pair<CallInst *, unsigned>> &Out, const std::set<Instruction *> &Skip,
+                    KeepFn Keep) {
     TargetLibraryInfoImpl TLII{Triple(M.getTargetTriple())};
     TargetLibraryInfo TLI(TLII);
     for (Function &F : M) {
-      if (F.isDeclaration() || startsWith(F.getName(), "__cc_") || Helpers.count(&F))
+      if (F.isDeclaration() || startsWith(F.getName(), "__cc_"))
         continue;
       for (Instruction &I : instructions(F)) {
         auto *CI = dyn_cast<CallInst>(&I);
-        if (!CI || Pointed.count(CI) || CI->isInlineAsm() || CI->isMustTailCall())
+        if (!CI || Skip.count(CI) || CI->isInlineAsm() || CI->isMustTailCall())
           continue;
         Function *Callee = CI->getCalledFunction();
-        std::string Via = "an indirect call";
-        if (Callee) {
-          StringRef N = Callee->getName();
-          LibFunc LF;
-          if (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF) ||
-              (!Callee->isDeclaration() && !Helpers.count(Callee)))
-            continue;
-          bool Skip = false;
-          for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "pmem", "_ZNSt", "_ZSt",
-                                  "__cxa_", "_Unwind", "__assert", "__stack_chk"})
-            Skip |= startsWith(N, Pre);
-          if (Skip)
-            continue;
-          Via = N.str() + "()";
-        }
-        Calls.push_back({CI, Sites.callSiteOf(*CI, Via)});
+        LibFunc LF;
+        if (Callee && (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF)))
+          continue;
+        if (Keep(F, *CI, Callee))
+          Out.push_back({CI, Sites.callSiteOf(*CI, Callee ? Callee->getName().str() + "()" : "an indirect call")});
       }
     }
   }
@@ -460,41 +473,17 @@ private:
     for (const Point &P : Points)
       if (P.K != Kind::PmdkCall)
         Replaced.insert(P.I);
-    TargetLibraryInfoImpl TLII{Triple(M.getTargetTriple())};
-    TargetLibraryInfo TLI(TLII);
-    for (Function &F : M) {
-      if (F.isDeclaration() || startsWith(F.getName(), "__cc_"))
-        continue;
-      for (Instruction &I : instructions(F)) {
-        auto *CI = dyn_cast<CallInst>(&I);
-        if (!CI || Replaced.count(CI) || CI->isInlineAsm() || CI->isMustTailCall() ||
-            CI->hasFnAttr(Attribute::ReturnsTwice))
-          continue;
-        Function *Callee = CI->getCalledFunction();
-        std::string Via = "an indirect call";
-        if (Callee) {
-          StringRef N = Callee->getName();
-          LibFunc LF;
-          if (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF) ||
-              Callee->hasFnAttribute(Attribute::ReturnsTwice))
-            continue;
-          if (Pmdk == PmdkMode::Program &&
-              !(Callee->isDeclaration() && (startsWith(N, "pmemobj_") || startsWith(N, "pmem_")) &&
-                !pmemobjPure().count(N.str())))
-            continue;
-          bool Skip = false;
-          for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "_ZNSt", "_ZSt",
-                                  "__cxa_", "_Unwind", "__assert", "__stack_chk", "llvm."})
-            Skip |= startsWith(N, Pre);
-          if (Skip)
-            continue;
-          Via = N.str() + "()";
-        } else if (Pmdk == PmdkMode::Program) {
-          continue;
-        }
-        Frames.push_back({CI, Sites.callSiteOf(*CI, Via)});
-      }
-    }
+    collectCalls(Frames, Replaced, [&](Function &, CallInst &CI, Function *Callee) {
+      if (CI.hasFnAttr(Attribute::ReturnsTwice))
+        return false;
+      if (!Callee)
+        return Pmdk == PmdkMode::Library;
+      StringRef N = Callee->getName();
+      if (Pmdk == PmdkMode::Program)
+        return Callee->isDeclaration() && (startsWith(N, "pmemobj_") || startsWith(N, "pmem_")) &&
+               !pmemobjPure().count(N.str());
+      return !Callee->hasFnAttribute(Attribute::ReturnsTwice) && !runtimeCallee(N, /*Pmem=*/false);
+    });
   }
 
   // d = __cc_cs_push(site); call; __cc_cs_pop(d)   (a program's call: __cc_cs_enter, pop to 0:
