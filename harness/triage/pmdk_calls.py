@@ -93,17 +93,22 @@ def stack_text(call: dict) -> str:
                       for f in frames)
 
 
+SHOWN = 3        # stacks a summary line names; the record keeps every store's
+
+
 def library_calls(record: dict) -> str:
     """The calls a record's lost library stores (losing none: the persisted ones it needs) were
-    made in, each as its stack (stack_text), `; `-separated in order of first appearance; '' when
-    none was (the lost stores are the program's own)."""
+    made in, each as its stack (stack_text), `; `-separated in order of first appearance, the
+    first SHOWN of them and how many more; '' when none was (the lost stores are the program's
+    own)."""
     pieces = record.get("lost") or record.get("persisted") or []
     seen: list[str] = []
     for piece in pieces:
         call = piece.get("call")
         if call and stack_text(call) not in seen:
             seen.append(stack_text(call))
-    return "; ".join(seen)
+    more = f" (and {len(seen) - SHOWN} more: the record's `call` of each store)" if len(seen) > SHOWN else ""
+    return "; ".join(seen[:SHOWN]) + more
 
 
 def name_calls(trace: Trace, pieces: list[dict]) -> None:

@@ -81,3 +81,7 @@ def test_a_library_store_is_named_by_its_call_stack(tmp_path):
     assert back is None and other is None
     record = {"lost": [{"seq": 4, "call": three}, {"seq": 2, "call": two}]}
     assert library_calls(record) == f"{stack_text(three)}; {stack_text(two)}"
+    # a summary names the first three stacks
+    many = [{"seq": 2, "call": {**two, "stack": [{**two["stack"][0], "line": n}]}} for n in range(5)]
+    assert library_calls({"lost": many}).endswith("; pmemobj_tx_commit at /src/prog.c:2 (and 2 more: "
+                                                  "the record's `call` of each store)")
