@@ -13,7 +13,7 @@ The pool is kept beside the driver, named by the driver's identity (size and mti
 pool size: every run and every `crashcheck replay` of that build opens the same bytes (the same
 UUID inside every PMEMoid the structure stores), so its traces are the same from run to run and
 records replay. Workers racing to make it keep the first one made (a hard link never replaces).
-A rebuilt driver makes a new pool and the old one is removed. Where the build folder is not
+A rebuilt driver makes a new pool and the old build's are removed. Where the build folder is not
 writable the pool lives in the session's work folder (one per session: replays then see another
 UUID and may say the run parted from the recorded one).
 """
@@ -44,8 +44,8 @@ def base_pool(session) -> Path:
     """The untraced pool of SESSION's driver and pool size, made when missing."""
     driver, size = Path(session.driver), session.settings.pool_size
     st = driver.stat()
-    stem = f".{driver.name}.pool-"
-    name = f"{stem}{size}-{st.st_size:x}-{st.st_mtime_ns:x}"
+    stem, build = f".{driver.name}.pool-", f"-{st.st_size:x}-{st.st_mtime_ns:x}"
+    name = f"{stem}{size}{build}"
     for folder in (driver.parent, session.workdir):
         path = folder / name
         if path.exists():
@@ -57,11 +57,13 @@ def base_pool(session) -> Path:
         os.link(made, path)            # first made wins: a racing worker's pool is dropped
     except FileExistsError:
         pass
+    except OSError:
+        os.replace(made, path)         # a file system without hard links: the last made wins
     finally:
         made.unlink(missing_ok=True)
     for old in path.parent.glob(f"{stem}*"):
-        if old.name != name and not old.name.endswith(".tmp"):
-            old.unlink(missing_ok=True)  # a previous build's pool
+        if not old.name.endswith((build, ".tmp")):
+            old.unlink(missing_ok=True)  # a previous build's pool (other sizes of this one stay)
     return path
 
 
