@@ -85,12 +85,18 @@ def call_text(call: dict) -> str:
 
 def stack_text(call: dict) -> str:
     """The whole stack of CALL, outermost first: `pmemobj_tx_commit at prog.c:77 > tx_post_commit
-    at tx.c:512 > operation_process at memops.c:630`; its call alone without a stack."""
-    frames = call.get("stack")
+    at tx.c:512 > operation_process at memops.c:630`; its call alone without a stack. A call
+    through a pointer is named by the function the next frame's line is in (`block_write_header
+    (through a pointer) at palloc.c:124`: the callee, or a function inlined into it), the last one
+    `an indirect call`."""
+    frames = [f or {} for f in call.get("stack") or []]
     if not frames:
         return call_text(call)
-    return " > ".join(f"{callee((f or {}).get('via'))} at {(f or {}).get('file', '?')}:{(f or {}).get('line', 0)}"
-                      for f in frames)
+    names = [callee(f.get("via")) for f in frames]
+    for i, name in enumerate(names[:-1]):
+        if name == "an indirect call" and frames[i + 1].get("func"):
+            names[i] = f"{frames[i + 1]['func']} (through a pointer)"
+    return " > ".join(f"{name} at {f.get('file', '?')}:{f.get('line', 0)}" for name, f in zip(names, frames))
 
 
 SHOWN = 3        # stacks a summary line names; the record keeps every store's

@@ -79,6 +79,12 @@ def test_a_library_store_is_named_by_its_call_stack(tmp_path):
                                  "/pmdk/src/libpmemobj/tx.c:512 > an indirect call at "
                                  "/pmdk/src/libpmemobj/memops.c:630")
     assert back is None and other is None
+    # a call through a pointer with a frame after it: named by the function that frame is in
+    inner = {"file": "/pmdk/src/libpmem2/x86_64/init.c", "line": 89, "func": "memset_nodrain",
+             "via": ["an indirect call"]}
+    assert stack_text({**three, "stack": three["stack"] + [inner]}).endswith(
+        "operation_process at /pmdk/src/libpmemobj/tx.c:512 > memset_nodrain (through a pointer) at "
+        "/pmdk/src/libpmemobj/memops.c:630 > an indirect call at /pmdk/src/libpmem2/x86_64/init.c:89")
     record = {"lost": [{"seq": 4, "call": three}, {"seq": 2, "call": two}]}
     assert library_calls(record) == f"{stack_text(three)}; {stack_text(two)}"
     # a summary names the first three stacks
