@@ -147,6 +147,17 @@ def test_build_links_an_adapter_with_the_instrumented_library_and_fuzz_traces_it
     assert len(list((builds / "fakeobj").glob(".driver-bug-count-first.pool-*"))) == 1
     rep = run_cli("replay", tmp_path / "bad.bugs" / f"{bug['id']}.json", cwd=tmp_path, env_extra=env)
     assert rep.returncode == 1 and "reproduced" in rep.stdout, rep.stdout + rep.stderr
+    # a lost library store: the record and the replay name it by its stack
+    lost = run_cli("fuzz", "fakeobj", "--bug", "count-unflushed", "--examples", "3", "--seed", "1", "--quiet",
+                   "--json", tmp_path / "lost.json", cwd=tmp_path, env_extra=env)
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    [bug] = json.loads((tmp_path / "lost.json").read_text())["bugs"]
+    assert bug["class"] == "lost-durable-write"
+    [st] = bug["lost"]
+    assert [(Path(f["file"]).name, f["via"]) for f in st["call"]["stack"]] == [
+        ("adapter.c", ["pmemobj_fake_store()"]), ("fakelib.c", ["fake_store_word()"])]
+    rep = run_cli("replay", tmp_path / "lost.bugs" / f"{bug['id']}.json", cwd=tmp_path, env_extra=env)
+    assert rep.returncode == 1 and "called from: pmemobj_fake_store at " in rep.stdout, rep.stdout + rep.stderr
 
 
 def test_build_with_a_bad_pmdk_folder_ends_with_one_line(tmp_path):
