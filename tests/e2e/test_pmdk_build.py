@@ -8,7 +8,8 @@ reads through that mapping. Bad `--pmdk` folders and trees end with one line and
 build-pmdk folder made of it: fuzz traces the library's pool and stores (the run-time function
 pointer the library keeps in the pool is no code-pointer-in-pm) from a pool the library's create
 made once, untraced (harness/check/base_pool.py), and a seeded bug's crash and stores are library
-lines."""
+lines, each store named by its call stack (`cc-stack` marks: the adapter's call, then the
+library's own call) in the trace, the record, the summary and replay."""
 from __future__ import annotations
 
 import json
