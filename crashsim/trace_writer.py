@@ -57,6 +57,7 @@ class _SiteRec:
     inlined_line: int
     inlined_column: int
     inlined_func: str
+    chain: str = ""          # frames named past, one a line (a call site's: the callee, `f()`)
 
 
 class TraceWriter:
@@ -82,10 +83,10 @@ class TraceWriter:
         return addr if absolute else self.pool_base + addr
 
     def site(self, file: str, line: int, func: str = "", column: int = 0, inlined_file: str = "",
-             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "") -> int:
+             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "", chain: str = "") -> int:
         """Add a site; returns its id for the `site=` argument of the event methods."""
         self.sites.append(_SiteRec(file, line, column, func, inlined_file, inlined_line,
-                                   inlined_column, inlined_func))
+                                   inlined_column, inlined_func, chain))
         return len(self.sites) - 1
 
     def _add(self, kind: str, sub: int = 0, tid: int = 0, site: int = NO_SITE, addr: int = 0,
@@ -259,10 +260,10 @@ def _pack_site(s: _SiteRec, version: int = VERSION) -> bytes:
     if version < 3:
         return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
                 + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
-    # version 3: flags 0 and an empty helper chain (docs/trace-format.md)
+    # version 3: flags 0 and the chain (docs/trace-format.md)
     return (struct.pack("<IIIII", s.line, s.column, s.inlined_line, s.inlined_column, 0)
             + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func)
-            + _pack_str(""))
+            + _pack_str(s.chain))
 
 
 def _write_sparse(path: Path, image: bytes, size: int, page: int = 4096) -> None:

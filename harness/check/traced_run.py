@@ -18,7 +18,7 @@ from crashcheck.crashsim.layout import trace_layout
 from crashcheck.crashsim.trace import Trace, TraceError, read_trace
 from crashcheck.harness.core import defaults
 from crashcheck.harness.target import own_fault
-from crashcheck.harness.check import threads
+from crashcheck.harness.check import base_pool, threads
 from crashcheck.harness.target import tracers
 from crashcheck.harness.core import workdir as workdirs
 from crashcheck.harness.core.budget import OutOfTime
@@ -62,7 +62,13 @@ def trace_history(session: Session, ops: list, deadline: float | None = None) ->
         # had all reached PM), so neither tracing nor crash-simulating it costs anything
         # (rt_trace.c; crossing histories, issue 50)
         sched = {"CRASHCHECK_TRACE_FROM": str(ops.load)}
-    return run_traced(session, session.workdir / "pool", hist, "trace", create=True, check=True,
+    pool, create = session.workdir / "pool", True
+    if base_pool.wanted(session):
+        # the library's pool creation is no part of the history: each starts from one pool made
+        # once, untraced (harness/check/base_pool.py)
+        base_pool.copy_to(session, pool)
+        create = False
+    return run_traced(session, pool, hist, "trace", create=create, check=True,
                       what=f"the traced run of {session.structure.name} died", ok=(0, 1),
                       ops=ops, deadline=deadline, extra_env=sched, dump=dump)
 

@@ -23,6 +23,7 @@ from crashcheck.harness.target import structures
 from crashcheck.harness.core.errors import DriverFailure, UsageError
 from crashcheck.harness.check.pipeline import Checker
 from crashcheck.harness.triage.records import region_prefix
+from crashcheck.harness.triage.pmdk_calls import Calls, stack_text
 from crashcheck.harness.render.report import site_text
 from crashcheck.harness.check.session import history_text
 from crashcheck.harness.core.settings import Settings
@@ -240,9 +241,13 @@ def _replay(path: str, rec: dict) -> int:
     site = trace.site(trace.events[cp.event].site) if cp.event < len(trace.events) else None
     print(f"crash: before event #{cp.event}" + (f" at {site.describe()}" if site else "")
           + (f", during operation {point.inflight}" if point.inflight is not None else ""))
+    calls = Calls(trace)      # a library built with the pass: the calls that led to its stores
     for p in cp.lost(choice):
         s_ = trace.site(trace.events[p.seq].site)
         print(f"  lost   #{p.seq} {region_prefix(p.region)}+{p.off:#x} {len(p.data)} bytes {p.data.hex()}  {s_.describe() if s_ else '?'}")
+        call = calls.of(p.seq) if calls else None
+        if call:
+            print(f"         called from: {stack_text(call)}")
     if rec["class"] == "leak":
         objs = leak_policy.unreachable(res.result)
         if objs:

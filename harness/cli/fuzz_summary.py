@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from crashcheck.harness.core import defaults
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.check.perf_tally import perf_line
+from crashcheck.harness.triage.pmdk_calls import library_calls
 from crashcheck.harness.triage.fix_record import fix_line
 
 if TYPE_CHECKING:        # `crashcheck run` prints without rich: its import is start-up time
@@ -145,6 +146,9 @@ def print_summary(console: Console, res: dict) -> None:
         tag = "expected " if b["expected"] else ""
         where = f" (lost store at {b['sites'][0]})" if b["sites"] else ""
         console.print(f"  {tag}{b['class']}: {b['detail']}{where}", highlight=False, markup=False)
+        inside = library_calls(b)
+        if inside:
+            console.print(f"      inside the library, called from: {inside}", highlight=False, markup=False)
         console.print(f"      history: {'; '.join(b['history'])}", highlight=False, markup=False)
         shrink = b.get("shrink")
         if shrink:

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 
 from crashcheck.harness.core.counts import big
 from crashcheck.harness.triage.records import region_prefix
+from crashcheck.harness.triage.pmdk_calls import stack_text
 from crashcheck.harness.render.fix_view import fix_view
 from crashcheck.harness.render.lanes_svg import render_lanes
 from crashcheck.harness.render.perf_view import perf_view
@@ -92,7 +93,7 @@ def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
     rows = "".join(
         f'<tr class="{kind}"><td class="num">#{s["seq"]}</td><td class="mono">{region_prefix(s.get("region"))}+{s["off"]:#x}</td>'
         f'<td class="num">{_size_text(s)}</td><td class="mono">{escape(s.get("data", ""))}</td>'
-        f'<td>{escape(site_text(s.get("site")))}</td></tr>' for s in stores)
+        f'<td>{escape(site_text(s.get("site")))}{_call_cell(s)}</td></tr>' for s in stores)
     table = (f'<table><tr><th>event</th><th>offset</th><th>bytes</th><th>data</th><th>source</th></tr>'
              f'{rows}</table>')
     seen, excerpts = set(), []
@@ -103,6 +104,14 @@ def _stores(bug: dict, stores: list[dict], kind: str) -> Markup:
             seen.add(key)
             excerpts.append(_source(bug, site))
     return Markup(table + "".join(excerpts))
+
+
+def _call_cell(s: dict) -> str:
+    """A library store's calls, outermost first (the program's call, then the library's: its
+    record's `call`, harness/triage/pmdk_calls.py), under its source; '' for the program's own."""
+    if not s.get("call"):
+        return ""
+    return f'<br><span class="muted">called from: {escape(stack_text(s["call"]))}</span>'
 
 
 def _size_text(s: dict) -> Markup:

@@ -185,6 +185,13 @@ class Structure:
         return bool(self.info.get("pass_traces_pool", False))
 
     @property
+    def pmdk_library(self) -> bool:
+        """Its own pool is mapped by a libpmemobj built with the pass (`crashcheck build --pmdk`;
+        `driver info` "pmdk_library"): the library's pool creation would be traced too, so each
+        history starts from a pool made once, untraced (harness/check/base_pool.py)."""
+        return bool(self.info.get("pmdk_library", False))
+
+    @property
     def map_ops(self) -> tuple[str, ...]:
         """The map operations the structure has (`driver info` "map_ops"; update, delete and scan
         are optional, a NULL verb of its adapter). Drivers before map_ops: all five."""

@@ -23,7 +23,7 @@ from crashcheck.harness.check.trace_digest import fingerprint
 from crashcheck.harness.core.paths import relative_record
 from crashcheck.harness.core.settings import Settings
 from crashcheck.harness.target.program import TracedProgram
-from crashcheck.harness.triage.pmdk_calls import Calls
+from crashcheck.harness.triage.pmdk_calls import name_calls
 from crashcheck.harness.triage.records import RECORD_FORMAT, _sources, _store, _timeline, site_dict
 
 OUTPUT_CHARS = 4096            # of the failing command's output kept in a record
@@ -59,12 +59,7 @@ def build(finding: ProgramFinding, traced: TracedProgram, *, name: str, settings
     kind = trace.events[cp.event].kind if cp.event < len(trace.events) else "end"
     lost = [_store(trace, p) for p in finding.lost]
     kept = [_store(trace, p) for p in finding.kept]
-    calls = Calls(trace)              # an instrumented libpmemobj: the program's call of each store
-    if calls:
-        for piece in lost + kept:
-            call = calls.of(piece["seq"])
-            if call is not None:
-                piece["call"] = call
+    name_calls(trace, lost + kept)    # an instrumented libpmemobj: the calls that led to each store
     sites: list[str] = []
     for p in finding.lost:
         key = site_key(trace, trace.events[p.seq].site)

@@ -260,6 +260,9 @@ def build_record(*, structure: str, bug: str | None, settings: Settings, outcome
                            "choice": list(f.choice)}
         record["lost"] = [_store(trace, p) for p in f.lost]
         record["persisted"] = [_store(trace, p) for p in f.kept]
+        # a structure on a libpmemobj built with the pass: the calls that led to each library store
+        from crashcheck.harness.triage.pmdk_calls import name_calls     # it imports site_dict from here
+        name_calls(trace, record["lost"] + record["persisted"])
         sites = []
         for p in f.lost:
             # a store through a header helper (store8, persist.h) is named by the line that

@@ -25,6 +25,14 @@
 //     (instrument/runtime/rt_pmemobj.c: libpmemobj is precompiled, so the
 //     runtime maps its pool as a region and logs what the library wrote,
 //     from a shadow of the pool, at the call's site)
+//   with CRASHCHECK_PASS_PMDK (libpmem/libpmemobj built with the pass): a shadow call stack,
+//   so a store inside the library is named with the calls that led there
+//   (instrument/runtime/rt_callstack.c):
+//     library mode, every call that may enter code built with the pass (as for persist
+//     helpers below, but pmem* callees too):
+//                              d = __cc_cs_push(callsite); call; __cc_cs_pop(d)
+//     program mode, a call of pmemobj_* / pmem_*:
+//                              __cc_cs_enter(callsite); call; __cc_cs_pop(0)
 //   load (CRASHCHECK_PASS_LOADS=1 at compile time)  __cc_load(ptr, size, site)
 //   a store of a code address (a vtable pointer, a function pointer: storesCodeAddress) is
 //   logged as any store, at a site of its own flagged SITE_CODE_POINTER (the harness reports
@@ -276,11 +284,12 @@ public:
         classify(I);
     }
     findHelpers();
+    findFrames();
     // Check loads first: they go before their instruction, which the
     // rewrites below may replace (invoke -> call).
     for (CheckLoad &C : Reads)
       rewriteCheckLoad(C);
-    if (Points.empty() && Calls.empty())
+    if (Points.empty() && Calls.empty() && Frames.empty())
       return !Reads.empty();
     // Phase 3: the site table, then the rewrites.
     Sites.finalize();
@@ -288,6 +297,8 @@ public:
       rewrite(P);
     for (auto &[CI, Site] : Calls)
       rewriteCall(*CI, Site);
+    for (auto &[CI, Site] : Frames)
+      rewriteFrame(*CI, Site);
     for (Instruction *I : ToErase)
       I->eraseFromParent();
     if (envFlag("CRASHCHECK_PASS_STATS"))
@@ -383,6 +394,16 @@ private:
     return false;
   }
 
+  // A callee no call site is wanted for: crashcheck's runtime, pthreads, the C++ runtime, an
+  // assertion's or a stack protector's failure; with PMEM, libpmem and libpmemobj too.
+  static bool runtimeCallee(StringRef N, bool Pmem) {
+    for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "_ZNSt", "_ZSt", "__cxa_",
+                            "_Unwind", "__assert", "__stack_chk"})
+      if (startsWith(N, Pre))
+        return true;
+    return Pmem && startsWith(N, "pmem");
+  }
+
   // The persist helpers among the module's functions (a function whose PM events are only
   // flushes and fences: see the banner), then the calls that may enter one, each with a site.
   void findHelpers() {
@@ -407,34 +428,74 @@ private:
     for (auto &[F, C] : Events)
       if (C.first && !C.second && F->getName() != "main")
         Helpers.insert(F);
+    collectCalls(Calls, Pointed, [&](Function &F, CallInst &, Function *Callee) {
+      return !Helpers.count(&F) &&
+             (!Callee || ((Callee->isDeclaration() || Helpers.count(Callee)) &&
+                          !runtimeCallee(Callee->getName(), /*Pmem=*/true)));
+    });
+  }
+
+  // Each call in the module's functions that KEEP(function, call, callee) accepts (callee null:
+  // an indirect call), with a call site of its own (the call's line, `via` the callee or `an
+  // indirect call`), into OUT.  Never inline asm, must-tail calls, calls in SKIP, intrinsics or
+  // C library functions.
+  template <class KeepFn>
+  void collectCalls(std::vector<std::pair<CallInst *, unsigned>> &Out, const std::set<Instruction *> &Skip,
+                    KeepFn Keep) {
     TargetLibraryInfoImpl TLII{Triple(M.getTargetTriple())};
     TargetLibraryInfo TLI(TLII);
     for (Function &F : M) {
-      if (F.isDeclaration() || startsWith(F.getName(), "__cc_") || Helpers.count(&F))
+      if (F.isDeclaration() || startsWith(F.getName(), "__cc_"))
         continue;
       for (Instruction &I : instructions(F)) {
         auto *CI = dyn_cast<CallInst>(&I);
-        if (!CI || Pointed.count(CI) || CI->isInlineAsm() || CI->isMustTailCall())
+        if (!CI || Skip.count(CI) || CI->isInlineAsm() || CI->isMustTailCall())
           continue;
         Function *Callee = CI->getCalledFunction();
-        std::string Via = "an indirect call";
-        if (Callee) {
-          StringRef N = Callee->getName();
-          LibFunc LF;
-          if (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF) ||
-              (!Callee->isDeclaration() && !Helpers.count(Callee)))
-            continue;
-          bool Skip = false;
-          for (const char *Pre : {"__cc_", "crashcheck_", "cc_pm_", "pthread_", "pmem", "_ZNSt", "_ZSt",
-                                  "__cxa_", "_Unwind", "__assert", "__stack_chk"})
-            Skip |= startsWith(N, Pre);
-          if (Skip)
-            continue;
-          Via = N.str() + "()";
-        }
-        Calls.push_back({CI, Sites.callSiteOf(*CI, Via)});
+        LibFunc LF;
+        if (Callee && (Callee->isIntrinsic() || TLI.getLibFunc(*Callee, LF)))
+          continue;
+        if (Keep(F, *CI, Callee))
+          Out.push_back({CI, Sites.callSiteOf(*CI, Callee ? Callee->getName().str() + "()" : "an indirect call")});
       }
     }
+  }
+
+  // The calls that make frames of the shadow call stack (see the banner), each with a site of
+  // its own (the call's line, `via` the callee).  Only with CRASHCHECK_PASS_PMDK: inside the
+  // libraries every call that may enter code built with the pass (not intrinsics, the C library
+  // or the runtime), in a program its calls of pmemobj_* / pmem_*.  Invokes and calls that
+  // return twice are left alone (no single place after them to pop).
+  void findFrames() {
+    if (Pmdk == PmdkMode::Off || AllocOnly)
+      return;
+    std::set<Instruction *> Replaced;   // calls a rewrite replaces (mmap, allocations, requests)
+    for (const Point &P : Points)
+      if (P.K != Kind::PmdkCall)
+        Replaced.insert(P.I);
+    collectCalls(Frames, Replaced, [&](Function &, CallInst &CI, Function *Callee) {
+      if (CI.hasFnAttr(Attribute::ReturnsTwice))
+        return false;
+      if (!Callee)
+        return Pmdk == PmdkMode::Library;
+      StringRef N = Callee->getName();
+      if (Pmdk == PmdkMode::Program)
+        return Callee->isDeclaration() && (startsWith(N, "pmemobj_") || startsWith(N, "pmem_")) &&
+               !pmemobjPure().count(N.str());
+      return !Callee->hasFnAttribute(Attribute::ReturnsTwice) && !runtimeCallee(N, /*Pmem=*/false);
+    });
+  }
+
+  // d = __cc_cs_push(site); call; __cc_cs_pop(d)   (a program's call: __cc_cs_enter, pop to 0:
+  // the program's call is the stack's bottom frame, whatever a longjmp out of the library left)
+  void rewriteFrame(CallInst &CI, unsigned Site) {
+    IRBuilder<> B(&CI);
+    B.SetCurrentDebugLocation(CI.getDebugLoc());
+    bool Enter = Pmdk == PmdkMode::Program;
+    Value *Depth = callHook(B, hook(Enter ? "__cc_cs_enter" : "__cc_cs_push", {Ptr}, I32), {Sites.ref(Site)});
+    IRBuilder<> A(CI.getNextNode());
+    A.SetCurrentDebugLocation(CI.getDebugLoc());
+    callHook(A, hook("__cc_cs_pop", {I32}), {Enter ? ConstantInt::get(I32, 0) : Depth});
   }
 
   // The thread-local site of the call in progress that may have entered a persist helper.
@@ -1111,6 +1172,7 @@ private:
   std::vector<Point> Points;
   std::set<Function *> Helpers;                          // persist helpers (findHelpers)
   std::vector<std::pair<CallInst *, unsigned>> Calls;    // calls that may enter one, with their sites
+  std::vector<std::pair<CallInst *, unsigned>> Frames;   // calls that push a shadow stack frame
   std::vector<CheckLoad> Reads;
   std::vector<Instruction *> ToErase;
   Stats S;

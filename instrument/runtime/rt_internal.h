@@ -260,6 +260,11 @@ static inline uint32_t cc_hook_site(crashcheck_site_t site)
 	return site ? (uint32_t)(site - __start_cc_sites) : CC_NO_SITE;
 }
 
+/* The shadow call stack of libraries built with the pass changed since it was last logged
+ * (rt_callstack.c): cc_cs_sync logs it before the thread's next event. */
+extern __thread int cc_cs_dirty __attribute__((tls_model("initial-exec")));
+void cc_cs_sync(void);
+
 /*
  * cc_append_store8 -- the hot path: log a plain 8-byte store from a
  * single-threaded program without any call.  Returns 0 if the caller must
@@ -270,6 +275,8 @@ static inline uint32_t cc_hook_site(crashcheck_site_t site)
  */
 static inline int cc_append_store8(uintptr_t addr, uint32_t site)
 {
+	if (__builtin_expect(cc_cs_dirty, 0))
+		cc_cs_sync();
 	if (cc_mt_mode || cc_buf_len + CC_EV_HEAD + 8 > CC_BUF_SIZE)
 		return 0;
 	unsigned char *p = cc_buf + cc_buf_len;

@@ -312,6 +312,8 @@ void cc_emit(uint8_t kind, uint8_t sub, uint32_t site, uint64_t addr, uint32_t s
 {
 	if (trace_fd < 0)
 		return;
+	if (__builtin_expect(cc_cs_dirty, 0) && kind <= CC_EV_FENCE)
+		cc_cs_sync();   /* a store, flush or fence: the call stack that made it first */
 	int locked = cc_mt_mode;
 	if (locked)
 		cc_lock();

@@ -6,8 +6,10 @@ marks at the program's lines, PMEM_IS_PMEM_FORCE is set, and lazy exploration fo
 reads through that mapping. Bad `--pmdk` folders and trees end with one line and exit 2.
 `crashcheck build --pmdk` links an adapter (tests/fixtures/fakepmdk/adapter.c) with a fake
 build-pmdk folder made of it: fuzz traces the library's pool and stores (the run-time function
-pointer the library keeps in the pool is no code-pointer-in-pm), and a seeded bug's crash and
-stores are library lines."""
+pointer the library keeps in the pool is no code-pointer-in-pm) from a pool the library's create
+made once, untraced (harness/check/base_pool.py), and a seeded bug's crash and stores are library
+lines, each store named by its call stack (`cc-stack` marks: the adapter's call, then the
+library's own call) in the trace, the record, the summary and replay."""
 from __future__ import annotations
 
 import json
@@ -20,10 +22,14 @@ import pytest
 from cli_run import ROOT, run_cli
 from crashcheck.crashsim.trace import read_trace
 from crashcheck.harness.target import toolchain
+from crashcheck.harness.triage.pmdk_calls import Calls, stack_text
 from test_program_lazy import _run
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
 FIX = ROOT / "tests" / "fixtures" / "fakepmdk"
+# the line of fakelib.c's pmemobj_fake_set that calls its own fake_persist_word
+SET_LINE = next(i for i, x in enumerate((FIX / "fakelib.c").read_text().splitlines(), 1)
+                if "fake_persist_word((long" in x)
 
 pytestmark = pytest.mark.usefixtures("instrument_built")
 
@@ -55,9 +61,16 @@ def test_the_library_mapping_is_the_region_and_its_stores_are_traced(prog, tmp_p
     assert {Path(trace.site(ev.site).file).name for ev in stores} == {"fakelib.c"}
     assert sum(ev.kind == "flush" for ev in trace.events) == 2
     marks = [(bytes(ev.data).decode(), Path(trace.site(ev.site).file).name)
-             for ev in trace.events if ev.kind == "mark"]
+             for ev in trace.events if ev.kind == "mark" and bytes(ev.data).startswith(b"cc-call")]
     assert marks == [("cc-call pmemobj_fake_open", "prog.c"), ("cc-call pmemobj_fake_set", "prog.c"),
                      ("cc-call pmemobj_fake_set", "prog.c")]
+    # the shadow call stack: before each store, the program's call, then the library's own call
+    calls = Calls(trace)
+    named = [calls.of(ev.seq) for ev in stores]
+    assert [stack_text(c) for c in named[1:]] == [
+        f"pmemobj_fake_set at {FIX / 'prog.c'}:{n} > fake_persist_word at {FIX / 'fakelib.c'}:{SET_LINE}"
+        for n in (22, 23)]
+    assert named[0]["function"] == "pmemobj_fake_open" and len(named[0]["stack"]) == 1
 
 
 def test_lazy_follows_the_checkers_reads_through_the_library_mapping(prog, tmp_path, monkeypatch):
@@ -118,6 +131,34 @@ def test_build_links_an_adapter_with_the_instrumented_library_and_fuzz_traces_it
     # the count persisted before the entry: the crash and the store are the library's lines
     assert bug["class"] == "wrong-value" and bug["crash"]["site"]["file"].endswith("fakepmdk/fakelib.c")
     assert bug["persisted"] and {Path(st["site"]["file"]).name for st in bug["persisted"]} == {"fakelib.c"}
+    # named by their calls: the adapter's call of the library, then the library's own call
+    # (pmemobj_fake_open_pool's run-time pointer, or the words pmemobj_fake_set persisted)
+    assert {st["call"]["function"] for st in bug["persisted"]} <= {"pmemobj_fake_open_pool", "pmemobj_fake_set"}
+    sets = [st["call"]["stack"] for st in bug["persisted"] if st["call"]["function"] == "pmemobj_fake_set"]
+    assert sets
+    for outer, inner in sets:
+        assert Path(outer["file"]).name == "adapter.c" and outer["via"] == ["pmemobj_fake_set()"]
+        assert inner["line"] == SET_LINE and inner["via"] == ["fake_persist_word()"]
+    said = " ".join(bad.stdout.split())      # the console wraps long lines
+    assert "inside the library, called from: " in said and "> fake_persist_word at " in said, said
+    assert "tests/fixtures/fakepmdk/fakelib.c:" in bug["group"], bug["group"]   # by the library line
+    # each history opened a copy of one pool made untraced beside its driver: the library's
+    # create (its random identifier, its magic word not yet drained) is in no trace, so the
+    # correct map is clean, and the record replays the same run
+    assert len(list((builds / "fakeobj").glob(".driver-bug-count-first.pool-*"))) == 1
+    rep = run_cli("replay", tmp_path / "bad.bugs" / f"{bug['id']}.json", cwd=tmp_path, env_extra=env)
+    assert rep.returncode == 1 and "reproduced" in rep.stdout, rep.stdout + rep.stderr
+    # a lost library store: the record and the replay name it by its stack
+    lost = run_cli("fuzz", "fakeobj", "--bug", "count-unflushed", "--examples", "3", "--seed", "1", "--quiet",
+                   "--json", tmp_path / "lost.json", cwd=tmp_path, env_extra=env)
+    assert lost.returncode == 1, lost.stdout + lost.stderr
+    [bug] = json.loads((tmp_path / "lost.json").read_text())["bugs"]
+    assert bug["class"] == "lost-durable-write"
+    [st] = bug["lost"]
+    assert [(Path(f["file"]).name, f["via"]) for f in st["call"]["stack"]] == [
+        ("adapter.c", ["pmemobj_fake_store()"]), ("fakelib.c", ["fake_store_word()"])]
+    rep = run_cli("replay", tmp_path / "lost.bugs" / f"{bug['id']}.json", cwd=tmp_path, env_extra=env)
+    assert rep.returncode == 1 and "called from: pmemobj_fake_store at " in rep.stdout, rep.stdout + rep.stderr
 
 
 def test_build_with_a_bad_pmdk_folder_ends_with_one_line(tmp_path):

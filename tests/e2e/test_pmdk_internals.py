@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_run import ROOT
+from pmdk_tree import instrumented_pmdk
 from test_program_lazy import _run
 
 CC = ROOT / "instrument" / "bin" / "crashcheck-cc"
@@ -27,16 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("instrument_built")]
 
 @pytest.fixture(scope="module")
 def pmdkbugs(tmp_path_factory) -> Path:
-    built = os.environ.get("CRASHCHECK_PMDK_BUILD")
-    tree = os.environ.get("CRASHCHECK_PMDK_TREE")
-    if not built and not tree:
-        pytest.skip("no PMDK tree: set CRASHCHECK_PMDK_TREE=PATH (or CRASHCHECK_PMDK_BUILD=OUT)")
+    built = instrumented_pmdk(tmp_path_factory)
     out = tmp_path_factory.mktemp("pmdk")
-    if not built:
-        subprocess.run(["git", "clone", "-q", tree, out / "tree"], check=True)
-        subprocess.run([ROOT / "instrument" / "build-pmdk", out / "tree", out / "build"], check=True,
-                       capture_output=True)
-        built = out / "build"
     subprocess.run([CC, "--pmdk", built, "-O1", "-g", PROGRAM, "-lpmemobj", "-o", out / "pmdkbugs"],
                    check=True, capture_output=True)
     return out / "pmdkbugs"

@@ -518,6 +518,10 @@ static int cmd_info(int argc, char **argv)
 	       cc_adapter.threads ? "true" : "false", cc_own_pool(&cc_adapter) ? "true" : "false");
 	printf(", \"pass_traces_pool\": %s",
 	       cc_own_pool(&cc_adapter) && (&__cc_pmemobj_pools || &__cc_pmdk_pools) ? "true" : "false");
+	if (cc_own_pool(&cc_adapter) && &__cc_pmdk_pools)
+		/* the library's pool creation would be traced: the harness makes the pool once,
+		 * untraced, and each history opens a copy (harness/check/base_pool.py) */
+		printf(", \"pmdk_library\": true");
 	if (cc_adapter.persistency)
 		printf(", \"persistency\": \"%s\"", cc_adapter.persistency);
 	if (cc_is_map(&cc_adapter)) {
