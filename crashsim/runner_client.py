@@ -30,6 +30,7 @@ _STATE_HEAD = struct.Struct("<IIQI")    # a STATE request's head and its followu
 REQ_BASE, REQ_PATCH, REQ_STATE, REQ_RESET, REQ_QUIT, REQ_LAZY, REQ_LIMIT, REQ_LAZY_BODY, REQ_FOLLOWUP = range(1, 10)
 FU_STORED = 0xFFFFFFFF                  # a followup length that names the runner's stored followup
 _STATE_KINDS = (REQ_STATE, REQ_LAZY)
+_KEPT = (REQ_LIMIT, REQ_LAZY_BODY, REQ_FOLLOWUP)   # one of each is in force; the next replaces it
 STATUSES = ("ok", "signal", "exit", "timeout", "oom", "runner-died")
 # Most answers are duplicates; parse those without the JSON decoder, and acknowledgements too
 # (a patch's and a followup's per crash point).
@@ -120,8 +121,10 @@ class Runner:
         self.restart = restart
         self._env, self._cwd = env, cwd
         self._pool_want = (pool_base, pool_size)
-        # The requests that made the current base: the last BASE and the PATCHes after it.
+        # The requests that made the current base: the last BASE and the PATCHes after it, and
+        # the last request since that base of each kind the runner keeps (_KEPT), by kind.
         self._base_log: list[bytes] = []
+        self._base_kept: dict[int, bytes] = {}
         self._rest = b""
         self._queue: list[bytes] = []
         self._kinds: list[int] = []
@@ -302,8 +305,8 @@ class Runner:
                     answers.append({"state": sid, "status": "runner-died", "signal": None, "exit": None,
                                     "result": None, "stderr": "", "dup_of": None})
                 careful = not careful
-                self._respawn(self._base_after(reqs[:len(answers)], kinds[:len(answers)]))
-        self._base_log = self._base_after(reqs, kinds)
+                self._respawn(*self._base_after(reqs[:len(answers)], kinds[:len(answers)]))
+        self._base_log, self._base_kept = self._base_after(reqs, kinds)
         out = []
         for kind, ans in zip(kinds, answers):
             if "error" in ans:
@@ -330,27 +333,36 @@ class Runner:
             out.append((sid, res))
         return out
 
-    def _base_after(self, reqs: list[bytes], kinds: list[int]) -> list[bytes]:
-        """The requests that make the base after REQS (which follow the current base), the last
-        limit since that base (a restarted runner counts the states out of time anew), the
-        last stored lazy body and the last stored followup (the requests after them name them)."""
-        log = self._base_log
+    def _base_after(self, reqs: list[bytes], kinds: list[int]) -> tuple[list[bytes], dict[int, bytes]]:
+        """The requests that make the base after REQS (which follow the current base): the last
+        base and the patches after it, and by kind the last limit since that base (a restarted
+        runner counts the states out of time anew), stored lazy body and stored followup (the
+        requests after them name them). Linear in REQS: the log is copied once per exchange,
+        not once per patch, and a kept kind is replaced in the dict (a crash point's followup
+        used to rebuild the whole log: quadratic in the crash points of a trace)."""
+        log, kept = self._base_log, self._base_kept
+        fresh = False                  # LOG and KEPT are this call's own (not the current base's)
         for req, kind in zip(reqs, kinds):
             if kind == REQ_BASE:
-                log = [req]
-            elif kind == REQ_PATCH:
-                log = log + [req]
-            elif kind in (REQ_LIMIT, REQ_LAZY_BODY, REQ_FOLLOWUP):
-                log = [x for x in log if REQ.unpack_from(x)[0] != kind] + [req]
-        return log
+                log, kept, fresh = [req], {}, True
+            elif kind == REQ_PATCH or kind in _KEPT:
+                if not fresh:
+                    log, kept, fresh = list(log), dict(kept), True
+                if kind == REQ_PATCH:
+                    log.append(req)
+                else:
+                    kept[kind] = req
+        return log, kept
 
-    def _respawn(self, base_log: list[bytes]) -> None:
-        """A new runner process in place of a dead one, its base rebuilt from BASE_LOG."""
+    def _respawn(self, base_log: list[bytes], kept: dict[int, bytes]) -> None:
+        """A new runner process in place of a dead one, its base rebuilt from BASE_LOG (the base
+        and its patches), then the requests in KEPT (a limit, a lazy body, a followup)."""
         self.close(kill=True)
         self._start()
         self.stats.restarts += 1
-        if base_log:
-            answers = self._read_lines(len(base_log), b"".join(base_log))
+        replay = base_log + list(kept.values())
+        if replay:
+            answers = self._read_lines(len(replay), b"".join(replay))
             bad = next((a for a in answers if "error" in a), None)
             if bad is not None:
                 self._fail(f"the restarted runner rejected the base: {bad['error']}")

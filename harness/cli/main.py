@@ -15,7 +15,7 @@ import sys
 from crashcheck.harness.core import budget as _budget  # noqa: F401 - first, so PROCESS_START is the start-up time
 from crashcheck.crashsim.errors import CrashcheckError
 from crashcheck.harness.cli import stdout_guard
-from crashcheck.harness.core import strays
+from crashcheck.harness.core import collector, strays
 
 # Subcommand modules, in the order `crashcheck --help` lists them.
 COMMAND_MODULES = ["crashcheck.harness.cli.cmd_list", "crashcheck.harness.cli.cmd_fuzz", "crashcheck.harness.cli.cmd_check", "crashcheck.harness.cli.cmd_campaign", "crashcheck.harness.cli.cmd_run", "crashcheck.harness.cli.cmd_replay", "crashcheck.harness.cli.cmd_report",
@@ -76,6 +76,7 @@ def join_dash_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     real_stdout = sys.stdout
     stdout_guard.install()
+    collector.tune()                   # fewer young collections while states are explored
     try:
         with strays.collected():       # a daemon the code under test started dies with the command
             return _run(argv)

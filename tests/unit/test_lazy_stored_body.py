@@ -139,6 +139,21 @@ def test_a_restarted_runner_gets_the_last_stored_body_again():
     from crashcheck.crashsim.runner_client import REQ, REQ_BASE, REQ_PATCH
     base, patch = REQ.pack(REQ_BASE, 1, 0) + b"/", REQ.pack(REQ_PATCH, 0, 1)
     body1, body2 = REQ.pack(REQ_LAZY_BODY, 1, 2) + b"a", REQ.pack(REQ_LAZY_BODY, 1, 3) + b"b"
-    replay = Runner._base_after(SimpleNamespace(_base_log=[]), [base, body1, patch, body2],
+    replay = Runner._base_after(SimpleNamespace(_base_log=[], _base_kept={}), [base, body1, patch, body2],
                                 [REQ_BASE, REQ_LAZY_BODY, REQ_PATCH, REQ_LAZY_BODY])
-    assert replay == [base, patch, body2]
+    assert replay == ([base, patch], {REQ_LAZY_BODY: body2})
+
+
+def test_the_base_log_of_a_runner_is_not_changed_by_a_shorter_replay():
+    # flush() asks for the base after the answered prefix of an exchange (to restart a dead
+    # runner), then after the whole exchange: both start from the same current base
+    from types import SimpleNamespace
+    from crashcheck.crashsim.runner_client import REQ, REQ_FOLLOWUP, REQ_LIMIT, REQ_PATCH
+    p1, p2 = REQ.pack(REQ_PATCH, 0, 1), REQ.pack(REQ_PATCH, 0, 4)
+    fu1, fu2 = REQ.pack(REQ_FOLLOWUP, 1, 2) + b"a", REQ.pack(REQ_FOLLOWUP, 1, 5) + b"b"
+    limit = REQ.pack(REQ_LIMIT, 0, 3)
+    cur = SimpleNamespace(_base_log=[b"base"], _base_kept={REQ_FOLLOWUP: b"fu0"})
+    reqs, kinds = [p1, fu1, limit, p2, fu2], [REQ_PATCH, REQ_FOLLOWUP, REQ_LIMIT, REQ_PATCH, REQ_FOLLOWUP]
+    assert Runner._base_after(cur, reqs[:2], kinds[:2]) == ([b"base", p1], {REQ_FOLLOWUP: fu1})
+    assert Runner._base_after(cur, reqs, kinds) == ([b"base", p1, p2], {REQ_FOLLOWUP: fu2, REQ_LIMIT: limit})
+    assert cur._base_log == [b"base"] and cur._base_kept == {REQ_FOLLOWUP: b"fu0"}
