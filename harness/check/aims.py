@@ -127,10 +127,13 @@ def seed_of(sched: str) -> int:
     return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
-def aimed(ops: Threaded, spec: str) -> Threaded:
-    """OPS with its operations and threads, run under the aim SPEC."""
+def aimed(ops: Threaded, spec: str, prefix: str | None = None) -> Threaded:
+    """OPS with its operations and threads, run under the aim SPEC (a writer aim's with PREFIX:
+    the schedule file of OPS's clean run, replayed up to the aimed store)."""
     load = list(ops)[:ops.load]
-    return make_threaded(load, [ops.section(t) for t in range(1, ops.nthreads + 1)], spec)
+    out = make_threaded(load, [ops.section(t) for t in range(1, ops.nthreads + 1)], spec)
+    out.prefix = prefix
+    return out
 
 
 def worth_aiming(ops: Threaded, trace: Trace) -> bool:
