@@ -57,6 +57,7 @@ class _SiteRec:
     inlined_line: int
     inlined_column: int
     inlined_func: str
+    inlined: tuple[str, ...] = ()
 
 
 class TraceWriter:
@@ -82,10 +83,12 @@ class TraceWriter:
         return addr if absolute else self.pool_base + addr
 
     def site(self, file: str, line: int, func: str = "", column: int = 0, inlined_file: str = "",
-             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "") -> int:
-        """Add a site; returns its id for the `site=` argument of the event methods."""
+             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "",
+             inlined: tuple[str, ...] = ()) -> int:
+        """Add a site; returns its id for the `site=` argument of the event methods. INLINED: its
+        inline chain (version 4), each call it was inlined at, "file:line in function"."""
         self.sites.append(_SiteRec(file, line, column, func, inlined_file, inlined_line,
-                                   inlined_column, inlined_func))
+                                   inlined_column, inlined_func, tuple(inlined)))
         return len(self.sites) - 1
 
     def _add(self, kind: str, sub: int = 0, tid: int = 0, site: int = NO_SITE, addr: int = 0,
@@ -210,7 +213,7 @@ class TraceWriter:
               compact: bool = True, version: int = VERSION) -> Path:
         """Write the trace file and its region images next to it. Without COMPLETE no `end`.
         With COMPACT, stores the runtime would log as `store8` events are written as such.
-        VERSION below 3 writes the older site records (no flags, no chain)."""
+        VERSION below 3 writes the older site records (no flags, no chain), 3 no inline chain."""
         path = Path(path)
         sites = b"".join(_pack_site(s, version) for s in self.sites)
         header = HEADER.pack(MAGIC, version, HEADER.size, self.regions[0][0], self.regions[0][1],
@@ -259,10 +262,10 @@ def _pack_site(s: _SiteRec, version: int = VERSION) -> bytes:
     if version < 3:
         return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
                 + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
-    # version 3: flags 0 and an empty helper chain (docs/trace-format.md)
+    # version 3: flags 0 and an empty helper chain; 4: then the inline chain (docs/trace-format.md)
     return (struct.pack("<IIIII", s.line, s.column, s.inlined_line, s.inlined_column, 0)
             + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func)
-            + _pack_str(""))
+            + _pack_str("") + (_pack_str("\n".join(s.inlined)) if version >= 4 else b""))
 
 
 def _write_sparse(path: Path, image: bytes, size: int, page: int = 4096) -> None:
