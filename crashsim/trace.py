@@ -64,6 +64,15 @@ class Site:
     # an older trace, whose inlined-at fields name one of them)
     inlined: tuple[str, ...] = ()
 
+    @property
+    def place(self) -> tuple:
+        """The site without its inline chain: what told sites apart before version 4 (its own
+        line and the inlined-at line). Counts of where threads met (harness/check/aims.py, the
+        writer aims' pairs) are kept per place, so that the chain, which splits one place into
+        as many sites as it has paths of calls to it, leaves them as they were."""
+        return (self.file, self.line, self.column, self.func, self.inlined_file, self.inlined_line,
+                self.inlined_column, self.inlined_func, self.chain)
+
     def as_dict(self) -> dict:
         """The JSON form used by `trace show --json`, bug records and reports."""
         out = {"file": self.file, "line": self.line, "column": self.column, "func": self.func}
@@ -137,6 +146,12 @@ class Trace:
             return self.sites[site_id]
         return None
 
+
+    def place(self, site_id: int) -> tuple:
+        """SITE_ID's place (Site.place): its sites of one place, told apart by their inline
+        chains, share it; an unknown id is a place of its own."""
+        s = self.site(site_id)
+        return s.place if s is not None else (site_id,)
     def region_image(self, index: int = 0) -> bytes:
         """The region's contents when it was registered (checked for size)."""
         region = self.regions[index]

@@ -170,6 +170,11 @@ def test_a_site_inlined_two_levels_deep_is_named_with_its_whole_chain(tmp_path):
     w.store(X, b"\x01" * 8, site=deep)
     trace = read_trace(w.write(tmp_path / "t.trace"))
     assert site_text(trace, deep) == "kv.c:33 (inlined at /src/kv.c:40, at /src/kv.c:54)"
+    # a site of the same line reached through another call is a site of its own, of the same place
+    other = w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert",
+                   inlined=("/src/kv.c:41 in slot_put", "/src/kv.c:54 in insert"))
+    trace = read_trace(w.write(tmp_path / "t.trace"))
+    assert trace.site(other) != trace.site(deep) and trace.place(other) == trace.place(deep)
     old = read_trace(w.write(tmp_path / "old.trace", version=3))
     assert old.version == 3 and old.site(deep).inlined == ()
     assert site_text(old, deep) == "kv.c:33 (inlined at kv.c:54)"
