@@ -59,7 +59,7 @@ class CheckerRaces:
                 out.findings = v.findings
                 self.confirmer.settle(v)
                 if v.findings:
-                    self.confirmer.confirmed.add(c.pair)
+                    self.confirmer.confirmed.add(c.key)
                     outcome.race_confirmed += 1
                 elif self.confirmer.given_up(c):
                     outcome.race_unreachable += 1

@@ -77,10 +77,9 @@ class Confirmer:
     confirmed, and the run's counts (candidates, confirmed, unreachable, the analysis's seconds)."""
 
     def __init__(self) -> None:
-        # by Candidate.pair (the sites' places)
-        self.aimed: dict[int, dict[tuple, int]] = {}    # lane -> pair -> aims so far
+        self.aimed: dict[int, dict[tuple[int, int], int]] = {}    # lane -> pair -> aims so far
         self.lane = 0
-        self.confirmed: set[tuple] = set()
+        self.confirmed: set[tuple[int, int]] = set()
         self.picked: dict[tuple, list[tuple[Candidate, str, bool]]] = {}
 
     def plan(self, key: tuple, lane: int, found: list[Candidate], seed: int) -> list[tuple[Candidate, str, bool]]:
@@ -96,19 +95,15 @@ class Confirmer:
         self.lane = lane
         aimed = self.aimed.setdefault(lane, {})
         rng = random.Random(seed)
-        fresh = [c for c in found if c.pair not in self.confirmed and aimed.get(c.pair, 0) < SATURATED]
+        fresh = [c for c in found if c.key not in self.confirmed and aimed.get(c.key, 0) < SATURATED]
         rng.shuffle(fresh)
         # pairs aimed at least often first; among them those whose load fell inside the window
         # in this very run (the reader does reach the store there)
-        fresh.sort(key=lambda c: (aimed.get(c.pair, 0), not c.in_window))
+        fresh.sort(key=lambda c: (aimed.get(c.key, 0), not c.in_window))
         out = []
-        for c in fresh:
-            if len(out) == PER_HISTORY:
-                break
-            if any(c.pair == o.pair for o, _, _ in out):
-                continue             # one candidate of a pair a history
-            aimed[c.pair] = aimed.get(c.pair, 0) + 1
-            out.append((c, spec_of(c, rng.randrange(2 ** 32)), with_prefix(c, aimed[c.pair])))
+        for c in fresh[:PER_HISTORY]:
+            aimed[c.key] = aimed.get(c.key, 0) + 1
+            out.append((c, spec_of(c, rng.randrange(2 ** 32)), with_prefix(c, aimed[c.key])))
         self.picked[key] = out
         return out
 
@@ -116,11 +111,11 @@ class Confirmer:
     def settle(self, v: Verdict) -> None:
         """Count V's aim against its pair as its cost says (one was counted when planned)."""
         aimed = self.aimed.setdefault(self.lane, {})
-        aimed[v.candidate.pair] = aimed.get(v.candidate.pair, 0) + v.cost - 1
+        aimed[v.candidate.key] = aimed.get(v.candidate.key, 0) + v.cost - 1
 
     def given_up(self, c: Candidate) -> bool:
         """Whether C's pair, not confirmed by this aim, has had its last (SATURATED aims in the lane)."""
-        return c.pair not in self.confirmed and self.aimed.get(self.lane, {}).get(c.pair, 0) >= SATURATED
+        return c.key not in self.confirmed and self.aimed.get(self.lane, {}).get(c.key, 0) >= SATURATED
 
 
 def judge(session, trace: Trace, oracle, options: ModelOptions, start_event: int, c: Candidate,

@@ -63,18 +63,10 @@ class Candidate:
     # operations the threads ended between the store and the load in this run (a load after the
     # window may come several operations later: the writer aim waits for at least that many)
     ops_between: int = 0
-    # the two sites' places (crashcheck.crashsim.trace.Site.place): the writer aims count their
-    # tries per place pair, as they did before sites carried their inline chains
-    group: tuple = ()
 
     @property
     def key(self) -> tuple[int, int]:
         return self.store_site, self.load_site
-
-    @property
-    def pair(self) -> tuple:
-        """What the writer aims count tries and confirmations by: GROUP, else KEY."""
-        return self.group or self.key
 
 
 @dataclass
@@ -256,8 +248,7 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
                 continue
             between = bisect.bisect_left(op_ends, li) - bisect.bisect_left(op_ends, s.event) if s.event < li else 0
             cand = Candidate(s.event, s.tid, s.site, s.nth, li, ltid, events[li].site, w * WORD,
-                             s.persist, s.event < li < s.persist, between,
-                             (trace.place(s.site), trace.place(events[li].site)))
+                             s.persist, s.event < li < s.persist, between)
             old = best.get(cand.key)
             if old is None or (cand.in_window and not old.in_window):
                 best[cand.key] = cand

@@ -48,18 +48,6 @@ def test_every_other_aim_at_a_pair_replays_the_clean_run_up_to_the_store():
     assert not any(p for x, _, p in sum(picks, []) if x is before)
 
 
-def test_sites_of_one_place_are_one_pair_for_the_aims():
-    """Two candidates whose sites differ only by their inline chains (one place: Site.place) are
-    one pair: aimed one a history, their tries counted together, given up together."""
-    a = Candidate(10, 1, 5, 1, 20, 2, 6, X, 30, False, 0, ("store", "load"))
-    b = Candidate(10, 1, 5, 1, 20, 2, 7, X, 30, False, 0, ("store", "load"))
-    conf = Confirmer()
-    assert len(conf.plan(("h", 1), 0, [a, b], 1)) == 1
-    for n in (2, 3, 4):
-        conf.plan(("h", n), 0, [a, b], n)
-    assert conf.given_up(a) and conf.given_up(b) and conf.plan(("h", 5), 0, [a, b], 5) == []
-
-
 def _trace(tmp_path, build):
     w = TraceWriter(pool_size=1 << 12, loads=True)
     s = {"put": w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert"),
