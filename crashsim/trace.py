@@ -15,8 +15,9 @@ from pathlib import Path
 from .errors import CrashcheckError
 
 MAGIC = b"CCTRACE\0"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)   # 2 added the compact store8 event, 3 the site's flags and chain
+VERSION = 4
+# 2 added the compact store8 event, 3 the site's flags and chain, 4 the site's inline chain
+READABLE_VERSIONS = (1, 2, 3, 4)
 SITE_OWN = 1                    # a site flag: named in one of the structure's own files
 SITE_CODE_POINTER = 2           # a site flag: a store of a code address (vtable or function pointer)
 HEADER = struct.Struct("<8sIIQQIIII16x")
@@ -58,6 +59,19 @@ class Site:
     chain: tuple[str, ...] = ()
     own: bool = False           # in one of the files `crashcheck build` named as the structure's
     code_pointer: bool = False  # the pass saw a code address (vtable or function pointer) stored here
+    # the calls the site's code was inlined at, nearest first, up to the one in the function it
+    # ended up in, each "file:line in function" (version 4; empty when not inlined, or read from
+    # an older trace, whose inlined-at fields name one of them)
+    inlined: tuple[str, ...] = ()
+
+    @property
+    def place(self) -> tuple:
+        """The site without its inline chain: what told sites apart before version 4 (its own
+        line and the inlined-at line). Counts of where threads met (harness/check/aims.py, the
+        writer aims' pairs) are kept per place, so that the chain, which splits one place into
+        as many sites as it has paths of calls to it, leaves them as they were."""
+        return (self.file, self.line, self.column, self.func, self.inlined_file, self.inlined_line,
+                self.inlined_column, self.inlined_func, self.chain)
 
     def as_dict(self) -> dict:
         """The JSON form used by `trace show --json`, bug records and reports."""
@@ -67,6 +81,8 @@ class Site:
                                  "column": self.inlined_column, "func": self.inlined_func}
         if self.chain:
             out["via"] = list(self.chain)
+        if self.inlined:
+            out["inline_chain"] = list(self.inlined)
         if self.own:
             out["own"] = True
         if self.code_pointer:
@@ -130,6 +146,12 @@ class Trace:
             return self.sites[site_id]
         return None
 
+
+    def place(self, site_id: int) -> tuple:
+        """SITE_ID's place (Site.place): its sites of one place, told apart by their inline
+        chains, share it; an unknown id is a place of its own."""
+        s = self.site(site_id)
+        return s.place if s is not None else (site_id,)
     def region_image(self, index: int = 0) -> bytes:
         """The region's contents when it was registered (checked for size)."""
         region = self.regions[index]
@@ -285,13 +307,15 @@ def _parse_sites(buf: memoryview, pos: int, count: int, path: Path,
             func, pos = _read_str(buf, pos, "function name")
             ifile, pos = _read_str(buf, pos, "inlined-at file name", PATH_MAX)
             ifunc, pos = _read_str(buf, pos, "inlined-at function name")
-            chain = ""
+            chain = inlined = ""
             if version >= 3:
                 chain, pos = _read_str(buf, pos, "helper chain", lines=True)
+            if version >= 4:
+                inlined, pos = _read_str(buf, pos, "inline chain", lines=True)
             # (a debug-info name like trees/artcow/../woart/x.c is one file: named once)
             sites.append(Site(i, _normal(file), line, col, func, _normal(ifile), iline, icol, ifunc,
                               tuple(chain.split("\n")) if chain else (), bool(flags & SITE_OWN),
-                              bool(flags & SITE_CODE_POINTER)))
+                              bool(flags & SITE_CODE_POINTER), tuple(inlined.split("\n")) if inlined else ()))
     except (struct.error, _Short):
         raise TraceError(f"{path}: truncated site table (read {len(sites)} of {count} sites)") from None
     except _BadText as exc:

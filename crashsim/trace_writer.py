@@ -58,6 +58,7 @@ class _SiteRec:
     inlined_column: int
     inlined_func: str
     chain: str = ""          # frames named past, one a line (a call site's: the callee, `f()`)
+    inlined: tuple[str, ...] = ()
 
 
 class TraceWriter:
@@ -83,10 +84,13 @@ class TraceWriter:
         return addr if absolute else self.pool_base + addr
 
     def site(self, file: str, line: int, func: str = "", column: int = 0, inlined_file: str = "",
-             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "", chain: str = "") -> int:
-        """Add a site; returns its id for the `site=` argument of the event methods."""
+             inlined_line: int = 0, inlined_column: int = 0, inlined_func: str = "", chain: str = "",
+             inlined: tuple[str, ...] = ()) -> int:
+        """Add a site; returns its id for the `site=` argument of the event methods. CHAIN: the helper
+        chain (frames named past, one a line); INLINED: its inline chain (version 4), each call it was
+        inlined at, "file:line in function"."""
         self.sites.append(_SiteRec(file, line, column, func, inlined_file, inlined_line,
-                                   inlined_column, inlined_func, chain))
+                                   inlined_column, inlined_func, chain, tuple(inlined)))
         return len(self.sites) - 1
 
     def _add(self, kind: str, sub: int = 0, tid: int = 0, site: int = NO_SITE, addr: int = 0,
@@ -211,7 +215,7 @@ class TraceWriter:
               compact: bool = True, version: int = VERSION) -> Path:
         """Write the trace file and its region images next to it. Without COMPLETE no `end`.
         With COMPACT, stores the runtime would log as `store8` events are written as such.
-        VERSION below 3 writes the older site records (no flags, no chain)."""
+        VERSION below 3 writes the older site records (no flags, no chain), 3 no inline chain."""
         path = Path(path)
         sites = b"".join(_pack_site(s, version) for s in self.sites)
         header = HEADER.pack(MAGIC, version, HEADER.size, self.regions[0][0], self.regions[0][1],
@@ -260,10 +264,10 @@ def _pack_site(s: _SiteRec, version: int = VERSION) -> bytes:
     if version < 3:
         return (struct.pack("<IIII", s.line, s.column, s.inlined_line, s.inlined_column)
                 + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func))
-    # version 3: flags 0 and the chain (docs/trace-format.md)
+    # version 3: flags 0 and the helper chain; 4: then the inline chain (docs/trace-format.md)
     return (struct.pack("<IIIII", s.line, s.column, s.inlined_line, s.inlined_column, 0)
             + _pack_str(s.file) + _pack_str(s.func) + _pack_str(s.inlined_file) + _pack_str(s.inlined_func)
-            + _pack_str(s.chain))
+            + _pack_str(s.chain) + (_pack_str("\n".join(s.inlined)) if version >= 4 else b""))
 
 
 def _write_sparse(path: Path, image: bytes, size: int, page: int = 4096) -> None:

@@ -91,7 +91,8 @@ def _words(ev) -> range:
 
 
 def pick(found: list[Conflict], seed: int, n: int = PER_HISTORY,
-         aimed_before: dict[tuple[int, int], int] | None = None) -> list[str]:
+         aimed_before: dict[tuple, int] | None = None,
+         pair_of: Callable[[Conflict], tuple] = lambda c: (c.site, c.store_site)) -> list[str]:
     """Up to N aim specs for FOUND, drawn by SEED: each from a different (load site, store site)
     pair, those aimed at least often before (AIMED_BEFORE: the lane's record, which this updates) first,
     at random among equals; then a random load of that pair and a number of operations. A
@@ -99,11 +100,12 @@ def pick(found: list[Conflict], seed: int, n: int = PER_HISTORY,
     read by a lookup); the bug's may be a rare one (Heart's free-no-epoch: a lookup's read of a
     leaf that an update then frees, in 1 of 127 drawn histories), so a pair new to the run
     goes first: the feedback of new conflicting pairs, kept by the search instead of Hypothesis
-    (whose `target()` optimiser starts only after more valid examples than a batch has)."""
+    (whose `target()` optimiser starts only after more valid examples than a batch has). A pair
+    is PAIR_OF's (the Aimer's: the two sites' places, crashcheck.crashsim.trace.Site.place)."""
     rng = random.Random(seed)
-    by_pair: dict[tuple[int, int], list[Conflict]] = {}
+    by_pair: dict[tuple, list[Conflict]] = {}
     for c in found:
-        by_pair.setdefault((c.site, c.store_site), []).append(c)
+        by_pair.setdefault(pair_of(c), []).append(c)
     pairs = sorted(by_pair)
     rng.shuffle(pairs)
     if aimed_before is not None:
@@ -127,10 +129,13 @@ def seed_of(sched: str) -> int:
     return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
 
 
-def aimed(ops: Threaded, spec: str) -> Threaded:
-    """OPS with its operations and threads, run under the aim SPEC."""
+def aimed(ops: Threaded, spec: str, prefix: str | None = None) -> Threaded:
+    """OPS with its operations and threads, run under the aim SPEC (a writer aim's with PREFIX:
+    the schedule file of OPS's clean run, replayed up to the aimed store)."""
     load = list(ops)[:ops.load]
-    return make_threaded(load, [ops.section(t) for t in range(1, ops.nthreads + 1)], spec)
+    out = make_threaded(load, [ops.section(t) for t in range(1, ops.nthreads + 1)], spec)
+    out.prefix = prefix
+    return out
 
 
 def worth_aiming(ops: Threaded, trace: Trace) -> bool:
@@ -149,8 +154,8 @@ class Aimer:
 
     def __init__(self) -> None:
         self.lane = 0
-        self.aimed_before: dict[int, dict[tuple[int, int], int]] = {}
-        self.seen: dict[int, set[tuple[int, int]]] = {}
+        self.aimed_before: dict[int, dict[tuple, int]] = {}
+        self.seen: dict[int, set[tuple]] = {}
         self.picked: dict[tuple, list[str]] = {}
 
     def specs(self, ops: Threaded, trace: Trace, start_event: int) -> list[str]:
@@ -160,8 +165,15 @@ class Aimer:
             if len(self.picked) >= MEMO:
                 self.picked.clear()
             found = conflicts(trace, start_event)
-            self.seen.setdefault(self.lane, set()).update((c.site, c.store_site) for c in found)
-            self.picked[key] = pick(found, seed_of(ops.sched), PER_HISTORY, self.aimed_before.setdefault(self.lane, {}))
+
+            # pairs of places, not of sites: a site's inline chain (trace version 4) splits one
+            # place into a site per path of calls to it, which would make every batch show
+            # "new" pairs and keep the lanes' histories short (harness/run/lane_ops.py)
+            def pair_of(c: Conflict) -> tuple:
+                return trace.place(c.site), trace.place(c.store_site)
+            self.seen.setdefault(self.lane, set()).update(pair_of(c) for c in found)
+            self.picked[key] = pick(found, seed_of(ops.sched), PER_HISTORY, self.aimed_before.setdefault(self.lane, {}),
+                                    pair_of)
         return self.picked[key]
 
     def pairs_seen(self, lane: int) -> int:

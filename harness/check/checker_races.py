@@ -47,10 +47,10 @@ class CheckerRaces:
         found, stats = race_windows.candidates(trace, options, start)
         outcome.race_candidates, outcome.race_s = stats.candidates, stats.seconds
         key = (self.aimer.lane, ops.sched, ops.load, ops.thread_of, tuple(repr(op) for op in ops))
-        for c, spec in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched)):
+        for c, spec, prefix in self.confirmer.plan(key, self.aimer.lane, found, aims.seed_of(ops.sched)):
             if self.budget.expired():
                 break
-            aimed = aims.aimed(ops, spec)
+            aimed = aims.aimed(ops, spec, outcome.schedule if prefix else None)
             out = self.check(aimed, crashes=False, deadline=deadline)
             outcome.race_aims += 1
             if not out.findings and out.trace is not None:

@@ -74,15 +74,26 @@ class Pair:
 def site_text(trace: Trace, site: int) -> str:
     """SITE as the access's own line, file:line; inside a function inlined into another (an
     `insert` inlined at -O2, HART's load8 / store8, persist.h) followed by the line it was
-    inlined at: `N.cpp:165 (inlined at N.cpp:402)`. Two accesses of one inlined function called
-    from two lines stay apart, and the store a user looks for is the line named first."""
+    inlined at, and each line that one was inlined at in turn, up to the function the code ended
+    up in: `N.cpp:165 (inlined at N.cpp:300, at N.cpp:402)` (a trace before version 4 knows one
+    of them). Two accesses of one inlined function called from two lines stay apart, and the
+    store a user looks for is the line named first."""
     s = trace.site(site)
     if s is None:
         return "?"
     own = f"{display(s.file)}:{s.line}" if s.line else display(s.file) or "?"
+    if s.inlined:
+        return f"{own} (inlined at {', at '.join(_frame_place(f) for f in s.inlined)})"
     if s.inlined_line:
         return f"{own} (inlined at {display(s.inlined_file)}:{s.inlined_line})"
     return own
+
+
+def _frame_place(frame: str) -> str:
+    """An inline chain's frame, `file:line in function`, as `file:line` with the file shortened."""
+    place = frame.rsplit(" in ", 1)[0]
+    path, _, line = place.rpartition(":")
+    return f"{display(path)}:{line}" if path else place
 
 
 def find_pairs(trace: Trace, options: ModelOptions | None = None, start_event: int = 0,

@@ -61,6 +61,17 @@ def spec_of(c: Candidate, seed: int) -> str:
     return f"aim:{seed}:{c.store_tid}:{c.store_site}:{c.store_nth}:{ops}:{c.load_tid}:{c.load_site}"
 
 
+def with_prefix(c: Candidate, nth_aim: int) -> bool:
+    """Whether the NTH_AIM-th aim at C's pair replays the clean run C came from up to the writer's
+    store (CRASHCHECK_SCHED_PREFIX) before parking it: the store is then made in the very state
+    of that run (lfhash's directory entry is published only by the first insert into a segment,
+    which an aim with priorities of its own often gave to another thread or another operation).
+    Only when C's store came before its load there (a prefix through an earlier load would carry
+    the reader past it), and every other aim of the pair (1st, 3rd): the others keep the aim's
+    own priorities, which reach windows that run's interleaving did not lead to."""
+    return c.store_event < c.load_event and nth_aim % 2 == 1
+
+
 class Confirmer:
     """The writer aims of one checker's histories: how often each pair was aimed at, which were
     confirmed, and the run's counts (candidates, confirmed, unreachable, the analysis's seconds)."""
@@ -69,9 +80,9 @@ class Confirmer:
         self.aimed: dict[int, dict[tuple[int, int], int]] = {}    # lane -> pair -> aims so far
         self.lane = 0
         self.confirmed: set[tuple[int, int]] = set()
-        self.picked: dict[tuple, list[tuple[Candidate, str]]] = {}
+        self.picked: dict[tuple, list[tuple[Candidate, str, bool]]] = {}
 
-    def plan(self, key: tuple, lane: int, found: list[Candidate], seed: int) -> list[tuple[Candidate, str]]:
+    def plan(self, key: tuple, lane: int, found: list[Candidate], seed: int) -> list[tuple[Candidate, str, bool]]:
         """Up to PER_HISTORY (candidate, aim spec) of FOUND, drawn by SEED, for the history KEY
         (kept: the same history checked again, by a determinism probe or Hypothesis, is aimed the
         same way) in LANE (harness/check/aims.py's Aimer: --jobs changes nothing). A pair the
@@ -92,7 +103,7 @@ class Confirmer:
         out = []
         for c in fresh[:PER_HISTORY]:
             aimed[c.key] = aimed.get(c.key, 0) + 1
-            out.append((c, spec_of(c, rng.randrange(2 ** 32))))
+            out.append((c, spec_of(c, rng.randrange(2 ** 32)), with_prefix(c, aimed[c.key])))
         self.picked[key] = out
         return out
 
@@ -191,4 +202,4 @@ def _why_not_read(trace: Trace, c: Candidate, start_event: int) -> tuple[str, bo
             "of its own) before the store was durable"), True
 
 
-__all__ = ["Confirmer", "candidate_of", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]
+__all__ = ["Confirmer", "candidate_of", "with_prefix", "OPS", "PER_HISTORY", "SATURATED", "Verdict", "judge", "spec_of", "warning", "warning_record"]

@@ -22,8 +22,11 @@ traces with loads. A store never made durable before the trace ends is no race: 
 
 A load is paired with the store it read, up to EARLIER-1 other threads' stores of the word before
 that one (back to its own thread's latest store), and each other thread's next store after it.
-One candidate per (store site, load site), preferring a load that fell inside the window in this
-very run; each carries what an aim needs to reproduce it (the writer's NTH store at its site,
+One candidate per (store site, load place: the load's site without its inline chain, so of a
+line reached through several inlined calls the first load, as one site was before trace version
+4: a `seen()` that reads a word and then, clean, reads it again inside `help()` is one reader
+that decides on the first load), preferring a load that fell inside the window in this very
+run; each carries what an aim needs to reproduce it (the writer's NTH store at its site,
 harness/check/race_confirm.py). `Stats` is the analysis's own cost and counts, for the results.
 
 The published tools (HawkSet, Vardalith) analyse one execution in this spirit; this is our own
@@ -210,7 +213,7 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
 
     at_of = {w: [s.event for s in row] for w, row in stores_of.items()}
     op_ends = [i for i, ev in enumerate(events) if ev.kind == "op_end"]
-    best: dict[tuple[int, int], Candidate] = {}
+    best: dict[tuple, Candidate] = {}
     for li, ltid, w, lclock, llocks in loads:
         row = stores_of.get(w)
         if not row:
@@ -249,9 +252,10 @@ def candidates(trace: Trace, options: ModelOptions | None = None, start_event: i
             between = bisect.bisect_left(op_ends, li) - bisect.bisect_left(op_ends, s.event) if s.event < li else 0
             cand = Candidate(s.event, s.tid, s.site, s.nth, li, ltid, events[li].site, w * WORD,
                              s.persist, s.event < li < s.persist, between)
-            old = best.get(cand.key)
+            at = (s.site, trace.place(cand.load_site))
+            old = best.get(at)
             if old is None or (cand.in_window and not old.in_window):
-                best[cand.key] = cand
+                best[at] = cand
     stats.stores = len(all_stores)
     stats.never_durable = sum(1 for s in all_stores if s.persist is None)
     out = sorted(best.values(), key=lambda c: (not c.in_window, c.load_event))

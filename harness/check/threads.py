@@ -46,11 +46,14 @@ class Threaded(Workload):
     then thread 1's operations, thread 2's, ... `thread_of[i]` is operation i's thread; `nthreads`
     the number of sections (some may be empty); `sched` the scheduler setting (`random:SEED`,
     `pct:SEED:DEPTH:STEPS`, `stale:SEED:PERIOD`, or after a clean run `aim:...`: harness/check/aims.py);
-    `schedule` a schedule file's text to replay instead."""
+    `schedule` a schedule file's text to replay instead; `prefix` (a writer aim's only) the
+    schedule file's text of the clean run its candidate came from, replayed up to the writer's
+    aimed store (docs/scheduler.md, CRASHCHECK_SCHED_PREFIX)."""
     thread_of: tuple[int, ...] = ()
     nthreads: int = 0
     sched: str = "random:0"
     schedule: str | None = None
+    prefix: str | None = None
 
     def section(self, t: int) -> list:
         return [op for op, k in zip(self, self.thread_of) if k == t]
@@ -184,6 +187,11 @@ def sched_env(ops: Threaded, schedule_in, schedule_out) -> dict[str, str]:
         env["CRASHCHECK_SCHED"] = f"replay:{schedule_in}"
     else:
         env["CRASHCHECK_SCHED"] = ops.sched
+        prefix = getattr(ops, "prefix", None)
+        if prefix is not None and ops.sched.startswith("aim:"):
+            path = schedule_in.with_name("schedule.prefix")
+            path.write_text(prefix)
+            env["CRASHCHECK_SCHED_PREFIX"] = str(path)
     return env
 
 

@@ -71,7 +71,11 @@ def _source(bug: dict, site: dict | None) -> Markup:
         f'<span class="{"hit" if n == src["line"] else ""}">{n:>5}  {escape(text)}</span>'
         for n, text in src["lines"])
     chain = ""
-    if at.get("line") and caller is None:
+    if site.get("inline_chain") and caller is None:
+        # every call the code was inlined at, up to the function it ended up in (trace version 4)
+        chain = "".join(f'<div class="chain">&#8627; inlined at {escape(frame)}</div>'
+                        for frame in site["inline_chain"])
+    elif at.get("line") and caller is None:
         chain = (f'<div class="chain">&#8627; inlined into {escape(at.get("func") or "?")} at '
                  f'{escape(at.get("file") or "?")}:{at["line"]}</div>')
     # the library frames the store was named past (std::atomic's store in bits/atomic_base.h)

@@ -32,6 +32,7 @@ FORMAT = 1                     # the "crashcheck" field of results files and bug
 
 _PLACE = {"file": (Text(), ""), "line": (Nat(), 0), "column": (Nat(), 0), "func": (Text(), "")}
 SITE = Obj({**_PLACE, "inlined_at": (Opt(Obj(_PLACE)), None), "via": (List(Text()), list),
+            "inline_chain": (List(Text()), list),
             "own": (Bool(), False), "code_pointer": (Bool(), False)})
 CALL = Obj({"function": (Text(), REQUIRED), "site": (Opt(SITE), None), "stack": (List(Opt(SITE)), list)})
 STORE = Obj({"seq": (Nat(), REQUIRED), "off": (Nat(), REQUIRED), "size": (Nat(), REQUIRED),

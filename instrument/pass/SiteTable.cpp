@@ -126,6 +126,23 @@ static std::string frameText(const DILocation *F) {
   return Text + (SP ? SP->getName().str() : "?");
 }
 
+// callers -- the inline chain above LOC: each call it was inlined at, nearest first, up to the
+// call in the function the code ended up in, one `file:line in function` a line; a line a frame
+// the optimiser left without a line (0) is skipped (internal)
+static std::string callers(const DILocation *Loc) {
+  std::string Out;
+  for (const DILocation *F = Loc ? Loc->getInlinedAt() : nullptr; F; F = F->getInlinedAt())
+    if (F->getLine() != 0)
+      Out += (Out.empty() ? "" : "\n") + frameText(F);
+  return Out;
+}
+
+// withCallers -- CHAIN and the inline chain CALLERS as the record's one `chain` string: the
+// runtime writes the part after CHAIN_CALLERS as the trace's `inlined` field (internal)
+static std::string withCallers(const std::string &Chain, const std::string &Callers) {
+  return Callers.empty() ? Chain : Chain + CHAIN_CALLERS + Callers;
+}
+
 // place -- LOC's file, line and column, and SITE_OWN in FLAGS for a structure's file (internal)
 static void place(const DILocation *Loc, std::string &File, unsigned &Line, unsigned &Col, unsigned &Flags) {
   if (!Loc)
@@ -167,7 +184,8 @@ unsigned SiteTable::siteOf(const Instruction &I, unsigned Extra) {
         InlFunc = SP->getName().str();
     }
   }
-  return intern(Key{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol, Chain, Flags});
+  return intern(Key{File, Func, InlFile, InlFunc, Line, Col, InlLine, InlCol,
+                    withCallers(Chain, callers(Loc)), Flags});
 }
 
 unsigned SiteTable::intern(const Key &K) {
@@ -188,7 +206,7 @@ unsigned SiteTable::callSiteOf(const CallBase &CB, const std::string &Via) {
   std::string File, Func = functionOf(Loc, CB);
   unsigned Line = 0, Col = 0, Flags = 0;
   place(Loc, File, Line, Col, Flags);
-  return intern(Key{File, Func, "", "", Line, Col, 0, 0, Via, Flags});
+  return intern(Key{File, Func, "", "", Line, Col, 0, 0, withCallers(Via, callers(Loc)), Flags});
 }
 
 Constant *SiteTable::stringConstant(const std::string &S) {

@@ -2,7 +2,7 @@
 //
 // Every instrumented event carries a pointer to a 64-byte site record
 // (file, function, inlined-at file and function, line, column, inlined-at
-// line and column, the helper frames the site was named past, flags).  The records of one module form one array in section
+// line and column, the helper frames the site was named past and its inline chain, flags).  The records of one module form one array in section
 // "cc_sites"; the linker concatenates the modules' arrays, and the runtime
 // turns a record pointer into a trace-wide id by subtracting
 // __start_cc_sites.  The layout must match struct crashcheck_site in
@@ -25,6 +25,11 @@
 #include <vector>
 
 namespace crashcheck {
+
+// In a record's chain string, what follows this character is the site's inline chain (each
+// call it was inlined at, nearest first, up to the function it ended up in): the runtime
+// writes the two parts as the trace's `chain` and `inlined` fields (docs/trace-format.md).
+#define CHAIN_CALLERS "\x1e"
 
 // Site flags (struct crashcheck_site.flags, docs/trace-format.md).
 enum : unsigned {

@@ -54,7 +54,9 @@ struct crashcheck_site {
 	const char *inl_file;
 	const char *inl_func;
 	uint32_t line, col, inl_line, inl_col;
-	const char *chain;	/* helper frames it was named past, innermost first, one a line */
+	const char *chain;	/* helper frames it was named past, innermost first, one a line; then,
+				 * after a \x1e, its inline chain (the calls it was inlined at, nearest
+				 * first), which the trace writes as a field of its own */
 	uint64_t flags;		/* CC_SITE_OWN: in one of the structure's own files */
 };
 

@@ -181,7 +181,9 @@ static void finish_record(const char *result)
 		return;
 	ccs_out_line("# steps %llu\n# switches %llu\n# threads %d\n",
 		 (unsigned long long)ccs_steps, (unsigned long long)recorded, ccs_nthreads);
-	if (ccs_replay) /* entries for steps the run never reached count as ignored */
+	/* entries for steps the run never reached count as ignored (a writer aim's prefix is
+	 * left by design at its store: no count) */
+	if (ccs_replay && ccs_strat == S_REPLAY)
 		ccs_out_line("# replay-ignored %zu\n", ccs_replay_ignored + (ccs_nreplay - ccs_replay_pos));
 	ccs_out_line("# result %s\n", result);
 	close(ccs_out_fd);
@@ -317,6 +319,9 @@ static void reschedule(struct sthread *cur, int spin)
 	int n = 0;
 	ccs_steps++;
 	cur->run_len++;
+	/* a replay of a writer aim with a prefix: loads are points from where its prefix ended */
+	if (ccs_load_from && ccs_steps == ccs_load_from)
+		ccs_load_points = 1;
 	/* fast path of a replay: no entry for this step and the default rule says stay */
 	if (ccs_strat == S_REPLAY && cur->state == T_RUN && !spin && cur->run_len < ccs_fair_limit &&
 	    (ccs_replay_pos >= ccs_nreplay || ccs_replay[ccs_replay_pos].step > ccs_steps) && !ccs_max_steps)

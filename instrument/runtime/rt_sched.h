@@ -139,6 +139,11 @@ extern int ccs_aim_reader;
 extern uint32_t ccs_aim_rsite;
 /* traced PM loads are scheduling points (stale, aim, and a replay of either) */
 extern int ccs_load_points;
+/* a writer aim with a prefix (CRASHCHECK_SCHED_PREFIX): the prefix file's schedule is replayed
+ * until the writer's aimed store (AIM_PREFIX 1 until then); LOAD_FROM: the step from which
+ * traced loads are points (the aimed run's schedule file says it, a replay of it takes it) */
+extern int ccs_aim_prefix;
+extern uint64_t ccs_load_from;
 struct entry { uint64_t step; int tid; };
 extern struct entry *ccs_replay;
 extern size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;

@@ -3,7 +3,8 @@
  * pct:SEED:DEPTH[:STEPS], stale:SEED:PERIOD, aim:SEED:THREAD:SITE:NTH:OPS or
  * replay:FILE, with a replay's
  * schedule file), the limits of CRASHCHECK_SCHED_SPIN_LIMIT, _OP_STEPS,
- * _FAIR, _HANG_MS and _MAX_STEPS, and the schedule file a run writes
+ * _FAIR, _HANG_MS and _MAX_STEPS, a writer aim's prefix (CRASHCHECK_SCHED_PREFIX: a schedule
+ * file replayed up to the aimed store), and the schedule file a run writes
  * (CRASHCHECK_SCHED_OUT); docs/scheduler.md.  Read once, at start-up
  * (rt_sched.c's constructor); a bad spec ends the run with exit 2.
  */
@@ -69,6 +70,9 @@ static void load_replay(const char *path)
 			ccs_load_points = step != 0;
 		if (strncmp(line, "# strategy stale:", 17) == 0 || strncmp(line, "# strategy aim:", 15) == 0)
 			ccs_load_points = 1;
+		/* a writer aim's prefix ended there (rt_sched_strategy.c): loads are points after */
+		if (sscanf(line, "# load-points-from %llu", &step) == 1)
+			ccs_load_from = step;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%llu %d", &step, &tid) != 2 || step <= last) {
@@ -153,13 +157,21 @@ void ccs_read_spec(const char *spec)
 		ccs_stale_period = 0;
 		ccs_pct_depth = 1;
 		ccs_stale_top = INT64_MAX / 2;
+		/* a writer aim's prefix: the checked run's schedule file, replayed (its steps counted
+		 * as it counted them) until the writer's aimed store, so the store is reached in the
+		 * state the candidate came from */
+		const char *prefix = getenv("CRASHCHECK_SCHED_PREFIX");
+		if (prefix && *prefix && ccs_aim_reader) {
+			load_replay(prefix);
+			ccs_aim_prefix = 1;
+		}
 	} else if (strncmp(spec, "replay:", 7) == 0) {
 		ccs_strat = S_REPLAY;
 		load_replay(spec + 7);
 	} else {
 		bad_spec("unknown strategy");
 	}
-	if (ccs_strat == S_STALE)
+	if (ccs_strat == S_STALE && !ccs_aim_prefix)
 		ccs_load_points = 1;
 	ccs_spin_limit = env_u64("CRASHCHECK_SCHED_SPIN_LIMIT", ccs_spin_limit);
 	ccs_op_limit = env_u64("CRASHCHECK_SCHED_OP_STEPS", ccs_op_limit);

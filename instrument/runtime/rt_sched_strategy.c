@@ -38,6 +38,8 @@ static struct sthread *aim_held;   /* writer aims: the reader held before RSITE 
 static int aim_holds;        /* ... how often so far */
 #define AIM_HOLDS 8
 int ccs_load_points;
+int ccs_aim_prefix;
+uint64_t ccs_load_from;
 struct entry *ccs_replay;
 size_t ccs_nreplay, ccs_replay_pos, ccs_replay_ignored;
 
@@ -61,6 +63,23 @@ static struct sthread *by_tid(int tid)
 }
 
 static void stale_wake(struct sthread *u);
+
+/* replay_pick -- the schedule file's thread at this step if it is among the N candidates, else
+ * DEF, the default rule's (internal) */
+static struct sthread *replay_pick(struct sthread **cand, int n, struct sthread *def)
+{
+	while (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step < ccs_steps)
+		ccs_replay_pos++, ccs_replay_ignored++;
+	if (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step == ccs_steps) {
+		struct sthread *want = by_tid(ccs_replay[ccs_replay_pos++].tid);
+		for (int i = 0; i < n; i++)
+			if (cand[i] == want)
+				return want;
+		ccs_replay_ignored++;
+	}
+	return def;
+}
+
 static void aim_rearm(struct sthread *cur, struct sthread **cand, int n);
 
 /* ccs_choose -- the strategy's pick among N candidates (internal) */
@@ -92,6 +111,9 @@ struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, in
 		return best;
 	}
 	case S_STALE: {
+		/* a writer aim's prefix: the clean run's own choices up to the aimed store */
+		if (ccs_aim_prefix)
+			return replay_pick(cand, n, def);
 		/* the highest priority among threads not parked; if every runnable
 		 * thread is parked, or the others have spun STALE_SPINS steps in a
 		 * row (they may wait for what the parked one is to do), the earliest
@@ -126,16 +148,7 @@ struct sthread *ccs_choose(struct sthread *cur, struct sthread **cand, int n, in
 		return best;
 	}
 	case S_REPLAY:
-		while (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step < ccs_steps)
-			ccs_replay_pos++, ccs_replay_ignored++;
-		if (ccs_replay_pos < ccs_nreplay && ccs_replay[ccs_replay_pos].step == ccs_steps) {
-			struct sthread *want = by_tid(ccs_replay[ccs_replay_pos++].tid);
-			for (int i = 0; i < n; i++)
-				if (cand[i] == want)
-					return want;
-			ccs_replay_ignored++;
-		}
-		return def;
+		return replay_pick(cand, n, def);
 	}
 	return def;
 }
@@ -259,7 +272,7 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 	    addr < aim_hi && addr + (size ? size : 1) > aim_lo)
 		aim_read = 1;
 	if (ccs_aim_reader && !write && t->tid == ccs_aim_reader && site == ccs_aim_rsite &&
-	    aim_seen < ccs_aim_nth && aim_holds < AIM_HOLDS) {
+	    aim_seen < ccs_aim_nth && aim_holds < AIM_HOLDS && !ccs_aim_prefix) {
 		/* a writer aim's reader at RSITE before the writer's store: held until the store (not
 		 * for a number of operations: the writer's own before the store would end it), so a
 		 * load the checked run made before the store can come inside its window instead */
@@ -278,6 +291,16 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 	}
 	if (t->tid != ccs_aim_tid || site != ccs_aim_site || ++aim_seen != ccs_aim_nth)
 		return;
+	if (ccs_aim_prefix) {
+		/* the prefix ends at the store: from the next step on, the aim's own rule, with loads
+		 * as points (the schedule file says from which step, so a replay counts as this run) */
+		ccs_aim_prefix = 0;
+		if (!ccs_load_points) {
+			ccs_load_points = 1;
+			ccs_load_from = ccs_steps + 1;
+			ccs_out_line("# load-points-from %llu\n", (unsigned long long)ccs_load_from);
+		}
+	}
 	if (aim_held) {
 		/* the store is made: the held reader comes now, its load (whose hook has run) of
 		 * these bytes counted as a load of the pending store */
@@ -288,6 +311,13 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 		}
 		aim_held = NULL;
 	}
+	if (ccs_aim_reader) {
+		aim_parked = t;
+		aim_lo = addr;
+		aim_hi = addr + (size ? size : 1);
+	}
+	/* no other thread can run (the reader waits for a lock T holds): a writer aim's writer is
+	 * parked at its next point where one can (aim_rearm), a plain aim's not at all */
 	if (!other_runnable(t))
 		return;
 	t->park_addr = addr ? addr : 1;
@@ -297,11 +327,6 @@ void ccs_aim_access(struct sthread *t, uint32_t site, uintptr_t addr, uint64_t s
 	/* the others may be waiting for T in a way no spin shows (a loop of loads and fresh
 	 * atomics around a node T froze): a bound, far above the steps of a few operations */
 	t->park_until = ccs_steps + AIM_PARK_STEPS;
-	if (ccs_aim_reader) {
-		aim_parked = t;
-		aim_lo = addr;
-		aim_hi = addr + (size ? size : 1);
-	}
 }
 
 /*

@@ -49,7 +49,7 @@
 
 #include "rt_internal.h"
 
-#define CC_TRACE_VERSION 3
+#define CC_TRACE_VERSION 4
 #define CC_HEADER_SIZE 64
 #define CC_CHUNK_HDR 16
 #define CC_CHUNK_MAGIC 0x56454343u
@@ -130,10 +130,9 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* put_str -- append a u16-length-prefixed string to OUT (internal) */
-static size_t put_str(unsigned char *out, const char *s)
+/* put_strn -- append the N bytes at S as a u16-length-prefixed string to OUT (internal) */
+static size_t put_strn(unsigned char *out, const char *s, size_t n)
 {
-	size_t n = s ? strlen(s) : 0;
 	if (n > 0xffff)
 		n = 0xffff;
 	uint16_t n16 = (uint16_t)n;
@@ -141,6 +140,12 @@ static size_t put_str(unsigned char *out, const char *s)
 	if (n)
 		memcpy(out + 2, s, n);
 	return 2 + n;
+}
+
+/* put_str -- append the string S (NULL: empty) to OUT (internal) */
+static size_t put_str(unsigned char *out, const char *s)
+{
+	return put_strn(out, s, s ? strlen(s) : 0);
 }
 
 /* write_header -- the fixed header and the site table (internal) */
@@ -165,7 +170,7 @@ static void write_header(void)
 	write_all(trace_fd, hdr, sizeof(hdr));
 
 	/* Site records are small; batch them through a stack buffer. */
-	unsigned char rec[5 * 4 + 5 * (2 + 0xffff)];
+	static unsigned char rec[5 * 4 + 6 * (2 + 0xffff)];
 	unsigned char out[64 * 1024];
 	size_t used = 0;
 	for (size_t i = 0; i < nsites; i++) {
@@ -180,7 +185,12 @@ static void write_header(void)
 		n += put_str(rec + n, s[i].func);
 		n += put_str(rec + n, s[i].inl_file);
 		n += put_str(rec + n, s[i].inl_func);
-		n += put_str(rec + n, s[i].chain);
+		/* the pass keeps the inline chain in the chain string, after a \x1e (SiteTable.h):
+		 * written as two fields, the helper chain and the inline chain (version 4) */
+		const char *chain = s[i].chain ? s[i].chain : "";
+		const char *cut = strchr(chain, '\x1e');
+		n += put_strn(rec + n, chain, cut ? (size_t)(cut - chain) : strlen(chain));
+		n += put_str(rec + n, cut ? cut + 1 : "");
 		if (used + n > sizeof(out)) {
 			write_all(trace_fd, out, used);
 			used = 0;

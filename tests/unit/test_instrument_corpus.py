@@ -100,3 +100,21 @@ def test_std_atomic_stores_name_the_users_line_with_the_library_chain(corpus_bui
         assert s.chain and "atomic_base.h:" in s.chain[0], s
         assert s.as_dict()["via"] == list(s.chain)
         assert " via " in s.describe()
+
+
+@pytest.mark.parametrize("level", ["O0", "O2"])
+def test_inlined_chain_names_every_call(corpus_builds, tmp_path: Path, level: str):
+    """A store two inline levels deep (tests/corpus/inlined_chain.c) is named by its own line, and
+    its site's inline chain (trace version 4) names each call it was inlined at, nearest first,
+    up to main's: the store in put, put's call in mid, mid's call in main."""
+    prog = next(p for p in PROGRAMS if p.name == "inlined_chain")
+    res, tr = corpuslib.run(corpus_builds[(prog.name, level)].exe, tmp_path)
+    assert res.returncode == 0, res.stderr
+    trace = read_trace(tr)
+    assert trace.version == 4
+    site = next(trace.site(ev.site) for ev in trace.events if ev.kind == "store")
+    assert site.line == prog.markers["st"]
+    assert site.inlined == (f"{prog.path}:{prog.markers['call1']} in mid", f"{prog.path}:{prog.markers['call2']} in main")
+    assert site.as_dict()["inline_chain"] == list(site.inlined)
+    # the sites of main's own flush and fence were inlined nowhere (the intrinsics are no calls)
+    assert all(not trace.site(ev.site).inlined for ev in trace.events if ev.kind in ("flush", "fence"))

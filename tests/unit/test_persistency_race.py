@@ -159,6 +159,27 @@ def test_sites_are_named_by_their_own_line_then_where_they_were_inlined(tmp_path
     assert site_text(trace, plain) == "kv.c:25"
 
 
+def test_a_site_inlined_two_levels_deep_is_named_with_its_whole_chain(tmp_path):
+    """A store in `publish` inlined into `slot_put` inlined into `insert` names its own line, then
+    each call up to the function the trace is in (trace version 4's inline chain); the same site
+    read from a version 3 trace, which has no chain, names the one call its inlined-at fields hold."""
+    from crashcheck.harness.check.persistency_race import site_text
+    w = TraceWriter(pool_size=1 << 12)
+    deep = w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert",
+                  inlined=("/src/kv.c:40 in slot_put", "/src/kv.c:54 in insert"))
+    w.store(X, b"\x01" * 8, site=deep)
+    trace = read_trace(w.write(tmp_path / "t.trace"))
+    assert site_text(trace, deep) == "kv.c:33 (inlined at /src/kv.c:40, at /src/kv.c:54)"
+    # a site of the same line reached through another call is a site of its own, of the same place
+    other = w.site("kv.c", 33, "publish", inlined_file="kv.c", inlined_line=54, inlined_func="insert",
+                   inlined=("/src/kv.c:41 in slot_put", "/src/kv.c:54 in insert"))
+    trace = read_trace(w.write(tmp_path / "t.trace"))
+    assert trace.site(other) != trace.site(deep) and trace.place(other) == trace.place(deep)
+    old = read_trace(w.write(tmp_path / "old.trace", version=3))
+    assert old.version == 3 and old.site(deep).inlined == ()
+    assert site_text(old, deep) == "kv.c:33 (inlined at kv.c:54)"
+
+
 def test_a_confirmed_race_is_named_by_the_word_whose_loss_alone_fails(tmp_path):
     # the reader loads a version word X, then the data Y, both pending stores of the writer; the
     # pair found is X's (met first), but only losing Y fails: the race is named by Y

@@ -26,17 +26,26 @@ def test_the_plan_takes_a_few_rarer_pairs_first_and_gives_up_on_a_pair():
     c = Confirmer()
     found = [cand(s, s + 1) for s in (3, 5, 7)]
     first = c.plan(("h", 1), 0, found, 1)
-    assert len(first) == race_confirm.PER_HISTORY and len({x.key for x, _ in first}) == race_confirm.PER_HISTORY
+    assert len(first) == race_confirm.PER_HISTORY and len({x.key for x, _, _ in first}) == race_confirm.PER_HISTORY
     assert c.plan(("h", 1), 0, found, 1) == first                 # the same history: the same picks
     second = c.plan(("h", 2), 0, found, 1)
-    assert (5, 6) in {x.key for x, _ in first} | {x.key for x, _ in second}   # the one left out comes
+    assert (5, 6) in {x.key for x, _, _ in first} | {x.key for x, _, _ in second}   # the one left out comes
     c.confirmed.add((3, 4))
     for n in range(4, 40):
-        for x, _ in c.plan(("h", n), 0, found, n):
+        for x, _, _ in c.plan(("h", n), 0, found, n):
             assert x.key != (3, 4)
     assert all(c.given_up(x) for x in found[1:]) and not c.given_up(found[0])
     assert c.plan(("h", 99), 0, found, 1) == []                    # every pair had its aims
     assert c.plan(("h", 100), 1, found, 1)                         # another lane starts afresh
+
+
+def test_every_other_aim_at_a_pair_replays_the_clean_run_up_to_the_store():
+    conf = Confirmer()
+    after = Candidate(10, 1, 5, 1, 20, 2, 6, X, 30, False)       # the store came before the load
+    before = Candidate(20, 1, 7, 1, 10, 2, 8, X, 30, False)      # the load came first
+    picks = [conf.plan(("h", n), 0, [after, before], n) for n in (1, 2, 3)]
+    assert [p for x, _, p in sum(picks, []) if x is after] == [True, False, True]
+    assert not any(p for x, _, p in sum(picks, []) if x is before)
 
 
 def _trace(tmp_path, build):
@@ -69,7 +78,7 @@ def test_an_aim_that_showed_the_pair_harmless_uses_up_two_of_its_aims():
     c = Candidate(0, 1, 5, 1, 0, 2, 6, X, 0, False)
     conf = race_confirm.Confirmer()
     for n in (1, 2):
-        assert conf.plan(("h", n), 0, [c], n) == [(c, conf.plan(("h", n), 0, [c], n)[0][1])]
+        assert conf.plan(("h", n), 0, [c], n) == [(c, conf.plan(("h", n), 0, [c], n)[0][1], False)]
         conf.settle(Verdict(c, "", [], "helped", 2))
     assert conf.given_up(c) and conf.plan(("h", 3), 0, [c], 3) == []
     other = race_confirm.Confirmer()

@@ -167,3 +167,22 @@ def test_a_never_durable_store_and_eadr_give_none(tmp_path):
         w.persist(X, 8, tid=1)
     trace, _ = _trace(tmp_path, durable)
     assert _found(trace, "eadr")[0] == []
+
+
+def test_loads_of_one_place_through_two_inline_paths_are_one_candidate_the_first(tmp_path):
+    """A reader that loads a word in `seen()` and, finding it clean, again in `help()` inlined into
+    `seen()` (two sites of one place: trace version 4's inline chains differ) is one candidate,
+    of its first load: the one it decides on."""
+    def build(w, s):
+        raw = w.site("h.c", 31, "load", inlined_file="h.c", inlined_line=192, inlined_func="get",
+                     inlined=("/src/h.c:102 in seen", "/src/h.c:192 in get"))
+        helped = w.site("h.c", 31, "load", inlined_file="h.c", inlined_line=192, inlined_func="get",
+                        inlined=("/src/h.c:41 in help", "/src/h.c:116 in seen", "/src/h.c:192 in get"))
+        s["raw"], s["helped"] = raw, helped
+        w.store(X, b"\x07" * 8, tid=1, site=s["put"])
+        w.persist(X, 8, tid=1)
+        w.load(X, 8, tid=2, site=raw)
+        w.load(X, 8, tid=2, site=helped)
+    trace, s = _trace(tmp_path, build)
+    found, _ = _found(trace)
+    assert found == [(1, s["put"], 2, s["raw"], False)]

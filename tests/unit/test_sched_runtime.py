@@ -337,6 +337,39 @@ def test_writer_aim_holds_a_reader_that_comes_first_until_the_store(exe, tmp_pat
         assert aimed.stdout.strip() == "saw 7 pending", (seed, aimed.stderr)
 
 
+def _to_store(r: Run, tid: int, site: int) -> list[tuple]:
+    """R's trace events up to thread TID's first store at SITE: kind, thread, site, mark text."""
+    events = read_trace(r.trace_path).events
+    end = next(i for i, e in enumerate(events) if e.kind == "store" and e.tid == tid and e.site == site)
+    return [(e.kind, e.tid, e.site, e.data if e.kind == "mark" else b"") for e in events[:end + 1]]
+
+
+def test_writer_aim_with_a_prefix_replays_the_clean_run_up_to_the_store(exe, tmp_path):
+    """With CRASHCHECK_SCHED_PREFIX (a clean run's schedule file) a writer aim takes that run's
+    choices up to the writer's aimed store (the same switches, at the same steps: the prefix's
+    loads are no points, as in the random walk it came from), then parks the writer until the
+    reader read the store pending; the aimed run's own schedule file says from which step loads
+    were points, and its replay is the same run."""
+    (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending", ("STORE", "LOAD"))
+    prefix = tmp_path / "clean.schedule"
+    differ = 0
+    for seed in (1, 2, 3, 4, 5, 6):
+        clean = run(exe["pending"], tmp_path, f"random:{seed}")
+        prefix.write_text(clean.schedule)
+        want = _to_store(clean, wtid, store)
+        spec = f"aim:{seed + 10}:{wtid}:{store}:1:4:{rtid}:{load}"
+        aimed = run(exe["pending"], tmp_path, spec, env={"CRASHCHECK_SCHED_PREFIX": str(prefix)})
+        assert _to_store(aimed, wtid, store) == want, seed
+        assert aimed.stdout.strip() == "saw 7 pending", (seed, aimed.stderr)
+        assert aimed.meta("load-points") == "0" and int(aimed.meta("load-points-from")) > 0
+        saved = tmp_path / "aimed.schedule"
+        saved.write_text(aimed.schedule)
+        again = run(exe["pending"], tmp_path, f"replay:{saved}")
+        assert (again.trace_masked, again.stdout, again.meta("replay-ignored")) == (aimed.trace_masked, aimed.stdout, "0")
+        differ += _to_store(run(exe["pending"], tmp_path, spec), wtid, store) != want
+    assert differ      # the aim's own priorities take other paths to the store
+
+
 @pytest.mark.parametrize("strategy", ["stale:3:1", "stale:5:2", "aim:7:1:SITE:1:2"])
 def test_replay_of_a_run_with_load_points_gives_the_same_trace(exe, tmp_path, strategy):
     """Under stale and aim traced loads are scheduling points: the schedule file says so
