@@ -307,10 +307,11 @@ class Simulator:
                 n += 1
         return n
 
-    def crash_points(self, skip_before: int = 0, wanted: Callable[[int], bool] | None = None
-                     ) -> Iterator[CrashPoint]:
+    def crash_points(self, skip_before: int = 0, wanted: Callable[[int], bool] | None = None,
+                     unwanted_at: Callable[[int], bool] | None = None) -> Iterator[CrashPoint]:
         """Every crash point in trace order. Points before event SKIP_BEFORE (set-up nobody
-        explores), and with WANTED the points whose index it rejects, come without their pending
+        explores), with WANTED the points whose index it rejects, and with UNWANTED_AT those
+        before an event it accepts (program mode's NoReorderNoCheck sections), come without their pending
         units and base patch (units (), legal 1, patch []): their changes reach the next full
         point's patch, so the image stays in step, and the numbering is the same. A set-up that
         leaves thousands of lines pending (a library formatting its pool) would otherwise cost a
@@ -339,7 +340,8 @@ class Simulator:
 
         def point(i: int, kind: str) -> CrashPoint:
             nonlocal index
-            if i < skip_before or (wanted is not None and not wanted(index)):
+            if i < skip_before or (wanted is not None and not wanted(index)) or \
+                    (unwanted_at is not None and unwanted_at(i)):
                 cp = CrashPoint(index, i, kind, in_flight[-1] if in_flight else None, tuple(in_flight),
                                 last_done, (), 1, [], image.fp, line_size)
                 index += 1

@@ -79,9 +79,9 @@ class Replayer:
         owned: dict[int, int] = {}            # line index -> bit mask of the bytes the commands wrote
         branches: list[Branch] = []
         for r in reads:
-            for a in r.accesses:
-                x0 = self.offsets[a.image] + a.off
-                x1 = x0 + a.size
+            for image, off, size, store in r.records():
+                x0 = self.offsets[image] + off
+                x1 = x0 + size
                 k = bisect.bisect_left(lines, x0 // ls)
                 spans: dict[int, list[tuple[int, int]]] = {}
                 while k < len(lines) and lines[k] * ls < x1:
@@ -89,7 +89,7 @@ class Replayer:
                     k += 1
                     lo, hi = max(x0, line * ls) - line * ls, min(x1, (line + 1) * ls) - line * ls
                     bits = ((1 << hi) - 1) ^ ((1 << lo) - 1)
-                    if a.store:
+                    if store:
                         owned[line] = owned.get(line, 0) | bits
                         continue
                     bits &= ~owned.get(line, 0)

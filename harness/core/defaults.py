@@ -46,6 +46,8 @@ CPU_S = 10                      # one crash state's check, CPU seconds (the runn
 RUN_TIMEOUT_MS = 10_000         # a traced crash-free run, before per-operation time
 OP_TIMEOUT_MS = 100             # a traced crash-free run, per operation
 RUN_TIMEOUT_CAP_MS = 120_000    # a traced crash-free run at most
+READS_CACHE_MB = 256            # program mode, lazy: the judged images' read logs kept for the search
+                                # (harness/check/reads_cache.py; past it the oldest are judged again)
 HANG_AFTER = 2                  # checks of one history that may run out of TIMEOUT_MS before the
                                 # history's other states get hang_short_ms (0: every state gets it
                                 # all; harness/check/hangs.py)
@@ -57,6 +59,7 @@ ENVIRONMENT = {
     "run_timeout_ms": ("CRASHCHECK_RUN_TIMEOUT_MS", RUN_TIMEOUT_MS),
     "op_timeout_ms": ("CRASHCHECK_OP_TIMEOUT_MS", OP_TIMEOUT_MS),
     "hang_after": ("CRASHCHECK_HANG_AFTER", HANG_AFTER),
+    "reads_cache_mb": ("CRASHCHECK_READS_CACHE_MB", READS_CACHE_MB),
 }
 
 

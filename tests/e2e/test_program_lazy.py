@@ -91,3 +91,21 @@ def test_a_checker_without_the_pass_falls_back_to_bounded_saying_why(pmlog, tmp_
     assert res["stats"]["lazy_fallback"] == why and res["stats"]["lazy_points"] == 0
     assert res["strategy"] == "bounded"      # what was done (the report's coverage line says so)
     assert [ln for ln in out.splitlines() if ln.startswith("lazy:")] == [f"lazy: not used, checked with bounded: {why}"]
+
+
+def test_reads_dropped_by_the_bound_are_judged_again_with_the_same_results(pmlog, tmp_path, monkeypatch):
+    """CRASHCHECK_READS_CACHE_MB=0 keeps only the last image's reads (harness/check/reads_cache.py):
+    a search that meets an image judged before judges it again for its reads, so the bugs, their
+    occurrences and the coverage are those of the default bound, with more executions."""
+    monkeypatch.setattr("crashcheck.harness.check.program_explore.EAGER_BELOW", 1)
+    checker = f"{pmlog['good']} check {{image}}"
+    prog = ["--", pmlog["bug"], "append", "pool", "3"]
+    code, _, _, kept = _run(tmp_path, "--strategy", "lazy", "--checker", checker, *prog)
+    monkeypatch.setenv("CRASHCHECK_READS_CACHE_MB", "0")
+    code0, _, _, dropped = _run(tmp_path, "--strategy", "lazy", "--checker", checker, *prog)
+    assert code == code0 == 1
+    assert _bugs(dropped) == _bugs(kept) and kept["bugs"]
+    assert [b["occurrences"] for b in dropped["bugs"]] == [b["occurrences"] for b in kept["bugs"]]
+    for name in ("crash_points", "states_legal", "states_explored", "points_sampled", "lazy_points", "lazy_states_legal"):
+        assert dropped["stats"][name] == kept["stats"][name], name
+    assert dropped["stats"]["executions"] > kept["stats"]["executions"], (dropped["stats"], kept["stats"])

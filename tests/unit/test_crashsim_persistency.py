@@ -324,3 +324,27 @@ def test_library_store_is_durable_with_what_came_before_it(model):
     else:
         assert states == {S()}
     assert images[S()][:16] == u64(1) + u64(3)
+
+
+def test_points_unwanted_at_their_event_come_bare_and_the_image_stays_in_step():
+    # program mode's NoReorderNoCheck sections: their points need no pending units, and the
+    # points after them are the same, image and fingerprint included
+    w = TraceWriter()
+    for k in range(6):
+        w.store(64 * k, u64(k + 1))       # one line each, never flushed: pending to the end
+        if k % 2:
+            w.flush(64 * (k - 1), "clwb")
+        w.fence()
+    w.store(8, u64(99))
+
+    def points(unwanted_at=None):
+        sim = Simulator(w.events(), w.image(), line_size=w.line_size, region_base=w.pool_base)
+        return [(cp.event, len(cp.units), cp.legal, cp.fp, bytes(sim.image.base[:512]))
+                for cp in sim.crash_points(unwanted_at=unwanted_at)]
+    full = points()
+    cut = max(e for e, *_ in full[:-2])
+    bare = points(lambda event: event < cut)
+    assert [p[0] for p in bare] == [p[0] for p in full]
+    assert all(units == 0 and legal == 1 for e, units, legal, *rest in bare if e < cut)
+    assert any(units for e, units, *rest in full if e < cut)
+    assert [p for p in bare if p[0] >= cut] == [p for p in full if p[0] >= cut]
