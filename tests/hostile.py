@@ -52,7 +52,7 @@ def events(raw: bytes) -> list[tuple[int, int, int]]:
     pos = HEADER
     for _ in range(nsites):
         pos += 16 + (4 if version >= 3 else 0)        # version 3: a u32 of flags, a fifth string
-        for _ in range(5 if version >= 3 else 4):
+        for _ in range(6 if version >= 4 else 5 if version >= 3 else 4):   # 4: the inline chain
             (n,) = struct.unpack_from("<H", raw, pos)
             pos += 2 + n
     out = []

@@ -144,12 +144,13 @@ def fields(raw: bytes) -> dict[str, list[tuple[int, int]]]:
     out: dict[str, list[tuple[int, int]]] = {
         "header": [(8, 4), (12, 4), (16, 8), (24, 8), (32, 4), (36, 4), (44, 4), (48, 8), (56, 8)],
         "site": [], "chunk": [], "event": []}
+    (version,) = struct.unpack_from("<I", raw, 8)
     (nsites,) = struct.unpack_from("<I", raw, 44)
     pos = 64
     for _ in range(nsites):
         out["site"] += [(pos + 4 * i, 4) for i in range(5)]
         pos += 20
-        for _ in range(5):
+        for _ in range(6 if version >= 4 else 5):     # version 4: the inline chain, a sixth string
             out["site"].append((pos, 2))
             pos += 2 + struct.unpack_from("<H", raw, pos)[0]
     for p, kind, _ in hostile.events(raw):

@@ -97,7 +97,7 @@ def test_an_aimed_run_holds_the_reader_of_a_freed_leaf(trees_built):
     load of the leaf until the update that frees it and the insert that reuses it end. Every
     finding here comes from an aimed run (an aim runs only after a clean drawn run), its schedule
     replays it, and correct Heart passes the same runs. A clean drawn run is aimed at each
-    (load site, store site) pair it shows that the checker has aimed at fewer than
+    (load place, store place) pair it shows that the checker has aimed at fewer than
     aims.SATURATED times, up to aims.PER_HISTORY pairs: the runs' memory is the checker's, so
     later histories of this one shape, showing only saturated pairs, are not aimed at all."""
     from crashcheck.harness.check import aims
@@ -116,7 +116,9 @@ def test_an_aimed_run_holds_the_reader_of_a_freed_leaf(trees_built):
         for ops in runs:
             # the pairs the drawn run shows (its trace again: the same run), and those not yet saturated
             trace, _ = checker.trace(ops)
-            pairs = {(c.site, c.store_site) for c in aims.conflicts(trace, first_op_event(ops, trace))}
+            # pairs as the Aimer counts them: of places (a site without its inline chain)
+            pairs = {(trace.place(c.site), trace.place(c.store_site))
+                     for c in aims.conflicts(trace, first_op_event(ops, trace))}
             before = dict(checker.aimer.aimed_before.get(checker.aimer.lane, {}))
             assert pairs, "the threads met on no word"
             aimable = min(aims.PER_HISTORY, sum(before.get(p, 0) < aims.SATURATED for p in pairs))
