@@ -6,17 +6,36 @@ that share something with its finding (a group, a store it hinges on: harness/tr
 shared_keys) but lose other minimal stores, in simulation as the fix search does
 (Checker.prove_fix). A history that passes under the fix names the fix in its finding's
 `removed_by`, and harness/triage/bugs.py merge folds it into that fix's bug; one that still
-fails, or was not tried (no time left), is a bug of its own. Never merges anything itself.
+fails, or was not tried (no time left), is a bug of its own.
+
+Beside those proofs (each checks every crash state of a history, while a share's time lasts),
+`fold_by_states`, when the shares' examples are merged (harness/run/merge.py finish): for two
+examples that lose different minimal stores and hinge on one store (they need the same
+publication persisted: each loses another line of a node copied and then swung to), each one's
+proven fix applied to the other's trace in simulation, with no recovery run (the Explainer of
+harness/check/unmask.py): a fix under which the other's shrunk failing state is no longer a legal
+crash state removes that failure, and it is named in its `removed_by`. Seconds, and it sees the
+examples of every share (one share's fix, another's failure), where a run ends with no time for
+the full proofs (ART+CoW's swing published before its copy came out as three
+records, each its own smallest fix). Never merges anything itself.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
+from crashcheck.crashsim.persistency import ModelOptions
 from crashcheck.crashsim.runner_client import Stopped
+from crashcheck.harness.check.findings import Finding
 from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.check.unmask import Explainer, Known
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import DriverFailure
-from crashcheck.harness.triage.bugs import fix_key, lost_cause, shared_keys
+from crashcheck.harness.triage.bugs import fix_key, hinge_keys, lost_cause, shared_keys
+
+# seconds fold_by_states may take, whatever time the run has left: it runs no recovery, and what
+# it proves is what a run with no time left for prove_folds reports as one bug or several
+STATE_FOLD_S = 5.0
 
 
 def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
@@ -59,4 +78,36 @@ def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
     return tried
 
 
-__all__ = ["prove_folds"]
+def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]], until: float) -> int:
+    """For EXAMPLES ((finding, trace) pairs, shrunk) that lose different minimal stores and hinge
+    on one store neither loses, name in each finding's `removed_by` the proven fix of another
+    under which its failing state cannot happen (module note), until the clock passes UNTIL; the
+    number of pairs tried. Both directions are tried: a fix that makes a whole copy durable
+    before its swing (a commit) removes every copy line's loss; one that flushes one line does
+    not remove another line's, and that one stays a bug of its own unless the first removes it."""
+    facts = []
+    for f, t in examples:
+        lost = lost_cause(t, f)
+        ok = (lost and not f.expected and f.point is not None and f.recovery_of is None and t is not None)
+        hinges = {k for k in hinge_keys(t, f) if k[1] not in lost} if ok else set()
+        facts.append((f, t, lost, hinges))
+    tried = 0
+    for a, _, a_lost, a_hinges in facts:
+        fix = fix_key(a)
+        if fix is None or not a_hinges:
+            continue
+        known = Known(fixes={fix: tuple(a.fix.edits)})
+        for b, tb, b_lost, b_hinges in facts:
+            if b is a or not b_hinges or b_lost == a_lost or fix in b.removed_by:
+                continue
+            if not {k for k in a_hinges & b_hinges if k[1] not in a_lost + b_lost}:
+                continue
+            if time.monotonic() >= until:
+                return tried
+            tried += 1
+            if Explainer(known, tb, options).explains(b.point, b.choice):
+                b.removed_by.append(fix)
+    return tried
+
+
+__all__ = ["STATE_FOLD_S", "fold_by_states", "prove_folds"]
