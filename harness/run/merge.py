@@ -16,6 +16,7 @@ from pathlib import Path
 
 from crashcheck.harness.check.findings import plainest
 from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.after_batches import SHRUNK
 from crashcheck.harness.run.fold_proofs import STATE_FOLD_S, fold_by_states
 from crashcheck.harness.run.results import Entry, Stats, TargetResult
 from crashcheck.harness.triage import bugs
@@ -86,8 +87,8 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     # fixes proven on one share's example, tried on every share's failing states (seconds, no
     # recovery run): one cause that came out as several examples, each its own smallest fix, is
     # one bug when one's fix forbids the others' states (harness/run/fold_proofs.py fold_by_states)
-    fold_by_states(settings.options(), [(e.finding, e.outcome.trace) for e in merged.values() if e.state_shrink == "done"],
-                   time.monotonic() + STATE_FOLD_S)
+    shrunk = [(e.finding, e.outcome.trace) for e in merged.values() if e.state_shrink == SHRUNK]
+    fold_by_states(settings.options(), shrunk, time.monotonic() + STATE_FOLD_S)
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))
