@@ -81,3 +81,24 @@ def test_one_lines_fix_folds_nothing_and_no_hinge_no_proof(tmp_path):
     _fix(loses_a, Edit("commit", "a.c:11"))
     assert fold_by_states(ModelOptions(), [(loses_a, trace), (loses_b, trace)], float("inf")) == 0
     assert loses_b.removed_by == []
+
+
+def test_a_state_that_loses_two_bugs_stores_joins_one_of_them(tmp_path):
+    """WORT's insert's unflushed link and delete's unflushed unlink: a state that fails only when
+    both are lost is removed by either bug's fix; it joins the bug whose store it loses first (in
+    trace order), and never joins the two bugs into one."""
+    trace = _trace(tmp_path)
+    cp = next(p for p in Simulator.from_trace(trace).crash_points() if p.kind == "fence")
+    link, unlink, both = (Finding("invariant-violation", "rule broken", ("invariant-violation", f"rule: {n}"),
+                                  point=cp, choice=c) for n, c in (("a", (0, 1, 1)), ("b", (1, 0, 1)), ("ab", (0, 0, 1))))
+    for f in (link, unlink, both):
+        f.shrunk = True
+    assert bugs.lost_cause(trace, both) == ("a.c:10", "a.c:20")
+    fix_link = _fix(link, Edit("persist-after", "a.c:10"))
+    _fix(unlink, Edit("persist-after", "a.c:20"))
+    examples = [(unlink, trace), (link, trace), (both, trace)]
+    assert len(bugs.merge([f for f, _ in examples], lambda f: f, lambda f: trace)) == 3
+    fold_by_states(ModelOptions(), examples, float("inf"))
+    assert both.removed_by == [fix_link] and link.removed_by == [] and unlink.removed_by == []
+    out = bugs.merge([f for f, _ in examples], lambda f: f, lambda f: trace)
+    assert sorted(len(m) for m in out) == [1, 2] and [m for m in out if len(m) == 2][0][0] in (link, both)
