@@ -30,7 +30,8 @@ it shares (`merge`, docs/bug-record.md "How bugs are told apart"), but a failure
 lost nothing (`anchored`: a header rewritten in place before its swing) joins a bug of lost stores
 only through a store both hinge on, and a leak the code left (`lossless`) joins none. Findings
 whose own searches proved one fix are one bug by that proof.
-The bug shows its primary finding; the others become its `symptoms`, and the distinct store
+The bug shows its primary finding (one of its class that lost stores once shrunk rather than one
+that lost none: `named_by_lost`); the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
 from __future__ import annotations
