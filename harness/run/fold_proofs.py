@@ -6,17 +6,37 @@ that share something with its finding (a group, a store it hinges on: harness/tr
 shared_keys) but lose other minimal stores, in simulation as the fix search does
 (Checker.prove_fix). A history that passes under the fix names the fix in its finding's
 `removed_by`, and harness/triage/bugs.py merge folds it into that fix's bug; one that still
-fails, or was not tried (no time left), is a bug of its own. Never merges anything itself.
+fails, or was not tried (no time left), is a bug of its own.
+
+Beside those proofs (each checks every crash state of a history, while a share's time lasts),
+`fold_by_states`, when the shares' examples are merged (harness/run/merge.py finish): for two
+examples that lose different minimal stores and hinge on one store (they need the same
+publication persisted: each loses another line of a node copied and then swung to), each one's
+proven fix applied to the other's trace in simulation, with no recovery run (the Explainer of
+harness/check/unmask.py): a fix under which the other's shrunk failing state is no longer a legal
+crash state removes that failure, and it is named in its `removed_by`; so is a fix of a bug whose
+minimal lost stores are part of the example's (it fails only with two bugs' stores lost). Seconds, and it sees the
+examples of every share (one share's fix, another's failure), where a run ends with no time for
+the full proofs (ART+CoW's swing published before its copy came out as three
+records, each its own smallest fix). Never merges anything itself.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
+from crashcheck.crashsim.persistency import ModelOptions
 from crashcheck.crashsim.runner_client import Stopped
+from crashcheck.harness.check.findings import Finding, site_key, store_site
 from crashcheck.harness.check.pipeline import Checker
+from crashcheck.harness.check.unmask import Explainer, Known
 from crashcheck.harness.core.budget import OutOfTime
 from crashcheck.harness.core.errors import DriverFailure
-from crashcheck.harness.triage.bugs import fix_key, lost_cause, shared_keys
+from crashcheck.harness.triage.bugs import fix_key, hinge_keys, lost_cause, shared_keys
+
+# seconds fold_by_states may take, whatever time the run has left: it runs no recovery, and what
+# it proves is what a run with no time left for prove_folds reports as one bug or several
+STATE_FOLD_S = 5.0
 
 
 def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
@@ -59,4 +79,43 @@ def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
     return tried
 
 
-__all__ = ["prove_folds"]
+def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]], until: float) -> int:
+    """For EXAMPLES ((finding, trace) pairs, shrunk), name in the `removed_by` of each finding no
+    fix is proven to remove yet the proven fix of another under which its failing state cannot
+    happen (module note), until the clock passes UNTIL; the number of pairs tried. A pair is
+    tried when the two lose different minimal stores and hinge on one store neither loses (both
+    directions: a commit of the swing removes every copy line's loss, a flush of one line does
+    not remove another's), or when the other's minimal lost stores are part of this one's (a
+    state that fails only losing two bugs' stores: WORT's insert's link and delete's unlink).
+    One fix is named: a state each of two bugs' fixes forbids joins the bug whose store it loses
+    first, in trace order, and is no bridge between them."""
+    facts = []
+    for f, t in examples:
+        lost = lost_cause(t, f)
+        ok = bool(lost) and not f.expected and f.point is not None and f.recovery_of is None and t is not None
+        hinges = {k for k in hinge_keys(t, f) if k[1] not in lost} if ok else set()
+        facts.append((f, t, lost, hinges, ok))
+    tried = 0
+    for b, tb, b_lost, b_hinges, b_ok in facts:
+        if not b_ok or b.removed_by:
+            continue
+        removers = []
+        for a, _, a_lost, a_hinges, a_ok in facts:
+            fix = fix_key(a)
+            if a is b or fix is None or not a_ok or a_lost == b_lost:
+                continue
+            hinged = {k for k in a_hinges & b_hinges if k[1] not in a_lost + b_lost}
+            if not hinged and not set(a_lost) < set(b_lost):
+                continue
+            if time.monotonic() >= until:
+                return tried
+            tried += 1
+            if Explainer(Known(fixes={fix: tuple(a.fix.edits)}), tb, options).explains(b.point, b.choice):
+                removers.append((a_lost, fix))
+        if removers:
+            first = site_key(tb, store_site(tb, min(b.lost, key=lambda p: p.seq)))
+            b.removed_by.append(next((fix for lost, fix in removers if first in lost), removers[0][1]))
+    return tried
+
+
+__all__ = ["STATE_FOLD_S", "fold_by_states", "prove_folds"]

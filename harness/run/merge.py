@@ -2,18 +2,22 @@
 
 Owns joining shares (`merge_target`: stats, warnings, ends, and per group the example --jobs 1
 would have kept, `merge_entries`) and turning a target's entries into its bugs (`finish`: groups
-that turned out alike once shrunk are one, a follow-up death is its operation's bug, groups that
-are one root cause are one bug, harness/triage/bugs.py; each bug's record is built by
-harness/triage/records.py). Whoever ran the shares (this process, local workers, Dask), this is
+that turned out alike once shrunk are one, a follow-up death is its operation's bug, each proven
+fix is tried on the other examples' failing states (harness/run/fold_proofs.py fold_by_states),
+groups that are one root cause are one bug, harness/triage/bugs.py; each bug's record is built
+by harness/triage/records.py). Whoever ran the shares (this process, local workers, Dask), this is
 how they are merged. Never runs a search and never writes a file.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from crashcheck.harness.check.findings import plainest
 from crashcheck.harness.core.settings import Settings
+from crashcheck.harness.run.after_batches import SHRUNK
+from crashcheck.harness.run.fold_proofs import STATE_FOLD_S, fold_by_states
 from crashcheck.harness.run.results import Entry, Stats, TargetResult
 from crashcheck.harness.triage import bugs
 from crashcheck.harness.triage.records import build_record
@@ -80,6 +84,11 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
             have.occurrences += entry.occurrences
             have.first_seen = min(have.first_seen, entry.first_seen)
     _fold_followup_deaths(merged)
+    # fixes proven on one share's example, tried on every share's failing states (seconds, no
+    # recovery run): one cause that came out as several examples, each its own smallest fix, is
+    # one bug when one's fix forbids the others' states (harness/run/fold_proofs.py fold_by_states)
+    shrunk = [(e.finding, e.outcome.trace) for e in merged.values() if e.state_shrink == SHRUNK]
+    fold_by_states(settings.options(), shrunk, time.monotonic() + STATE_FOLD_S)
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))

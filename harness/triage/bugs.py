@@ -30,7 +30,8 @@ it shares (`merge`, docs/bug-record.md "How bugs are told apart"), but a failure
 lost nothing (`anchored`: a header rewritten in place before its swing) joins a bug of lost stores
 only through a store both hinge on, and a leak the code left (`lossless`) joins none. Findings
 whose own searches proved one fix are one bug by that proof.
-The bug shows its primary finding; the others become its `symptoms`, and the distinct store
+The bug shows its primary finding (one of its class that lost stores once shrunk rather than one
+that lost none: `named_by_lost`); the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
 """
 from __future__ import annotations
@@ -238,8 +239,28 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         members.sort(key=lambda it: (finding_tier(finding(it)), finding(it).point is not None, size(it),
                                      rank(finding(it).cls),
                                      finding(it).recovery_of is not None, not finding(it).lost))
+        named_by_lost(members, finding, trace)
         out.append(members)
     return out
+
+
+def named_by_lost(members: list, finding, trace) -> None:
+    """Name the bug of MEMBERS (sorted, primary first) by its minimal lost stores: when the primary's
+    shrunk state lost nothing (it only needs stores persisted, or lacks them) and another member of
+    the same class, in a crash state outside recovery, lost stores once shrunk, that member is the
+    primary (the first such in MEMBERS' order). A state that loses nothing is the shortest picture
+    of an order gone wrong (WORT's update swung before its value: a crash right after the swing,
+    `crash@wort.c:330`), but the state that loses the value store (wort.c:331) names the store the
+    user must make durable; the class stays the one the order chose. An unshrunk state's lost
+    stores name nothing (lost_cause is empty for it)."""
+    first = finding(members[0])
+    if first.point is None or lost_cause(trace(members[0]), first):
+        return
+    k = next((k for k, it in enumerate(members[1:], 1) if finding(it).cls == first.cls
+              and finding(it).point is not None and finding(it).recovery_of is None
+              and lost_cause(trace(it), finding(it))), None)
+    if k is not None:
+        members.insert(0, members.pop(k))
 
 
 def anchored(trace, f: Finding) -> bool:

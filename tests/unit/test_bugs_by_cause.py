@@ -377,3 +377,29 @@ def test_one_fix_proven_on_each_ones_own_history_is_one_bug():
     assert len(merged([insert, remove])) == 1
     fixed(remove, 19)
     assert len(merged([insert, remove])) == 2
+
+
+def test_a_bug_with_a_member_that_lost_stores_is_named_by_them():
+    """WORT's update swung before its value: the shortest history's state loses nothing (a crash
+    right after the swing, which it needs persisted), a longer one's loses the value store. One
+    bug (they hinge on the swing); it is named by the lost value store, not by the state that
+    lost nothing, and its class stays the one the order chose."""
+    trace = FakeTrace()
+    sizes = {}
+
+    def make(cls, lost, needed, n):
+        f = shrunk(cls, lost, needed, group=f"{cls}-{lost}")
+        sizes[id(f)] = n
+        return f
+    swing = make("wrong-value", [], [1], 2)            # loses nothing, needs line 11 persisted
+    value = make("wrong-value", [2], [1], 3)           # loses line 12, needs line 11
+    other = make("invariant-violation", [3], [1], 4)   # another class: never named by it
+    [bug] = bugs.merge([swing, value], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug == [value, swing]
+    [bug] = bugs.merge([swing, other], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is swing
+    assert bugs.merge([swing], lambda f: f, lambda f: trace)[0] == [swing]
+    # an unshrunk state's lost stores name nothing
+    value.shrunk = False
+    [bug] = bugs.merge([swing, value], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
+    assert bug[0] is swing
