@@ -38,10 +38,12 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                threads must each follow a protocol (a range-lock thread releases
                                what it holds); without it the harness deals one drawn history's
                                operations out to the threads at random (harness/check/threads.py)
-    contend(draw, ops, start) -> optional: OPS with the operations from START on (those the harness
-                               deals out to threads) re-aimed at a few things every thread shares
-                               (a map's few hot keys, present when the threads start), drawing with
-                               Hypothesis's DRAW; the harness uses it for half its dealt histories
+    contend(draw, ops, start, kinds) -> optional: OPS with the operations from START on (those the
+                               harness deals out to threads) re-aimed at a few things every thread
+                               shares (a map's few hot keys, present when the threads start), drawing
+                               with Hypothesis's DRAW; KINDS: the operation kinds the structure has
+                               (its adapter's), which it may add; the harness uses it for half its
+                               dealt histories
     shape(op)               -> optional: where OP sits in its domain, in words ("lookup at 0",
                                "trylock from 0 to the maximum"): a wrong answer of the crash-free
                                run is one bug per shape of the operation that gave it (with what

@@ -438,10 +438,10 @@ def histories(**opts: Any):
     return _histories(**opts)
 
 
-def contend(draw, ops, start: int):
+def contend(draw, ops, start: int, kinds=()):
     """The threaded part of OPS aimed at a few hot keys (specs/map_histories.py `contend`)."""
     from crashcheck.specs.map_histories import contend as _contend
-    return _contend(draw, ops, start)
+    return _contend(draw, ops, start, kinds)
 
 
 def key_place(key: bytes) -> str:

@@ -130,13 +130,16 @@ def for_target(structure: Structure, config: Config, model: Model | None = None,
         # a model whose threads follow a protocol (the range lock) draws its own sections
         own = model.thread_histories
         sections = own(config.threads, max_ops=config.max_ops) if own else None
-        contend = model.contend
-        if contend is not None and (structure.reserved_keys or structure.distinct_values):
-            # contention re-aims operations after the history respected the declaration: again
+        contend = None
+        if model.contend is not None:
+            # contention re-aims operations (meetings may use any kind the adapter has) after the
+            # history respected the declaration: respected again
             reserved, distinct = frozenset(structure.reserved_keys), structure.distinct_values
+            kinds = tuple(structure.map_ops)
 
             def contend(draw, ops, start, aim=model.contend):
-                return respect(aim(draw, ops, start), reserved, distinct)
+                out = aim(draw, ops, start, kinds)
+                return respect(out, reserved, distinct) if reserved or distinct else out
         strategy = threaded_histories(strategy, config.threads, config.sched, sections, contend)
     return strategy
 

@@ -138,13 +138,17 @@ void __cc_fence(uint32_t kind, crashcheck_site_t site)
  * of operations) logs none */
 int cc_trace_loads = 1;
 
-/* __cc_load -- a load of SIZE bytes (only with load instrumentation) */
+/* __cc_load -- a load of SIZE bytes (only with load instrumentation).  The hook runs before the
+ * load, so its scheduling point comes first and the event after it: a thread held or switched
+ * out there (a writer aim holds its reader before the load until the writer's store) loads when
+ * it resumes, after what the others did meanwhile, and the trace must say so (logged before the
+ * point, the load of a pending store looked like one before the store: lfhash's clear-no-help) */
 void __cc_load(const void *addr, uint64_t size, crashcheck_site_t site)
 {
 	if (cc_trace_loads != 1 || !FILTER(addr) || !cc_in_pm((uintptr_t)addr, size))
 		return;
-	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
 	CC_SCHED_ACCESS(cc_hook_site(site), addr, size, 0);
+	cc_emit(CC_EV_LOAD, 0, cc_hook_site(site), (uintptr_t)addr, (uint32_t)size, NULL, 0);
 }
 
 /* libpmem modes, decided by the pass from the function's name */

@@ -330,11 +330,17 @@ def test_writer_aim_holds_the_writer_until_the_reader_read_its_pending_store(exe
 def test_writer_aim_holds_a_reader_that_comes_first_until_the_store(exe, tmp_path):
     """A writer aim holds the reader before its load at RSITE until the writer's aimed store, then
     the writer after it: a reader that reached its load first (in the run the aim was drawn
-    from) reads the store pending, at every seed."""
+    from) reads the store pending, at every seed; and its trace says so: the load's event comes
+    after the store's, since a load's event is logged after its scheduling point, where the reader
+    was held (logged before it, the reader's load looked earlier than the store, and the aim
+    that had just shown the race was judged "the reader never loaded it": lfhash clear-no-help)."""
     (wtid, store), (rtid, load) = _marked(exe, tmp_path, "pending", ("STORE", "LOAD"))
     for seed in (1, 2, 3, 4):
         aimed = run(exe["pending"], tmp_path, f"aim:{seed}:{wtid}:{store}:1:4:{rtid}:{load}", "early")
         assert aimed.stdout.strip() == "saw 7 pending", (seed, aimed.stderr)
+        events = read_trace(aimed.trace_path).events
+        at = {(e.kind, e.tid, e.site): i for i, e in reversed(list(enumerate(events)))}
+        assert at["store", wtid, store] < at["load", rtid, load], seed
 
 
 def _to_store(r: Run, tid: int, site: int) -> list[tuple]:
