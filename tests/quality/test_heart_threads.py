@@ -24,13 +24,13 @@ MT_BUGS = [b for b in CATALOG if b.get("threads", 1) > 1]
 # since issue 36's second part: histories cross the capacity probe's growth points, and the final
 # state is judged); a reader of a freed leaf needs a lookup, an update of its key and a reallocation in
 # three threads, and the lookup held right before it reads the leaf: at default settings since the
-# aimed runs (harness/check/aims.py) and the meetings of specs/map_histories.py (seed 2: after 51
-# histories; seeds 1 and 3 find it later, bench/detection --threaded)
+# aimed runs (harness/check/aims.py) and the meetings of specs/map_histories.py (seed 1, since a
+# history may hold several meetings: within 60 examples; seed 3 misses it there)
 RUNS = {
     "commit-plain-store": dict(seed=1, examples=40),
     "split-plain-store": dict(seed=1, examples=40),
     "grow-no-version": dict(seed=3, examples=40),
-    "free-no-epoch": dict(seed=2, examples=60),
+    "free-no-epoch": dict(seed=1, examples=60),
 }
 
 

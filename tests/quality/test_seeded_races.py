@@ -40,8 +40,9 @@ def fuzz(tmp_path, *args):
     return res, json.loads(out.read_text())
 
 
-# the run seed of each: the fastest of seeds 1-3 on a loaded machine (bench/README.md "Persistency
-# races from one execution, part 2": get-no-help misses at seed 3, dir-no-help at seeds 1 and 2)
+# the run seed of each: one each was found at on a loaded machine (bench/README.md "Persistency races
+# from one execution", parts 2-3, and "lfhash clear-no-help found again": since a load is logged
+# after its scheduling point, every lfhash race is found at seeds 1-3)
 @pytest.mark.slow
 @pytest.mark.parametrize("name,bug,seed", [("lfhash", "get-no-help", 2), ("lfhash", "clear-no-help", 3),
                                            ("lfhash", "dir-no-help", 3), ("seqleaf", "shift-unflushed", 1)])
