@@ -247,13 +247,16 @@ def _read_region(trace: Trace, index: int, view: memoryview) -> None:
         view[:len(data)] = data
 
 
-def _map_image(trace: Trace, lay: Layout) -> mmap.mmap | bytes:
+def _map_image(trace: Trace, lay: Layout, read: bool = True) -> mmap.mmap | bytes:
     """The initial post-crash image of every region of TRACE, laid out by LAY: anonymous memory
     (ImageState takes it as it is), whose pages are zero until written (a bytearray of a 64 MiB
-    pool was zeroed page by page, which cost more CPU than checking thousands of crash states)."""
+    pool was zeroed page by page, which cost more CPU than checking thousands of crash states).
+    Without READ the regions stay zero (their image files are not read)."""
     if lay.total == 0:
         return b""
     image = mmap.mmap(-1, lay.total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    if not read:
+        return image
     view = memoryview(image)
     for index, (off, size) in enumerate(zip(lay.offsets, lay.sizes)):
         if size:
@@ -290,9 +293,12 @@ class Simulator:
         self.pieces = 0        # pieces made so far
 
     @classmethod
-    def from_trace(cls, trace: Trace, options: ModelOptions | None = None) -> "Simulator":
+    def from_trace(cls, trace: Trace, options: ModelOptions | None = None,
+                   read_images: bool = True) -> "Simulator":
+        """TRACE's simulator; without READ_IMAGES over zeroed regions (for callers that read no
+        image: which stores are pending at which crash point does not depend on the images)."""
         lay = trace_layout(trace)
-        image = _map_image(trace, lay)
+        image = _map_image(trace, lay, read_images)
         base = trace.regions[0].base if trace.regions else trace.pool_base
         return cls(trace.events, image, line_size=trace.line_size, region_base=base, options=options,
                    layout=lay if trace.regions else None)

@@ -29,9 +29,9 @@ def leaks_apart(session: Session, trace: Trace, oracle: SequentialOracle, f: Fin
     cp = f.point
     if not leaks or cp is None or not f.lost or f.recovery_of is not None:
         return []
-    whole = tuple(cp.radices)
-    [res] = state_checker(session, trace, cp.index, oracle.follow_text(cp))([whole])
-    out = StateOutcome(cp, whole, session.free_state_id(), 0, None, result=res, followup=oracle.follow_text(cp))
+    whole, follow = tuple(cp.radices), oracle.follow_text(cp)
+    [res] = state_checker(session, trace, cp.index, follow)([whole])
+    out = StateOutcome(cp, whole, session.free_state_id(), 0, None, result=res, followup=follow)
     still = {g.group: g for g in HistoryJudge(session, trace, oracle).judge(out) if g.group in leaks}
     f.symptoms = [s for s in f.symptoms if s.group not in still]
     return list(still.values())

@@ -20,11 +20,9 @@ that a proven fix could explain. Never decides what is known (harness/run/unmask
 from __future__ import annotations
 
 import bisect
-import mmap
 import os
 from dataclasses import dataclass, field
 
-from crashcheck.crashsim.layout import trace_layout
 from crashcheck.crashsim.persistency import ModelOptions
 from crashcheck.crashsim.simulate import Simulator
 from crashcheck.crashsim.trace import Trace
@@ -120,14 +118,8 @@ class Explainer:
 def _simulator(trace: Trace, options: ModelOptions) -> Simulator:
     """TRACE's simulator; over zeroed regions when their images are gone (a worker's work folder is
     removed once its share ends, and harness/run/fold_proofs.py fold_by_states explains the
-    examples of every share when they are merged): which stores are pending at which crash point
-    does not depend on what the regions held before the trace, and nothing here reads an image."""
-    if all(os.path.isfile(r.image) for r in trace.regions):
-        return Simulator.from_trace(trace, options)
-    lay = trace_layout(trace)
-    image = mmap.mmap(-1, lay.total, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) if lay.total else b""
-    return Simulator(trace.events, image, line_size=trace.line_size, region_base=trace.regions[0].base,
-                     options=options, layout=lay)
+    examples of every share when they are merged): nothing here reads an image."""
+    return Simulator.from_trace(trace, options, read_images=all(os.path.isfile(r.image) for r in trace.regions))
 
 
 __all__ = ["Explainer", "Known", "others"]
