@@ -7,6 +7,7 @@ checks a state.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 from crashcheck.crashsim.trace import Event, Trace
@@ -34,10 +35,23 @@ class Edit:
                               its thread allocated and wrote since its previous fence (else of the
                               object the latest store at OTHER wrote into): a new node flushed in
                               part (one line of several) before the fence that should make it durable
+              persist-object-before
+                              before the store at ANCHOR (it publishes a new object: a pointer to it,
+                              or a commit), a flush of every line of the published object(s) that is
+                              not yet flushed since it was last written, and a fence: the new node
+                              persisted whole before the swing that publishes it. The object is
+                              found in the trace at each execution (`published`): the live
+                              allocation the stored value points into (the value as an address, or
+                              as an offset in the store's region), with every object allocated in
+                              the same operation that it points to (its new children), transitively;
+                              when the value points into no allocation, the objects the thread
+                              allocated in the operation and wrote
     anchor    file:line the edit goes at (before or after it)
     other     a second line the edit names (persist-before, move-fence); for flush-after and
               persist-after, "call": ANCHOR is the line that called (inlined) the function
-              holding the store, and the edit goes after that call returned; else ""
+              holding the store, and the edit goes after that call returned; for
+              persist-object-before, where the object was allocated (for the words only: the
+              edit finds the object at each execution); else ""
     """
     kind: str
     anchor: str
@@ -51,7 +65,8 @@ class Edit:
     def instructions(self) -> int:
         """How many instructions the edit adds or moves (fewest first)."""
         return {"flush-after": 1, "fence-after": 1, "fence-before": 1, "move-fence": 1,
-                "persist-after": 2, "persist-before": 2, "flush-object": 2, "commit": 4}[self.kind]
+                "persist-after": 2, "persist-before": 2, "flush-object": 2, "persist-object-before": 3,
+                "commit": 4}[self.kind]
 
     def as_json(self) -> dict:
         file, _, line = self.anchor.rpartition(":")
@@ -162,6 +177,89 @@ def flush_objects(trace: Trace, keys: list[str], e: Edit, out: TraceEdit) -> Non
                                   for line in lines])
 
 
+def _pointer(x: Event) -> int | None:
+    """The value an 8-byte store wrote, as an address (None for another size)."""
+    return int.from_bytes(x.data[:8], "little") if x.size == 8 and len(x.data) >= 8 else None
+
+
+def published(trace: Trace, at: set[int]) -> dict[int, tuple[list[tuple[int, int, int]], list[int]]]:
+    """For each store index in AT: the objects the store publishes, as (address, size, index of
+    their alloc event), and their lines not flushed since they were last written (what a
+    persist-object-before at that store flushes; Edit's doc says which objects). One pass."""
+    ls = trace.line_size
+    starts: list[int] = []                       # live allocations, sorted by address
+    live: dict[int, tuple[int, int]] = {}        # address -> (size, alloc event index)
+    in_op: dict[int, list[int]] = {}             # thread -> addresses it allocated in its operation
+    written: dict[int, set[int]] = {}            # thread -> of those, the ones it stored into
+    pointers: dict[int, set[int]] = {}           # object -> the 8-byte values stored into it
+    dirty: set[int] = set()                      # lines written and not flushed since
+    out: dict[int, tuple[list[tuple[int, int, int]], list[int]]] = {}
+
+    def find(a: int | None) -> int | None:
+        if a is None:
+            return None
+        k = bisect.bisect_right(starts, a) - 1
+        return starts[k] if k >= 0 and a < starts[k] + live[starts[k]][0] else None
+
+    for i, x in enumerate(trace.events):
+        if x.kind == "op_begin":
+            in_op[x.tid], written[x.tid] = [], set()
+        elif x.kind == "alloc" and x.size:
+            if x.addr not in live:
+                bisect.insort(starts, x.addr)
+            live[x.addr] = (x.size, i)
+            in_op.setdefault(x.tid, []).append(x.addr)
+            pointers.pop(x.addr, None)
+        elif x.kind == "free" and x.addr in live:
+            del live[x.addr]
+            starts.remove(x.addr)
+        elif x.kind == "flush":
+            dirty.discard(x.addr - x.addr % ls)
+        elif is_pm_store(x):
+            if i in at:
+                mine = set(in_op.get(x.tid, ())) & set(live)
+                v = _pointer(x)
+                region = trace.regions[x.region].base if x.region < len(trace.regions) else 0
+                root = find(v) if v is not None else None
+                if root is None and v is not None and v < (1 << 48):
+                    root = find(region + v)
+                objs = [root] if root is not None else sorted(written.get(x.tid, set()) & mine)
+                todo = list(objs)
+                while todo:                      # its new children, and theirs
+                    for p in pointers.get(todo.pop(), ()):
+                        c = find(p) if find(p) is not None else find(region + p)
+                        if c is not None and c in mine and c not in objs:
+                            objs.append(c)
+                            todo.append(c)
+                lines = sorted({line for a in objs for line in range(a - a % ls, a + live[a][0], ls)} & dirty)
+                out[i] = ([(a, live[a][0], live[a][1]) for a in objs], lines)
+            first, last = x.addr - x.addr % ls, (x.end - 1) - (x.end - 1) % ls
+            dirty.update(range(first, last + 1, ls))
+            obj = find(x.addr)
+            if obj is not None:
+                if obj in in_op.get(x.tid, ()):
+                    written.setdefault(x.tid, set()).add(obj)
+                v = _pointer(x)
+                if v is not None:
+                    pointers.setdefault(obj, set()).add(v)
+    return out
+
+
+def persist_objects_before(trace: Trace, keys: list[str], e: Edit, out: TraceEdit) -> None:
+    """E (persist-object-before) at every execution of its store: the published objects' lines
+    not yet flushed, flushed before it, and a fence."""
+    at = {i for i, x in enumerate(trace.events) if keys[i] == e.anchor and is_pm_store(x)}
+    ls = trace.line_size
+    for i, (_, lines) in published(trace, at).items():
+        x = trace.events[i]
+        if lines:
+            region = next((r for r in trace.regions if r.base <= lines[0] < r.base + r.size), None)
+            out.insert_before(i, [Event(x.seq, x.tid, "flush", "clwb", line, ls, b"", x.site,
+                                        None if region is None else region.index,
+                                        None if region is None else line - region.base) for line in lines]
+                              + [fence_event(x.tid, x.site, x.seq)])
+
+
 def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
     """EDITS applied to every execution of their lines in TRACE."""
     keys = trace_keys(trace)
@@ -178,6 +276,8 @@ def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
                         out.insert_after(i, [fence_event(x.tid, x.site, x.seq)])
         elif e.kind == "flush-object":
             flush_objects(trace, keys, e, out)
+        elif e.kind == "persist-object-before":
+            persist_objects_before(trace, keys, e, out)
         elif e.kind == "fence-after":
             for i, x in enumerate(ev):
                 if keys[i] == e.anchor and x.kind == "flush":
@@ -216,4 +316,5 @@ def trace_edit(trace: Trace, edits: tuple[Edit, ...]) -> TraceEdit:
     return out
 
 
-__all__ = ["Edit", "FENCES", "STORES", "call_end", "calls_at", "flush_objects", "is_pm_store", "trace_edit", "trace_keys"]
+__all__ = ["Edit", "FENCES", "STORES", "call_end", "calls_at", "flush_objects", "is_pm_store", "persist_objects_before",
+           "published", "trace_edit", "trace_keys"]

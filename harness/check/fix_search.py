@@ -6,12 +6,16 @@ candidate is an edit of the source lines (add a flush of the lost store's line, 
 after the store or after the call of the inlined function holding it; flush the new objects whole
 before the fence that follows it; add them before the store that depends on it; move an existing
 fence above that store; make that store the commit of a two-step update: persist what came before,
-publish, persist the publication; harness/check/fix_edits.py),
+publish, persist the publication; persist the new object that store publishes whole before it;
+harness/check/fix_edits.py),
 applied to every execution of those lines in the traced history (crashsim/trace_edit.py). The
 edited trace is simulated and every crash state of the history is checked again, with the same
 runner, oracle and judge as fuzzing (the lazy strategy, so one execution per class of states). A
 candidate under which every state passes is a fix proven for that history. Candidates are tried
-in order: the fewest instructions, then an edit at the lost store's own code before one at the
+in order: first persisting a new object before the store that publishes it when the code flushes
+the lost line itself only after that store (swing-first: the order is wrong there, and a flush
+added after the lost store would fix only the lines one history happened to build); then the
+fewest instructions, then an edit at the lost store's own code before one at the
 store that depends on it (the fix names the cause), then the latest; within a budget of
 candidates and seconds. An edit is named by source lines, so the same edit can be proven on the
 next failing histories of the bug too (`prove`).
@@ -30,7 +34,7 @@ from crashcheck.crashsim.runner_client import Stopped
 from crashcheck.crashsim.trace import Trace
 from crashcheck.harness.check.crash_oracle import SequentialOracle
 from crashcheck.harness.check.findings import Finding
-from crashcheck.harness.check.fix_edits import FENCES, Edit, calls_at, trace_edit, trace_keys
+from crashcheck.harness.check.fix_edits import FENCES, Edit, calls_at, published, trace_edit, trace_keys
 from crashcheck.harness.check.fix_words import address_of, describe, statement
 from crashcheck.harness.check.judging import HistoryJudge
 from crashcheck.harness.check.session import Session
@@ -47,10 +51,16 @@ class Candidate:
     edits: tuple[Edit, ...]
     rank: int            # 0: at the lost store's own code; 1: at the store that depends on it
     position: float      # the edit's event index in the failing history (later is preferred)
+    # the lost store's line is flushed by the code itself, after a store that publishes the new
+    # object it lies in: the order is wrong at the publication, so persisting the object before
+    # that store is the fix that names the cause, tried before the cheaper ones (a flush added
+    # after the lost store would flush the line twice, and only the lines one history built)
+    publish_first: bool = False
 
     @property
     def key(self) -> tuple:
-        return (sum(e.instructions for e in self.edits), len(self.edits), self.rank, -self.position)
+        return (not self.publish_first, sum(e.instructions for e in self.edits), len(self.edits), self.rank,
+                -self.position)
 
 
 @dataclass
@@ -91,9 +101,9 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
     ls = trace.line_size
     out: dict[tuple[Edit, ...], Candidate] = {}
 
-    def add(edits: tuple[Edit, ...], rank: int, position: float) -> None:
+    def add(edits: tuple[Edit, ...], rank: int, position: float, publish_first: bool = False) -> None:
         if edits not in out:
-            out[edits] = Candidate(edits, rank, position)
+            out[edits] = Candidate(edits, rank, position, publish_first)
 
     lost_sites: list[tuple[str, int]] = []
     for p in f.lost:
@@ -106,6 +116,8 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
         k = keys[p.seq]
         if k != "?" and all(k != s for s, _ in deps) and all(k != s for s, _ in lost_sites):
             deps.append((k, p.seq))
+    # what a persist-object-before at each store the failure needs would flush there
+    publishes = published(trace, {d for _, d in deps})
     for s_key, s in lost_sites:
         x = ev[s]
         line = x.addr - x.addr % ls
@@ -145,6 +157,16 @@ def candidates(trace: Trace, f: Finding) -> list[Candidate]:
             if g is not None and keys[g] != "?" and keys[g] != d_key:
                 add((Edit("move-fence", d_key, keys[g]),), 1, d)
             add((Edit("commit", d_key),), 1, d)
+            objs, lines = publishes.get(d, ([], []))
+            if line in lines:
+                # D publishes the new object the lost store wrote into: persist it whole before D
+                first = next((o for o in objs if o[0] <= x.addr < o[0] + o[1]), objs[0])
+                late = False              # the code flushes the line itself, later in the operation
+                for j in range(d + 1, len(ev)):
+                    if ev[j].tid == x.tid and (ev[j].kind == "op_end" or (ev[j].kind == "flush" and ev[j].addr == line)):
+                        late = ev[j].kind == "flush"
+                        break
+                add((Edit("persist-object-before", d_key, keys[first[2]]),), 1, d, late)
     if len(lost_sites) > 1:
         add(tuple(Edit("persist-after", k) for k, _ in lost_sites), 0, max(s for _, s in lost_sites))
     return sorted(out.values(), key=lambda c: c.key)

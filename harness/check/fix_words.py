@@ -10,7 +10,7 @@ import re
 
 from crashcheck.crashsim.trace import Trace
 from crashcheck.crashsim.trace_edit import TraceEdit
-from crashcheck.harness.check.fix_edits import Edit, flush_objects, trace_keys
+from crashcheck.harness.check.fix_edits import Edit, flush_objects, published, trace_keys
 from crashcheck.harness.core.paths import source
 
 
@@ -78,6 +78,30 @@ def _object_size(trace: Trace | None, e: Edit) -> str:
     return "SIZE"
 
 
+def _published_size(trace: Trace | None, e: Edit) -> str:
+    """The size of the object(s) a persist-object-before publishes at its first execution in TRACE."""
+    if trace is None:
+        return "SIZE"
+    keys = trace_keys(trace)
+    at = next((i for i, k in enumerate(keys) if k == e.anchor and trace.events[i].kind in ("store", "ntstore")), None)
+    objs = published(trace, {at}).get(at, ([], []))[0] if at is not None else []
+    return str(sum(n for _, n, _ in objs)) if objs else "SIZE"
+
+
+def value_of(text: str) -> str:
+    """What a source line stores, guessed from its text: the right side of its assignment
+    (`*ref = nu;` -> nu), else its last call argument; VALUE when neither."""
+    body = _LABEL.sub("", text)
+    m = _ASSIGN.match(body)
+    if m and "(" not in body[:m.end()]:
+        return _CAST.sub("", body[m.end():].strip().rstrip(";").strip()).strip() or "VALUE"
+    m = _CALL.search(body)
+    if m:
+        args = body[m.end():].rsplit(")", 1)[0]
+        return _CAST.sub("", args.split(",")[-1].strip()).strip() or "VALUE"
+    return "VALUE"
+
+
 def statement(trace: Trace | None, e: Edit) -> str:
     """The C statement(s) the edit adds, for people (x86 intrinsics; the structure's own persist
     helper does the same)."""
@@ -95,6 +119,10 @@ def statement(trace: Trace | None, e: Edit) -> str:
         obj = address_of(_source_line(e.anchor))
         return (f"for (size_t o = 0; o < {size}; o += {trace.line_size if trace else 64}) "
                 f"_mm_clwb((char *){obj} + o);  /* the whole object, not one line */")
+    if e.kind == "persist-object-before":
+        obj = value_of(_source_line(e.anchor))
+        return (f"for (size_t o = 0; o < {_published_size(trace, e)}; o += {trace.line_size if trace else 64}) "
+                f"_mm_clwb((char *){obj} + o); _mm_sfence();  /* the new object whole, before it is published */")
     if e.kind == "move-fence":
         return f"{_source_line(e.other).strip() or '_mm_sfence();'}  /* moved from {e.other} */"
     return (f"/* persist what this store publishes */ _mm_sfence();  ...  "
@@ -110,9 +138,11 @@ def describe(edits: tuple[Edit, ...]) -> str:
              "persist-before": "add a flush of {other} and a fence before",
              "move-fence": "move the fence of {other} before",
              "flush-object": "flush every line of the new object ({other} stores into it) before the fence at",
+             "persist-object-before": "persist the new object allocated at {other} (each line written and not "
+             "yet flushed) before the store at",
              "commit": "persist what is written before it, then it (a commit), at"}
     return "; ".join(f"{words[e.kind + (' call' if e.other == 'call' else '')].format(other=e.other)} {e.anchor}"
                      for e in edits)
 
 
-__all__ = ["address_of", "describe", "statement"]
+__all__ = ["address_of", "describe", "statement", "value_of"]
