@@ -13,8 +13,8 @@ Beside those proofs (each checks every crash state of a history, while a share's
 examples that lose different minimal stores and hinge on one store (they need the same
 publication persisted: each loses another line of a node copied and then swung to), each one's
 proven fix applied to the other's trace in simulation, with no recovery run (the Explainer of
-harness/check/unmask.py): a fix under which the other's shrunk failing state is no longer a legal
-crash state removes that failure, and it is named in its `removed_by`; so is a fix of a bug whose
+harness/check/unmask.py): a fix under which none of the other's shrunk failing states (its example's
+and up to two more of its group and cause, FOLD_STATES) is a legal crash state removes that failure, and it is named in its `removed_by`; so is a fix of a bug whose
 minimal lost stores are part of the example's (it fails only with two bugs' stores lost). Seconds, and it sees the
 examples of every share (one share's fix, another's failure), where a run ends with no time for
 the full proofs (ART+CoW's swing published before its copy came out as three
@@ -37,6 +37,10 @@ from crashcheck.harness.triage.bugs import fix_key, hinge_keys, lost_cause, shar
 # seconds fold_by_states may take, whatever time the run has left: it runs no recovery, and what
 # it proves is what a run with no time left for prove_folds reports as one bug or several
 STATE_FOLD_S = 5.0
+# failing states of one symptom a fix must each forbid for fold_by_states to fold it: its example's
+# and those of other examples of its group and cause (a fix that forbids one state of a failure by
+# chance, a line it happens to persist in that history, does not remove the failure)
+FOLD_STATES = 3
 
 
 def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
@@ -79,10 +83,14 @@ def prove_folds(checker: Checker, entries, stop: Callable[[], bool]) -> int:
     return tried
 
 
-def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]], until: float) -> int:
+def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]], until: float,
+                   alike: dict[int, list[tuple[Finding, object]]] | None = None) -> int:
     """For EXAMPLES ((finding, trace) pairs, shrunk), name in the `removed_by` of each finding no
-    fix is proven to remove yet the proven fix of another under which its failing state cannot
-    happen (module note), until the clock passes UNTIL; the number of pairs tried. A pair is
+    fix is proven to remove yet the proven fix of another under which its failing states cannot
+    happen (module note), until the clock passes UNTIL; the number of pairs tried. A finding's
+    states: its own, then those of ALIKE[id(finding)] (other shrunk examples of its group and
+    cause, with their traces), FOLD_STATES in all at most; the fix must forbid each of them (a
+    pair the clock stops before every state is asked folds nothing). A pair is
     tried when the two lose different minimal stores and hinge on one store neither loses (both
     directions: a commit of the swing removes every copy line's loss, a flush of one line does
     not remove another's), or when the other's minimal lost stores are part of this one's (a
@@ -110,7 +118,16 @@ def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]]
             if time.monotonic() >= until:
                 return tried
             tried += 1
-            if Explainer(Known(fixes={fix: tuple(a.fix.edits)}), tb, options).explains(b.point, b.choice):
+            known = Known(fixes={fix: tuple(a.fix.edits)})
+            states = [(b, tb)] + [s for s in (alike or {}).get(id(b), []) if s[0] is not b][:FOLD_STATES - 1]
+            forbidden = True
+            for s, ts in states:
+                if time.monotonic() >= until and s is not b:
+                    return tried
+                if not Explainer(known, ts, options).explains(s.point, s.choice):
+                    forbidden = False
+                    break
+            if forbidden:
                 removers.append((a_lost, fix))
         if removers:
             first = site_key(tb, store_site(tb, min(b.lost, key=lambda p: p.seq)))
@@ -118,4 +135,4 @@ def fold_by_states(options: ModelOptions, examples: list[tuple[Finding, object]]
     return tried
 
 
-__all__ = ["STATE_FOLD_S", "fold_by_states", "prove_folds"]
+__all__ = ["FOLD_STATES", "STATE_FOLD_S", "fold_by_states", "prove_folds"]

@@ -73,10 +73,13 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     findings are in one group are one bug (the first by size, then by when its group was found,
     is shown), numbered per class in group order."""
     merged: dict[tuple, Entry] = {}
+    alike: dict[tuple, list] = {}        # per key, its shrunk examples' (finding, trace): their states
     for entry in sorted(result.entries, key=lambda e: (e.size, e.found_at)):
         # one group and one cause: two bugs that break one rule stay apart by their minimal
         # lost stores (harness/triage/bugs.py lost_cause)
         key = (*entry.finding.group, *bugs.lost_cause(entry.outcome.trace, entry.finding))
+        if entry.state_shrink == SHRUNK:
+            alike.setdefault(key, []).append((entry.finding, entry.outcome.trace))
         have = merged.get(key)
         if have is None:
             merged[key] = replace(entry)
@@ -87,8 +90,10 @@ def finish(result: TargetResult, settings: Settings, bugdir: Path) -> None:
     # fixes proven on one share's example, tried on every share's failing states (seconds, no
     # recovery run): one cause that came out as several examples, each its own smallest fix, is
     # one bug when one's fix forbids the others' states (harness/run/fold_proofs.py fold_by_states)
+    # (each symptom's states: its example's and its alike examples', a few: fold_proofs.FOLD_STATES)
     shrunk = [(e.finding, e.outcome.trace) for e in merged.values() if e.state_shrink == SHRUNK]
-    fold_by_states(settings.options(), shrunk, time.monotonic() + STATE_FOLD_S)
+    fold_by_states(settings.options(), shrunk, time.monotonic() + STATE_FOLD_S,
+                   {id(e.finding): alike.get(k, []) for k, e in merged.items()})
     # One root cause, one bug (harness/triage/bugs.py): groups whose findings share the stores that
     # matter, or show each other as symptoms, are one bug shown by its most telling finding.
     items = sorted(merged.items(), key=lambda kv: (kv[1].finding.expected, kv[0]))

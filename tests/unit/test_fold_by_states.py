@@ -102,3 +102,50 @@ def test_a_state_that_loses_two_bugs_stores_joins_one_of_them(tmp_path):
     assert both.removed_by == [fix_link] and link.removed_by == [] and unlink.removed_by == []
     out = bugs.merge([f for f, _ in examples], lambda f: f, lambda f: trace)
     assert sorted(len(m) for m in out) == [1, 2] and [m for m in out if len(m) == 2][0][0] in (link, both)
+
+
+def _late_trace(tmp_path):
+    """The same operation, but its second copy line (a.c:20) written after the swing: a commit of
+    the swing persists what came before it, not this line."""
+    w = TraceWriter(pool_size=4096)
+    a, b = w.site("a.c", 10, "copy"), w.site("a.c", 20, "copy")
+    swing, fence = w.site("a.c", 11, "copy"), w.site("a.c", 13, "copy")
+    w.op_begin(0)
+    w.store(0, b"a" * 8, site=a)
+    w.store(128, b"p" * 8, site=swing)
+    w.store(64, b"b" * 8, site=b)
+    w.fence(site=fence)
+    w.op_end(0)
+    path = tmp_path / "late.trace"
+    w.write(path)
+    return read_trace(path)
+
+
+def test_every_state_of_the_symptom_tried_must_be_forbidden(tmp_path):
+    """A symptom with several failing states (examples of its group and cause from other
+    histories) folds only when the fix forbids each of them, up to FOLD_STATES: a fix that
+    forbids its example's state but not another's does not remove the failure."""
+    trace, late = _trace(tmp_path), _late_trace(tmp_path)
+    loses_a, loses_b = _finding(trace, keep=64), _finding(trace, keep=0)
+    cp = next(p for p in Simulator.from_trace(late).crash_points() if p.kind == "fence")
+    assert [u.line - late.pool_base for u in cp.units] == [0, 64, 128]
+    loses_b_late = Finding("invariant-violation", "rule broken", ("invariant-violation", "rule: check at a.c:99"),
+                           point=cp, choice=(1, 0, 1))
+    loses_b_late.needed, loses_b_late.shrunk = [cp.units[2].pieces[0]], True
+    assert bugs.lost_cause(late, loses_b_late) == bugs.lost_cause(trace, loses_b) == ("a.c:20",)
+    _fix(loses_a, Edit("commit", "a.c:11"))
+    examples = [(loses_a, trace), (loses_b, trace)]
+    # its example's state and a second one the commit also forbids (the same history again): folded
+    again = _finding(trace, keep=0)
+    alike = {id(loses_b): [(loses_b, trace), (again, trace)]}
+    fold_by_states(ModelOptions(), examples, float("inf"), alike)
+    assert loses_b.removed_by == [bugs.fix_key(loses_a)]
+    # a second state the commit does not forbid (the line written after the swing): not folded
+    loses_b.removed_by = []
+    alike = {id(loses_b): [(loses_b, trace), (again, trace), (loses_b_late, late)]}
+    fold_by_states(ModelOptions(), examples, float("inf"), alike)
+    assert loses_b.removed_by == []
+    # no more than FOLD_STATES are asked: a fourth state is not
+    alike = {id(loses_b): [(loses_b, trace), (again, trace), (_finding(trace, keep=0), trace), (loses_b_late, late)]}
+    fold_by_states(ModelOptions(), examples, float("inf"), alike)
+    assert loses_b.removed_by == [bugs.fix_key(loses_a)]
