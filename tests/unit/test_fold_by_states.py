@@ -16,17 +16,19 @@ from crashcheck.harness.run.fold_proofs import fold_by_states
 from crashcheck.harness.triage import bugs
 
 
-def _trace(tmp_path):
+def _trace(tmp_path, late=False):
+    """LATE: the second copy line (a.c:20) written after the swing (a commit of the swing persists
+    what came before it, not this line)."""
     w = TraceWriter(pool_size=4096)
     a, b = w.site("a.c", 10, "copy"), w.site("a.c", 20, "copy")
     swing, fence = w.site("a.c", 11, "copy"), w.site("a.c", 13, "copy")
     w.op_begin(0)
     w.store(0, b"a" * 8, site=a)
-    w.store(64, b"b" * 8, site=b)
-    w.store(128, b"p" * 8, site=swing)
+    for addr, data, site in [(64, b"b", b), (128, b"p", swing)][::-1 if late else 1]:
+        w.store(addr, data * 8, site=site)
     w.fence(site=fence)
     w.op_end(0)
-    path = tmp_path / "t.trace"
+    path = tmp_path / ("late.trace" if late else "t.trace")
     w.write(path)
     return read_trace(path)
 
@@ -104,28 +106,11 @@ def test_a_state_that_loses_two_bugs_stores_joins_one_of_them(tmp_path):
     assert sorted(len(m) for m in out) == [1, 2] and [m for m in out if len(m) == 2][0][0] in (link, both)
 
 
-def _late_trace(tmp_path):
-    """The same operation, but its second copy line (a.c:20) written after the swing: a commit of
-    the swing persists what came before it, not this line."""
-    w = TraceWriter(pool_size=4096)
-    a, b = w.site("a.c", 10, "copy"), w.site("a.c", 20, "copy")
-    swing, fence = w.site("a.c", 11, "copy"), w.site("a.c", 13, "copy")
-    w.op_begin(0)
-    w.store(0, b"a" * 8, site=a)
-    w.store(128, b"p" * 8, site=swing)
-    w.store(64, b"b" * 8, site=b)
-    w.fence(site=fence)
-    w.op_end(0)
-    path = tmp_path / "late.trace"
-    w.write(path)
-    return read_trace(path)
-
-
 def test_every_state_of_the_symptom_tried_must_be_forbidden(tmp_path):
     """A symptom with several failing states (examples of its group and cause from other
     histories) folds only when the fix forbids each of them, up to FOLD_STATES: a fix that
     forbids its example's state but not another's does not remove the failure."""
-    trace, late = _trace(tmp_path), _late_trace(tmp_path)
+    trace, late = _trace(tmp_path), _trace(tmp_path, late=True)
     loses_a, loses_b = _finding(trace, keep=64), _finding(trace, keep=0)
     cp = next(p for p in Simulator.from_trace(late).crash_points() if p.kind == "fence")
     assert [u.line - late.pool_base for u in cp.units] == [0, 64, 128]
