@@ -78,14 +78,20 @@ def _object_size(trace: Trace | None, e: Edit) -> str:
     return "SIZE"
 
 
-def _published_size(trace: Trace | None, e: Edit) -> str:
-    """The size of the object(s) a persist-object-before publishes at its first execution in TRACE."""
+def _published_size(trace: Trace | None, e: Edit) -> tuple[str, bool]:
+    """How much of the object a persist-object-before publishes it flushes at its first execution
+    in TRACE (from its start to the end of its last line not yet flushed: a chunk whose zeroes are
+    durable needs its header only), and whether new objects it points to are flushed too."""
     if trace is None:
-        return "SIZE"
+        return "SIZE", False
     keys = trace_keys(trace)
     at = next((i for i, k in enumerate(keys) if k == e.anchor and trace.events[i].kind in ("store", "ntstore")), None)
-    objs = published(trace, {at}).get(at, ([], []))[0] if at is not None else []
-    return str(sum(n for _, n, _ in objs)) if objs else "SIZE"
+    objs, lines = published(trace, {at}).get(at, ([], [])) if at is not None else ([], [])
+    if not objs:
+        return "SIZE", False
+    a, n, _ = objs[0]
+    own = [line for line in lines if a - a % trace.line_size <= line < a + n]
+    return str(min(n, max(own) + trace.line_size - a) if own else n), len(objs) > 1
 
 
 def value_of(text: str) -> str:
@@ -121,8 +127,10 @@ def statement(trace: Trace | None, e: Edit) -> str:
                 f"_mm_clwb((char *){obj} + o);  /* the whole object, not one line */")
     if e.kind == "persist-object-before":
         obj = value_of(_source_line(e.anchor))
-        return (f"for (size_t o = 0; o < {_published_size(trace, e)}; o += {trace.line_size if trace else 64}) "
-                f"_mm_clwb((char *){obj} + o); _mm_sfence();  /* the new object whole, before it is published */")
+        size, children = _published_size(trace, e)
+        return (f"for (size_t o = 0; o < {size}; o += {trace.line_size if trace else 64}) "
+                f"_mm_clwb((char *){obj} + o);{'  /* and the new objects it points to */' if children else ''} "
+                f"_mm_sfence();  /* the new object persisted before the store publishes it */")
     if e.kind == "move-fence":
         return f"{_source_line(e.other).strip() or '_mm_sfence();'}  /* moved from {e.other} */"
     return (f"/* persist what this store publishes */ _mm_sfence();  ...  "

@@ -65,7 +65,10 @@ def test_the_edit_persists_the_published_node_and_its_new_child_before_the_swing
     assert describe((edit,)) == ("persist the new object allocated at n.c:90 (each line written and not yet "
                                  "flushed) before the store at w.c:36")
     assert value_of("\t*ref = nu;") == "nu" and value_of("\tstore8(slot, (uint64_t)leaf);") == "leaf"
-    assert "o < 256; o += 64" in statement(trace, edit) and "_mm_sfence()" in statement(trace, edit)
+    # the statement: the node up to its last line not yet flushed, and its new child
+    words = statement(trace, edit)
+    assert "o < 192; o += 64) _mm_clwb((char *)VALUE + o);" in words     # (no source file: VALUE)
+    assert "the new objects it points to" in words and words.rstrip().endswith("before the store publishes it */")
 
 
 def test_the_search_proposes_it_first_when_the_code_persists_the_node_after_the_swing(tmp_path):
