@@ -27,6 +27,13 @@ def flush_events(trace: Trace, like: Event, site: int, sub: str = "clwb") -> lis
     return out
 
 
+def line_flush(trace: Trace, line: int, tid: int, site: int, seq: int = 0, sub: str = "clwb") -> Event:
+    """A flush of the cache line at LINE by thread TID at SITE, with the region holding it."""
+    region = next((r for r in trace.regions if r.base <= line < r.base + r.size), None)
+    return Event(seq, tid, "flush", sub, line, trace.line_size, b"", site,
+                 None if region is None else region.index, None if region is None else line - region.base)
+
+
 def fence_event(tid: int, site: int, seq: int = 0, sub: str = "sfence") -> Event:
     """A persistence fence of thread TID at SITE."""
     return Event(seq, tid, "fence", sub, 0, 0, b"", site)
@@ -63,4 +70,4 @@ class TraceEdit:
         return replace(trace, events=out)
 
 
-__all__ = ["TraceEdit", "fence_event", "flush_events"]
+__all__ = ["TraceEdit", "fence_event", "flush_events", "line_flush"]

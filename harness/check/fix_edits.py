@@ -11,7 +11,7 @@ import bisect
 from dataclasses import dataclass
 
 from crashcheck.crashsim.trace import Event, Trace
-from crashcheck.crashsim.trace_edit import TraceEdit, fence_event, flush_events
+from crashcheck.crashsim.trace_edit import TraceEdit, fence_event, flush_events, line_flush
 from crashcheck.harness.check.findings import site_key
 
 STORES = ("store", "ntstore")
@@ -173,8 +173,7 @@ def flush_objects(trace: Trace, keys: list[str], e: Edit, out: TraceEdit) -> Non
             if not objs and st is not None:
                 objs = [next(((a, n) for a, n in reversed(allocs) if a <= st.addr < a + n), (st.addr, st.size))]
             lines = sorted({line for a, n in objs for line in range(a - a % ls, a + n, ls)})
-            out.insert_before(i, [Event(x.seq, x.tid, "flush", "clwb", line, ls, b"", x.site, 0, None)
-                                  for line in lines])
+            out.insert_before(i, [line_flush(trace, line, x.tid, x.site, x.seq) for line in lines])
 
 
 def _pointer(x: Event) -> int | None:
@@ -249,14 +248,10 @@ def persist_objects_before(trace: Trace, keys: list[str], e: Edit, out: TraceEdi
     """E (persist-object-before) at every execution of its store: the published objects' lines
     not yet flushed, flushed before it, and a fence."""
     at = {i for i, x in enumerate(trace.events) if keys[i] == e.anchor and is_pm_store(x)}
-    ls = trace.line_size
     for i, (_, lines) in published(trace, at).items():
         x = trace.events[i]
         if lines:
-            region = next((r for r in trace.regions if r.base <= lines[0] < r.base + r.size), None)
-            out.insert_before(i, [Event(x.seq, x.tid, "flush", "clwb", line, ls, b"", x.site,
-                                        None if region is None else region.index,
-                                        None if region is None else line - region.base) for line in lines]
+            out.insert_before(i, [line_flush(trace, line, x.tid, x.site, x.seq) for line in lines]
                               + [fence_event(x.tid, x.site, x.seq)])
 
 
