@@ -188,7 +188,7 @@ def published(trace: Trace, at: set[int]) -> dict[int, tuple[list[tuple[int, int
     ls = trace.line_size
     starts: list[int] = []                       # live allocations, sorted by address
     live: dict[int, tuple[int, int]] = {}        # address -> (size, alloc event index)
-    in_op: dict[int, list[int]] = {}             # thread -> addresses it allocated in its operation
+    in_op: dict[int, set[int]] = {}              # thread -> addresses it allocated in its operation
     written: dict[int, set[int]] = {}            # thread -> of those, the ones it stored into
     pointers: dict[int, set[int]] = {}           # object -> the 8-byte values stored into it
     dirty: set[int] = set()                      # lines written and not flushed since
@@ -202,12 +202,12 @@ def published(trace: Trace, at: set[int]) -> dict[int, tuple[list[tuple[int, int
 
     for i, x in enumerate(trace.events):
         if x.kind == "op_begin":
-            in_op[x.tid], written[x.tid] = [], set()
+            in_op[x.tid], written[x.tid] = set(), set()
         elif x.kind == "alloc" and x.size:
             if x.addr not in live:
                 bisect.insort(starts, x.addr)
             live[x.addr] = (x.size, i)
-            in_op.setdefault(x.tid, []).append(x.addr)
+            in_op.setdefault(x.tid, set()).add(x.addr)
             pointers.pop(x.addr, None)
         elif x.kind == "free" and x.addr in live:
             del live[x.addr]
@@ -216,9 +216,9 @@ def published(trace: Trace, at: set[int]) -> dict[int, tuple[list[tuple[int, int
             dirty.discard(x.addr - x.addr % ls)
         elif is_pm_store(x):
             if i in at:
-                mine = set(in_op.get(x.tid, ())) & set(live)
+                mine = in_op.get(x.tid, set()) & live.keys()
                 v = _pointer(x)
-                region = trace.regions[x.region].base if x.region < len(trace.regions) else 0
+                region = next((r.base for r in trace.regions if r.index == x.region), 0)
                 root = find(v) if v is not None else None
                 if root is None and v is not None and v < (1 << 48):
                     root = find(region + v)
@@ -226,7 +226,8 @@ def published(trace: Trace, at: set[int]) -> dict[int, tuple[list[tuple[int, int
                 todo = list(objs)
                 while todo:                      # its new children, and theirs
                     for p in pointers.get(todo.pop(), ()):
-                        c = find(p) if find(p) is not None else find(region + p)
+                        c = find(p)
+                        c = find(region + p) if c is None else c
                         if c is not None and c in mine and c not in objs:
                             objs.append(c)
                             todo.append(c)
