@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from .image import decode_writes, encode_writes
+from .keeping import KeptPoint
 from .lazy import EAGER_BELOW, PROBE, LazyPlan, Leaf, MemoGate, PartialShapes, PointSearch, ReadMemo, bare_spec
 from .persistency import ModelOptions, Piece
 from .runner_client import CheckResult, Runner, Stopped
@@ -76,6 +77,7 @@ class Progress:
     covered: int = 0      # lazy: legal states covered by finished executions' classes
     complete: int = 0     # lazy: crash points whose classes covered every legal state
     partial: int = 0      # lazy: crash points left partly covered (limit, fallback, unknown class)
+    pruned: int = 0       # legal states left out by `keep` (never explored)
 
 
 def _load(source: Trace | str | Path) -> Trace:
@@ -93,7 +95,8 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             allow_cut: bool = False, executions: int | None = None,
             points: Callable[[CrashPoint], bool] | None = None,
             relocatable: bool = False,
-            hang_limit: tuple[int, int, int] | None = None) -> Iterator[StateOutcome]:
+            hang_limit: tuple[int, int, int] | None = None,
+            keep: Callable[[CrashPoint], KeptPoint | None] | None = None) -> Iterator[StateOutcome]:
     """Stream every explored state of a trace, with results when RUNNER is given.
 
     source      a Trace, a trace file, or a fresh Simulator over events in memory (then
@@ -127,6 +130,9 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
     hang_limit  (timeout_ms, after, short_ms): the runner's limit (Runner.queue_limit), set once
                 before the trace's first crash point, so once AFTER checks of the trace ran out
                 of time, its other states get SHORT_MS (harness/check/hangs.py reads the answers)
+    keep        explore, of each crash point, only the states of the point it returns
+                (crashcheck.crashsim.keeping: those that keep given pieces), or all of them when it
+                returns None; each outcome still names the whole point and its choice vector there
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r} (known: {', '.join(STRATEGIES)})")
@@ -166,8 +172,20 @@ def explore(source: Trace | str | Path | Simulator, *, options: ModelOptions | N
             queue_initial_image(runner, trace, sim)
     if first_state is None:
         first_state = runner.next_state if runner is not None else 0
-    return _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
-                    start_event, stop, executions, points, hang_limit)
+    outcomes = _explore(sim, strategy, limit, seed, runner, followup, progress, batch, cache, first_state,
+                        start_event, stop, executions, points, hang_limit, keep)
+    return outcomes if keep is None else _to_whole(outcomes)
+
+
+def _to_whole(outcomes: Iterator[StateOutcome]) -> Iterator[StateOutcome]:
+    """OUTCOMES with the states of a restricted point (KeptPoint) named in their whole point, as
+    every state outside explore is (a finding's point and choice are replayed on the trace). Their
+    `leaf` stays the restricted point's class (explore's own bookkeeping)."""
+    for out in outcomes:
+        if isinstance(out.point, KeptPoint):
+            out.choice = out.point.whole_choice(out.choice)
+            out.point = out.point.whole
+        yield out
 
 
 def queue_initial_image(runner: Runner, trace: Trace, sim: Simulator) -> None:
@@ -197,7 +215,8 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
              stop: Callable[[], bool] | None = None,
              executions: int | None = None,
              points: Callable[[CrashPoint], bool] | None = None,
-             hang_limit: tuple[int, int, int] | None = None) -> Iterator[StateOutcome]:
+             hang_limit: tuple[int, int, int] | None = None,
+             keep: Callable[[CrashPoint], KeptPoint | None] | None = None) -> Iterator[StateOutcome]:
     t0 = time.monotonic()
     cap = limit if executions is None else executions
     if strategy == "lazy" and (cap < 1 or limit < 1):
@@ -260,10 +279,17 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             runner.queue_patch(encode_writes(cp.patch))
         if cp.event < start_event or (points is not None and not points(cp)):
             continue
+        stats.legal += cp.legal
+        if keep is not None:
+            # (after the patch: the runner's base is the whole point's guaranteed image, which is
+            # the restricted point's too)
+            kept = keep(cp)
+            if kept is not None:
+                stats.pruned += kept.pruned
+                cp = kept
         fu = fixed if fixed is not None else followup(cp)
         codec = StateCodec(cp, sim.image)
         encode = codec.encode
-        stats.legal += cp.legal
         plan = LazyPlan(cp, sim.image, contents) if strategy == "lazy" else None
         covers, whole = 1, None
         if plan is not None and plan.feasible and plan.sent and cp.legal > EAGER_BELOW:

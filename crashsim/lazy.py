@@ -217,8 +217,10 @@ class LazyPlan:
             # Within one trace a piece id names its bytes and place, and the units' choices
             # follow from their pieces: ids, cut ranges and the guaranteed bytes decide the
             # contents (cheaper to hash than the bytes they write, looked up at every point)
+            # (and a unit's orders: a point restricted to some of its states, crashsim/keeping.py,
+            # has the same pieces with fewer choices)
             key = (tuple(tuple(p.id for p in units[j].pieces) for j in g.units),
-                   tuple(masks.items()), base)
+                   tuple(units[j].orders for j in g.units), tuple(masks.items()), base)
             hit = self._cache.get(key)
             if hit is not None:
                 return hit

@@ -173,6 +173,7 @@ class HistoryOutcome:
     race_s: float = 0.0
     race_records: list = field(default_factory=list)   # the warnings above as records (race_confirm.py)
     explained: int = 0           # failing crash states a bug the lane knows explains (harness/check/unmask.py)
+    pruned: int = 0              # legal crash states a known bug explains, never executed (the same)
 
     # the coverage counts, under the names fuzz statistics use
     @property

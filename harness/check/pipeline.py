@@ -18,7 +18,7 @@ each:
   harness/check/fix_search.py        an ordering finding's fix, searched on its trace and proven there
   harness/check/checker_fixes.py     fixes across bugs: other bugs' proven fixes applied (unmasking), proofs
   harness/check/checker_races.py     persistency races of a threaded run: confirmed pairs, candidates, writer aims
-  harness/check/unmask.py            crash states a known bug explains, left out while exploring
+  harness/check/unmask.py            crash states a known bug explains, not executed (or not judged) while exploring
   harness/check/findings.py          findings, grouping, coverage
   harness/triage/bugs.py              symptoms of one crash state folded into one finding
 Checker.check streams crash points and states through crashcheck.crashsim.explore into the runner and hands
@@ -250,6 +250,14 @@ class Checker(CheckerFixes, CheckerRaces):
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
         explainer = Explainer(self.unmask, trace, s.options()) if self.unmask else None
+        keep = None
+        if explainer is not None:
+            def keep(cp):
+                # the states a known bug explains by one store line or a proven fix: not executed
+                kept = explainer.kept(cp)
+                if kept is not None:
+                    outcome.pruned += kept.pruned
+                return kept
         biggest: list[CrashPoint] = []     # the crash point with the most legal states
         if s.strategy == "exhaustive":     # (before any state is checked; harness/check/exhaustive.py)
             refuse_exhaustive(trace, s.options(), f"a history of {len(ops)} operations", skip_before=first_op or 0)
@@ -271,7 +279,7 @@ class Checker(CheckerFixes, CheckerRaces):
                                runner=runner, followup=oracle.follow_text,
                                first_state=self.session.free_state_id(), progress=progress,
                                start_event=first_op, stop=self.budget.expired,
-                               relocatable=self.session.structure.own_pool, hang_limit=limit):
+                               relocatable=self.session.structure.own_pool, hang_limit=limit, keep=keep):
                 self.session.next_state = out.id + 1
                 found = fold_state(judge.judge(out))
                 if hangs.take(out, found):

@@ -12,10 +12,16 @@ A failing crash state is explained by a known bug when
     cause is in the state, whether or not its fix is proven).
 Such a state is the known bug again; what fails in the states left is another bug.
 
-The Checker (harness/check/pipeline.py) calls `explains` only for a state that failed, and only
-when the lane knows a bug (Checker.unmask is None otherwise): the states that pass, nearly all of
-them, cost nothing, and the fixed trace is simulated once per history, at its first failing state
-that a proven fix could explain. Never decides what is known (harness/run/unmasking.py does).
+Most such states are never executed (`Explainer.kept`): a state is explained by a known proven fix
+or by a known bug of one source line exactly when it loses one of the pending pieces that fix
+makes durable or that line stored, so the Checker (harness/check/pipeline.py) explores, at each
+crash point, only the states that keep all of those (crashcheck/crashsim/keeping.py), and counts
+the rest as pruned. A bug whose minimal lost stores span several lines is explained only by losing
+stores at each of them: not a product of choices, so its states are executed, and `explains` then
+drops those that fail (asked only for a failing state: the states that pass cost nothing). With a
+proven fix known, the fixed trace is simulated once per history, before its first crash point.
+Only when the lane knows a bug (Checker.unmask is None otherwise). Never decides what is known
+(harness/run/unmasking.py does).
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import bisect
 import os
 from dataclasses import dataclass, field
 
+from crashcheck.crashsim.keeping import KeptPoint, keeping
 from crashcheck.crashsim.persistency import ModelOptions
 from crashcheck.crashsim.simulate import Simulator
 from crashcheck.crashsim.trace import Trace
@@ -66,28 +73,51 @@ class Explainer:
     def __init__(self, known: Known, trace: Trace, options: ModelOptions) -> None:
         self.known, self.trace, self.options = known, trace, options
         self._fixed: tuple | None = None       # (where, point events, pending per point), once built
+        self._sites: dict[int, str] = {}       # store event -> its source line (site_key)
+        self._single = {next(iter(c)) for c in known.lost if len(c) == 1}   # one-line causes
+
+    def kept(self, point) -> KeptPoint | None:
+        """POINT's states that keep every pending piece a known proven fix makes durable there or a
+        known bug of one source line stored (the others are that bug again: module note), or None
+        when there is no such piece."""
+        pending = [p for u in point.units for p in u.pieces]
+        must = {p.id for p in self._durable(point, pending)}
+        if self._single:
+            must.update(p.id for p in pending if self._site(p) in self._single)
+        return keeping(point, must) if must else None
 
     def explains(self, point, choice) -> bool:
         """Whether a known bug explains the state CHOICE at crash point POINT (module note)."""
         lost = point.lost(choice)
         if not lost:
             return False
-        lines = {site_key(self.trace, store_site(self.trace, p)) for p in lost}
+        lines = {self._site(p) for p in lost}
         if any(cause <= lines for cause in self.known.lost):
             return True
+        return bool(self._durable(point, lost))
+
+    def _site(self, piece) -> str:
+        line = self._sites.get(piece.seq)
+        if line is None:
+            line = self._sites[piece.seq] = site_key(self.trace, store_site(self.trace, piece))
+        return line
+
+    def _durable(self, point, pieces) -> list:
+        """Those of PIECES (pending at POINT) that the known fixes make durable by then: guaranteed
+        at the same moment of the fixed trace (the fixed code cannot lose them there)."""
         if not self.known.fixes:
-            return False
+            return []
         if self._fixed is None:
             self._fixed = self._simulate_fixed()
         where, events, pending = self._fixed
         if where is None:
-            return False
+            return []
         # the fixed trace's crash point at the same moment: the first at or after this one's event
         at = bisect.bisect_left(events, where[min(point.event, len(where) - 1)])
         if at == len(events):
-            return False
+            return []
         crash, held = events[at], pending[at]
-        return any(where[p.seq] < crash and (p.seq, p.part) not in held for p in lost)
+        return [p for p in pieces if where[p.seq] < crash and (p.seq, p.part) not in held]
 
     def _simulate_fixed(self) -> tuple:
         """The trace with every known fix applied, simulated: where each original event landed

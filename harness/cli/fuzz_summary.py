@@ -107,6 +107,12 @@ def print_summary(console: Console, res: dict) -> None:
                 console.print(f"  coverage: every legal state of every crash point reached was covered "
                               f"({st['crash_points']} of {st['crash_points']} crash points complete, {how})",
                               highlight=False)
+        if st.get("states_pruned") or st.get("explained_states"):
+            # (harness/check/unmask.py: what the bugs the run had learnt explain; big: counts.big)
+            console.print(f"  known bugs: {big(st.get('states_pruned') or 0)} crash states not executed (each "
+                          "loses a store of a known bug of one source line, or one its proven fix makes "
+                          f"durable), {st.get('explained_states') or 0} failing states explained and not "
+                          "judged again", highlight=False)
         if st.get("hung_short"):
             console.print(f"  hangs: {st['hung_short']} checks counted as hung after a shorter time limit: "
                           "checks of their history had hung the same way with the whole check timeout "

@@ -20,7 +20,8 @@ from crashcheck.harness.target import structures
 
 # Counts that may pass any float: written by counts.for_json (states_legal: text past 2^53) and
 # counts.json_int (the others: JSON integers, text only past what json can write).
-BIG_COUNTS = {"states_legal": for_json, "states_explored": json_int, "states_checked": json_int}
+BIG_COUNTS = {"states_legal": for_json, "states_explored": json_int, "states_checked": json_int,
+              "states_pruned": for_json}
 
 
 def _count(outcome: str | None):
@@ -57,6 +58,8 @@ class Stats:
     race_s: float = _count("race_s")
     # failing crash states a bug the lane already knew explains, not judged again (harness/check/unmask.py)
     explained_states: int = _count("explained")
+    # legal crash states a bug the lane already knew explains, never executed (harness/check/unmask.py)
+    states_pruned: int = _count("pruned")
     threads: int = 1                 # threads per history
     # threaded, at the default --max-ops: the longest history a lane grew to (harness/run/lane_ops.py;
     # 0: never adapted)

@@ -320,7 +320,7 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
             # once per target: why a history's crash states explode (harness/check/pending.py)
             self.warnings.append(PENDING + outcome.pending_hint)
         if (crashes and not outcome.findings and not outcome.partial and not outcome.not_checked
-                and outcome.trace is not None and not outcome.explained):
+                and outcome.trace is not None and not outcome.explained and not outcome.pruned):
             self.clean.add(digest)
         decision = _Decision(crashes, outcome.trace, determinism.findings_key(outcome.findings),
                              {f.group for f in outcome.findings}, outcome.partial)

@@ -2,10 +2,11 @@
 seeded bugs at once: after its first batch, a lane knows the bugs that batch found (shrunk, each
 its minimal lost stores and, when proven, its fix: the link's flush at wort.c:81 is proven there
 although the same histories also fail with the split's header at wort.c:193, which has no fix,
-because that bug's states are left out of the search), and its next batch's failing crash states
-that those bugs explain are not judged again: every failure that batch keeps is another bug's, and
-the link's failures are not met again (without unmasking the second batch finds them in its
-histories once more, and stats.explained_states is 0)."""
+because that bug's states are left out of the search), and its next batch's crash states that
+those bugs explain are never executed (stats.states_pruned: each loses the link's one-line store or
+one its fix makes durable) or, failing, not judged again: every failure that batch keeps is another
+bug's, and the link's failures are not met again (without unmasking the second batch finds them in
+its histories once more, and both counts are 0)."""
 from crashcheck.harness.check.findings import site_key, store_site
 from crashcheck.harness.core.budget import Budget
 from crashcheck.harness.core.settings import Settings
@@ -33,7 +34,7 @@ def test_a_lane_judges_its_later_histories_with_the_bugs_it_knows(tmp_path, inst
     link = str(search_mod.structures.ROOT / "trees/wort/wort.c") + ":81"
     assert frozenset({link}) in known.lost, known
     assert any(e.anchor == link for e in known.edits), known.fixes
-    assert res.stats.explained_states > 0
+    assert res.stats.states_pruned > 0, res.stats
     # what the second batch found first is no known bug again
     later = [e for e in res.entries if e.found_at[0] == LANES and e.finding.point is not None]
     for e in later:

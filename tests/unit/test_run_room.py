@@ -123,7 +123,7 @@ def test_stats_count_every_field_a_history_has():
     outcome = SimpleNamespace(partial=True, crash_points=3, states_legal=2 ** 60, states_explored=7,
                               states_checked=4, points_sampled=1, executions=5, hung_short=2, not_checked=True,
                               aimed_runs=3, race_candidates=4, race_aims=2, race_confirmed=1, race_unreachable=1,
-                              race_s=0.25, explained=6)
+                              race_s=0.25, explained=6, pruned=2 ** 70)
     s = Stats()
     s.count(outcome)
     s.count(outcome)
@@ -132,7 +132,7 @@ def test_stats_count_every_field_a_history_has():
                        "states_explored": 14, "states_checked": 8, "points_sampled": 2, "executions": 10,
                        "hung_short": 4, "not_checked": 2, "repeated": 0, "aimed_runs": 6,
                        "race_candidates": 8, "race_aims": 4, "race_confirmed": 2, "race_unreachable": 2,
-                       "race_s": 0.5, "explained_states": 12,
+                       "race_s": 0.5, "explained_states": 12, "states_pruned": 2 ** 71,
                        # (the crossing histories' share, which the search adds itself: harness/run/crossing.py)
                        "capacity_histories": 0, "capacity_s": 0}
     other = Stats(histories=1, threads=3, elapsed_s=9.0)
@@ -142,6 +142,7 @@ def test_stats_count_every_field_a_history_has():
     # (the --perf tally is a section of its own in the results file, not a count)
     assert set(out) == {f.name for f in fields(Stats)} - {"perf"} | {"points_complete", "states_per_s", "executions_per_s", "states_covered_per_s"}
     assert out["states_legal"] == str(2 ** 61) and out["points_complete"] == 4
+    assert out["states_pruned"] == str(2 ** 71)     # (written as states_legal is: text past 2^53)
 
 
 def test_the_results_file_totals_targets(tmp_path):

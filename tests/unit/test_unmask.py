@@ -5,26 +5,13 @@ forbids it, or it loses A's minimal lost stores); one that keeps a.c:10 and lose
 which A's knowledge must leave to be found."""
 from crashcheck.crashsim.persistency import ModelOptions
 from crashcheck.crashsim.simulate import Simulator
-from crashcheck.crashsim.trace import read_trace
-from crashcheck.crashsim.trace_writer import TraceWriter
 from crashcheck.harness.check.fix_search import Edit
 from crashcheck.harness.check.unmask import Explainer, Known
+from published_trace import published
 
 
 def _trace(tmp_path):
-    w = TraceWriter(pool_size=4096)
-    a, b = w.site("a.c", 10, "put"), w.site("a.c", 20, "put")
-    link, flush, fence = w.site("a.c", 11, "put"), w.site("a.c", 12, "put"), w.site("a.c", 13, "put")
-    w.op_begin(0)
-    w.store(0, b"a" * 8, site=a)
-    w.store(64, b"b" * 8, site=b)
-    w.store(128, b"p" * 8, site=link)
-    w.flush(128, site=flush)
-    w.fence(site=fence)
-    w.op_end(0)
-    path = tmp_path / "t.trace"
-    w.write(path)
-    return read_trace(path)
+    return published(tmp_path, [("a.c", 10, 0, b"a" * 8, "plain"), ("a.c", 20, 64, b"b" * 8, "plain")])
 
 
 def _states(trace):
