@@ -250,14 +250,8 @@ class Checker(CheckerFixes, CheckerRaces):
         deferred = []          # ran out of the shorter limit in a way not seen yet: checked again
 
         explainer = Explainer(self.unmask, trace, s.options()) if self.unmask else None
-        keep = None
-        if explainer is not None:
-            def keep(cp):
-                # the states a known bug explains by one store line or a proven fix: not executed
-                kept = explainer.kept(cp)
-                if kept is not None:
-                    outcome.pruned += kept.pruned
-                return kept
+        # the states a known bug explains by one store line or a proven fix: not executed
+        keep = explainer.counted_keep(outcome) if explainer is not None else None
         biggest: list[CrashPoint] = []     # the crash point with the most legal states
         if s.strategy == "exhaustive":     # (before any state is checked; harness/check/exhaustive.py)
             refuse_exhaustive(trace, s.options(), f"a history of {len(ops)} operations", skip_before=first_op or 0)

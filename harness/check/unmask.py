@@ -76,6 +76,15 @@ class Explainer:
         self._sites: dict[int, str] = {}       # store event -> its source line (site_key)
         self._single = {next(iter(c)) for c in known.lost if len(c) == 1}   # one-line causes
 
+    def counted_keep(self, outcome):
+        """`kept` for explore's keep=, adding each point's left-out states to OUTCOME.pruned."""
+        def keep(cp):
+            kept = self.kept(cp)
+            if kept is not None:
+                outcome.pruned += kept.pruned
+            return kept
+        return keep
+
     def kept(self, point) -> KeptPoint | None:
         """POINT's states that keep every pending piece a known proven fix makes durable there or a
         known bug of one source line stored (the others are that bug again: module note), or None
