@@ -84,12 +84,12 @@ class _Bugs:
         return i
 
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
-        """Bugs I and J are not told apart: neither has shrunk lost stores (but an anchored one
-        joins only one of the same stores that matter, or a state not shrunk), they share a
-        minimal lost-store set, a fix of one is proven to remove a failure of the other, or one
-        has no lost stores and a crash state of it loses the other's minimal stores too (a leak,
-        a run without crash, a state not shrunk; an anchored one: the stores that matter in its
-        state are the other's minimal lost stores), or
+        """Bugs I and J are not told apart: they share a minimal lost-store set, a fix of one is
+        proven to remove a failure of the other, one is anchored (lost nothing once shrunk) and
+        the stores that matter in a state of it and in one of the other are one within the other
+        (else an anchored bug is told apart, but for a state not shrunk, which joins it), neither
+        has shrunk lost stores, or one has none and a crash state of it loses the other's
+        minimal stores too (a leak, a run without crash, a state not shrunk), or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
@@ -103,13 +103,16 @@ class _Bugs:
         if any(self.anchored[x] and not self.lost[x] for x in (a, b)):
             # a failure that lost nothing once shrunk (anchored) is a bug of its own unless a
             # proven fix removes it (above) or the stores that matter in its state matter in a
-            # state of the other bug too (WORT's update swung before its value: the state right
-            # after the swing needs the swing persisted; the one that loses the value needs it
-            # too): a store both only hinge on, a rule or a message both show is no cause
+            # state of the other bug too, or those of that state are all among its own (WORT's
+            # update swung before its value: the state right after the swing needs the swing
+            # persisted, the one that loses the value needs it too; Heart's leaf published
+            # before its contents lacks its key and value, another state loses them): a store
+            # both only hinge on, a rule or a message both show is no cause
             # (Heart's split that publishes its parent before filling it, at the split's CAS,
             # lacks the old child's slot; the leaf published before its key hinges on that CAS
             # too, and broke one rule with it)
-            return any(c <= m for x, y in ((a, b), (b, a)) for c in self.causes[x] for m in self.causes[y] | self.matter[y]) \
+            return any(c <= m or m <= c for x, y in ((a, b), (b, a)) for c in self.causes[x]
+                       for m in self.causes[y] | self.matter[y]) \
                 or any(self.loose[x] and not self.anchored[x] and not self.lost[x] for x in (a, b))
         if not self.lost[a] and not self.lost[b]:
             return True

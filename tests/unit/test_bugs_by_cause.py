@@ -420,3 +420,17 @@ def test_a_failure_that_lost_nothing_is_told_apart_by_what_it_lacks_not_by_a_sto
     assert bugs.anchored(FakeTrace(), lacking(7))
     assert len(merged([leaf, lacking(7)])) == 2
     assert len(merged([leaf, lacking(2)])) == 1
+
+
+def test_a_failure_that_lacks_every_store_another_state_of_its_bug_loses_joins_it():
+    """Heart's leaf published before its contents: right after the CAS the state lacks the key
+    length, key and value (lines 11-13); another state loses only the key and value (12, 13).
+    The stores that matter in the second are all among the first's: one bug. A state that lacks
+    only a line of another object (14) stays apart."""
+    def lacking(*seqs):
+        f = shrunk("invariant-violation", [], group="rule: check at c.c:216")
+        f.lacks, f.needed_early = [P(s) for s in seqs], [P(5)]
+        return f
+    leaf = shrunk("invariant-violation", [2, 3], group="rule: check at c.c:216")    # one rule broken
+    assert len(merged([leaf, lacking(1, 2, 3)])) == 1
+    assert len(merged([leaf, lacking(4)])) == 2
