@@ -111,8 +111,8 @@ class _Bugs:
             # (Heart's split that publishes its parent before filling it, at the split's CAS,
             # lacks the old child's slot; the leaf published before its key hinges on that CAS
             # too, and broke one rule with it)
-            return any(c <= m or m <= c for x, y in ((a, b), (b, a)) for c in self.causes[x]
-                       for m in self.causes[y] | self.matter[y]) \
+            return any(c <= (full if own else core) or core <= c for x, y in ((a, b), (b, a))
+                       for c, own in self.causes[x] for core, full in self.matter[y] | {(d, d) for d, _ in self.causes[y]}) \
                 or any(self.loose[x] and not self.anchored[x] and not self.lost[x] for x in (a, b))
         if not self.lost[a] and not self.lost[b]:
             return True
@@ -183,7 +183,8 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             bugs.raw[i].add(state_lost(t, f))
         elif anchored(t, f):
             bugs.anchored[i] = True
-            bugs.causes[i].add(frozenset(cause(t, f)) or frozenset(k[1] for k in hinge_keys(t, f)))
+            own = frozenset(cause(t, f))
+            bugs.causes[i].add((own or frozenset(k[1] for k in hinge_keys(t, f)), bool(own)))
         else:
             bugs.loose[i] = True
         bugs.lossless[i] = lossless(t, f)
@@ -292,10 +293,15 @@ def anchored(trace, f: Finding) -> bool:
             and f.without_crash is None and bool(hinge_keys(trace, f)))
 
 
-def matter(trace, f: Finding) -> frozenset[str]:
+def matter(trace, f: Finding) -> tuple[frozenset[str], frozenset[str]]:
     """The source lines of the stores that matter in F's shrunk state: lost, needed persisted
-    (causes.cause) and needed at the earliest crash point of its operation (Finding.needed_early)."""
-    return frozenset(cause(trace, f)) | {k[1] for k in hinge_keys(trace, f) if k[1] not in anchor(trace, f)}
+    (causes.cause) and needed at the earliest crash point of its operation (Finding.needed_early);
+    and those with the stores its operation's last persist made durable before them (anchor: WORT's
+    swing, durable before the update's value was lost, is what a state right after the swing
+    needs). An anchored failure whose own state names no store (it needs and lacks none) is
+    compared with the first only: a publication both only hinge on is no cause."""
+    core = frozenset(cause(trace, f)) | {k[1] for k in hinge_keys(trace, f) if k[1] not in anchor(trace, f)}
+    return core, core | frozenset(anchor(trace, f))
 
 
 def lossless(trace, f: Finding) -> bool:
