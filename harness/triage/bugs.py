@@ -113,7 +113,8 @@ class _Bugs:
             # too, and broke one rule with it)
             return any(c <= (full if own else core) or core <= c for x, y in ((a, b), (b, a))
                        for c, own in self.causes[x] for core, full in self.matter[y] | {(d, d) for d, _ in self.causes[y]}) \
-                or any(self.loose[x] and not self.anchored[x] and not self.lost[x] for x in (a, b))
+                or any(self.loose[x] and not self.anchored[x] and not self.lost[x] for x in (a, b)) \
+                or (self.hinged(a, b, hinge) and bool(self.objects[a] & self.objects[b]))
         if not self.lost[a] and not self.lost[b]:
             return True
         if not self.lost[a] or not self.lost[b]:
@@ -127,10 +128,17 @@ class _Bugs:
         # object: Heart's split that publishes its parent before filling it, and a leaf published
         # before its contents, both hinge on the split's CAS, but lose the parent's slot first
         # and the leaf's key first)
+        return self.hinged(a, b, hinge) and (not self.objects[a] or not self.objects[b]
+                                             or bool(self.objects[a] & self.objects[b]))
+
+    def hinged(self, a: int, b: int, hinge: tuple | None) -> bool:
+        """Bugs A and B (roots) hinge on HINGE, a store no finding loses, and no fix is proven on
+        either side. (An anchored one joins through it only when the first store it lacks and
+        the other's first lost one write objects of one allocation site: Heart's split, crashed
+        right after its CAS, lacks a slot of the parent, which its state at the operation's end
+        loses; the leaf published early loses the leaf's key, behind the same CAS.)"""
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
-                and not self.fixes[a] and not self.fixes[b]
-                and hinge[1] not in self.lost_anywhere
-                and (not self.objects[a] or not self.objects[b] or bool(self.objects[a] & self.objects[b])))
+                and not self.fixes[a] and not self.fixes[b] and hinge[1] not in self.lost_anywhere)
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -185,6 +193,8 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
             bugs.anchored[i] = True
             own = frozenset(cause(t, f))
             bugs.causes[i].add((own or frozenset(k[1] for k in hinge_keys(t, f)), bool(own)))
+            bugs.hinges[i].update(hinge_keys(t, f))
+            bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
         else:
             bugs.loose[i] = True
         bugs.lossless[i] = lossless(t, f)
