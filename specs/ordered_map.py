@@ -444,22 +444,6 @@ def contend(draw, ops, start: int, kinds=()):
     return _contend(draw, ops, start, kinds)
 
 
-def key_place(key: bytes) -> str:
-    """Where KEY sits in its domain: at 0 (every byte zero, the lowest key of its length), at
-    the maximum (every byte 0xff), or in the middle: edges are where off-by-one mistakes live."""
-    if not key.strip(b"\0"):
-        return "at 0"
-    if not key.strip(b"\xff"):
-        return "at the maximum"
-    return "in the middle"
-
-
-def shape(op: Op) -> str:
-    """OP's shape for grouping wrong answers (crashcheck.specs.model.answer_shape): its kind and where its
-    key (a scan's start) sits."""
-    return f"{op.kind} {'from 0' if op.kind == 'scan' and key_place(op.key) == 'at 0' else key_place(op.key)}"
-
-
 def validate(op: Op, limits: dict[str, Any]) -> str | None:
     """Why a map structure with LIMITS (key_kind, value_size, value_min) cannot run OP, or None."""
     if op.kind == "scan" and not 1 <= op.count < 1 << 31:
@@ -495,6 +479,5 @@ MODEL = Model(
     histories=histories,
     contend=contend,
     validate=validate,
-    shape=shape,
     doc="ordered map of byte keys to byte values: insert update delete lookup scan",
 )

@@ -191,14 +191,6 @@ def thread_histories(threads: int, min_ops: int = 1, max_ops: int = 12, points: 
     return history()
 
 
-def shape(op: Op) -> str:
-    """OP's shape for grouping wrong answers (crashcheck.specs.model.answer_shape): its kind and whether its
-    range starts at 0 or ends at the maximum (a lock that mishandles the first range and one that
-    mishandles the last are two mistakes)."""
-    ends = [w for w, at in (("from 0", op.start == 0), ("to the maximum", op.end == U64_MAX)) if at]
-    return f"{op.kind} {' '.join(ends) or 'in the middle'}"
-
-
 def make(spurious: bool = False) -> Model:
     """The range-lock model; with SPURIOUS, trylock on a free range may also fail."""
     return Model(
@@ -214,7 +206,6 @@ def make(spurious: bool = False) -> Model:
         followup=followup,
         histories=histories,
         thread_histories=thread_histories,
-        shape=shape,
         doc="range lock over inclusive uint64 ranges: trylock S E, release S E -> ok | fail",
     )
 

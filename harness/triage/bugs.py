@@ -27,9 +27,11 @@ much they share, unless a proven fix of one removes the other's failure (Finding
 in on the trace by harness/check/pipeline.py fix_finding and harness/run/fold_proofs.py); a
 finding without a cause of its own (a leak, an unshrunk state, a run without crash) joins by what
 it shares (`merge`, docs/bug-record.md "How bugs are told apart"), but a failure whose shrunk state
-lost nothing (`anchored`: a header rewritten in place before its swing) joins a bug of lost stores
-only through a store both hinge on, and a leak the code left (`lossless`) joins none. Findings
-whose own searches proved one fix are one bug by that proof.
+lost nothing (`anchored`: a header rewritten in place before its swing) joins another bug only when
+the stores that matter in its state (what it needs persisted or lacks) matter in a state of that
+bug too (`matter`), or by a proven fix, never through a publication both only hinge on nor a rule
+or message both show; and a leak the code left (`lossless`) joins none. Findings whose own
+searches proved one fix are one bug by that proof.
 The bug shows its primary finding (one of its class that lost stores once shrunk rather than one
 that lost none: `named_by_lost`); the others become its `symptoms`, and the distinct store
 orders that failed become its `orders` (docs/bug-record.md). Never runs anything.
@@ -65,6 +67,12 @@ class _Bugs:
         # or a persist they hinge on (the order a bug made stores durable in: a header rewritten
         # in place before the pointer swing): their cause is that order, not a lost store (anchored)
         self.anchored: list[bool] = [False] * n
+        # the stores that matter in those members' states (causes.cause: what they need persisted
+        # or lack; with none, the stores they hinge on): what an anchored bug is told apart by
+        self.causes: list[set] = [set() for _ in range(n)]
+        # the stores that matter in the states of members with lost stores (lost, needed
+        # persisted, needed at the earliest crash point of the operation: `matter`)
+        self.matter: list[set] = [set() for _ in range(n)]
         # the allocation sites of the objects the first lost stores of members write into
         self.objects: list[set] = [set() for _ in range(n)]
         self.lossless = [False] * n      # its members leaks in states that lost nothing (lossless)
@@ -76,20 +84,38 @@ class _Bugs:
         return i
 
     def may_fold(self, i: int, j: int, hinge: tuple | None = None) -> bool:
-        """Bugs I and J are not told apart: neither has shrunk lost stores, or one has none and a
-        crash state of it loses the other's minimal stores too (for a leak or a run without
-        crash; any other failure without lost stores of its own: always, but an anchored one only
-        through a hinge), they share a minimal lost-store set, a fix of one is proven to remove a
-        failure of the other, or
+        """Bugs I and J are not told apart: they share a minimal lost-store set, a fix of one is
+        proven to remove a failure of the other, one is anchored (lost nothing once shrunk) and
+        the stores that matter in a state of it and in one of the other are one within the other
+        (else an anchored bug is told apart, but for a state not shrunk, which joins it), neither
+        has shrunk lost stores, or one has none and a crash state of it loses the other's
+        minimal stores too (a leak, a run without crash, a state not shrunk), or
         HINGE (a hinge_keys key) is a store members of both that lose stores hinge on, that no
         finding loses (then it is that finding's bug's cause, not a publication both hinge on),
         and no fix is proven on either side (where one is, the proof decides)."""
         a, b = self.find(i), self.find(j)
         if a != b and self.lossless[a] != self.lossless[b]:
             return False          # a leak that needed no lost store is no crash's symptom (lossless)
-        if a == b or (not self.lost[a] and not self.lost[b]) or self.lost[a] & self.lost[b]:
+        if a == b or self.lost[a] & self.lost[b]:
             return True
         if self.fixes[a] & self.removed_by[b] or self.fixes[b] & self.removed_by[a]:
+            return True
+        if any(self.anchored[x] and not self.lost[x] for x in (a, b)):
+            # a failure that lost nothing once shrunk (anchored) is a bug of its own unless a
+            # proven fix removes it (above) or the stores that matter in its state matter in a
+            # state of the other bug too, or those of that state are all among its own (WORT's
+            # update swung before its value: the state right after the swing needs the swing
+            # persisted, the one that loses the value needs it too; Heart's leaf published
+            # before its contents lacks its key and value, another state loses them): a store
+            # both only hinge on, a rule or a message both show is no cause
+            # (Heart's split that publishes its parent before filling it, at the split's CAS,
+            # lacks the old child's slot; the leaf published before its key hinges on that CAS
+            # too, and broke one rule with it)
+            return any(c <= (full if own else core) or core <= c for x, y in ((a, b), (b, a))
+                       for c, own in self.causes[x] for core, full in self.matter[y] | {(d, d) for d, _ in self.causes[y]}) \
+                or any(self.loose[x] and not self.anchored[x] and not self.lost[x] for x in (a, b)) \
+                or (self.hinged(a, b, hinge) and bool(self.objects[a] & self.objects[b]))
+        if not self.lost[a] and not self.lost[b]:
             return True
         if not self.lost[a] or not self.lost[b]:
             # a bug without a cause of its own (a leak, an unshrunk state, a run without crash)
@@ -97,22 +123,22 @@ class _Bugs:
             # minimal stores too: a leak shown by a state that loses nothing (an old value never
             # freed) is no symptom of a missing flush, whatever allocation site they share
             bare, caused = (b, a) if not self.lost[b] else (a, b)
-            if self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare]):
-                return True
-            # a failure that lost nothing (anchored) joins one of lost stores through a store both
-            # hinge on that no finding loses (one publication, one header rewritten), or a
-            # proven fix (above); a rule or a message both show is no cause (ART+CoW's header
-            # rewritten in place and its swing published too early both break the depth rule)
-            return (self.anchored[bare] and hinge is not None and hinge in self.hinges[bare]
-                    and hinge in self.hinges[caused] and hinge[1] not in self.lost_anywhere)
+            return self.loose[bare] or any(set(s) <= r for s in self.lost[caused] for r in self.raw[bare])
         # (a publication both hinge on joins them when their first lost stores write one kind of
         # object: Heart's split that publishes its parent before filling it, and a leaf published
         # before its contents, both hinge on the split's CAS, but lose the parent's slot first
         # and the leaf's key first)
+        return self.hinged(a, b, hinge) and (not self.objects[a] or not self.objects[b]
+                                             or bool(self.objects[a] & self.objects[b]))
+
+    def hinged(self, a: int, b: int, hinge: tuple | None) -> bool:
+        """Bugs A and B (roots) hinge on HINGE, a store no finding loses, and no fix is proven on
+        either side. (An anchored one joins through it only when the first store it lacks and
+        the other's first lost one write objects of one allocation site: Heart's split, crashed
+        right after its CAS, lacks a slot of the parent, which its state at the operation's end
+        loses; the leaf published early loses the leaf's key, behind the same CAS.)"""
         return (hinge is not None and hinge in self.hinges[a] and hinge in self.hinges[b]
-                and not self.fixes[a] and not self.fixes[b]
-                and hinge[1] not in self.lost_anywhere
-                and (not self.objects[a] or not self.objects[b] or bool(self.objects[a] & self.objects[b])))
+                and not self.fixes[a] and not self.fixes[b] and hinge[1] not in self.lost_anywhere)
 
     def union(self, i: int, j: int) -> None:
         a, b = self.find(i), self.find(j)
@@ -120,7 +146,8 @@ class _Bugs:
             return
         keep, gone = min(a, b), max(a, b)
         self.parent[gone] = keep
-        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw, self.objects):
+        for part in (self.lost, self.fixes, self.removed_by, self.hinges, self.raw, self.objects, self.causes,
+                     self.matter):
             part[keep] |= part[gone]
         self.loose[keep] = self.loose[keep] or self.loose[gone]
         self.anchored[keep] = self.anchored[keep] or self.anchored[gone]
@@ -157,13 +184,17 @@ def merge(items: list, finding, trace, size=lambda item: 0) -> list[list]:
         lost = lost_cause(t, f)
         if lost:
             bugs.lost[i].add(lost)
+            bugs.matter[i].add(matter(t, f))
             bugs.hinges[i].update(hinge_keys(t, f))
             bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
         elif f.cls == "leak" or f.point is None:
             bugs.raw[i].add(state_lost(t, f))
         elif anchored(t, f):
             bugs.anchored[i] = True
+            own = frozenset(cause(t, f))
+            bugs.causes[i].add((own or frozenset(k[1] for k in hinge_keys(t, f)), bool(own)))
             bugs.hinges[i].update(hinge_keys(t, f))
+            bugs.objects[i].update(o for o in [first_lost_object(t, f)] if o is not None)
         else:
             bugs.loose[i] = True
         bugs.lossless[i] = lossless(t, f)
@@ -270,6 +301,17 @@ def anchored(trace, f: Finding) -> bool:
     same operations show without any crash: that is the crash-free run's bug.)"""
     return (f.shrunk and f.point is not None and f.recovery_of is None and not f.lost
             and f.without_crash is None and bool(hinge_keys(trace, f)))
+
+
+def matter(trace, f: Finding) -> tuple[frozenset[str], frozenset[str]]:
+    """The source lines of the stores that matter in F's shrunk state: lost, needed persisted
+    (causes.cause) and needed at the earliest crash point of its operation (Finding.needed_early);
+    and those with the stores its operation's last persist made durable before them (anchor: WORT's
+    swing, durable before the update's value was lost, is what a state right after the swing
+    needs). An anchored failure whose own state names no store (it needs and lacks none) is
+    compared with the first only: a publication both only hinge on is no cause."""
+    core = frozenset(cause(trace, f)) | {k[1] for k in hinge_keys(trace, f) if k[1] not in anchor(trace, f)}
+    return core, core | frozenset(anchor(trace, f))
 
 
 def lossless(trace, f: Finding) -> bool:

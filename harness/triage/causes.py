@@ -89,10 +89,13 @@ def first_lost_object(trace: Trace | None, f: Finding) -> str | None:
     writes into, or None (nothing lost, or no allocation in the trace holds it). A node published
     before its contents were written loses some of that node's contents first, whichever; a
     parent published before its slots were filled loses a slot of the parent first, even when
-    the leaf it points to loses its contents after (under eADR a crash loses a suffix)."""
-    if f.point is None or trace is None or not f.lost or f.recovery_of is not None:
+    the leaf it points to loses its contents after (under eADR a crash loses a suffix). For a
+    state that lost nothing, its first lacked store's (Finding.lacks: a parent published by CAS
+    before its slots were written lacks a slot of the parent)."""
+    pieces = f.lost or f.lacks
+    if f.point is None or trace is None or not pieces or f.recovery_of is not None:
         return None
-    first = min(p.seq for p in f.lost)
+    first = min(p.seq for p in pieces)
     addr = trace.events[first].addr
     for ev in reversed(trace.events[:first]):
         if ev.kind == "alloc" and ev.addr <= addr < ev.addr + ev.size:

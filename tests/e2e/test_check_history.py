@@ -77,3 +77,28 @@ def test_the_plugin_checks_a_history_and_fails_on_the_bug(built, pytester):
     res.assert_outcomes(passed=1, failed=2)
     res.stdout.fnmatch_lines(["*unexpected bug(s) in wort*", "*lost-durable-write*", "*history: insert 1 2*",
                               "*crashcheck gate:*too few fields*"])
+
+
+def test_a_failure_that_lost_nothing_is_no_symptom_of_a_bug_it_only_hinges_with(built, tmp_path):
+    """Heart with its seeded bugs at once (issue 48): a crash right after the split's CAS
+    (heart.c:410) loses nothing under eADR and lacks the old child's slot (heart.c:137, the split
+    published before its parent is filled). The leaf published before its key hinges on that CAS
+    too, with no fix proven, but loses the leaf's key: the split's failure is no symptom of the
+    leaf's record; it is one of the split's own, whose state loses a slot of the same parent."""
+    from crashcheck.harness.target import structures
+    from crashcheck.harness.triage import seeded_match
+
+    out = tmp_path / "r.json"
+    res = run_cli("check", "heart", "--bug", "many", "--history", "insert x:00 1; insert x:005b 1", "--json", out,
+                  "--quiet", timeout=300)
+    assert res.returncode == 1, res.stdout + res.stderr
+    records = json.loads(out.read_text())["bugs"]
+    catalog = {b.name: b for b in structures.read_bugs(ROOT / "trees" / "heart" / "bugs.json")}
+    split, leaf = catalog["split-publish-early"], catalog["leaf-publish-early"]
+    verdicts = seeded_match.classify(records, [split, leaf])
+    assert verdicts[split.name].how == verdicts[leaf.name].how == seeded_match.OWN, verdicts
+    def at_cas(r):
+        return [s for s in r["symptoms"] if s["group"].endswith("crash@trees/heart/heart.c:410")]
+    by_id = {r["id"]: r for r in records}
+    assert verdicts[split.name].record != verdicts[leaf.name].record
+    assert at_cas(by_id[verdicts[split.name].record]) and not at_cas(by_id[verdicts[leaf.name].record])

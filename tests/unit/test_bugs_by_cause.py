@@ -403,3 +403,34 @@ def test_a_bug_with_a_member_that_lost_stores_is_named_by_them():
     value.shrunk = False
     [bug] = bugs.merge([swing, value], lambda f: f, lambda f: trace, lambda f: sizes[id(f)])
     assert bug[0] is swing
+
+
+def test_a_failure_that_lost_nothing_is_told_apart_by_what_it_lacks_not_by_a_store_both_hinge_on():
+    """Heart's split publishing its parent before filling it (issue 48): right after the split's
+    CAS the state loses nothing and lacks the old child's slot (line 17); the leaf published before
+    its key loses the key (line 12). Both hinge on the CAS (line 15) and no fix is proven: the
+    shared hinge proves nothing, two bugs. A failure that lacks the key the leaf's state loses is
+    the leaf's bug."""
+    def lacking(seq):
+        f = shrunk("lost-durable-write", [], group="crash@tree.c:15")
+        f.lacks, f.needed_early = [P(seq)], [P(5)]
+        return f
+    leaf = shrunk("invariant-violation", [2], group="rule: check at c.c:216")
+    leaf.needed_early = [P(5)]
+    assert bugs.anchored(FakeTrace(), lacking(7))
+    assert len(merged([leaf, lacking(7)])) == 2
+    assert len(merged([leaf, lacking(2)])) == 1
+
+
+def test_a_failure_that_lacks_every_store_another_state_of_its_bug_loses_joins_it():
+    """Heart's leaf published before its contents: right after the CAS the state lacks the key
+    length, key and value (lines 11-13); another state loses only the key and value (12, 13).
+    The stores that matter in the second are all among the first's: one bug. A state that lacks
+    only a line of another object (14) stays apart."""
+    def lacking(*seqs):
+        f = shrunk("invariant-violation", [], group="rule: check at c.c:216")
+        f.lacks, f.needed_early = [P(s) for s in seqs], [P(5)]
+        return f
+    leaf = shrunk("invariant-violation", [2, 3], group="rule: check at c.c:216")    # one rule broken
+    assert len(merged([leaf, lacking(1, 2, 3)])) == 1
+    assert len(merged([leaf, lacking(4)])) == 2

@@ -399,7 +399,7 @@ def test_what_one_crash_free_run_shows_is_one_finding_with_its_broken_rules():
     lines = ["ok", "!invariant 0 leaf 0x600000020400: key byte 1 is c2, its path says 00",
              "!invariant 0 leaf 0x600000020440 in the END slot at position 4 has a key of 3 bytes", "notfound"]
     [delete] = crash_free_findings(model, ops, lines)
-    assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete in the middle: notfound for ok")
+    assert delete.cls == "wrong-value" and delete.group == ("no-crash", "delete: notfound for ok")
     assert [s.group[1] for s in delete.symptoms] == ["insert: leaf ?: key byte ? is ?, its path says ?",
                                                      "insert: leaf ? in the END slot at position ? has a key of ? bytes"]
     [insert] = crash_free_findings(model, [parse_op("insert 1 10"), parse_op("insert 2 20")],

@@ -98,7 +98,7 @@ def test_judge_a_wrong_result_with_no_overlap_is_a_wrong_value():
     # is to blame, so it reads as a single-threaded run's wrong value, named by the operation
     findings, checked = threads.judge(MAP, two_inserts(),
                                       lines_for({1: "ok", 2: "exists", 3: "value 10"}, ["c2", "r2", "c1", "r1", "c3", "r3"]))
-    assert checked and [(f.cls, f.group) for f in findings] == [("wrong-value", ("no-crash", "insert in the middle: exists for ok"))]
+    assert checked and [(f.cls, f.group) for f in findings] == [("wrong-value", ("no-crash", "insert: exists for ok"))]
     assert "`insert 3 31` (thread 2, operation 2) returned `exists`, the model `ok`" in findings[0].detail
     # overlapping by one step: a linearizability violation again (see the test above)
     assert threads.judge(MAP, two_inserts(), lines_for({1: "ok", 2: "exists", 3: "value 10"},
