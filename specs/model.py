@@ -44,6 +44,7 @@ A model is a frozen record of pure functions over immutable, hashable states:
                                with Hypothesis's DRAW; KINDS: the operation kinds the structure has
                                (its adapter's), which it may add; the harness uses it for half its
                                dealt histories
+    shape(op)               -> accepted for models of 2026-11-27, no longer used (answer_shape)
     validate(op, limits)    -> why a structure with LIMITS (its `driver info`: key_kind,
                                value_size, value_min, ...) cannot run OP, or None (replay checks a
                                record's operations with it before running them)
@@ -128,6 +129,10 @@ class Model:
     thread_histories: Callable[..., Any] | None = None
     contend: Callable[..., Any] | None = None
     validate: Callable[[Op, dict[str, Any]], str | None] = _any_op
+    # accepted and unused: models written for 2026-11-27's crashcheck passed shape(op) to group
+    # wrong answers by where the operation sits; they now group by the check that failed
+    # (answer_shape), and such a model must keep loading (docs/models.md)
+    shape: Callable[[Op], str] | None = field(default=None, compare=False)
     doc: str = field(default="", compare=False)
 
     # -- helpers over the functions above (not part of what a model author writes) ----------

@@ -126,3 +126,12 @@ def test_new_stores_are_the_lines_the_failing_operation_stored_first():
     assert first_failing_op(MAP, ops, ["ok", "ok", "!invariant 1 broken", "notfound"]) == 1
     assert first_failing_op(MAP, ops, ["ok", "ok", "notfound"]) == 2
     assert first_failing_op(MAP, ops, ["ok", "ok", "value 1"]) is None
+
+
+def test_a_model_of_the_previous_release_passing_shape_still_loads_and_groups_by_the_check():
+    """Models written for 2026-11-27 passed shape(op); it is accepted and no longer changes the
+    grouping (an upgrade must not break a user's model)."""
+    import dataclasses
+    old_style = dataclasses.replace(MAP, shape=lambda op: f"{op.kind} somewhere")
+    f = run_finding(old_style, ["insert 0 5", "lookup 0"], ["ok", "notfound"])
+    assert f.group == ("no-crash", "lookup: notfound for value")
