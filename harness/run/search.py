@@ -40,6 +40,7 @@ Design notes
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 import traceback
@@ -93,9 +94,16 @@ class Search(CapacityCrossing, AfterBatches, DeterminismProbes, Unmasking):
     def __init__(self, structure: str, bug: str | None, settings: Settings, config: Config, share: int,
                  budget: Budget, bugdir: Path, journal: Journal | None = None,
                  progress: Callable[[Progress], None] | None = None) -> None:
+        self.target = structures.get(structure)
+        if self.target.own_pool and settings.strategy == "lazy":
+            # libpmemobj's reads of its own pool are not instrumented, so lazy would judge one
+            # state for a class of states the library tells apart and name records by states that
+            # never failed (they did not replay). `fuzz` makes bounded its default here and refuses
+            # --strategy lazy; this holds for every other caller too (fuzz_target, bench/detection,
+            # the pytest plugin), whose Settings default to lazy.
+            settings = dataclasses.replace(settings, strategy="bounded")
         self.structure, self.bug, self.settings, self.config = structure, bug, settings, config
         self.share, self.budget, self.bugdir, self.journal, self.progress = share, budget, bugdir, journal, progress
-        self.target = structures.get(structure)
         self.stored = not self.target.own_pool   # the bytes of a libpmemobj pool differ by its UUID (determinism.py)
         self.t0 = time.monotonic()
         self.stats = Stats(threads=config.threads)

@@ -50,6 +50,22 @@ def test_lazy_is_refused(pmobj_built):
     assert lazy.returncode == 2 and "cannot tell its states apart" in lazy.stderr
 
 
+def test_callers_in_process_get_bounded_too(pmobj_built, tmp_path):
+    """fuzz_target (bench/detection, the pytest plugin) takes Settings whose strategy defaults to
+    lazy; for a libpmemobj structure it must be bounded as under `fuzz`, or records are named by
+    states the library's unseen reads tell apart from the one judged (they did not replay)."""
+    from crashcheck.harness.core.budget import Budget
+    from crashcheck.harness.core.settings import Settings
+    from crashcheck.harness.run.config import Config
+    from crashcheck.harness.run.search import Search
+    lazy = Settings(seed=1)
+    assert lazy.strategy == "lazy"
+    s = Search("pmobj_hash", None, lazy, Config(examples=1, budget=None), 0, Budget(None), bugdir=tmp_path)
+    assert s.settings.strategy == "bounded" and lazy.strategy == "lazy"
+    assert Search("wort", None, lazy, Config(examples=1, budget=None), 0, Budget(None),
+                  bugdir=tmp_path).settings.strategy == "lazy"
+
+
 def test_a_pool_mapped_some_other_way_is_refused_under_the_pass(instrument_built):
     build_once("ownfile", "--adapter", ROOT / "tests" / "fixtures" / "ownfile" / "adapter.c")
     res = run_cli("fuzz", "ownfile", "--examples", "1")
