@@ -6,6 +6,7 @@ status, the one-line message and what is (or is not) left on disk.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -238,12 +239,12 @@ def test_work_folder_filling_up_during_a_run_is_an_error(built, tmp_path, mounts
     # folder at the start is refused up front, another message
     wait_until(lambda: any(any(True for _ in d.glob("*")) for d in checker_folders(tmp_path / "m")),
                "a checker wrote to its work folder", proc=p)
-    with open(tmp_path / "m" / "filler", "wb") as f:       # fill the tmpfs to the last byte
-        try:
+    try:
+        with open(tmp_path / "m" / "filler", "wb") as f:   # fill the tmpfs to the last byte
             while True:
                 f.write(bytes(1 << 20))
-        except OSError:
-            pass
+    except OSError as e:       # full; on a loaded machine the run may have filled it first
+        assert e.errno == errno.ENOSPC, e
     out, err = p.communicate(timeout=60)
     res = subprocess.CompletedProcess(p.args, p.returncode, out, err)
     one_error_line(res, "is full")
