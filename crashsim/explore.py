@@ -77,7 +77,6 @@ class Progress:
     covered: int = 0      # lazy: legal states covered by finished executions' classes
     complete: int = 0     # lazy: crash points whose classes covered every legal state
     partial: int = 0      # lazy: crash points left partly covered (limit, fallback, unknown class)
-    pruned: int = 0       # legal states left out by `keep` (never explored)
 
 
 def _load(source: Trace | str | Path) -> Trace:
@@ -284,8 +283,7 @@ def _explore(sim: Simulator, strategy: str, limit: int, seed: int, runner: Runne
             # (after the patch: the runner's base is the whole point's guaranteed image, which is
             # the restricted point's too)
             kept = keep(cp)
-            if kept is not None:
-                stats.pruned += kept.pruned
+            if kept is not None:        # (KEEP's caller counts what it left out)
                 cp = kept
         fu = fixed if fixed is not None else followup(cp)
         codec = StateCodec(cp, sim.image)
